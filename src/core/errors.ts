@@ -1,0 +1,78 @@
+/**
+ * One catalogue of error codes. Every error Tandem raises on purpose is a TandemError with a stable
+ * `code` from this table; the service maps the code to an HTTP status.
+ */
+export const ERROR_CATALOGUE = {
+  TANDEM_ERR_INVALID_ARGUMENT: { http: 400, summary: 'an argument is invalid' },
+  TANDEM_ERR_SHAPE: { http: 400, summary: 'tensor shapes do not match what the operation needs' },
+  TANDEM_ERR_DTYPE: { http: 400, summary: 'tensor dtype is not supported here or does not match' },
+  TANDEM_ERR_SIZE: { http: 400, summary: 'a size is not a non-negative integer within limits' },
+  TANDEM_ERR_OUT_OF_MEMORY: { http: 507, summary: 'an allocation does not fit in the memory available' },
+  TANDEM_ERR_CLOSED: { http: 503, summary: 'the runtime or device has been closed' },
+  TANDEM_ERR_UNKNOWN_KERNEL: { http: 400, summary: 'no kernel is registered under this name' },
+  TANDEM_ERR_NO_DEVICE: { http: 422, summary: 'no device can run this task' },
+  TANDEM_ERR_KERNEL_FAILED: { http: 500, summary: 'a kernel threw or reported an error while running' },
+  TANDEM_ERR_DEPENDENCY_FAILED: { http: 500, summary: 'a task this one depends on failed' },
+  TANDEM_ERR_CYCLE: { http: 400, summary: 'explicit dependencies form a cycle' },
+  TANDEM_ERR_DEVICE_UNAVAILABLE: { http: 503, summary: 'a backend or device could not be opened' },
+  TANDEM_ERR_DEVICE_FAULT: { http: 500, summary: 'the device faulted while running a task' },
+  TANDEM_ERR_DATA_LOST: { http: 500, summary: 'the only valid copy of a tensor was lost' },
+  TANDEM_ERR_DRIVER: { http: 500, summary: 'a driver or library call failed' },
+  TANDEM_ERR_COMPILE: { http: 400, summary: 'a GPU program failed to compile' },
+  TANDEM_ERR_LIMIT: { http: 400, summary: 'a request exceeds a device or configured limit' },
+  TANDEM_ERR_CONFIG: { http: 500, summary: 'the configuration is invalid' },
+  TANDEM_ERR_CANCELLED: { http: 409, summary: 'the work was cancelled' },
+  TANDEM_ERR_UNSTABLE: { http: 422, summary: 'a simulation became numerically unstable' },
+  TANDEM_ERR_NOT_FOUND: { http: 404, summary: 'the requested object does not exist' },
+  TANDEM_ERR_UNAUTHORIZED: { http: 401, summary: 'missing or invalid API key' },
+  TANDEM_ERR_FORBIDDEN: { http: 403, summary: 'the key may not do this' },
+  TANDEM_ERR_RATE_LIMITED: { http: 429, summary: 'too many requests' },
+  TANDEM_ERR_QUOTA: { http: 429, summary: 'a tenant quota is exhausted' },
+  TANDEM_ERR_CONFLICT: { http: 409, summary: 'the request conflicts with the current state' },
+  TANDEM_ERR_UNAVAILABLE: { http: 503, summary: 'a dependency (database, queue) is unreachable' },
+  TANDEM_ERR_INTERNAL: { http: 500, summary: 'an internal error' },
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CATALOGUE;
+
+export class TandemError extends Error {
+  readonly code: ErrorCode;
+  readonly details: Readonly<Record<string, unknown>>;
+
+  constructor(code: ErrorCode, message: string, details: Record<string, unknown> = {}, options?: { cause?: unknown }) {
+    super(`${code}: ${message}`, options);
+    this.name = 'TandemError';
+    this.code = code;
+    this.details = details;
+  }
+
+  get httpStatus(): number {
+    return ERROR_CATALOGUE[this.code].http;
+  }
+
+  toJSON(): { code: ErrorCode; message: string; details: Readonly<Record<string, unknown>> } {
+    return { code: this.code, message: this.message, details: this.details };
+  }
+}
+
+export function isTandemError(e: unknown, code?: ErrorCode): e is TandemError {
+  return e instanceof TandemError && (code === undefined || e.code === code);
+}
+
+/** Wraps anything thrown by foreign code into a TandemError, keeping the original as the cause. */
+export function asTandemError(e: unknown, code: ErrorCode, context: string): TandemError {
+  if (e instanceof TandemError) return e;
+  const msg = e instanceof Error ? e.message : String(e);
+  return new TandemError(code, `${context}: ${msg}`, {}, { cause: e });
+}
+
+export function formatBytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+  let v = n;
+  let i = 0;
+  while (Math.abs(v) >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v.toFixed(i === 0 ? 0 : 1)} ${units[i]}`;
+}

@@ -1,0 +1,28 @@
+/**
+ * What a CPU kernel sees inside a worker thread. Tensors arrive as typed views over the shared host
+ * buffers (f16/bf16 as raw Uint16 words); BLAS is present when the system OpenBLAS loaded.
+ */
+import type { HostArray } from '../../core/dtype.js';
+import type { Scalars, TensorDesc } from '../device.js';
+
+export interface CpuArg {
+  readonly data: HostArray;
+  readonly desc: TensorDesc;
+}
+
+export type Transpose = boolean;
+
+/** Row-major BLAS/LAPACK entry points (bound to OpenBLAS through koffi inside the worker). */
+export interface CpuBlas {
+  sgemm(ta: Transpose, tb: Transpose, m: number, n: number, k: number, alpha: number, a: Float32Array, lda: number, b: Float32Array, ldb: number, beta: number, c: Float32Array, ldc: number): void;
+  dgemm(ta: Transpose, tb: Transpose, m: number, n: number, k: number, alpha: number, a: Float64Array, lda: number, b: Float64Array, ldb: number, beta: number, c: Float64Array, ldc: number): void;
+}
+
+export interface CpuKernelContext {
+  readonly blas: CpuBlas | null;
+  /** 'openblas' | 'wasm' | 'ts': which GEMM engine this worker uses (tests pin it). */
+  readonly gemmEngine: 'openblas' | 'wasm' | 'ts';
+  readonly workerIndex: number;
+}
+
+export type CpuKernel = (args: readonly CpuArg[], scalars: Scalars, ctx: CpuKernelContext) => void;

@@ -1,0 +1,135 @@
+/**
+ * The hardware-layer contracts. A backend (cpu/, cuda/, webgpu/, sim/) opens devices; a device owns a
+ * memory node and one or more in-order execution queues. Validation, byte accounting, pooling policy
+ * and out-of-memory messages live above the backends (src/memory); the backend only moves bytes and
+ * runs kernels.
+ */
+import type { DType } from '../core/dtype.js';
+import type { Shape } from '../core/shape.js';
+
+export type DeviceKind = 'cpu' | 'cuda' | 'webgpu' | 'sim';
+export type MemoryKind = 'host' | 'cuda' | 'webgpu' | 'sim';
+
+/** Measured figures; a field is absent when it was not measured, never guessed. */
+export interface DeviceInfo {
+  readonly id: string;
+  readonly kind: DeviceKind;
+  readonly name: string;
+  readonly memoryBytes: number;
+  /** Peak rate per dtype in FLOP/s from a calibration GEMM ('tf32' for f32 on tensor cores). */
+  readonly peakFlops: Readonly<Partial<Record<DType | 'tf32', number>>>;
+  /** Device memory bandwidth in bytes/s (streaming kernel). */
+  readonly memoryBandwidth?: number;
+  readonly details: Readonly<Record<string, string | number | boolean>>;
+}
+
+export interface DeviceBuffer {
+  readonly node: MemoryNode;
+  readonly bytes: number;
+}
+
+/** Host memory: shared between worker threads, so CPU kernels never copy tensors. */
+export interface HostBuffer extends DeviceBuffer {
+  readonly sab: SharedArrayBuffer;
+}
+
+export interface MemoryNode {
+  /** Index in the runtime's node table, assigned when the node is attached. */
+  index: number;
+  readonly kind: MemoryKind;
+  readonly name: string;
+  readonly capacityBytes: number;
+  /** Allocate raw bytes; throw on failure (the memory manager turns that into TANDEM_ERR_OUT_OF_MEMORY). */
+  alloc(bytes: number): DeviceBuffer;
+  free(buf: DeviceBuffer): void;
+  /** Bytes this node holds in caches it could release on pressure (optional). */
+  trim?(): number;
+}
+
+export type Done = (err: Error | null) => void;
+
+/** One direction of the copy table; the runtime picks routes by (from.kind, to.kind). */
+export interface CopyRoute {
+  readonly from: MemoryKind;
+  readonly to: MemoryKind;
+  /** Engine name for traces ("cuda0.h2d"). */
+  engine(src: DeviceBuffer, dst: DeviceBuffer): string;
+  copy(src: DeviceBuffer, dst: DeviceBuffer, bytes: number, done: Done): void;
+}
+
+export interface TensorDesc {
+  readonly shape: Shape;
+  readonly dtype: DType;
+  readonly bytes: number;
+}
+
+export type ScalarValue = number | boolean | string;
+export type Scalars = Readonly<Record<string, ScalarValue>>;
+
+export interface LaunchArg {
+  readonly buffer: DeviceBuffer;
+  readonly desc: TensorDesc;
+}
+
+export interface LaunchRequest {
+  readonly taskId: number;
+  readonly op: string;
+  /** The backend-specific implementation found in the kernel table for this device kind. */
+  readonly impl: unknown;
+  readonly args: readonly LaunchArg[];
+  readonly scalars: Scalars;
+  /** Tasks already in this queue that must succeed before this one runs (chain forwarding). */
+  readonly after: readonly number[];
+}
+
+/** Optional timings a queue can report (device clocks); otherwise the host-observed times are used. */
+export interface LaunchTiming {
+  readonly startUs: number;
+  readonly endUs: number;
+}
+
+/** An in-order execution queue: a CPU worker thread, a CUDA compute stream, a WebGPU queue. */
+export interface ExecQueue {
+  readonly id: string;
+  /** How many launches may be outstanding at once. */
+  readonly depth: number;
+  launch(req: LaunchRequest, done: (err: Error | null, timing?: LaunchTiming) => void): void;
+}
+
+export interface DeviceCaps {
+  readonly peerCopy?: boolean;
+  readonly customSource?: readonly ('cuda' | 'wgsl' | 'cpu-module')[];
+}
+
+export interface Device {
+  readonly info: DeviceInfo;
+  readonly node: MemoryNode;
+  readonly queues: readonly ExecQueue[];
+  readonly caps: DeviceCaps;
+  close(): Promise<void>;
+}
+
+export interface BackendContext {
+  /** Directory for caches (calibration figures, compiled programs). */
+  readonly cacheDir: string;
+  /** The host memory node, for backends whose devices compute on host memory. */
+  readonly hostNode: MemoryNode;
+  /** Skip slow calibration and report figures from the cache only (tests). */
+  readonly calibrate: boolean;
+  readonly options: Readonly<Record<string, unknown>>;
+  readonly log: (msg: string) => void;
+}
+
+export interface BackendStatus {
+  readonly kind: DeviceKind;
+  readonly available: boolean;
+  /** Why the backend is unavailable, including what it tried. */
+  readonly reason?: string;
+  readonly devices: readonly Device[];
+  readonly copies: readonly CopyRoute[];
+}
+
+export interface Backend {
+  readonly kind: DeviceKind;
+  open(ctx: BackendContext): Promise<BackendStatus>;
+}
