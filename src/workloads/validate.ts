@@ -1,0 +1,92 @@
+/**
+ * Small input checks shared by the workload parameter validators. Every failure is a TandemError with
+ * code TANDEM_ERR_INVALID_ARGUMENT that names the field, so the service and CLI can show it unchanged.
+ */
+import { TandemError } from '../core/errors.js';
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+export function invalid(field: string, message: string, value?: unknown): TandemError {
+  const shown = typeof value === 'number' || typeof value === 'boolean' ? value : JSON.stringify(value);
+  return new TandemError(
+    'TANDEM_ERR_INVALID_ARGUMENT',
+    `${field} ${message}${value === undefined ? '' : `, got ${shown}`}`,
+    {
+      field,
+    },
+  );
+}
+
+export function asRecord(value: unknown, field: string): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw invalid(field, 'must be an object', value);
+  }
+  return value as Record<string, unknown>;
+}
+
+export interface NumberRule {
+  /** Exclusive lower bound. */
+  gt?: number;
+  /** Inclusive lower bound. */
+  ge?: number;
+  /** Inclusive upper bound. */
+  le?: number;
+  /** Exclusive upper bound. */
+  lt?: number;
+  integer?: boolean;
+}
+
+export function num(
+  obj: Record<string, unknown>,
+  key: string,
+  fallback: number | undefined,
+  rule: NumberRule,
+  prefix = '',
+): number {
+  const field = prefix + key;
+  const raw = obj[key];
+  if (raw === undefined) {
+    if (fallback === undefined) throw invalid(field, 'is required');
+    return fallback;
+  }
+  if (typeof raw !== 'number' || !Number.isFinite(raw)) throw invalid(field, 'must be a finite number', raw);
+  if (rule.integer && !Number.isInteger(raw)) throw invalid(field, 'must be an integer', raw);
+  if (rule.gt !== undefined && !(raw > rule.gt)) throw invalid(field, `must be > ${rule.gt}`, raw);
+  if (rule.ge !== undefined && !(raw >= rule.ge)) throw invalid(field, `must be >= ${rule.ge}`, raw);
+  if (rule.le !== undefined && !(raw <= rule.le)) throw invalid(field, `must be <= ${rule.le}`, raw);
+  if (rule.lt !== undefined && !(raw < rule.lt)) throw invalid(field, `must be < ${rule.lt}`, raw);
+  return raw;
+}
+
+export function bool(obj: Record<string, unknown>, key: string, fallback: boolean, prefix = ''): boolean {
+  const raw = obj[key];
+  if (raw === undefined) return fallback;
+  if (typeof raw !== 'boolean') throw invalid(prefix + key, 'must be a boolean', raw);
+  return raw;
+}
+
+export function oneOf<T extends string>(
+  obj: Record<string, unknown>,
+  key: string,
+  choices: readonly T[],
+  fallback: T | undefined,
+  prefix = '',
+): T {
+  const raw = obj[key];
+  if (raw === undefined) {
+    if (fallback === undefined) throw invalid(prefix + key, `is required (one of ${choices.join(', ')})`);
+    return fallback;
+  }
+  if (typeof raw !== 'string' || !(choices as readonly string[]).includes(raw)) {
+    throw invalid(prefix + key, `must be one of ${choices.join(', ')}`, raw);
+  }
+  return raw as T;
+}
+
+/** Rejects keys the validator does not know, so a typo ("temprature") is an error, not a silent default. */
+export function noExtraKeys(obj: Record<string, unknown>, known: readonly string[], where: string): void {
+  for (const k of Object.keys(obj)) {
+    if (!known.includes(k))
+      throw invalid(`${where}.${k}`, `is not a known parameter (known: ${known.join(', ')})`);
+  }
+}
