@@ -31,6 +31,8 @@ export interface DeviceBuffer {
 /** Host memory: shared between worker threads, so CPU kernels never copy tensors. */
 export interface HostBuffer extends DeviceBuffer {
   readonly sab: SharedArrayBuffer;
+  /** Unique per host node: lets worker threads keep one reference per buffer. */
+  readonly id: number;
 }
 
 export interface MemoryNode {
@@ -106,6 +108,8 @@ export interface Device {
   readonly node: MemoryNode;
   readonly queues: readonly ExecQueue[];
   readonly caps: DeviceCaps;
+  /** Optional finer check than "has an implementation of op" (e.g. WebGPU has no f64). */
+  supports?(op: string, args: readonly TensorDesc[], scalars: Scalars): boolean;
   close(): Promise<void>;
 }
 
