@@ -1,0 +1,3 @@
+import type { ReferenceFn } from '../common/reference.js';
+
+export const noopReference: ReferenceFn = () => ({});

@@ -1,0 +1,51 @@
+/**
+ * The flat kernel table: every op's definition, and one line per (op, backend) implementation.
+ * Adding a backend's version of an op = one file in the op's folder + one line here.
+ */
+import type { KernelDef, KernelImplEntry } from './kernel.js';
+import { axpyDef } from './axpy/def.js';
+import { axpyCpu } from './axpy/cpu.js';
+import { binaryDef } from './binary/def.js';
+import { binaryCpu } from './binary/cpu.js';
+import { castDef } from './cast/def.js';
+import { castCpu } from './cast/cpu.js';
+import { copyDef } from './copy/def.js';
+import { copyCpu } from './copy/cpu.js';
+import { fillDef } from './fill/def.js';
+import { fillCpu } from './fill/cpu.js';
+import { gemmDef } from './gemm/def.js';
+import { gemmCpu } from './gemm/cpu.js';
+import { noopDef } from './noop/def.js';
+import { noopCpu } from './noop/cpu.js';
+import { reduceDef } from './reduce/def.js';
+import { reduceCpu } from './reduce/cpu.js';
+import { scaleDef } from './scale/def.js';
+import { scaleCpu } from './scale/cpu.js';
+import { unaryDef } from './unary/def.js';
+import { unaryCpu } from './unary/cpu.js';
+
+export const KERNEL_DEFS: KernelDef[] = [
+  gemmDef,
+  axpyDef,
+  scaleDef,
+  unaryDef,
+  binaryDef,
+  reduceDef,
+  fillDef,
+  copyDef,
+  castDef,
+  noopDef,
+];
+
+export const KERNEL_IMPLS: KernelImplEntry[] = [
+  { op: 'gemm', backend: 'cpu', impl: gemmCpu },
+  { op: 'axpy', backend: 'cpu', impl: axpyCpu },
+  { op: 'scale', backend: 'cpu', impl: scaleCpu },
+  { op: 'unary', backend: 'cpu', impl: unaryCpu },
+  { op: 'binary', backend: 'cpu', impl: binaryCpu },
+  { op: 'reduce', backend: 'cpu', impl: reduceCpu },
+  { op: 'fill', backend: 'cpu', impl: fillCpu },
+  { op: 'copy', backend: 'cpu', impl: copyCpu },
+  { op: 'cast', backend: 'cpu', impl: castCpu },
+  { op: 'noop', backend: 'cpu', impl: noopCpu },
+];
