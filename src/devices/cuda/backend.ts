@@ -1,0 +1,151 @@
+/**
+ * The CUDA backend: loads libcuda, NVRTC and cuBLAS at run time, opens every GPU on its primary
+ * context and registers the host<->GPU copy routes. On a machine without a GPU `open` resolves quickly
+ * with { available: false, reason } naming what was tried; it never throws.
+ */
+import koffi from 'koffi';
+import { delimiter } from 'node:path';
+import type { Backend, BackendContext, BackendStatus } from '../device.js';
+import { calibrationFile, measureCalibration, readCalibration, writeCalibration, type CudaCalibration } from './calibrate.js';
+import { CudaContext } from './context.js';
+import { cudaCopyRoutes } from './copy-routes.js';
+import { CudaDevice } from './cuda-device.js';
+import { Cublas } from './ffi/cublas.js';
+import { ATTR, CudaDriver, deviceAttribute, deviceName } from './ffi/driver.js';
+import { LibraryNotFound, loadLibrary, toolkitDirs, type LibrarySearch } from './ffi/loader.js';
+import { Nvrtc } from './ffi/nvrtc.js';
+import { ProgramCache } from './program-cache.js';
+
+export interface CudaBackendOptions {
+  /** Toolkit root holding NVRTC and cuBLAS (default: CUDA_PATH, then /usr/local/cuda*). */
+  readonly cudaPath?: string;
+  /** Directories searched before the usual ones. */
+  readonly libraryPaths?: readonly string[];
+  /** Page-lock host SharedArrayBuffers in place (default true); false: always copy through staging. */
+  readonly registerHostMemory?: boolean;
+}
+
+function parseOptions(o: Readonly<Record<string, unknown>>): CudaBackendOptions {
+  const cudaPath = typeof o['cudaPath'] === 'string' ? o['cudaPath'] : process.env['CUDA_PATH'];
+  const libraryPaths = Array.isArray(o['libraryPaths']) ? o['libraryPaths'].filter((x): x is string => typeof x === 'string') : [];
+  return {
+    ...(cudaPath ? { cudaPath } : {}),
+    libraryPaths,
+    registerHostMemory: o['registerHostMemory'] !== false,
+  };
+}
+
+const unavailable = (reason: string): BackendStatus => ({ kind: 'cuda', available: false, reason, devices: [], copies: [] });
+
+function describeLoadFailure(e: unknown): string {
+  return e instanceof LibraryNotFound ? e.message : e instanceof Error ? e.message : String(e);
+}
+
+async function openDevice(
+  ordinal: number,
+  driver: CudaDriver,
+  nvrtc: Nvrtc,
+  cublas: Cublas,
+  ctx: BackendContext,
+  opts: CudaBackendOptions,
+): Promise<CudaDevice> {
+  const dev = driver.out1('cuDeviceGet', (o) => driver.api.cuDeviceGet(o, ordinal));
+  const name = deviceName(driver, dev);
+  const memoryBytes = driver.out1('cuDeviceTotalMem_v2', (o) => driver.api.cuDeviceTotalMem_v2(o, dev));
+  const smCount = deviceAttribute(driver, ATTR.smCount, dev);
+  const major = deviceAttribute(driver, ATTR.ccMajor, dev);
+  const minor = deviceAttribute(driver, ATTR.ccMinor, dev);
+  const arch = `sm_${major}${minor}`;
+  const context = new CudaContext(driver, cublas, dev);
+  context.open();
+  const id = `cuda${ordinal}`;
+  const device = new CudaDevice({
+    id,
+    driver,
+    context,
+    programs: new ProgramCache(driver, nvrtc, arch, ctx.cacheDir),
+    memoryBytes,
+    smCount,
+    view: (ptr, bytes) => new Uint8Array(koffi.view(ptr, bytes)),
+    registerSabs: opts.registerHostMemory !== false,
+  });
+  const driverVersion = driver.out1('cuDriverGetVersion', (o) => driver.api.cuDriverGetVersion(o));
+  const cublasVersion = cublas.version(context.cublasHandle);
+  const file = calibrationFile(ctx.cacheDir, `${name}-${driverVersion}-${cublasVersion}`);
+  let cal: CudaCalibration | null = readCalibration(file);
+  if (!cal && ctx.calibrate) {
+    cal = await measureCalibration(device);
+    writeCalibration(file, cal, ctx.cacheDir);
+  }
+  device.info = {
+    id,
+    kind: 'cuda',
+    name,
+    memoryBytes,
+    peakFlops: cal?.peakFlops ?? {},
+    ...(cal ? { memoryBandwidth: cal.memoryBandwidth } : {}),
+    details: {
+      computeCapability: `${major}.${minor}`,
+      arch,
+      smCount,
+      l2Bytes: deviceAttribute(driver, ATTR.l2Bytes, dev),
+      pciBusId: deviceAttribute(driver, ATTR.pciBusId, dev),
+      driverVersion,
+      nvrtcVersion: nvrtc.version,
+      cublasVersion,
+      libcuda: driver.path,
+      libnvrtc: nvrtc.path,
+      libcublas: cublas.path,
+      ...(cal ? { h2dBandwidth: cal.h2dBandwidth, d2hBandwidth: cal.d2hBandwidth, calibratedAt: cal.measuredAt } : {}),
+    },
+  };
+  return device;
+}
+
+export function createCudaBackend(): Backend {
+  return {
+    kind: 'cuda',
+    async open(ctx: BackendContext): Promise<BackendStatus> {
+      const opts = parseOptions(ctx.options);
+      const search: LibrarySearch = {
+        ...(opts.cudaPath ? { cudaPath: opts.cudaPath } : {}),
+        extraDirs: opts.libraryPaths ?? [],
+        ldPaths: (process.env['LD_LIBRARY_PATH'] ?? '').split(delimiter).filter((p) => p.length > 0),
+      };
+      let driver: CudaDriver;
+      try {
+        const driverDirs = [...(opts.libraryPaths ?? []), '/usr/local/nvidia/lib64', '/usr/lib/x86_64-linux-gnu', '/usr/lib64'];
+        const { lib, path } = loadLibrary(['libcuda.so.1', 'libcuda.so'], driverDirs);
+        driver = new CudaDriver(lib, path);
+      } catch (e) {
+        return unavailable(`the CUDA driver library could not be loaded: ${describeLoadFailure(e)}`);
+      }
+      const rc = driver.api.cuInit(0);
+      if (rc !== 0) return unavailable(`cuInit failed: ${driver.describe(rc)} (driver ${driver.path})`);
+      const count = driver.out1('cuDeviceGetCount', (o) => driver.api.cuDeviceGetCount(o));
+      if (count === 0) return unavailable(`the CUDA driver (${driver.path}) reports no GPU`);
+      const dirs = toolkitDirs(search);
+      let nvrtc: Nvrtc;
+      let cublas: Cublas;
+      try {
+        const n = loadLibrary(['libnvrtc.so.13', 'libnvrtc.so.12', 'libnvrtc.so'], dirs);
+        nvrtc = new Nvrtc(n.lib, n.path);
+        const c = loadLibrary(['libcublas.so.13', 'libcublas.so.12', 'libcublas.so'], dirs);
+        cublas = new Cublas(c.lib, c.path);
+      } catch (e) {
+        return unavailable(`a CUDA toolkit library could not be loaded: ${describeLoadFailure(e)}`);
+      }
+      const devices: CudaDevice[] = [];
+      try {
+        for (let i = 0; i < count; i++) devices.push(await openDevice(i, driver, nvrtc, cublas, ctx, opts));
+      } catch (e) {
+        for (const d of devices) await d.close();
+        return unavailable(`opening the GPUs failed: ${e instanceof Error ? e.message : String(e)}`);
+      }
+      ctx.log(`cuda: ${devices.map((d) => `${d.id} ${d.info.name} (${d.info.details['arch']})`).join(', ')}`);
+      return { kind: 'cuda', available: true, devices, copies: cudaCopyRoutes(devices) };
+    },
+  };
+}
+
+export const cudaBackend: Backend = createCudaBackend();

@@ -1,0 +1,145 @@
+/**
+ * Learns when GPU work has finished without ever blocking the Node event loop: callbacks are grouped
+ * per stream, one event is recorded per group (at the end of the current JS turn, so a burst of launches
+ * costs one cuEventRecord), and the oldest event of each stream is queried with cuEventQuery (about a
+ * microsecond) from setImmediate while work is young, then from a 1 ms timer once it has run a while.
+ * A status other than "not ready" is a device fault: it is handed to `onFault`, which fails everything.
+ */
+import { CUDA_ERROR_NOT_READY, CUDA_SUCCESS, type CudaDriver } from './ffi/driver.js';
+
+export type Completion = (err: Error | null) => void;
+
+interface Batch {
+  readonly event: number;
+  readonly callbacks: Completion[];
+}
+
+interface StreamState {
+  /** Callbacks whose work is enqueued but not yet covered by a recorded event. */
+  unflushed: Completion[];
+  readonly batches: Batch[];
+}
+
+/** How long (ms) to spin on setImmediate after the last progress before backing off to a timer. */
+const SPIN_MS = 2;
+const CU_EVENT_DISABLE_TIMING = 2;
+
+export class CompletionPoller {
+  private readonly streams = new Map<number, StreamState>();
+  private readonly freeEvents: number[] = [];
+  private flushQueued = false;
+  private pollScheduled = false;
+  private lastProgress = 0;
+  private pendingBatches = 0;
+
+  constructor(
+    private readonly driver: CudaDriver,
+    private readonly makeCurrent: () => void,
+    private readonly onFault: (rc: number, call: string) => void,
+  ) {}
+
+  /** Calls `cb` once all work enqueued on `stream` so far has finished (or the device faulted). */
+  watch(stream: number, cb: Completion): void {
+    let s = this.streams.get(stream);
+    if (!s) {
+      s = { unflushed: [], batches: [] };
+      this.streams.set(stream, s);
+    }
+    s.unflushed.push(cb);
+    if (!this.flushQueued) {
+      this.flushQueued = true;
+      queueMicrotask(() => this.flush());
+    }
+  }
+
+  /** Records one event per stream for the callbacks gathered this turn. */
+  flush(): void {
+    this.flushQueued = false;
+    this.makeCurrent();
+    // Fresh work after an idle spell is polled eagerly again.
+    if (this.pendingBatches === 0) this.lastProgress = performance.now();
+    for (const [stream, s] of this.streams) {
+      if (s.unflushed.length === 0) continue;
+      const callbacks = s.unflushed;
+      s.unflushed = [];
+      let event: number;
+      try {
+        event = this.takeEvent();
+      } catch (e) {
+        for (const cb of callbacks) cb(e as Error);
+        continue;
+      }
+      const rc = this.driver.api.cuEventRecord(event, stream);
+      if (rc !== CUDA_SUCCESS) {
+        this.onFault(rc, 'cuEventRecord');
+        for (const cb of callbacks) cb(this.driver.error(rc, 'cuEventRecord'));
+        continue;
+      }
+      s.batches.push({ event, callbacks });
+      this.pendingBatches++;
+    }
+    this.schedule();
+  }
+
+  get pending(): number {
+    let n = this.pendingBatches;
+    for (const s of this.streams.values()) n += s.unflushed.length;
+    return n;
+  }
+
+  /** Fails every pending and unflushed callback (after a fault); events are dropped, not reused. */
+  failAll(err: Error): void {
+    const all: Completion[] = [];
+    for (const s of this.streams.values()) {
+      for (const b of s.batches) all.push(...b.callbacks);
+      all.push(...s.unflushed);
+    }
+    this.streams.clear();
+    this.freeEvents.length = 0;
+    this.pendingBatches = 0;
+    for (const cb of all) cb(err);
+  }
+
+  /** Drops event handles (they die with the context on reset). */
+  forgetEvents(): void {
+    this.freeEvents.length = 0;
+  }
+
+  private takeEvent(): number {
+    const ev = this.freeEvents.pop();
+    if (ev !== undefined) return ev;
+    return this.driver.out1('cuEventCreate', (o) => this.driver.api.cuEventCreate(o, CU_EVENT_DISABLE_TIMING));
+  }
+
+  private schedule(): void {
+    if (this.pollScheduled || this.pendingBatches === 0) return;
+    this.pollScheduled = true;
+    if (performance.now() - this.lastProgress < SPIN_MS) setImmediate(() => this.poll());
+    else setTimeout(() => this.poll(), 1);
+  }
+
+  private poll(): void {
+    this.pollScheduled = false;
+    const ready: Completion[] = [];
+    for (const s of this.streams.values()) {
+      while (s.batches.length > 0) {
+        const head = s.batches[0]!;
+        const rc = this.driver.api.cuEventQuery(head.event);
+        if (rc === CUDA_ERROR_NOT_READY) break;
+        if (rc !== CUDA_SUCCESS) {
+          // Run the callbacks already known to be done first, then report the fault (which fails the rest).
+          for (const cb of ready) cb(null);
+          this.onFault(rc, 'cuEventQuery');
+          return;
+        }
+        s.batches.shift();
+        this.pendingBatches--;
+        this.freeEvents.push(head.event);
+        for (const cb of head.callbacks) ready.push(cb);
+      }
+    }
+    if (ready.length > 0) this.lastProgress = performance.now();
+    for (const cb of ready) cb(null);
+    this.schedule();
+  }
+}

@@ -1,0 +1,212 @@
+/**
+ * One GPU behind the Device contract: memory node, compute queue, host transfers, graphs, and the
+ * fault path (a faulting kernel fails its tasks with TANDEM_ERR_DEVICE_FAULT, the context is reset,
+ * the memory node's epoch moves on so lost replicas can be reported, and later tasks run normally).
+ */
+import { TandemError, asTandemError } from '../../core/errors.js';
+import type { Device, DeviceCaps, DeviceInfo, Done, ExecQueue, HostBuffer, LaunchRequest, LaunchTiming } from '../device.js';
+import { CompletionPoller } from './completion.js';
+import type { CudaContext } from './context.js';
+import type { CudaDriver } from './ffi/driver.js';
+import { CudaGraph, type GraphLaunch } from './graph.js';
+import { HostTransfers } from './host-transfer.js';
+import { isCudaKernelImpl, type CudaArg } from './kernel-api.js';
+import { Launcher } from './launcher.js';
+import { CudaBuffer, CudaMemoryNode } from './memory-node.js';
+import type { ProgramCache } from './program-cache.js';
+
+/** CUresults after which the context is unusable until reset (illegal address, launch failure, ...). */
+const STICKY = new Set([700, 702, 714, 715, 716, 717, 718, 719, 720, 999]);
+const QUEUE_DEPTH = 256;
+
+export interface CudaDeviceParts {
+  readonly id: string;
+  readonly driver: CudaDriver;
+  readonly context: CudaContext;
+  readonly programs: ProgramCache;
+  readonly memoryBytes: number;
+  readonly smCount: number;
+  readonly view: (ptr: number, bytes: number) => Uint8Array;
+  readonly registerSabs: boolean;
+}
+
+export class CudaDevice implements Device {
+  info!: DeviceInfo;
+  readonly node: CudaMemoryNode;
+  readonly queues: readonly ExecQueue[];
+  readonly caps: DeviceCaps = { peerCopy: false, customSource: ['cuda'] };
+  readonly id: string;
+  readonly context: CudaContext;
+  readonly poller: CompletionPoller;
+  readonly launcher: Launcher;
+  readonly transfers: HostTransfers;
+  readonly programs: ProgramCache;
+  /** How many faults this device has recovered from. */
+  faults = 0;
+  private readonly failedTasks = new Set<number>();
+  private readonly resetListeners: ((epoch: number) => void)[] = [];
+  private closed = false;
+  private resetting = false;
+
+  constructor(parts: CudaDeviceParts) {
+    this.id = parts.id;
+    this.context = parts.context;
+    this.programs = parts.programs;
+    const makeCurrent = (): void => this.context.makeCurrent();
+    this.poller = new CompletionPoller(parts.driver, makeCurrent, (rc, call) => this.fault(rc, call));
+    this.node = new CudaMemoryNode(parts.id, parts.memoryBytes, parts.context);
+    this.launcher = new Launcher(parts.context, parts.programs, parts.smCount);
+    this.transfers = new HostTransfers(parts.driver, this.poller, makeCurrent, parts.view, parts.registerSabs);
+    this.queues = [{ id: `${parts.id}.compute`, depth: QUEUE_DEPTH, launch: (req, done) => this.launch(req, done) }];
+  }
+
+  /** Listeners run after a fault reset with the new epoch (the runtime marks replicas on this node lost). */
+  onReset(listener: (epoch: number) => void): void {
+    this.resetListeners.push(listener);
+  }
+
+  private launch(req: LaunchRequest, done: (err: Error | null, timing?: LaunchTiming) => void): void {
+    const fail = (err: Error): void => {
+      this.rememberFailure(req.taskId);
+      queueMicrotask(() => done(err));
+    };
+    if (this.closed) return fail(new TandemError('TANDEM_ERR_CLOSED', `${this.id} is closed`));
+    for (const id of req.after) {
+      if (this.failedTasks.has(id)) {
+        return fail(new TandemError('TANDEM_ERR_DEPENDENCY_FAILED', `task ${req.taskId} (${req.op}): task ${id} before it on ${this.id} failed`));
+      }
+    }
+    if (!isCudaKernelImpl(req.impl)) {
+      return fail(new TandemError('TANDEM_ERR_KERNEL_FAILED', `${req.op}: the CUDA implementation is not a CUDA program or native kernel`));
+    }
+    const args: CudaArg[] = [];
+    for (const a of req.args) {
+      const buf = a.buffer;
+      if (!(buf instanceof CudaBuffer) || buf.node !== this.node) {
+        return fail(new TandemError('TANDEM_ERR_INTERNAL', `${req.op}: an argument is not in ${this.id} memory`));
+      }
+      if (this.node.isLost(buf)) {
+        return fail(new TandemError('TANDEM_ERR_DATA_LOST', `${req.op}: an argument's memory on ${this.id} was lost in a device reset`));
+      }
+      args.push({ ptr: buf.ptr, desc: a.desc });
+    }
+    let scratch: CudaBuffer[] | null = null;
+    const releaseScratch = (): void => {
+      if (scratch) for (const b of scratch) this.node.free(b);
+      scratch = null;
+    };
+    try {
+      this.launcher.run(req.impl, args, req.scalars, this.context.streams.compute, (bytes) => {
+        const b = this.node.alloc(bytes);
+        (scratch ??= []).push(b);
+        return b.ptr;
+      });
+    } catch (e) {
+      releaseScratch();
+      const rc = e instanceof TandemError ? e.details['cuResult'] : undefined;
+      if (typeof rc === 'number' && STICKY.has(rc)) {
+        this.fault(rc, 'launch');
+        return fail(this.faultError(rc, 'launch'));
+      }
+      return fail(asTandemError(e, 'TANDEM_ERR_KERNEL_FAILED', `${req.op} on ${this.id}`));
+    }
+    this.poller.watch(this.context.streams.compute, (err) => {
+      releaseScratch();
+      if (err) this.rememberFailure(req.taskId);
+      done(err);
+    });
+  }
+
+  private rememberFailure(taskId: number): void {
+    if (this.failedTasks.size > 4096) this.failedTasks.clear();
+    this.failedTasks.add(taskId);
+  }
+
+  /** Host → device on the h2d stream; `done` runs once the bytes are on the GPU. */
+  upload(src: HostBuffer, dst: CudaBuffer, bytes: number, done: Done): void {
+    if (this.node.isLost(dst)) return done(new TandemError('TANDEM_ERR_DATA_LOST', `${this.id}: the destination was lost in a device reset`));
+    this.guard(done, () => this.transfers.upload(src.sab, dst.ptr, bytes, this.context.streams.h2d, done));
+  }
+
+  /** Device → host on the d2h stream. */
+  download(src: CudaBuffer, dst: HostBuffer, bytes: number, done: Done): void {
+    if (this.node.isLost(src)) return done(new TandemError('TANDEM_ERR_DATA_LOST', `${this.id}: the source was lost in a device reset`));
+    this.guard(done, () => this.transfers.download(src.ptr, dst.sab, bytes, this.context.streams.d2h, done));
+  }
+
+  /** Device → device (same GPU) on the compute stream, ordered with kernels. */
+  copyWithin(src: CudaBuffer, dst: CudaBuffer, bytes: number, done: Done): void {
+    if (this.node.isLost(src) || this.node.isLost(dst)) return done(new TandemError('TANDEM_ERR_DATA_LOST', `${this.id}: a buffer was lost in a device reset`));
+    this.guard(done, () => {
+      this.context.makeCurrent();
+      if (bytes > 0) this.context.driver.check(this.context.driver.api.cuMemcpyAsync(dst.ptr, src.ptr, bytes, this.context.streams.compute), 'cuMemcpyAsync(d2d)');
+      this.poller.watch(this.context.streams.compute, done);
+    });
+  }
+
+  private guard(done: Done, body: () => void): void {
+    if (this.closed) return done(new TandemError('TANDEM_ERR_CLOSED', `${this.id} is closed`));
+    try {
+      body();
+    } catch (e) {
+      queueMicrotask(() => done(asTandemError(e, 'TANDEM_ERR_DRIVER', this.id)));
+    }
+  }
+
+  /** Resolves when everything enqueued so far on every stream has finished (never blocks the loop). */
+  async sync(): Promise<void> {
+    const s = this.context.streams;
+    await Promise.all(
+      [s.compute, s.h2d, s.d2h].map((stream) => new Promise<void>((res, rej) => this.poller.watch(stream, (err) => (err ? rej(err) : res())))),
+    );
+  }
+
+  /** Records the launches made by `body` once as a CUDA graph, to replay with one call each time. */
+  captureGraph(body: (launch: GraphLaunch) => void): CudaGraph {
+    return CudaGraph.capture(this, body);
+  }
+
+  private faultError(rc: number, call: string, extra: Record<string, unknown> = {}): TandemError {
+    return new TandemError(
+      'TANDEM_ERR_DEVICE_FAULT',
+      `${this.id} faulted (${call}: ${this.context.driver.describe(rc)}); the context was reset and data held only on ${this.id} is lost`,
+      { device: this.id, cuResult: rc, epoch: this.node.epoch, ...extra },
+    );
+  }
+
+  /** The fault path: reset the context, move the memory epoch on, then fail everything in flight. */
+  private fault(rc: number, call: string): void {
+    if (this.resetting) return;
+    this.resetting = true;
+    this.faults++;
+    const extra: Record<string, unknown> = {};
+    try {
+      this.context.reset();
+    } catch (e) {
+      this.closed = true; // the GPU could not be recovered: later work fails with TANDEM_ERR_CLOSED
+      extra['resetError'] = e instanceof Error ? e.message : String(e);
+    }
+    const err = this.faultError(rc, call, extra);
+    this.programs.clear(false);
+    this.transfers.forgetAll();
+    this.poller.forgetEvents();
+    this.node.markReset();
+    this.resetting = false;
+    this.poller.failAll(err);
+    for (const l of this.resetListeners) l(this.node.epoch);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    try {
+      await this.sync();
+    } catch {
+      // closing after a fault: nothing left to wait for
+    }
+    this.closed = true;
+    this.programs.clear(true);
+    this.transfers.close();
+    this.node.trim();
+    this.context.close();
+  }
+}

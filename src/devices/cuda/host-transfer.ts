@@ -1,0 +1,206 @@
+/**
+ * Host <-> device copies that never block the event loop and run at PCIe speed. Host tensors live in
+ * SharedArrayBuffers; a large one is page-locked in place with cuMemHostRegister the first time it meets
+ * the GPU (cached per SAB, unregistered when the SAB is collected), so cuMemcpyAsync reads it directly.
+ * Small copies, and large ones whose registration failed, go through a pool of pinned staging chunks
+ * (cuMemHostAlloc) with a JS memcpy on the host side.
+ */
+import { CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, addressOf, type CudaDriver } from './ffi/driver.js';
+import type { Completion, CompletionPoller } from './completion.js';
+
+/** Below this, a memcpy into staging is cheaper than page-locking the SAB. */
+const REGISTER_MIN_BYTES = 1 << 20;
+const STAGING_CHUNK = 8 << 20;
+const STAGING_MAX_CHUNKS = 8;
+const CU_MEMHOSTREGISTER_PORTABLE = 1;
+const CU_MEMHOSTALLOC_PORTABLE = 1;
+
+interface Registration {
+  readonly ok: boolean;
+  readonly addr: number;
+  readonly reason?: string;
+}
+
+interface Chunk {
+  readonly ptr: number;
+  readonly view: Uint8Array;
+}
+
+export interface TransferStats {
+  registered: number;
+  registerFailures: number;
+  lastRegisterFailure?: string;
+  stagedBytes: number;
+  directBytes: number;
+}
+
+export class HostTransfers {
+  private registrations = new WeakMap<SharedArrayBuffer, Registration>();
+  private readonly unregister = new FinalizationRegistry<number>((addr) => {
+    this.makeCurrent();
+    this.driver.api.cuMemHostUnregister(addr);
+  });
+  private chunks: Chunk[] = [];
+  private freeChunks: Chunk[] = [];
+  private readonly waiting: ((c: Chunk) => void)[] = [];
+  readonly stats: TransferStats = { registered: 0, registerFailures: 0, stagedBytes: 0, directBytes: 0 };
+
+  constructor(
+    private readonly driver: CudaDriver,
+    private readonly poller: CompletionPoller,
+    private readonly makeCurrent: () => void,
+    private readonly view: (ptr: number, bytes: number) => Uint8Array,
+    /** false: never register SABs (forced staging, for tests and comparison). */
+    private readonly registerSabs: boolean,
+  ) {}
+
+  upload(sab: SharedArrayBuffer, dst: number, bytes: number, stream: number, done: Completion): void {
+    this.copy('h2d', sab, dst, bytes, stream, done);
+  }
+
+  download(src: number, sab: SharedArrayBuffer, bytes: number, stream: number, done: Completion): void {
+    this.copy('d2h', sab, src, bytes, stream, done);
+  }
+
+  private copy(dir: 'h2d' | 'd2h', sab: SharedArrayBuffer, dev: number, bytes: number, stream: number, done: Completion): void {
+    if (bytes === 0) {
+      queueMicrotask(() => done(null));
+      return;
+    }
+    this.makeCurrent();
+    const reg = bytes >= REGISTER_MIN_BYTES && this.registerSabs ? this.registration(sab) : null;
+    if (reg?.ok) {
+      const rc =
+        dir === 'h2d'
+          ? this.driver.api.cuMemcpyAsync(dev, reg.addr, bytes, stream)
+          : this.driver.api.cuMemcpyAsync(reg.addr, dev, bytes, stream);
+      if (rc !== 0) {
+        const err = this.driver.error(rc, `cuMemcpyAsync(${dir})`);
+        queueMicrotask(() => done(err));
+        return;
+      }
+      this.stats.directBytes += bytes;
+      // The closure keeps the SAB reachable until the copy has finished: DMA is using its memory.
+      this.poller.watch(stream, (err) => {
+        if (sab.byteLength >= 0) done(err);
+      });
+      return;
+    }
+    this.staged(dir, sab, dev, bytes, stream, done);
+  }
+
+  /** Chunked copy through pinned staging memory; chunks are reused as soon as their copy completes. */
+  private staged(dir: 'h2d' | 'd2h', sab: SharedArrayBuffer, dev: number, bytes: number, stream: number, done: Completion): void {
+    const host = new Uint8Array(sab, 0, bytes);
+    let next = 0;
+    let outstanding = 0;
+    let failed: Error | null = null;
+    let finished = false;
+    const finish = (): void => {
+      if (!finished && outstanding === 0 && (next >= bytes || failed)) {
+        finished = true;
+        done(failed);
+      }
+    };
+    const issue = (chunk: Chunk): void => {
+      if (failed || next >= bytes) {
+        this.releaseChunk(chunk);
+        finish();
+        return;
+      }
+      const off = next;
+      const len = Math.min(STAGING_CHUNK, bytes - off);
+      next += len;
+      this.makeCurrent();
+      if (dir === 'h2d') chunk.view.set(host.subarray(off, off + len));
+      const rc =
+        dir === 'h2d'
+          ? this.driver.api.cuMemcpyAsync(dev + off, chunk.ptr, len, stream)
+          : this.driver.api.cuMemcpyAsync(chunk.ptr, dev + off, len, stream);
+      if (rc !== 0) {
+        failed = this.driver.error(rc, `cuMemcpyAsync(${dir}, staged)`);
+        this.releaseChunk(chunk);
+        finish();
+        return;
+      }
+      outstanding++;
+      this.stats.stagedBytes += len;
+      this.poller.watch(stream, (err) => {
+        outstanding--;
+        if (err) failed = err;
+        else if (dir === 'd2h') host.set(chunk.view.subarray(0, len), off);
+        if (next < bytes && !failed) issue(chunk);
+        else {
+          this.releaseChunk(chunk);
+          finish();
+        }
+      });
+      // Ask for another chunk while this one is in flight, so copies pipeline with the host memcpy.
+      if (next < bytes) this.acquireChunk(issue);
+    };
+    this.acquireChunk(issue);
+  }
+
+  private acquireChunk(use: (c: Chunk) => void): void {
+    const free = this.freeChunks.pop();
+    if (free) return use(free);
+    if (this.chunks.length < STAGING_MAX_CHUNKS) {
+      let chunk: Chunk;
+      try {
+        const ptr = this.driver.out1('cuMemHostAlloc', (o) => this.driver.api.cuMemHostAlloc(o, STAGING_CHUNK, CU_MEMHOSTALLOC_PORTABLE));
+        chunk = { ptr, view: this.view(ptr, STAGING_CHUNK) };
+      } catch {
+        this.waiting.push(use);
+        return;
+      }
+      this.chunks.push(chunk);
+      return use(chunk);
+    }
+    this.waiting.push(use);
+  }
+
+  private releaseChunk(chunk: Chunk): void {
+    const w = this.waiting.shift();
+    if (w) w(chunk);
+    else this.freeChunks.push(chunk);
+  }
+
+  private registration(sab: SharedArrayBuffer): Registration {
+    const known = this.registrations.get(sab);
+    if (known) return known;
+    const addr = addressOf(new Uint8Array(sab));
+    let rc = this.driver.api.cuMemHostRegister_v2(addr, sab.byteLength, CU_MEMHOSTREGISTER_PORTABLE);
+    if (rc === CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED) {
+      // A collected SAB at the same address whose finaliser has not run yet: take the range over.
+      this.driver.api.cuMemHostUnregister(addr);
+      rc = this.driver.api.cuMemHostRegister_v2(addr, sab.byteLength, CU_MEMHOSTREGISTER_PORTABLE);
+    }
+    let reg: Registration;
+    if (rc === 0) {
+      reg = { ok: true, addr };
+      this.stats.registered++;
+      this.unregister.register(sab, addr);
+    } else {
+      reg = { ok: false, addr, reason: `cuMemHostRegister_v2 failed: ${this.driver.describe(rc)}` };
+      this.stats.registerFailures++;
+      this.stats.lastRegisterFailure = reg.reason;
+    }
+    this.registrations.set(sab, reg);
+    return reg;
+  }
+
+  /** After a context reset: registrations and staging memory died with the context. */
+  forgetAll(): void {
+    this.registrations = new WeakMap();
+    this.chunks = [];
+    this.freeChunks = [];
+  }
+
+  /** Frees staging memory (registrations end when their SABs are collected). */
+  close(): void {
+    this.makeCurrent();
+    for (const c of this.chunks) this.driver.api.cuMemFreeHost(c.ptr);
+    this.chunks = [];
+    this.freeChunks = [];
+  }
+}

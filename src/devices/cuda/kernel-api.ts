@@ -1,0 +1,104 @@
+/**
+ * What a CUDA kernel implementation is. Kernel files (src/kernels/<op>/cuda.ts) import only these types,
+ * never koffi: the backend compiles, caches and launches what they describe.
+ *
+ * Two shapes:
+ * - a program: CUDA C source + entry + launch geometry + parameter list, compiled by NVRTC for the
+ *   device's arch and cached on disk (key: source, options, arch, NVRTC version). Custom kernels from
+ *   users are programs too (set `prelude: false` to compile the source exactly as given);
+ * - a native impl: a function that enqueues work through CudaKernelContext (cuBLAS GEMM, several
+ *   program launches with scratch memory) on the queue's compute stream.
+ */
+import type { DType } from '../../core/dtype.js';
+import type { Scalars, TensorDesc } from '../device.js';
+
+export type Dim3 = readonly [number, number, number];
+
+/** A kernel parameter, in the order of the CUDA function's signature. */
+export type CudaParam =
+  | { readonly kind: 'ptr'; readonly arg: number } // device address of args[arg]
+  | { readonly kind: 'addr'; readonly value: number } // a raw device address (scratch memory)
+  | { readonly kind: 'i32'; readonly value: number }
+  | { readonly kind: 'u32'; readonly value: number }
+  | { readonly kind: 'i64'; readonly value: number }
+  | { readonly kind: 'f32'; readonly value: number }
+  | { readonly kind: 'f64'; readonly value: number };
+
+/** What a program sees of a tensor argument while building its launch. */
+export interface CudaArgDesc {
+  readonly desc: TensorDesc;
+}
+
+export interface CudaProgram {
+  readonly kind: 'program';
+  /** CUDA C source. With `prelude` (default true) the Tandem prelude is prepended (see below). */
+  readonly source: string;
+  readonly entry: string;
+  /**
+   * true: prepend the prelude, which defines for each `dtypes()` name N the storage type `N_t`, the
+   * compute type `N_c` (float for f16/bf16/f32, double for f64, int for i32/u8) and `ldN(p, i)` /
+   * `stN(p, i, v)` converting loads and stores. false: the source is compiled as is (custom kernels).
+   */
+  readonly prelude?: boolean;
+  /** Type names to bind to dtypes (e.g. { X: 'f16', Y: 'f32' }); part of the compile key. */
+  dtypes?(args: readonly CudaArgDesc[], scalars: Scalars): Readonly<Record<string, DType>>;
+  /** Preprocessor definitions (e.g. { OP: 3 }); part of the compile key. */
+  defines?(args: readonly CudaArgDesc[], scalars: Scalars): Readonly<Record<string, string | number>>;
+  grid(args: readonly CudaArgDesc[], scalars: Scalars): Dim3;
+  block(args: readonly CudaArgDesc[], scalars: Scalars): Dim3;
+  sharedBytes?(args: readonly CudaArgDesc[], scalars: Scalars): number;
+  params(args: readonly CudaArgDesc[], scalars: Scalars): readonly CudaParam[];
+}
+
+export type GemmPrecision = 'default' | 'tf32';
+
+/** Row-major GEMM request: C[m,n] = alpha op(A) op(B) + beta C, in device addresses. */
+export interface CudaGemmRequest {
+  readonly dtype: DType;
+  readonly precision: GemmPrecision;
+  readonly transA: boolean;
+  readonly transB: boolean;
+  readonly m: number;
+  readonly n: number;
+  readonly k: number;
+  readonly alpha: number;
+  readonly beta: number;
+  readonly a: number;
+  readonly b: number;
+  readonly c: number;
+}
+
+/** A tensor argument as a native impl sees it: its device address and description. */
+export interface CudaArg extends CudaArgDesc {
+  readonly ptr: number;
+}
+
+export interface CudaKernelContext {
+  /** "sm_90" */
+  readonly arch: string;
+  readonly smCount: number;
+  /** cuBLAS GEMM on the queue's compute stream (operands swapped for row-major inside). */
+  gemm(req: CudaGemmRequest): void;
+  /** Launches a program on the compute stream; params may reference args by index. */
+  launch(program: CudaProgram, args: readonly CudaArg[], scalars: Scalars): void;
+  /**
+   * Device scratch memory valid until this launch's work has finished on the stream (the context
+   * returns it to the pool when the launch completes).
+   */
+  scratch(bytes: number): number;
+  /** Device-to-device copy on the compute stream. */
+  memcpy(dst: number, src: number, bytes: number): void;
+}
+
+export interface CudaNative {
+  readonly kind: 'native';
+  run(ctx: CudaKernelContext, args: readonly CudaArg[], scalars: Scalars): void;
+}
+
+export type CudaKernelImpl = CudaProgram | CudaNative;
+
+export function isCudaKernelImpl(x: unknown): x is CudaKernelImpl {
+  if (typeof x !== 'object' || x === null) return false;
+  const k = (x as { kind?: unknown }).kind;
+  return k === 'program' || k === 'native';
+}

@@ -1,0 +1,174 @@
+/**
+ * Enqueues kernel implementations on a stream. Program parameters are written into one native
+ * parameter block (pointer table + 8-byte value slots) that is reused for every launch: cuLaunchKernel
+ * copies the values when it is called, so the hot path allocates nothing and passes only integers to koffi.
+ */
+import koffi from 'koffi';
+import { TandemError } from '../../core/errors.js';
+import type { Scalars } from '../device.js';
+import type { CudaContext } from './context.js';
+import { CUBLAS_COMPUTE, CUBLAS_OP, CUDA_R } from './ffi/cublas.js';
+import type { CudaArg, CudaGemmRequest, CudaKernelContext, CudaKernelImpl, CudaParam, CudaProgram } from './kernel-api.js';
+import type { ProgramCache } from './program-cache.js';
+
+const MAX_PARAMS = 32;
+const SLOT = 8;
+const TWO32 = 4294967296;
+
+export class Launcher {
+  private readonly block: unknown;
+  private readonly blockAddr: number;
+  private readonly i32: Int32Array;
+  private readonly u32: Uint32Array;
+  private readonly f32: Float32Array;
+  private readonly f64: Float64Array;
+  private readonly alpha32 = new Float32Array(1);
+  private readonly beta32 = new Float32Array(1);
+  private readonly alpha64 = new Float64Array(1);
+  private readonly beta64 = new Float64Array(1);
+
+  constructor(
+    private readonly context: CudaContext,
+    private readonly programs: ProgramCache,
+    readonly smCount: number,
+  ) {
+    const bytes = MAX_PARAMS * SLOT * 2;
+    this.block = koffi.alloc('uint8_t', bytes);
+    this.blockAddr = Number(koffi.address(this.block));
+    const ab = koffi.view(this.block, bytes);
+    this.i32 = new Int32Array(ab);
+    this.u32 = new Uint32Array(ab);
+    this.f32 = new Float32Array(ab);
+    this.f64 = new Float64Array(ab);
+    // The pointer table (first half) points at the value slots (second half) once and for all.
+    const values = this.blockAddr + MAX_PARAMS * SLOT;
+    for (let i = 0; i < MAX_PARAMS; i++) this.writeU64(i, values + i * SLOT);
+  }
+
+  private writeU64(slot: number, v: number): void {
+    this.u32[slot * 2] = v % TWO32;
+    this.u32[slot * 2 + 1] = Math.floor(v / TWO32);
+  }
+
+  /** Runs a kernel implementation on `stream`; `scratch` hands out device memory tied to this launch. */
+  run(impl: CudaKernelImpl, args: readonly CudaArg[], scalars: Scalars, stream: number, scratch: (bytes: number) => number): void {
+    this.context.makeCurrent();
+    if (impl.kind === 'program') {
+      this.launchProgram(impl, args, scalars, stream);
+      return;
+    }
+    const ctx: CudaKernelContext = {
+      arch: this.programs.arch,
+      smCount: this.smCount,
+      gemm: (req) => this.gemm(req, stream),
+      launch: (program, a, s) => this.launchProgram(program, a, s, stream),
+      scratch,
+      memcpy: (dst, src, bytes) => {
+        if (bytes > 0) this.context.driver.check(this.context.driver.api.cuMemcpyAsync(dst, src, bytes, stream), 'cuMemcpyAsync(d2d)');
+      },
+    };
+    impl.run(ctx, args, scalars);
+  }
+
+  launchProgram(program: CudaProgram, args: readonly CudaArg[], scalars: Scalars, stream: number): void {
+    const fn = this.programs.function(program, args, scalars);
+    const params = program.params(args, scalars);
+    this.writeParams(params, args);
+    const [gx, gy, gz] = program.grid(args, scalars);
+    const [bx, by, bz] = program.block(args, scalars);
+    if (gx * gy * gz === 0) return; // empty tensors: nothing to launch
+    const shmem = program.sharedBytes?.(args, scalars) ?? 0;
+    const d = this.context.driver;
+    const rc = d.api.cuLaunchKernel(fn, gx, gy, gz, bx, by, bz, shmem, stream, this.blockAddr, 0);
+    if (rc !== 0) d.check(rc, `cuLaunchKernel(${program.entry})`);
+  }
+
+  private writeParams(params: readonly CudaParam[], args: readonly CudaArg[]): void {
+    if (params.length > MAX_PARAMS) {
+      throw new TandemError('TANDEM_ERR_LIMIT', `a CUDA program takes at most ${MAX_PARAMS} parameters, got ${params.length}`);
+    }
+    const base = MAX_PARAMS; // value slots start after the pointer table
+    for (let i = 0; i < params.length; i++) {
+      const p = params[i]!;
+      const slot = base + i;
+      switch (p.kind) {
+        case 'ptr': {
+          const a = args[p.arg];
+          if (!a) throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `CUDA parameter ${i} refers to argument ${p.arg}, which does not exist`);
+          this.writeU64(slot, a.ptr);
+          break;
+        }
+        case 'addr':
+        case 'i64':
+          this.writeU64(slot, p.value < 0 ? TWO32 * TWO32 + p.value : p.value);
+          break;
+        case 'i32':
+          this.i32[slot * 2] = p.value;
+          break;
+        case 'u32':
+          this.u32[slot * 2] = p.value;
+          break;
+        case 'f32':
+          this.f32[slot * 2] = p.value;
+          break;
+        case 'f64':
+          this.f64[slot] = p.value;
+          break;
+      }
+    }
+  }
+
+  /** Row-major C = op(A) op(B): cuBLAS is column-major, so compute C^T = op(B)^T op(A)^T by swapping. */
+  gemm(req: CudaGemmRequest, stream: number): void {
+    void stream; // the cuBLAS handle is bound to the compute stream at context creation
+    const { m, n, k, transA, transB } = req;
+    let dataType: number;
+    let compute: number;
+    switch (req.dtype) {
+      case 'f32':
+        dataType = CUDA_R.f32;
+        compute = req.precision === 'tf32' ? CUBLAS_COMPUTE.tf32 : CUBLAS_COMPUTE.f32;
+        break;
+      case 'f64':
+        dataType = CUDA_R.f64;
+        compute = CUBLAS_COMPUTE.f64;
+        break;
+      case 'f16':
+        dataType = CUDA_R.f16;
+        compute = CUBLAS_COMPUTE.f32;
+        break;
+      case 'bf16':
+        dataType = CUDA_R.bf16;
+        compute = CUBLAS_COMPUTE.f32;
+        break;
+      default:
+        throw new TandemError('TANDEM_ERR_DTYPE', `gemm on CUDA supports f32, f64, f16 and bf16, not ${req.dtype}`);
+    }
+    if (m === 0 || n === 0) return;
+    const f64 = req.dtype === 'f64';
+    const alpha = f64 ? this.alpha64 : this.alpha32;
+    const beta = f64 ? this.beta64 : this.beta32;
+    alpha[0] = req.alpha;
+    beta[0] = req.beta;
+    const lda = transA ? m : k;
+    const ldb = transB ? k : n;
+    this.context.cublas.gemmEx(
+      this.context.cublasHandle,
+      transB ? CUBLAS_OP.T : CUBLAS_OP.N,
+      transA ? CUBLAS_OP.T : CUBLAS_OP.N,
+      n,
+      m,
+      k,
+      alpha,
+      req.b,
+      Math.max(ldb, 1),
+      req.a,
+      Math.max(lda, 1),
+      beta,
+      req.c,
+      Math.max(n, 1),
+      dataType,
+      compute,
+    );
+  }
+}
