@@ -23,6 +23,16 @@ import { scaleDef } from './scale/def.js';
 import { scaleCpu } from './scale/cpu.js';
 import { unaryDef } from './unary/def.js';
 import { unaryCpu } from './unary/cpu.js';
+import { axpyCuda } from './axpy/cuda.js';
+import { binaryCuda } from './binary/cuda.js';
+import { castCuda } from './cast/cuda.js';
+import { copyCuda } from './copy/cuda.js';
+import { fillCuda } from './fill/cuda.js';
+import { gemmCuda } from './gemm/cuda.js';
+import { noopCuda } from './noop/cuda.js';
+import { reduceCuda } from './reduce/cuda.js';
+import { scaleCuda } from './scale/cuda.js';
+import { unaryCuda } from './unary/cuda.js';
 
 export const KERNEL_DEFS: KernelDef[] = [
   gemmDef,
@@ -48,4 +58,14 @@ export const KERNEL_IMPLS: KernelImplEntry[] = [
   { op: 'copy', backend: 'cpu', impl: copyCpu },
   { op: 'cast', backend: 'cpu', impl: castCpu },
   { op: 'noop', backend: 'cpu', impl: noopCpu },
+  { op: 'gemm', backend: 'cuda', impl: gemmCuda },
+  { op: 'axpy', backend: 'cuda', impl: axpyCuda },
+  { op: 'scale', backend: 'cuda', impl: scaleCuda },
+  { op: 'unary', backend: 'cuda', impl: unaryCuda },
+  { op: 'binary', backend: 'cuda', impl: binaryCuda },
+  { op: 'reduce', backend: 'cuda', impl: reduceCuda },
+  { op: 'fill', backend: 'cuda', impl: fillCuda },
+  { op: 'copy', backend: 'cuda', impl: copyCuda },
+  { op: 'cast', backend: 'cuda', impl: castCuda },
+  { op: 'noop', backend: 'cuda', impl: noopCuda },
 ];

@@ -1,0 +1,204 @@
+/**
+ * WGSL GEMM: C = alpha * op(A) op(B) + beta * C, row-major, f32 (f16 storage where shader-f16 exists;
+ * accumulation is always f32). Register-tiled: a 16x16 workgroup computes a (16*TM) x (16*TN) tile of
+ * C, each thread TM x TN outputs held in unrolled vec4 accumulators; A and B tiles of depth BK pass
+ * through workgroup memory, A transposed so both operands are read as vec4. Global loads are vec4
+ * when the matrix's contiguous dimension is a multiple of 4, scalar with bounds checks otherwise.
+ * The source is generated per (config, dtype, transposes, vector widths, beta == 0): the pipeline
+ * cache keys on it, while m, n, k, alpha and beta travel as uniforms.
+ */
+import type { Scalars, TensorDesc } from '../../devices/device.js';
+import type { WebGpuFeatures, WebGpuKernel, WebGpuStep } from '../../devices/webgpu/kernel-api.js';
+import { gemmDims, gemmParams } from './params.js';
+
+export interface GemmTiling {
+  /** Rows per thread: 4 or 8. */
+  readonly tm: 4 | 8;
+  /** Columns per thread: 4 or 8. */
+  readonly tn: 4 | 8;
+  /** Depth of a k-step through workgroup memory (multiple of 4). */
+  readonly bk: number;
+}
+
+export interface GemmVariant extends GemmTiling {
+  readonly dtype: 'f32' | 'f16';
+  readonly transA: boolean;
+  readonly transB: boolean;
+  readonly vecA: boolean;
+  readonly vecB: boolean;
+  readonly vecC: boolean;
+  readonly betaZero: boolean;
+}
+
+export const GEMM_LARGE: GemmTiling = { tm: 8, tn: 8, bk: 8 };
+export const GEMM_SMALL: GemmTiling = { tm: 4, tn: 4, bk: 8 };
+
+/** Loader of 4 consecutive elements along a matrix's storage row (zero outside it). */
+function loader(name: string, buf: string, vec: boolean): string {
+  if (vec) {
+    return `fn ${name}(r: u32, c: u32, rows: u32, cols: u32) -> vec4<f32> {
+  if (r < rows && c < cols) { return vec4<f32>(${buf}[(r * cols + c) / 4u]); }
+  return vec4<f32>(0.0);
+}`;
+  }
+  const el = (j: number): string =>
+    `select(0.0, f32(${buf}[r * cols + c + ${j}u]), r < rows && c + ${j}u < cols)`;
+  return `fn ${name}(r: u32, c: u32, rows: u32, cols: u32) -> vec4<f32> {
+  if (r >= rows) { return vec4<f32>(0.0); }
+  return vec4<f32>(${[0, 1, 2, 3].map(el).join(', ')});
+}`;
+}
+
+/**
+ * Tile load into workgroup memory laid out [BK][rows of the tile], 4 tile rows per vec4. `alongTile`:
+ * the matrix's storage rows run along the tile (A not transposed, B transposed) so each loaded vec4
+ * is scattered over 4 depths; otherwise it is stored as is.
+ */
+function tileLoad(
+  tile: string,
+  ld: string,
+  extent: string,
+  alongTile: boolean,
+  v: string,
+  rows: string,
+  cols: string,
+): string {
+  if (alongTile) {
+    return `for (var i = t; i < ${extent} * BK / 4u; i = i + 256u) {
+      let r = i / (BK / 4u);
+      let kv = (i % (BK / 4u)) * 4u;
+      let v = ${ld}(${v}0 + r, k0 + kv, ${rows}, ${cols});
+      for (var j = 0u; j < 4u; j = j + 1u) { ${tile}[(kv + j) * (${extent} / 4u) + r / 4u][r % 4u] = v[j]; }
+    }`;
+  }
+  return `for (var i = t; i < ${extent} * BK / 4u; i = i + 256u) {
+      let kk = i / (${extent} / 4u);
+      let cv = i % (${extent} / 4u);
+      ${tile}[kk * (${extent} / 4u) + cv] = ${ld}(k0 + kk, ${v}0 + cv * 4u, ${rows}, ${cols});
+    }`;
+}
+
+const COMP = ['x', 'y', 'z', 'w'];
+
+export function gemmWgsl(v: GemmVariant): string {
+  const { tm, tn } = v;
+  const T = v.dtype;
+  const gm = tm / 4;
+  const gn = tn / 4;
+  const arr = (vec: boolean): string => (vec ? `array<vec4<${T}>>` : `array<${T}>`);
+  const accs: string[] = [];
+  const fmas: string[] = [];
+  const stores: string[] = [];
+  for (let g = 0; g < gm; g++) {
+    for (let j = 0; j < 4; j++) {
+      const r = g * 4 + j;
+      for (let c = 0; c < gn; c++) {
+        accs.push(`var acc_${r}_${c} = vec4<f32>(0.0);`);
+        fmas.push(`acc_${r}_${c} = fma(vec4<f32>(a${g}.${COMP[j]}), b${c}, acc_${r}_${c});`);
+        stores.push(
+          `store(row0 + ${g * 64}u + ty * 4u + ${j}u, col0 + ${c * 64}u + tx * 4u, acc_${r}_${c});`,
+        );
+      }
+    }
+  }
+  const aLoads = Array.from({ length: gm }, (_, g) => `let a${g} = As[kk * (BM / 4u) + ${g * 16}u + ty];`);
+  const bLoads = Array.from({ length: gn }, (_, c) => `let b${c} = Bs[kk * (BN / 4u) + ${c * 16}u + tx];`);
+  const old = (e: string): string => (v.betaZero ? '' : ` + P.beta * f32(${e})`);
+  const store = v.vecC
+    ? `if (r < P.m && c < P.n) {
+    C[(r * P.n + c) / 4u] = vec4<${T}>(P.alpha * acc${v.betaZero ? '' : ' + P.beta * vec4<f32>(C[(r * P.n + c) / 4u])'});
+  }`
+    : `if (r >= P.m) { return; }
+  for (var e = 0u; e < 4u; e = e + 1u) {
+    if (c + e < P.n) { C[r * P.n + c + e] = ${T}(P.alpha * acc[e]${old('C[r * P.n + c + e]')}); }
+  }`;
+  return `${T === 'f16' ? 'enable f16;\n' : ''}struct Params { m: u32, n: u32, k: u32, alpha: f32, beta: f32 }
+@group(0) @binding(0) var<storage, read> A: ${arr(v.vecA)};
+@group(0) @binding(1) var<storage, read> B: ${arr(v.vecB)};
+@group(0) @binding(2) var<storage, read_write> C: ${arr(v.vecC)};
+@group(0) @binding(3) var<uniform> P: Params;
+const BM = ${16 * tm}u;
+const BN = ${16 * tn}u;
+const BK = ${v.bk}u;
+var<workgroup> As: array<vec4<f32>, ${(16 * tm * v.bk) / 4}>;
+var<workgroup> Bs: array<vec4<f32>, ${(16 * tn * v.bk) / 4}>;
+${loader('ldA', 'A', v.vecA)}
+${loader('ldB', 'B', v.vecB)}
+fn store(r: u32, c: u32, acc: vec4<f32>) {
+  ${store}
+}
+@compute @workgroup_size(16, 16)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+  let tx = lid.x;
+  let ty = lid.y;
+  let t = ty * 16u + tx;
+  let row0 = wid.y * BM;
+  let col0 = wid.x * BN;
+  ${accs.join('\n  ')}
+  for (var k0 = 0u; k0 < P.k; k0 = k0 + BK) {
+    ${v.transA ? tileLoad('As', 'ldA', 'BM', false, 'row', 'P.k', 'P.m') : tileLoad('As', 'ldA', 'BM', true, 'row', 'P.m', 'P.k')}
+    ${v.transB ? tileLoad('Bs', 'ldB', 'BN', true, 'col', 'P.n', 'P.k') : tileLoad('Bs', 'ldB', 'BN', false, 'col', 'P.k', 'P.n')}
+    workgroupBarrier();
+    for (var kk = 0u; kk < BK; kk = kk + 1u) {
+      ${aLoads.join('\n      ')}
+      ${bLoads.join('\n      ')}
+      ${fmas.join('\n      ')}
+    }
+    workgroupBarrier();
+  }
+  ${stores.join('\n  ')}
+}
+`;
+}
+
+function gemmDType(args: readonly TensorDesc[]): 'f32' | 'f16' | undefined {
+  const d = args[0]?.dtype;
+  if (args.length !== 3 || !args.every((a) => a.dtype === d)) return undefined;
+  return d === 'f32' || d === 'f16' ? d : undefined;
+}
+
+/** A GEMM kernel with a fixed tiling, or (no argument) the default choice by problem size. */
+export function makeGemmWebGpu(tiling?: GemmTiling): WebGpuKernel {
+  return {
+    kind: 'webgpu-kernel',
+    supports(args, _scalars, f: WebGpuFeatures) {
+      const d = gemmDType(args);
+      return d === 'f32' || (d === 'f16' && f.shaderF16);
+    },
+    plan(args, scalars: Scalars): readonly WebGpuStep[] {
+      const [a, b] = args as [TensorDesc, TensorDesc, TensorDesc];
+      const p = gemmParams(scalars);
+      const { m, n, k } = gemmDims(a, b, p);
+      // Large tiles leave most of the GPU idle on small problems: fall back to 64x64 tiles.
+      const t = tiling ?? (Math.ceil(m / 128) * Math.ceil(n / 128) >= 64 ? GEMM_LARGE : GEMM_SMALL);
+      const variant: GemmVariant = {
+        ...t,
+        dtype: gemmDType(args) ?? 'f32',
+        transA: p.transA,
+        transB: p.transB,
+        vecA: (p.transA ? m : k) % 4 === 0,
+        vecB: (p.transB ? k : n) % 4 === 0,
+        vecC: n % 4 === 0,
+        betaZero: p.beta === 0,
+      };
+      return [
+        {
+          kind: 'dispatch',
+          wgsl: gemmWgsl(variant),
+          entry: 'main',
+          bind: [0, 1, 2],
+          uniforms: [
+            { type: 'u32', value: m },
+            { type: 'u32', value: n },
+            { type: 'u32', value: k },
+            { type: 'f32', value: p.alpha },
+            { type: 'f32', value: p.beta },
+          ],
+          workgroups: [Math.ceil(n / (16 * t.tn)), Math.ceil(m / (16 * t.tm)), 1],
+        },
+      ];
+    },
+  };
+}
+
+export const gemmWebGpu: WebGpuKernel = makeGemmWebGpu();
