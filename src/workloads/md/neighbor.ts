@@ -154,14 +154,16 @@ export function maxDisplacement(
 ): number {
   let max2 = 0;
   const x0 = list.x0;
+  const [Lx, Ly, Lz] = box;
   for (let i = 0; i < x.length; i += 3) {
-    let r2 = 0;
-    for (let d = 0; d < 3; d++) {
-      const L = box[d]!;
-      let dd = x[i + d]! - x0[i + d]!;
-      dd -= L * Math.round(dd / L);
-      r2 += dd * dd;
-    }
+    // Positions are wrapped only at rebuilds, so a difference is either small or off by one box length.
+    let dx = Math.abs(x[i]! - x0[i]!);
+    let dy = Math.abs(x[i + 1]! - x0[i + 1]!);
+    let dz = Math.abs(x[i + 2]! - x0[i + 2]!);
+    if (dx > Lx / 2) dx = Lx - dx;
+    if (dy > Ly / 2) dy = Ly - dy;
+    if (dz > Lz / 2) dz = Lz - dz;
+    const r2 = dx * dx + dy * dy + dz * dz;
     if (r2 > max2) max2 = r2;
   }
   return Math.sqrt(max2);

@@ -12,8 +12,12 @@ import { thermoRow, type ThermoRow } from './thermo.js';
 
 export interface MdRunStats {
   neighborBuilds: number;
-  /** Rebuilds at which some atom had already moved more than skin/2 (pairs may have been missed). */
-  dangerousBuilds: number;
+  /**
+   * LAMMPS' "dangerous builds": with the displacement check on, rebuilds triggered at the first step
+   * a rebuild was allowed (atoms may have crossed skin/2 earlier, so pairs may have been missed).
+   * null when the check is off (LAMMPS: "not checked").
+   */
+  dangerousBuilds: number | null;
 }
 
 export interface MdHooks {
@@ -52,7 +56,7 @@ export function runLocal(
   const range = config.cutoff + config.skin;
   const dtf = 0.5 * config.dt;
   const dt = config.dt;
-  const stats: MdRunStats = { neighborBuilds: 0, dangerousBuilds: 0 };
+  const stats: MdRunStats = { neighborBuilds: 0, dangerousBuilds: config.neighCheck ? 0 : null };
   wrapPositions(x, box);
   let list: NeighborList = buildNeighborList(x, box, range, true);
   stats.neighborBuilds++;
@@ -70,8 +74,9 @@ export function runLocal(
       x[i] += dt * v[i]!;
     }
     sinceBuild++;
-    if (rebuildDue(config, sinceBuild, () => maxDisplacement(list, x, box))) {
-      if (maxDisplacement(list, x, box) > config.skin / 2) stats.dangerousBuilds++;
+    const current = list;
+    if (rebuildDue(config, sinceBuild, () => maxDisplacement(current, x, box))) {
+      if (stats.dangerousBuilds !== null && sinceBuild === config.neighEvery) stats.dangerousBuilds++;
       wrapPositions(x, box);
       list = buildNeighborList(x, box, range, true);
       stats.neighborBuilds++;
