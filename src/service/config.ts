@@ -1,0 +1,145 @@
+/**
+ * Service configuration, parsed once (from defaults, the environment and CLI flags) and validated here,
+ * then passed down. Nothing else in src/service reads process.env.
+ */
+import { resolve } from 'node:path';
+import { TandemError } from '../core/errors.js';
+
+/** Operator rule: a job class runs on a device class. First matching rule wins. */
+export interface HardwareRule {
+  readonly jobClass: string;
+  /** 'largest-gpu' | 'smallest-gpu' | 'gpu' | 'cpu' | 'any' | a device kind or id ('cuda0'). */
+  readonly deviceClass: string;
+  /** true: a constraint (fail if none); false: a preference (fall back to any device). */
+  readonly strict: boolean;
+}
+
+export interface TenantQuotaDefaults {
+  readonly maxConcurrentJobs: number;
+  readonly maxDeviceMemoryBytes: number;
+  readonly maxQueuedJobs: number;
+}
+
+export interface ServiceConfig {
+  readonly host: string;
+  readonly port: number;
+  readonly dataDir: string;
+  /** Directory of the built dashboard (web/dist); absent: no dashboard. */
+  readonly webDir: string | null;
+  /** 'full' fsyncs every commit group: an accepted job survives power loss, not just kill -9. */
+  readonly durability: 'full' | 'normal';
+  readonly maxRunningJobs: number;
+  readonly inlineResultBytes: number;
+  readonly bodyLimitBytes: number;
+  /** Requests per second per tenant (token bucket refill) and the burst size. */
+  readonly rateLimitPerSec: number;
+  readonly rateLimitBurst: number;
+  readonly quotas: TenantQuotaDefaults;
+  readonly hardwareRules: readonly HardwareRule[];
+  /** Runtime options: which backends to open; false runs without a runtime (API only). */
+  readonly runtime: {
+    readonly enabled: boolean;
+    readonly backends: readonly string[];
+    readonly cpuThreads: number;
+    /** Run device calibrations not cached yet at start (slower first start, better placement). */
+    readonly calibrate: boolean;
+    readonly cacheDir: string;
+  };
+  readonly logLevel: 'silent' | 'error' | 'warn' | 'info' | 'debug';
+}
+
+export const DEFAULT_HARDWARE_RULES: readonly HardwareRule[] = [
+  { jobClass: 'training', deviceClass: 'largest-gpu', strict: false },
+  { jobClass: 'throughput', deviceClass: 'gpu', strict: false },
+  { jobClass: 'latency', deviceClass: 'cpu', strict: false },
+  { jobClass: 'batch', deviceClass: 'any', strict: false },
+];
+
+export const DEFAULT_CONFIG: ServiceConfig = {
+  host: '127.0.0.1',
+  port: 8080,
+  dataDir: '.tandem/data',
+  webDir: null,
+  durability: 'full',
+  maxRunningJobs: 2,
+  inlineResultBytes: 64 * 1024,
+  bodyLimitBytes: 256 * 1024,
+  rateLimitPerSec: 5_000,
+  rateLimitBurst: 10_000,
+  quotas: { maxConcurrentJobs: 4, maxDeviceMemoryBytes: 8 * 1024 ** 3, maxQueuedJobs: 100_000 },
+  hardwareRules: DEFAULT_HARDWARE_RULES,
+  runtime: {
+    enabled: true,
+    backends: ['cpu', 'cuda', 'webgpu'],
+    cpuThreads: 2,
+    calibrate: true,
+    cacheDir: '.tandem/cache',
+  },
+  logLevel: 'warn',
+};
+
+export type ConfigOverrides = { -readonly [K in keyof ServiceConfig]?: ServiceConfig[K] };
+
+function intIn(name: string, raw: string | number, min: number, max: number): number {
+  const v = typeof raw === 'number' ? raw : Number(raw);
+  if (!Number.isInteger(v) || v < min || v > max)
+    throw new TandemError(
+      'TANDEM_ERR_CONFIG',
+      `${name} must be an integer in [${min}, ${max}], got ${String(raw)}`,
+    );
+  return v;
+}
+
+/** Parses "training=largest-gpu,latency=cpu!" ('!' makes the rule strict). */
+export function parseHardwareRules(text: string): HardwareRule[] {
+  return text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((pair) => {
+      const m = /^([a-z][\w-]*)=([\w-]+)(!?)$/i.exec(pair);
+      if (!m)
+        throw new TandemError('TANDEM_ERR_CONFIG', `hardware rule "${pair}" is not class=deviceClass[!]`);
+      return { jobClass: m[1]!, deviceClass: m[2]!, strict: m[3] === '!' };
+    });
+}
+
+/**
+ * Builds the config from the environment (TANDEM_PORT, TANDEM_HOST, TANDEM_DATA_DIR, TANDEM_DURABILITY,
+ * TANDEM_MAX_RUNNING, TANDEM_HW_RULES, TANDEM_BACKENDS ('none' for no runtime), TANDEM_CALIBRATE=0, TANDEM_LOG) with explicit overrides on top.
+ */
+export function loadServiceConfig(
+  env: Readonly<Record<string, string | undefined>>,
+  overrides: ConfigOverrides = {},
+): ServiceConfig {
+  const c: ConfigOverrides = { ...DEFAULT_CONFIG };
+  if (env['TANDEM_HOST']) c.host = env['TANDEM_HOST'];
+  if (env['TANDEM_PORT']) c.port = intIn('TANDEM_PORT', env['TANDEM_PORT'], 0, 65535);
+  if (env['TANDEM_DATA_DIR']) c.dataDir = env['TANDEM_DATA_DIR'];
+  if (env['TANDEM_DURABILITY']) {
+    const d = env['TANDEM_DURABILITY'];
+    if (d !== 'full' && d !== 'normal')
+      throw new TandemError('TANDEM_ERR_CONFIG', 'TANDEM_DURABILITY is full|normal');
+    c.durability = d;
+  }
+  if (env['TANDEM_MAX_RUNNING'])
+    c.maxRunningJobs = intIn('TANDEM_MAX_RUNNING', env['TANDEM_MAX_RUNNING'], 1, 1024);
+  if (env['TANDEM_HW_RULES']) c.hardwareRules = parseHardwareRules(env['TANDEM_HW_RULES']);
+  if (env['TANDEM_BACKENDS']) {
+    const list = env['TANDEM_BACKENDS'].split(',').filter(Boolean);
+    c.runtime = { ...DEFAULT_CONFIG.runtime, enabled: !list.includes('none'), backends: list };
+  }
+  if (env['TANDEM_CALIBRATE'] === '0')
+    c.runtime = { ...(c.runtime ?? DEFAULT_CONFIG.runtime), calibrate: false };
+  if (env['TANDEM_LOG']) c.logLevel = env['TANDEM_LOG'] as ServiceConfig['logLevel'];
+  for (const [k, v] of Object.entries(overrides)) if (v !== undefined) (c as Record<string, unknown>)[k] = v;
+  const cfg = c as ServiceConfig;
+  intIn('port', cfg.port, 0, 65535);
+  intIn('maxRunningJobs', cfg.maxRunningJobs, 1, 1024);
+  if (!['silent', 'error', 'warn', 'info', 'debug'].includes(cfg.logLevel))
+    throw new TandemError(
+      'TANDEM_ERR_CONFIG',
+      `log level "${cfg.logLevel}" is not silent|error|warn|info|debug`,
+    );
+  return { ...cfg, dataDir: resolve(cfg.dataDir), webDir: cfg.webDir ? resolve(cfg.webDir) : null };
+}

@@ -1,0 +1,34 @@
+/**
+ * The Fastify app: error mapping, auth and rate limits, then the route plugins. JSON schemas on every
+ * route feed validation, fast serialization and the OpenAPI document.
+ */
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { ServiceParts } from '../service.js';
+import { installAuth, TokenBuckets } from './auth.js';
+import { installErrorHandling } from './errors.js';
+import { collectOpenApi } from './openapi.js';
+import { adminRoutes } from './routes/admin.js';
+import { dashboardRoutes } from './routes/dashboard.js';
+import { jobRoutes } from './routes/jobs.js';
+import { systemRoutes } from './routes/system.js';
+
+export async function buildApp(s: ServiceParts): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: s.config.logLevel === 'silent' ? false : { level: s.config.logLevel },
+    bodyLimit: s.config.bodyLimitBytes,
+    // Strict bodies: no type coercion, no silent removal of unknown fields; errors name the field.
+    ajv: {
+      customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: false },
+    },
+    return503OnClosing: true,
+    forceCloseConnections: true,
+  });
+  installErrorHandling(app, (code) => s.metrics.httpErrors.inc({ code }));
+  installAuth(app, s.tenants, new TokenBuckets(s.config.rateLimitPerSec, s.config.rateLimitBurst));
+  const openapi = collectOpenApi(app);
+  await app.register(systemRoutes(s, openapi));
+  await app.register(jobRoutes(s));
+  await app.register(adminRoutes(s));
+  await app.register(dashboardRoutes(s));
+  return app;
+}

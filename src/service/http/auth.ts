@@ -1,0 +1,81 @@
+/**
+ * Authentication (API key → tenant) and per-tenant rate limiting, as one onRequest hook on the API
+ * (/v1/...). Health, metrics, the OpenAPI document and the dashboard's files are public.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { TandemError } from '../../core/errors.js';
+import type { Tenant, TenantStore } from '../auth/tenants.js';
+import { sendError } from './errors.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    tenant: Tenant | null;
+  }
+  interface FastifyContextConfig {
+    admin?: boolean;
+  }
+}
+
+/** Token bucket per tenant: `rate` tokens a second, at most `burst` saved up. */
+export class TokenBuckets {
+  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+  constructor(
+    private readonly rate: number,
+    private readonly burst: number,
+  ) {}
+
+  /** 0 when allowed, else seconds until a token is available. */
+  take(key: string, now = performance.now()): number {
+    let b = this.buckets.get(key);
+    if (!b) this.buckets.set(key, (b = { tokens: this.burst, at: now }));
+    b.tokens = Math.min(this.burst, b.tokens + ((now - b.at) / 1000) * this.rate);
+    b.at = now;
+    if (b.tokens >= 1) {
+      b.tokens -= 1;
+      return 0;
+    }
+    return (1 - b.tokens) / this.rate;
+  }
+}
+
+export function keyFromRequest(req: FastifyRequest): string | null {
+  const auth = req.headers.authorization;
+  if (typeof auth === 'string' && auth.startsWith('Bearer ')) return auth.slice(7).trim();
+  const k = req.headers['x-api-key'];
+  return typeof k === 'string' ? k.trim() : null;
+}
+
+export function installAuth(app: FastifyInstance, tenants: TenantStore, limits: TokenBuckets): void {
+  app.decorateRequest('tenant', null);
+  app.addHook('onRequest', async (req, reply) => {
+    const url = req.routeOptions.url;
+    if (url === undefined || !url.startsWith('/v1/')) return;
+    const cfg = req.routeOptions.config;
+    const key = keyFromRequest(req);
+    if (!key)
+      return sendError(
+        reply,
+        new TandemError('TANDEM_ERR_UNAUTHORIZED', 'an API key is required (Authorization: Bearer <key>)'),
+      );
+    const tenant = tenants.authenticate(key);
+    if (!tenant)
+      return sendError(reply, new TandemError('TANDEM_ERR_UNAUTHORIZED', 'the API key is not valid'));
+    const wait = limits.take(tenant.id);
+    if (wait > 0)
+      return sendError(
+        reply,
+        new TandemError('TANDEM_ERR_RATE_LIMITED', 'too many requests for this tenant', {
+          retryAfterSeconds: Math.ceil(wait),
+        }),
+      );
+    if (cfg.admin && tenant.role !== 'admin')
+      return sendError(reply, new TandemError('TANDEM_ERR_FORBIDDEN', 'this needs an admin key'));
+    req.tenant = tenant;
+  });
+}
+
+/** The authenticated tenant (routes that are not public always have one). */
+export function tenantOf(req: FastifyRequest): Tenant {
+  if (!req.tenant) throw new TandemError('TANDEM_ERR_UNAUTHORIZED', 'not authenticated');
+  return req.tenant;
+}

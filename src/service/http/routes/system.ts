@@ -1,0 +1,188 @@
+/** Health, metrics, OpenAPI, devices, live stats and the job type catalogue. */
+import type { FastifyInstance } from 'fastify';
+import type { ServiceParts } from '../../service.js';
+import { tenantOf } from '../auth.js';
+import { ERRORS } from '../schemas.js';
+import type { OpenApiSource } from '../openapi.js';
+
+const DEVICE_SCHEMA = {
+  type: 'object',
+  properties: {
+    id: { type: 'string' },
+    kind: { type: 'string' },
+    name: { type: 'string' },
+    memoryBytes: { type: 'number' },
+    memoryUsed: { type: 'number' },
+    utilization: { type: 'number' },
+    busySeconds: { type: 'number' },
+    peakFlops: { type: 'object', additionalProperties: { type: 'number' } },
+  },
+} as const;
+
+export function systemRoutes(s: ServiceParts, openapi: OpenApiSource) {
+  return async function (app: FastifyInstance): Promise<void> {
+    // Answered from memory only: no database, no runtime call, so it stays fast while jobs compute.
+    app.get(
+      '/healthz',
+      {
+        schema: {
+          summary: 'Liveness and a few counters',
+          tags: ['system'],
+          response: {
+            200: {
+              type: 'object',
+              properties: {
+                status: { type: 'string' },
+                uptimeSeconds: { type: 'number' },
+                queued: { type: 'integer' },
+                running: { type: 'integer' },
+                runtime: { type: 'boolean' },
+              },
+            },
+          },
+        },
+      },
+      async () => ({
+        status: 'ok',
+        uptimeSeconds: (Date.now() - s.startedAt) / 1000,
+        queued: s.dispatcher.queue.size,
+        running: s.dispatcher.runningCount,
+        runtime: s.runtimeStatus.available,
+      }),
+    );
+
+    app.get(
+      '/metrics',
+      {
+        schema: {
+          summary: 'Prometheus metrics (text format)',
+          tags: ['system'],
+          response: { 200: { type: 'string' } },
+        },
+      },
+      async (_req, reply) => {
+        const text = await s.metrics.registry.metrics();
+        return reply.type(s.metrics.registry.contentType).send(text);
+      },
+    );
+
+    app.get('/openapi.json', async () => openapi());
+
+    app.get(
+      '/v1/devices',
+      {
+        schema: {
+          summary: 'Devices with live utilization and memory, and every backend with its status',
+          tags: ['system'],
+          response: {
+            200: {
+              type: 'object',
+              properties: {
+                devices: { type: 'array', items: DEVICE_SCHEMA },
+                backends: {
+                  type: 'array',
+                  items: {
+                    type: 'object',
+                    properties: {
+                      kind: { type: 'string' },
+                      available: { type: 'boolean' },
+                      reason: { type: ['string', 'null'] },
+                    },
+                  },
+                },
+                runtime: {
+                  type: 'object',
+                  properties: { available: { type: 'boolean' }, reason: { type: ['string', 'null'] } },
+                },
+              },
+            },
+            ...ERRORS,
+          },
+        },
+      },
+      async () => ({
+        devices: s.devices(),
+        backends: (s.rt?.backends ?? []).map((b) => ({
+          kind: b.kind,
+          available: b.available,
+          reason: b.reason ?? null,
+        })),
+        runtime: s.runtimeStatus,
+      }),
+    );
+
+    app.get(
+      '/v1/stats',
+      {
+        schema: {
+          summary: 'Live figures for dashboards: devices, queue depth by tenant, running jobs',
+          tags: ['system'],
+          response: {
+            200: {
+              type: 'object',
+              properties: {
+                time: { type: 'number' },
+                devices: { type: 'array', items: DEVICE_SCHEMA },
+                queued: { type: 'integer' },
+                running: { type: 'integer' },
+                queue: {
+                  type: 'array',
+                  items: {
+                    type: 'object',
+                    properties: {
+                      tenant: { type: 'string' },
+                      priority: { type: 'integer' },
+                      queued: { type: 'integer' },
+                    },
+                  },
+                },
+              },
+            },
+            ...ERRORS,
+          },
+        },
+      },
+      async () => {
+        const queue: { tenant: string; priority: number; queued: number }[] = [];
+        for (const [t, byPrio] of s.dispatcher.queue.depthByTenantAndPriority())
+          for (const [priority, queued] of byPrio)
+            queue.push({ tenant: s.tenants.get(t)?.name ?? t, priority, queued });
+        return {
+          time: Date.now(),
+          devices: s.devices(),
+          queued: s.dispatcher.queue.size,
+          running: s.dispatcher.runningCount,
+          queue,
+        };
+      },
+    );
+
+    app.get(
+      '/v1/job-types',
+      {
+        schema: {
+          summary: 'Job types with their parameter schemas',
+          tags: ['jobs'],
+          response: { ...ERRORS },
+        },
+      },
+      async () => ({
+        types: s.registry
+          .list()
+          .map((t) => ({ name: t.name, description: t.description, params: t.paramsSchema })),
+      }),
+    );
+
+    app.get(
+      '/v1/whoami',
+      {
+        schema: {
+          summary: "The caller's tenant, role and quotas",
+          tags: ['tenants'],
+          response: { ...ERRORS },
+        },
+      },
+      async (req) => tenantOf(req),
+    );
+  };
+}

@@ -1,0 +1,86 @@
+/** JSON schemas of the API's bodies, shared by validation, serialization and the OpenAPI document. */
+import { ERROR_BODY_SCHEMA } from './errors.js';
+
+export const JOB_STATES = ['queued', 'running', 'succeeded', 'failed', 'cancelled'] as const;
+
+const nullable = (type: string, extra: Record<string, unknown> = {}) => ({ type: [type, 'null'], ...extra });
+
+export const JOB_ERROR_SCHEMA = {
+  type: ['object', 'null'],
+  properties: {
+    code: { type: 'string' },
+    message: { type: 'string' },
+    details: { type: 'object', additionalProperties: true },
+  },
+} as const;
+
+export const JOB_SCHEMA = {
+  type: 'object',
+  required: ['id', 'type', 'tenant', 'state', 'priority', 'progress', 'createdAt'],
+  properties: {
+    id: { type: 'string' },
+    type: { type: 'string' },
+    tenant: { type: 'string' },
+    state: { type: 'string', enum: [...JOB_STATES] },
+    priority: { type: 'integer' },
+    progress: { type: 'number', minimum: 0, maximum: 1 },
+    message: { type: 'string' },
+    params: { type: 'object', additionalProperties: true },
+    attempt: { type: 'integer' },
+    jobClass: { type: 'string' },
+    memoryBytes: { type: 'integer' },
+    device: nullable('string'),
+    placement: nullable('string'),
+    idempotencyKey: nullable('string'),
+    cancelRequested: { type: 'boolean' },
+    createdAt: { type: 'string', format: 'date-time' },
+    startedAt: nullable('string'),
+    finishedAt: nullable('string'),
+    waitSeconds: nullable('number'),
+    runSeconds: nullable('number'),
+    error: JOB_ERROR_SCHEMA,
+    hasResult: { type: 'boolean' },
+  },
+} as const;
+
+export const SUBMIT_BODY_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['type'],
+  properties: {
+    type: { type: 'string', minLength: 1, maxLength: 32, pattern: '^[a-z][a-z0-9-]*$' },
+    params: { type: 'object', default: {} },
+    priority: { type: 'integer', minimum: -100, maximum: 100, default: 0 },
+    idempotencyKey: { type: 'string', minLength: 1, maxLength: 128 },
+  },
+} as const;
+
+export const JOB_ID_PARAMS = {
+  type: 'object',
+  required: ['id'],
+  properties: { id: { type: 'string', pattern: '^job_[0-9a-f]{20}$' } },
+} as const;
+
+export const LIST_QUERY_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    state: { type: 'string', enum: [...JOB_STATES] },
+    limit: { type: 'string', pattern: '^[0-9]{1,4}$', description: '1-1000, default 50' },
+    before: { type: 'string', pattern: '^[0-9]{1,15}$', description: 'cursor from a previous page (next)' },
+    tenant: {
+      type: 'string',
+      maxLength: 64,
+      description: 'admin only: a tenant name, or "all" (default for admins)',
+    },
+  },
+} as const;
+
+export const ERRORS = {
+  400: ERROR_BODY_SCHEMA,
+  401: ERROR_BODY_SCHEMA,
+  404: ERROR_BODY_SCHEMA,
+  409: ERROR_BODY_SCHEMA,
+  413: ERROR_BODY_SCHEMA,
+  429: ERROR_BODY_SCHEMA,
+} as const;

@@ -1,0 +1,11 @@
+/** The job types a service starts with. Workload types are added when their module exists in this build. */
+import type { JobTypeRegistry } from './registry.js';
+import { gemmJob } from './types/gemm.js';
+import { sleepJob } from './types/sleep.js';
+import { loadWorkloadJobTypes } from './types/workloads.js';
+
+export async function registerBuiltinJobTypes(registry: JobTypeRegistry): Promise<void> {
+  registry.register(gemmJob);
+  registry.register(sleepJob);
+  for (const t of await loadWorkloadJobTypes()) registry.register(t);
+}

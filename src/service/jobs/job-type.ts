@@ -1,0 +1,62 @@
+/**
+ * What a job type is: a name, a parameter schema with limits, a memory footprint estimate (for quota
+ * and admission), a job class (for hardware selection) and `run`, which expands the job into tasks on
+ * the runtime. The registry is open: workloads add types through the same interface.
+ */
+import type { Runtime } from '../../runtime/runtime.js';
+
+/** The part of the runtime a job may use (the documented API in docs/runtime-api.md). */
+export type ServiceRuntime = Pick<
+  Runtime,
+  'tensor' | 'submit' | 'read' | 'write' | 'free' | 'devices' | 'backends' | 'registerKernel' | 'memoryUsage'
+>;
+
+/** Where the operator's hardware rules want the job's tasks to run. */
+export interface Placement {
+  /** Passed as `device` on rt.submit: a kind or a device id; undefined lets the scheduler choose. */
+  readonly device: string | undefined;
+  /** Why (shown in the job trace and status). */
+  readonly reason: string;
+}
+
+export interface JobContext<P> {
+  readonly jobId: string;
+  readonly tenantId: string;
+  readonly attempt: number;
+  readonly params: P;
+  /** Aborted when the job is cancelled (or the service shuts down): stop submitting and throw. */
+  readonly signal: AbortSignal;
+  /** null when no runtime could be opened; jobs that need one fail with TANDEM_ERR_DEVICE_UNAVAILABLE. */
+  readonly rt: ServiceRuntime | null;
+  readonly placement: Placement;
+  /** Labels to put on every rt.submit so the job's trace and metrics find its tasks. */
+  readonly tags: Readonly<Record<string, string>>;
+  /** fraction in [0, 1]; persisted at most a few times a second. */
+  progress(fraction: number, message?: string): void;
+  /** Adds a span to the job's timeline (e.g. the reference check), in epoch microseconds. */
+  span(name: string, startUs: number, endUs: number, args?: Record<string, unknown>): void;
+}
+
+/** JSON Schema (draft-07 subset Fastify/ajv understands) for a job type's parameters. */
+export type JsonSchema = Readonly<Record<string, unknown>>;
+
+export interface JobType<P = Readonly<Record<string, unknown>>> {
+  readonly name: string;
+  readonly description: string;
+  readonly paramsSchema: JsonSchema;
+  /** Checks the (schema-valid) params against limits and fills defaults; throws TandemError. */
+  parse(raw: Readonly<Record<string, unknown>>): P;
+  /** Upper estimate of the device memory the job needs at once, in bytes. */
+  memoryBytes(p: P): number;
+  /** 'training' | 'latency' | 'throughput' | 'batch' ... matched by the operator's hardware rules. */
+  jobClass(p: P): string;
+  /** The device the user asked for, if any (overrides the hardware rules). */
+  requestedDevice?(p: P): string | undefined;
+  run(ctx: JobContext<P>): Promise<unknown>;
+}
+
+export type AnyJobType = JobType<unknown>;
+
+export function defineJobType<P>(t: JobType<P>): AnyJobType {
+  return t as unknown as AnyJobType;
+}

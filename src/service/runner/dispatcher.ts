@@ -1,0 +1,285 @@
+/**
+ * Dispatch: takes jobs from the fair queue while there is room (global slots, tenant quotas on
+ * concurrent jobs and device memory, total device memory), claims them in the database (attempt + 1),
+ * runs them and commits the outcome fenced by that attempt, so a result is committed exactly once.
+ * Memory admission reserves for the job fairness picks next (a big job is not starved by small ones)
+ * but always admits a job when nothing runs, so it can never livelock.
+ */
+import { asTandemError, isTandemError } from '../../core/errors.js';
+import type { ServiceConfig } from '../config.js';
+import type { TenantStore } from '../auth/tenants.js';
+import type { AnyJobType, JobContext, Placement, ServiceRuntime } from '../jobs/job-type.js';
+import type { JobTypeRegistry } from '../jobs/registry.js';
+import type { ServiceMetrics } from '../obs/metrics.js';
+import { buildJobTrace, type JobTraceCollector } from '../obs/job-trace.js';
+import type { FinishOutcome, JobRecord, JobStore } from '../store/job-store.js';
+import { FairQueue, type QueuedJob } from './fair-queue.js';
+import { selectPlacement, type DeviceView } from './hardware-rules.js';
+import type { ResultStore } from './result-store.js';
+
+export interface DispatcherDeps {
+  readonly config: ServiceConfig;
+  readonly store: JobStore;
+  readonly tenants: TenantStore;
+  readonly registry: JobTypeRegistry;
+  readonly rt: ServiceRuntime | null;
+  readonly devices: () => readonly DeviceView[];
+  readonly traces: JobTraceCollector;
+  readonly results: ResultStore;
+  readonly metrics: ServiceMetrics;
+  readonly log: (level: 'info' | 'warn' | 'error', msg: string) => void;
+}
+
+interface RunningJob {
+  readonly job: JobRecord;
+  readonly abort: AbortController;
+  readonly placement: Placement;
+  readonly done: Promise<void>;
+  progress: number;
+  message: string;
+}
+
+const PROGRESS_WRITE_MS = 250;
+
+export class Dispatcher {
+  readonly queue: FairQueue;
+  private readonly running = new Map<string, RunningJob>();
+  private readonly perTenant = new Map<string, { jobs: number; mem: number }>();
+  private runningMem = 0;
+  private pumpScheduled = false;
+  private stopping = false;
+  private readonly finishedListeners = new Set<(job: JobRecord) => void>();
+
+  constructor(private readonly d: DispatcherDeps) {
+    this.queue = new FairQueue((id) => d.tenants.get(id)?.weight ?? 1);
+  }
+
+  /** At start: jobs that were running when the process died go back to the queue; all queued load. */
+  recover(): { requeued: number; queued: number } {
+    const requeued = this.d.store.requeueRunning();
+    for (const j of this.d.store.queued()) this.queue.push(j);
+    this.schedulePump();
+    return { requeued, queued: this.queue.size };
+  }
+
+  enqueue(job: QueuedJob): void {
+    this.queue.push(job);
+    this.schedulePump();
+  }
+
+  onJobFinished(cb: (job: JobRecord) => void): () => void {
+    this.finishedListeners.add(cb);
+    return () => this.finishedListeners.delete(cb);
+  }
+
+  /** Live progress of a running job (fresher than the database, which is written a few times a second). */
+  live(jobId: string): { progress: number; message: string; placement: string } | undefined {
+    const r = this.running.get(jobId);
+    return r && { progress: r.progress, message: r.message, placement: r.placement.reason };
+  }
+
+  runningByTenant(): ReadonlyMap<string, number> {
+    const m = new Map<string, number>();
+    for (const [t, v] of this.perTenant) if (v.jobs > 0) m.set(t, v.jobs);
+    return m;
+  }
+
+  get runningCount(): number {
+    return this.running.size;
+  }
+
+  /** Cancels a queued job at once; asks a running one to stop (its run sees the AbortSignal). */
+  cancel(job: JobRecord): 'cancelled' | 'cancelling' | 'final' {
+    if (job.state === 'queued' && this.d.store.cancelQueued(job.id)) {
+      this.queue.remove(job.id);
+      this.d.metrics.jobsFinished.inc({ type: job.type, state: 'cancelled' });
+      return 'cancelled';
+    }
+    const r = this.running.get(job.id);
+    if (r && this.d.store.requestCancel(job.id)) {
+      r.abort.abort();
+      return 'cancelling';
+    }
+    return 'final';
+  }
+
+  private schedulePump(): void {
+    if (this.pumpScheduled || this.stopping) return;
+    this.pumpScheduled = true;
+    setImmediate(() => {
+      this.pumpScheduled = false;
+      this.pump();
+    });
+  }
+
+  private tenantRoom(j: QueuedJob): boolean {
+    const t = this.d.tenants.get(j.tenantId);
+    const u = this.perTenant.get(j.tenantId) ?? { jobs: 0, mem: 0 };
+    if (!t) return true;
+    return u.jobs < t.maxConcurrentJobs && (u.jobs === 0 || u.mem + j.memBytes <= t.maxDeviceMemoryBytes);
+  }
+
+  private totalDeviceMemory(): number {
+    return this.d.devices().reduce((s, dv) => s + dv.memoryBytes, 0);
+  }
+
+  private fits(j: QueuedJob, total: number): boolean {
+    return this.running.size === 0 || total === 0 || this.runningMem + j.memBytes <= total;
+  }
+
+  private pump(): void {
+    const total = this.totalDeviceMemory();
+    while (!this.stopping && this.running.size < this.d.config.maxRunningJobs && this.queue.size > 0) {
+      const fair = this.queue.peekFair();
+      // Reserve memory for the fairly-next job instead of letting smaller ones overtake it forever.
+      if (fair && this.tenantRoom(fair) && !this.fits(fair, total)) return;
+      const next = this.queue.next((j) => this.tenantRoom(j) && this.fits(j, total));
+      if (!next) return;
+      this.start(next);
+    }
+  }
+
+  private start(q: QueuedJob): void {
+    let type: AnyJobType;
+    let params: unknown;
+    let placement: Placement;
+    const record = this.d.store.get(q.id);
+    if (!record || record.state !== 'queued') return;
+    try {
+      type = this.d.registry.get(record.type);
+      params = type.parse(record.params);
+      placement = selectPlacement(
+        this.d.config.hardwareRules,
+        record.jobClass,
+        type.requestedDevice?.(params),
+        this.d.devices(),
+      );
+    } catch (e) {
+      // A job that cannot even be placed fails now (claimed first so the failure is fenced too).
+      const claimed = this.d.store.claim(q.id, null);
+      if (claimed)
+        this.commit(
+          claimed,
+          { state: 'failed', error: asTandemError(e, 'TANDEM_ERR_INTERNAL', 'placing the job').toJSON() },
+          undefined,
+        );
+      return;
+    }
+    const job = this.d.store.claim(q.id, placement.device ?? 'auto');
+    if (!job) return;
+    this.d.metrics.jobWait.observe(
+      { type: job.type },
+      Math.max(0, (job.startedAt ?? Date.now()) - job.createdAt) / 1000,
+    );
+    const u = this.perTenant.get(job.tenantId) ?? { jobs: 0, mem: 0 };
+    u.jobs++;
+    u.mem += job.memBytes;
+    this.perTenant.set(job.tenantId, u);
+    this.runningMem += job.memBytes;
+    const abort = new AbortController();
+    const entry: RunningJob = {
+      job,
+      abort,
+      placement,
+      progress: 0,
+      message: '',
+      done: Promise.resolve(),
+    };
+    (entry as { done: Promise<void> }).done = this.execute(entry, type, params);
+    this.running.set(job.id, entry);
+  }
+
+  private async execute(r: RunningJob, type: AnyJobType, params: unknown): Promise<void> {
+    const { job } = r;
+    const ev = this.d.traces.begin(job.id);
+    let lastWrite = 0;
+    const ctx: JobContext<unknown> = {
+      jobId: job.id,
+      tenantId: job.tenantId,
+      attempt: job.attempt,
+      params,
+      signal: r.abort.signal,
+      rt: this.d.rt,
+      placement: r.placement,
+      tags: { job: job.id, tenant: job.tenantId },
+      progress: (fraction, message = '') => {
+        r.progress = Math.min(1, Math.max(0, Number.isFinite(fraction) ? fraction : 0));
+        r.message = message.slice(0, 200);
+        const now = Date.now();
+        if (now - lastWrite >= PROGRESS_WRITE_MS) {
+          lastWrite = now;
+          this.d.store.setProgress(job.id, job.attempt, r.progress, r.message);
+        }
+      },
+      span: (name, startUs, endUs, args) => {
+        ev.spans.push({ name, startUs, endUs, ...(args ? { args } : {}) });
+      },
+    };
+    let outcome: FinishOutcome;
+    try {
+      await Promise.resolve(); // run never starts synchronously inside pump()
+      const result = await type.run(ctx);
+      outcome = { state: 'succeeded', result };
+    } catch (e) {
+      const err = asTandemError(e, 'TANDEM_ERR_INTERNAL', `job ${job.type}`);
+      const cancelled = r.abort.signal.aborted || isTandemError(e, 'TANDEM_ERR_CANCELLED');
+      outcome = { state: cancelled ? 'cancelled' : 'failed', error: err.toJSON() };
+    }
+    try {
+      // Shutting down: leave the job 'running' in the database; the next start re-queues it.
+      if (this.stopping) return;
+      this.commit(job, outcome, ev);
+    } catch (e) {
+      this.d.log('error', `committing job ${job.id}: ${e instanceof Error ? e.message : String(e)}`);
+    } finally {
+      this.d.traces.end(job.id);
+      this.running.delete(job.id);
+      const u = this.perTenant.get(job.tenantId);
+      if (u) {
+        u.jobs--;
+        u.mem -= job.memBytes;
+      }
+      this.runningMem -= job.memBytes;
+      this.schedulePump();
+    }
+  }
+
+  private commit(
+    job: JobRecord,
+    outcome: FinishOutcome,
+    ev: ReturnType<JobTraceCollector['begin']> | undefined,
+  ): void {
+    const finishedAt = Date.now();
+    let o = outcome;
+    if (o.state === 'succeeded') {
+      const stored = this.d.results.store(job.id, o.result);
+      o = { ...o, result: stored.inline, resultFile: stored.file };
+    }
+    const placement = this.running.get(job.id)?.placement.reason;
+    const final: JobRecord = { ...job, state: o.state, finishedAt, error: o.error ?? null };
+    const trace = buildJobTrace(
+      final,
+      ev,
+      { resultStoredAt: Date.now(), ...(placement ? { placement } : {}) },
+      finishedAt,
+    );
+    const traceFile = this.d.traces.write(job.id, trace);
+    if (!this.d.store.finish(job.id, job.attempt, { ...o, traceFile }, finishedAt)) {
+      this.d.log('warn', `job ${job.id} attempt ${job.attempt}: outcome not committed (superseded)`);
+      return;
+    }
+    this.d.metrics.jobsFinished.inc({ type: job.type, state: o.state });
+    if (job.startedAt !== null)
+      this.d.metrics.jobRun.observe({ type: job.type, state: o.state }, (finishedAt - job.startedAt) / 1000);
+    const committed = this.d.store.get(job.id);
+    if (committed) for (const cb of this.finishedListeners) cb(committed);
+  }
+
+  /** Stops dispatching and aborts running jobs without committing them (they re-run after restart). */
+  async stop(timeoutMs = 5000): Promise<void> {
+    this.stopping = true;
+    for (const r of this.running.values()) r.abort.abort();
+    const all = Promise.allSettled([...this.running.values()].map((r) => r.done));
+    await Promise.race([all, new Promise((res) => setTimeout(res, timeoutMs).unref())]);
+  }
+}

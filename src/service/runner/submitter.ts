@@ -1,0 +1,73 @@
+/**
+ * Group commit for submissions: requests that arrive within one event-loop turn are inserted in one
+ * SQLite transaction, so one fsync makes a whole group durable before any of them is acknowledged.
+ * This is what lets durable submission run at thousands per second on one disk.
+ */
+import { TandemError, asTandemError } from '../../core/errors.js';
+import type { InsertOutcome, JobRecord, JobStore, NewJob } from '../store/job-store.js';
+
+interface Pending {
+  readonly job: NewJob;
+  readonly resolve: (o: InsertOutcome) => void;
+}
+
+export class Submitter {
+  private batch: Pending[] = [];
+  private scheduled = false;
+  private closed = false;
+  groups = 0;
+
+  constructor(
+    private readonly store: JobStore,
+    private readonly onCreated: (job: JobRecord) => void,
+    private readonly maxGroup = 512,
+  ) {}
+
+  submit(job: NewJob): Promise<InsertOutcome> {
+    if (this.closed)
+      return Promise.resolve({
+        ok: false,
+        error: new TandemError('TANDEM_ERR_UNAVAILABLE', 'the service is shutting down'),
+      });
+    return new Promise((resolve) => {
+      this.batch.push({ job, resolve });
+      if (this.batch.length >= this.maxGroup) this.flush();
+      else if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  /** Jobs waiting for the next group commit (counted against queue quotas). */
+  pendingFor(tenantId: string): number {
+    let n = 0;
+    for (const p of this.batch) if (p.job.tenantId === tenantId) n++;
+    return n;
+  }
+
+  flush(): void {
+    this.scheduled = false;
+    const group = this.batch;
+    this.batch = [];
+    if (group.length === 0) return;
+    this.groups++;
+    let outcomes: InsertOutcome[];
+    try {
+      outcomes = this.store.insertMany(group.map((p) => p.job));
+    } catch (e) {
+      const error = asTandemError(e, 'TANDEM_ERR_UNAVAILABLE', 'storing the job');
+      for (const p of group) p.resolve({ ok: false, error });
+      return;
+    }
+    outcomes.forEach((o, i) => {
+      if (o.ok && o.created) this.onCreated(o.job);
+      group[i]!.resolve(o);
+    });
+  }
+
+  close(): void {
+    this.flush();
+    this.closed = true;
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * `tandem serve`: opens the runtime on the local devices, starts the service on its port, prints how
+ * to get the first admin key, and shuts down cleanly on SIGINT/SIGTERM (running jobs are left to be
+ * re-queued by the next start, never half-committed).
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Runtime } from '../runtime/runtime.js';
+import type { ServiceConfig } from './config.js';
+import { createService, type Service, type ServiceRuntimeHost } from './service.js';
+
+export async function openRuntime(
+  config: ServiceConfig,
+): Promise<{ rt: ServiceRuntimeHost | null; reason: string }> {
+  if (!config.runtime.enabled) return { rt: null, reason: 'runtime disabled by configuration' };
+  try {
+    const rt = await Runtime.create({
+      backends: config.runtime.backends,
+      calibrate: config.runtime.calibrate,
+      cacheDir: config.runtime.cacheDir,
+      options: { cpu: { threads: config.runtime.cpuThreads } },
+    });
+    if (rt.devices.length === 0) {
+      const why = rt.backends.map((b) => `${b.kind}: ${b.reason ?? 'no device'}`).join('; ');
+      return { rt, reason: `no device opened (${why})` };
+    }
+    return { rt, reason: '' };
+  } catch (e) {
+    return { rt: null, reason: e instanceof Error ? e.message : String(e) };
+  }
+}
+
+export interface RunningServer {
+  readonly service: Service;
+  readonly url: string;
+  stop(): Promise<void>;
+}
+
+export async function startServer(
+  config: ServiceConfig,
+  out: (line: string) => void,
+): Promise<RunningServer> {
+  const t0 = performance.now();
+  const { rt, reason } = await openRuntime(config);
+  if (reason) out(`runtime: ${reason}`);
+  const service = await createService(config, { runtime: rt, runtimeReason: reason, ownsRuntime: true });
+  const address = await service.app.listen({ host: config.host, port: config.port });
+  const url = address.replace('[::1]', 'localhost');
+  const ms = (performance.now() - t0).toFixed(0);
+  out(
+    `tandem service on ${url} (dashboard ${config.webDir ? `${url}/` : 'not configured'}, API ${url}/openapi.json) in ${ms} ms`,
+  );
+  out(
+    `data dir ${config.dataDir}; devices: ${
+      service
+        .devices()
+        .map((d) => d.id)
+        .join(', ') || 'none'
+    }`,
+  );
+  if (service.recovered.queued > 0 || service.recovered.requeued > 0)
+    out(
+      `recovered ${service.recovered.queued} queued jobs (${service.recovered.requeued} were running and were re-queued)`,
+    );
+  if (service.bootstrapKey) {
+    const file = join(config.dataDir, 'admin-key.txt');
+    writeFileSync(file, `${service.bootstrapKey.key}\n`, { mode: 0o600 });
+    out(`first start: admin API key (shown once, also in ${file}):`);
+    out(`  ${service.bootstrapKey.key}`);
+    out(`  export TANDEM_KEY=${service.bootstrapKey.key}`);
+  } else {
+    out(
+      `admin key: from the first start (${join(config.dataDir, 'admin-key.txt')}), or create one with \`tandem keys create\``,
+    );
+  }
+  let stopping: Promise<void> | null = null;
+  const stop = (): Promise<void> => (stopping ??= service.close());
+  return { service, url, stop };
+}

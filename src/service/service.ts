@@ -1,0 +1,164 @@
+/**
+ * Composition root of the service: opens the database, the runtime (or takes one), the job registry,
+ * dispatcher and metrics, and builds the Fastify app. `createService` is what tests use (no socket);
+ * `server.ts` adds listening, the first admin key and signals.
+ */
+import { join } from 'node:path';
+import type { Runtime } from '../runtime/runtime.js';
+import { TenantStore, type CreatedKey } from './auth/tenants.js';
+import type { ServiceConfig } from './config.js';
+import type { ServiceRuntime } from './jobs/job-type.js';
+import { JobTypeRegistry } from './jobs/registry.js';
+import { registerBuiltinJobTypes } from './jobs/builtin.js';
+import { DeviceActivity } from './obs/device-activity.js';
+import { JobTraceCollector } from './obs/job-trace.js';
+import { ServiceMetrics } from './obs/metrics.js';
+import { Dispatcher } from './runner/dispatcher.js';
+import type { DeviceView } from './runner/hardware-rules.js';
+import { ResultStore } from './runner/result-store.js';
+import { Submitter } from './runner/submitter.js';
+import { openDatabase, type Db } from './store/db.js';
+import { JobStore } from './store/job-store.js';
+import { buildApp } from './http/app.js';
+import type { FastifyInstance } from 'fastify';
+
+/** The runtime as the service holds it: what jobs use plus observers and shutdown. */
+export type ServiceRuntimeHost = ServiceRuntime & Pick<Runtime, 'addObserver' | 'removeObserver' | 'close'>;
+
+export interface DeviceSnapshot extends DeviceView {
+  readonly name: string;
+  readonly utilization: number;
+  readonly memoryUsed: number;
+  readonly busySeconds: number;
+}
+
+export interface ServiceParts {
+  readonly config: ServiceConfig;
+  readonly db: Db;
+  readonly store: JobStore;
+  readonly tenants: TenantStore;
+  readonly registry: JobTypeRegistry;
+  readonly dispatcher: Dispatcher;
+  readonly submitter: Submitter;
+  readonly metrics: ServiceMetrics;
+  readonly traces: JobTraceCollector;
+  readonly results: ResultStore;
+  readonly rt: ServiceRuntimeHost | null;
+  readonly runtimeStatus: { readonly available: boolean; readonly reason: string | null };
+  readonly startedAt: number;
+  devices(): DeviceSnapshot[];
+}
+
+export interface Service extends ServiceParts {
+  readonly app: FastifyInstance;
+  /** Set on the first start only: the admin key, to print once. */
+  readonly bootstrapKey: CreatedKey | null;
+  readonly recovered: { requeued: number; queued: number };
+  close(): Promise<void>;
+}
+
+export interface CreateServiceOptions {
+  /** A runtime to use (not closed by the service), or null for none (API-only). */
+  readonly runtime: ServiceRuntimeHost | null;
+  readonly runtimeReason?: string;
+  readonly registry?: JobTypeRegistry;
+  /** Close the runtime on service close (true when the service opened it). */
+  readonly ownsRuntime?: boolean;
+}
+
+export async function createService(config: ServiceConfig, opts: CreateServiceOptions): Promise<Service> {
+  const db = openDatabase(config.dataDir, config.durability);
+  const store = new JobStore(db);
+  const tenants = new TenantStore(db, config.quotas);
+  const bootstrapKey = tenants.bootstrapAdmin();
+  const registry = opts.registry ?? new JobTypeRegistry();
+  if (!opts.registry) await registerBuiltinJobTypes(registry);
+  const rt = opts.runtime;
+  const activity = new DeviceActivity();
+  const traces = new JobTraceCollector(join(config.dataDir, 'traces'));
+  const results = new ResultStore(join(config.dataDir, 'results'), config.inlineResultBytes);
+
+  const devices = (): DeviceSnapshot[] => {
+    if (!rt) return [];
+    const usage = rt.memoryUsage();
+    return rt.devices.map((d) => {
+      const u = usage.find((m) => m.node === d.node.name);
+      return {
+        id: d.info.id,
+        kind: d.info.kind,
+        name: d.info.name,
+        memoryBytes: d.info.memoryBytes,
+        peakFlops: d.info.peakFlops,
+        utilization: activity.utilization(d.info.id),
+        memoryUsed: u?.usedBytes ?? 0,
+        busySeconds: activity.busySeconds(d.info.id),
+      };
+    });
+  };
+  let dispatcherRef: Dispatcher | null = null;
+  const metrics = new ServiceMetrics({
+    devices: () => devices().map((d) => ({ id: d.id, memoryTotal: d.memoryBytes, memoryUsed: d.memoryUsed })),
+    queueDepth: () => dispatcherRef?.queue.depthByTenantAndPriority() ?? new Map(),
+    running: () => dispatcherRef?.runningByTenant() ?? new Map(),
+    tenantName: (id) => tenants.get(id)?.name ?? id,
+    activity,
+  });
+  if (rt) for (const o of [activity, metrics, traces]) rt.addObserver(o);
+  const log = (level: 'info' | 'warn' | 'error', msg: string): void => {
+    if (config.logLevel === 'silent') return;
+    if (level === 'info' && !['info', 'debug'].includes(config.logLevel)) return;
+    process.stderr.write(`[tandem ${level}] ${msg}\n`);
+  };
+  const dispatcher = new Dispatcher({
+    config,
+    store,
+    tenants,
+    registry,
+    rt,
+    devices,
+    traces,
+    results,
+    metrics,
+    log,
+  });
+  dispatcherRef = dispatcher;
+  const submitter = new Submitter(store, (job) => {
+    metrics.jobsSubmitted.inc({ type: job.type });
+    dispatcher.enqueue(job);
+  });
+  const recovered = dispatcher.recover();
+  const parts: ServiceParts = {
+    config,
+    db,
+    store,
+    tenants,
+    registry,
+    dispatcher,
+    submitter,
+    metrics,
+    traces,
+    results,
+    rt,
+    runtimeStatus: { available: rt !== null, reason: rt ? null : (opts.runtimeReason ?? 'no runtime') },
+    startedAt: Date.now(),
+    devices,
+  };
+  const app = await buildApp(parts);
+  let closed = false;
+  return {
+    ...parts,
+    app,
+    bootstrapKey,
+    recovered,
+    async close() {
+      if (closed) return;
+      closed = true;
+      submitter.close();
+      await app.close();
+      await dispatcher.stop();
+      if (rt) for (const o of [activity, metrics, traces]) rt.removeObserver(o);
+      if (rt && opts.ownsRuntime) await rt.close();
+      db.close();
+    },
+  };
+}

@@ -1,0 +1,306 @@
+/**
+ * Durable job records. Every state change is one SQL statement guarded by the state it expects (and,
+ * once running, by the attempt number), so a stale runner from before a restart can never overwrite a
+ * newer outcome and a result is committed exactly once.
+ */
+import { randomBytes } from 'node:crypto';
+import { TandemError } from '../../core/errors.js';
+import type { Db } from './db.js';
+
+export type JobState = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+export const TERMINAL_STATES: readonly JobState[] = ['succeeded', 'failed', 'cancelled'];
+
+export interface JobError {
+  readonly code: string;
+  readonly message: string;
+  readonly details: Readonly<Record<string, unknown>>;
+}
+
+export interface JobRecord {
+  readonly seq: number;
+  readonly id: string;
+  readonly tenantId: string;
+  readonly type: string;
+  readonly params: Readonly<Record<string, unknown>>;
+  readonly priority: number;
+  readonly jobClass: string;
+  readonly memBytes: number;
+  readonly state: JobState;
+  readonly progress: number;
+  readonly message: string;
+  readonly attempt: number;
+  readonly cancelRequested: boolean;
+  readonly idempotencyKey: string | null;
+  readonly device: string | null;
+  readonly createdAt: number;
+  readonly startedAt: number | null;
+  readonly finishedAt: number | null;
+  readonly error: JobError | null;
+  /** Inline result (JSON) when small; large results live in `resultFile` under the data dir. */
+  readonly result: unknown;
+  readonly resultFile: string | null;
+  readonly traceFile: string | null;
+}
+
+export interface NewJob {
+  readonly tenantId: string;
+  readonly type: string;
+  readonly params: Readonly<Record<string, unknown>>;
+  readonly priority: number;
+  readonly jobClass: string;
+  readonly memBytes: number;
+  readonly idempotencyKey: string | null;
+}
+
+export type InsertOutcome =
+  { ok: true; job: JobRecord; created: boolean } | { ok: false; error: TandemError };
+
+export interface FinishOutcome {
+  readonly state: 'succeeded' | 'failed' | 'cancelled';
+  readonly result?: unknown;
+  readonly resultFile?: string | null;
+  readonly error?: JobError | null;
+  readonly traceFile?: string | null;
+}
+
+interface JobRow {
+  seq: number;
+  id: string;
+  tenant_id: string;
+  type: string;
+  params: string;
+  priority: number;
+  job_class: string;
+  mem_bytes: number;
+  state: JobState;
+  progress: number;
+  message: string;
+  attempt: number;
+  cancel_requested: number;
+  idempotency_key: string | null;
+  device: string | null;
+  created_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+  error: string | null;
+  result: string | null;
+  result_file: string | null;
+  trace_file: string | null;
+}
+
+function fromRow(r: JobRow): JobRecord {
+  return {
+    seq: r.seq,
+    id: r.id,
+    tenantId: r.tenant_id,
+    type: r.type,
+    params: JSON.parse(r.params) as Record<string, unknown>,
+    priority: r.priority,
+    jobClass: r.job_class,
+    memBytes: r.mem_bytes,
+    state: r.state,
+    progress: r.progress,
+    message: r.message,
+    attempt: r.attempt,
+    cancelRequested: r.cancel_requested !== 0,
+    idempotencyKey: r.idempotency_key,
+    device: r.device,
+    createdAt: r.created_at,
+    startedAt: r.started_at,
+    finishedAt: r.finished_at,
+    error: r.error ? (JSON.parse(r.error) as JobError) : null,
+    result: r.result === null ? null : (JSON.parse(r.result) as unknown),
+    resultFile: r.result_file,
+    traceFile: r.trace_file,
+  };
+}
+
+/** Time-ordered, unguessable job id: 8 hex digits of seconds then 12 random hex digits. */
+export function newJobId(now = Date.now()): string {
+  return `job_${Math.floor(now / 1000)
+    .toString(16)
+    .padStart(8, '0')}${randomBytes(6).toString('hex')}`;
+}
+
+export interface ListQuery {
+  readonly tenantId: string | null;
+  readonly state?: JobState | undefined;
+  readonly limit: number;
+  /** Only jobs submitted before this sequence number (pagination, newest first). */
+  readonly beforeSeq?: number | undefined;
+}
+
+export class JobStore {
+  private readonly stmts;
+
+  constructor(private readonly db: Db) {
+    this.stmts = {
+      insert: db.prepare(
+        `INSERT INTO jobs (id, tenant_id, type, params, priority, job_class, mem_bytes, state, idempotency_key, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)`,
+      ),
+      byKey: db.prepare('SELECT * FROM jobs WHERE tenant_id = ? AND idempotency_key = ?'),
+      byId: db.prepare('SELECT * FROM jobs WHERE id = ?'),
+      claim: db.prepare(
+        `UPDATE jobs SET state = 'running', attempt = attempt + 1, started_at = ?, device = ?, progress = 0, message = ''
+         WHERE id = ? AND state = 'queued' AND cancel_requested = 0`,
+      ),
+      progress: db.prepare(
+        `UPDATE jobs SET progress = ?, message = ? WHERE id = ? AND state = 'running' AND attempt = ?`,
+      ),
+      finish: db.prepare(
+        `UPDATE jobs SET state = ?, finished_at = ?, result = ?, result_file = ?, error = ?, trace_file = ?,
+           progress = CASE WHEN ? = 'succeeded' THEN 1 ELSE progress END
+         WHERE id = ? AND state = 'running' AND attempt = ?`,
+      ),
+      cancelQueued: db.prepare(
+        `UPDATE jobs SET state = 'cancelled', cancel_requested = 1, finished_at = ?, error = ? WHERE id = ? AND state = 'queued'`,
+      ),
+      requestCancel: db.prepare(`UPDATE jobs SET cancel_requested = 1 WHERE id = ? AND state = 'running'`),
+      requeueRunning: db.prepare(`UPDATE jobs SET state = 'queued', device = NULL WHERE state = 'running'`),
+      queued: db.prepare(`SELECT * FROM jobs WHERE state = 'queued' ORDER BY seq`),
+      counts: db.prepare(`SELECT state, COUNT(*) AS n FROM jobs GROUP BY state`),
+    };
+  }
+
+  /** Inserts a group of submissions in one transaction (one fsync for all of them). */
+  insertMany(jobs: readonly NewJob[], now = Date.now()): InsertOutcome[] {
+    const run = this.db.transaction((batch: readonly NewJob[]): InsertOutcome[] =>
+      batch.map((j) => this.insertOne(j, now)),
+    );
+    return run(jobs);
+  }
+
+  private insertOne(j: NewJob, now: number): InsertOutcome {
+    const paramsJson = JSON.stringify(j.params);
+    if (j.idempotencyKey !== null) {
+      const prev = this.stmts.byKey.get(j.tenantId, j.idempotencyKey) as JobRow | undefined;
+      if (prev) {
+        if (prev.type !== j.type || prev.params !== paramsJson)
+          return {
+            ok: false,
+            error: new TandemError('TANDEM_ERR_CONFLICT', 'this idempotency key was used with another job', {
+              idempotencyKey: j.idempotencyKey,
+              jobId: prev.id,
+            }),
+          };
+        return { ok: true, job: fromRow(prev), created: false };
+      }
+    }
+    const id = newJobId(now);
+    const info = this.stmts.insert.run(
+      id,
+      j.tenantId,
+      j.type,
+      paramsJson,
+      j.priority,
+      j.jobClass,
+      j.memBytes,
+      j.idempotencyKey,
+      now,
+    );
+    const job: JobRecord = {
+      seq: Number(info.lastInsertRowid),
+      id,
+      tenantId: j.tenantId,
+      type: j.type,
+      params: j.params,
+      priority: j.priority,
+      jobClass: j.jobClass,
+      memBytes: j.memBytes,
+      state: 'queued',
+      progress: 0,
+      message: '',
+      attempt: 0,
+      cancelRequested: false,
+      idempotencyKey: j.idempotencyKey,
+      device: null,
+      createdAt: now,
+      startedAt: null,
+      finishedAt: null,
+      error: null,
+      result: null,
+      resultFile: null,
+      traceFile: null,
+    };
+    return { ok: true, job, created: true };
+  }
+
+  get(id: string): JobRecord | null {
+    const r = this.stmts.byId.get(id) as JobRow | undefined;
+    return r ? fromRow(r) : null;
+  }
+
+  list(q: ListQuery): JobRecord[] {
+    const where: string[] = [];
+    const args: (string | number)[] = [];
+    if (q.tenantId !== null) {
+      where.push('tenant_id = ?');
+      args.push(q.tenantId);
+    }
+    if (q.state) {
+      where.push('state = ?');
+      args.push(q.state);
+    }
+    if (q.beforeSeq !== undefined) {
+      where.push('seq < ?');
+      args.push(q.beforeSeq);
+    }
+    const sql = `SELECT * FROM jobs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC LIMIT ?`;
+    return (this.db.prepare(sql).all(...args, q.limit) as JobRow[]).map(fromRow);
+  }
+
+  /** queued → running; returns the claimed record (attempt incremented) or null if it was not queued. */
+  claim(id: string, device: string | null, now = Date.now()): JobRecord | null {
+    const info = this.stmts.claim.run(now, device, id);
+    return info.changes === 1 ? this.get(id) : null;
+  }
+
+  setProgress(id: string, attempt: number, progress: number, message: string): boolean {
+    return this.stmts.progress.run(progress, message, id, attempt).changes === 1;
+  }
+
+  /** running (this attempt) → terminal. False when another attempt or a cancel already decided. */
+  finish(id: string, attempt: number, o: FinishOutcome, now = Date.now()): boolean {
+    const info = this.stmts.finish.run(
+      o.state,
+      now,
+      o.result === undefined ? null : JSON.stringify(o.result),
+      o.resultFile ?? null,
+      o.error ? JSON.stringify(o.error) : null,
+      o.traceFile ?? null,
+      o.state,
+      id,
+      attempt,
+    );
+    return info.changes === 1;
+  }
+
+  cancelQueued(id: string, now = Date.now()): boolean {
+    const err: JobError = {
+      code: 'TANDEM_ERR_CANCELLED',
+      message: 'cancelled before it started',
+      details: {},
+    };
+    return this.stmts.cancelQueued.run(now, JSON.stringify(err), id).changes === 1;
+  }
+
+  requestCancel(id: string): boolean {
+    return this.stmts.requestCancel.run(id).changes === 1;
+  }
+
+  /** At startup: jobs that were running when the process died go back to the queue. */
+  requeueRunning(): number {
+    return this.stmts.requeueRunning.run().changes;
+  }
+
+  queued(): JobRecord[] {
+    return (this.stmts.queued.all() as JobRow[]).map(fromRow);
+  }
+
+  countsByState(): Record<JobState, number> {
+    const out: Record<JobState, number> = { queued: 0, running: 0, succeeded: 0, failed: 0, cancelled: 0 };
+    for (const r of this.stmts.counts.all() as { state: JobState; n: number }[]) out[r.state] = r.n;
+    return out;
+  }
+}
