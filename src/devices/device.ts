@@ -80,7 +80,10 @@ export interface LaunchRequest {
   readonly impl: unknown;
   readonly args: readonly LaunchArg[];
   readonly scalars: Scalars;
-  /** Tasks already in this queue that must succeed before this one runs (chain forwarding). */
+  /**
+   * Tasks already in this queue that must succeed before this one runs (chain forwarding). Valid
+   * only during the `launch` call: a queue that keeps it must copy it.
+   */
   readonly after: readonly number[];
 }
 
@@ -110,6 +113,11 @@ export interface Device {
   readonly caps: DeviceCaps;
   /** Optional finer check than "has an implementation of op" (e.g. WebGPU has no f64). */
   supports?(op: string, args: readonly TensorDesc[], scalars: Scalars): boolean;
+  /**
+   * Optional: `listener` runs when the device lost all its memory (a fault reset the GPU context),
+   * before the tasks in flight are failed; the runtime drops replicas on `node` (coherence.dropNode).
+   */
+  onMemoryLost?(listener: (reason: string) => void): void;
   close(): Promise<void>;
 }
 

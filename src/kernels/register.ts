@@ -34,6 +34,21 @@ import { reduceCuda } from './reduce/cuda.js';
 import { scaleCuda } from './scale/cuda.js';
 import { unaryCuda } from './unary/cuda.js';
 
+// WebGPU (WGSL) implementations: src/kernels/<op>/webgpu.ts
+import { gemmWebGpu } from './gemm/webgpu.js';
+import { axpyWebGpu } from './axpy/webgpu.js';
+import { scaleWebGpu } from './scale/webgpu.js';
+import { unaryWebGpu } from './unary/webgpu.js';
+import { binaryWebGpu } from './binary/webgpu.js';
+import { reduceWebGpu } from './reduce/webgpu.js';
+import { fillWebGpu } from './fill/webgpu.js';
+import { copyWebGpu } from './copy/webgpu.js';
+import { castWebGpu } from './cast/webgpu.js';
+import { noopWebGpu } from './noop/webgpu.js';
+
+// Workload ops (issue 7: MD and Monte Carlo risk): src/kernels/workloads-table.ts
+import { WORKLOAD_KERNEL_DEFS, WORKLOAD_KERNEL_IMPLS } from './workloads-table.js';
+
 export const KERNEL_DEFS: KernelDef[] = [
   gemmDef,
   axpyDef,
@@ -45,6 +60,7 @@ export const KERNEL_DEFS: KernelDef[] = [
   copyDef,
   castDef,
   noopDef,
+  ...WORKLOAD_KERNEL_DEFS,
 ];
 
 export const KERNEL_IMPLS: KernelImplEntry[] = [
@@ -58,6 +74,16 @@ export const KERNEL_IMPLS: KernelImplEntry[] = [
   { op: 'copy', backend: 'cpu', impl: copyCpu },
   { op: 'cast', backend: 'cpu', impl: castCpu },
   { op: 'noop', backend: 'cpu', impl: noopCpu },
+  { op: 'gemm', backend: 'webgpu', impl: gemmWebGpu },
+  { op: 'axpy', backend: 'webgpu', impl: axpyWebGpu },
+  { op: 'scale', backend: 'webgpu', impl: scaleWebGpu },
+  { op: 'unary', backend: 'webgpu', impl: unaryWebGpu },
+  { op: 'binary', backend: 'webgpu', impl: binaryWebGpu },
+  { op: 'reduce', backend: 'webgpu', impl: reduceWebGpu },
+  { op: 'fill', backend: 'webgpu', impl: fillWebGpu },
+  { op: 'copy', backend: 'webgpu', impl: copyWebGpu },
+  { op: 'cast', backend: 'webgpu', impl: castWebGpu },
+  { op: 'noop', backend: 'webgpu', impl: noopWebGpu },
   { op: 'gemm', backend: 'cuda', impl: gemmCuda },
   { op: 'axpy', backend: 'cuda', impl: axpyCuda },
   { op: 'scale', backend: 'cuda', impl: scaleCuda },
@@ -68,4 +94,5 @@ export const KERNEL_IMPLS: KernelImplEntry[] = [
   { op: 'copy', backend: 'cuda', impl: copyCuda },
   { op: 'cast', backend: 'cuda', impl: castCuda },
   { op: 'noop', backend: 'cuda', impl: noopCuda },
+  ...WORKLOAD_KERNEL_IMPLS,
 ];

@@ -6,7 +6,13 @@
 import koffi from 'koffi';
 import { delimiter } from 'node:path';
 import type { Backend, BackendContext, BackendStatus } from '../device.js';
-import { calibrationFile, measureCalibration, readCalibration, writeCalibration, type CudaCalibration } from './calibrate.js';
+import {
+  calibrationFile,
+  measureCalibration,
+  readCalibration,
+  writeCalibration,
+  type CudaCalibration,
+} from './calibrate.js';
 import { CudaContext } from './context.js';
 import { cudaCopyRoutes } from './copy-routes.js';
 import { CudaDevice } from './cuda-device.js';
@@ -25,9 +31,14 @@ export interface CudaBackendOptions {
   readonly registerHostMemory?: boolean;
 }
 
-function parseOptions(o: Readonly<Record<string, unknown>>): CudaBackendOptions {
+function parseOptions(all: Readonly<Record<string, unknown>>): CudaBackendOptions {
+  // The runtime passes every backend's options keyed by kind; a bare object is taken as CUDA's own.
+  const nested = all['cuda'];
+  const o = typeof nested === 'object' && nested !== null ? (nested as Record<string, unknown>) : all;
   const cudaPath = typeof o['cudaPath'] === 'string' ? o['cudaPath'] : process.env['CUDA_PATH'];
-  const libraryPaths = Array.isArray(o['libraryPaths']) ? o['libraryPaths'].filter((x): x is string => typeof x === 'string') : [];
+  const libraryPaths = Array.isArray(o['libraryPaths'])
+    ? o['libraryPaths'].filter((x): x is string => typeof x === 'string')
+    : [];
   return {
     ...(cudaPath ? { cudaPath } : {}),
     libraryPaths,
@@ -35,7 +46,13 @@ function parseOptions(o: Readonly<Record<string, unknown>>): CudaBackendOptions 
   };
 }
 
-const unavailable = (reason: string): BackendStatus => ({ kind: 'cuda', available: false, reason, devices: [], copies: [] });
+const unavailable = (reason: string): BackendStatus => ({
+  kind: 'cuda',
+  available: false,
+  reason,
+  devices: [],
+  copies: [],
+});
 
 function describeLoadFailure(e: unknown): string {
   return e instanceof LibraryNotFound ? e.message : e instanceof Error ? e.message : String(e);
@@ -96,7 +113,9 @@ async function openDevice(
       libcuda: driver.path,
       libnvrtc: nvrtc.path,
       libcublas: cublas.path,
-      ...(cal ? { h2dBandwidth: cal.h2dBandwidth, d2hBandwidth: cal.d2hBandwidth, calibratedAt: cal.measuredAt } : {}),
+      ...(cal
+        ? { h2dBandwidth: cal.h2dBandwidth, d2hBandwidth: cal.d2hBandwidth, calibratedAt: cal.measuredAt }
+        : {}),
     },
   };
   return device;
@@ -114,7 +133,12 @@ export function createCudaBackend(): Backend {
       };
       let driver: CudaDriver;
       try {
-        const driverDirs = [...(opts.libraryPaths ?? []), '/usr/local/nvidia/lib64', '/usr/lib/x86_64-linux-gnu', '/usr/lib64'];
+        const driverDirs = [
+          ...(opts.libraryPaths ?? []),
+          '/usr/local/nvidia/lib64',
+          '/usr/lib/x86_64-linux-gnu',
+          '/usr/lib64',
+        ];
         const { lib, path } = loadLibrary(['libcuda.so.1', 'libcuda.so'], driverDirs);
         driver = new CudaDriver(lib, path);
       } catch (e) {

@@ -83,10 +83,29 @@ export async function measureCalibration(device: CudaDevice): Promise<CudaCalibr
   for (const [dtype, precision, n, bytesPer] of cases) {
     const bufs = [0, 1, 2].map(() => node.alloc(n * n * bytesPer));
     try {
-      for (const b of bufs) device.launcher.launchProgram(FILL_RANDOM, [{ ptr: b.ptr, desc: { shape: [n * n], dtype, bytes: b.bytes } }], {}, stream);
+      for (const b of bufs)
+        device.launcher.launchProgram(
+          FILL_RANDOM,
+          [{ ptr: b.ptr, desc: { shape: [n * n], dtype, bytes: b.bytes } }],
+          {},
+          stream,
+        );
       const gemm = (): void =>
         device.launcher.gemm(
-          { dtype, precision, transA: false, transB: false, m: n, n, k: n, alpha: 1, beta: 0, a: bufs[0]!.ptr, b: bufs[1]!.ptr, c: bufs[2]!.ptr },
+          {
+            dtype,
+            precision,
+            transA: false,
+            transB: false,
+            m: n,
+            n,
+            k: n,
+            alpha: 1,
+            beta: 0,
+            a: bufs[0]!.ptr,
+            b: bufs[1]!.ptr,
+            c: bufs[2]!.ptr,
+          },
           stream,
         );
       await timeOn(device, stream, 2, gemm); // warm-up: cuBLAS picks and loads its kernel
@@ -103,9 +122,15 @@ export async function measureCalibration(device: CudaDevice): Promise<CudaCalibr
   const host = d.out1('cuMemHostAlloc', (o) => d.api.cuMemHostAlloc(o, copyBytes, 1));
   try {
     const s = device.context.streams;
-    const d2d = await timeOn(device, s.compute, 5, () => d.check(d.api.cuMemcpyAsync(dst.ptr, src.ptr, copyBytes, s.compute), 'cuMemcpyAsync'));
-    const h2d = await timeOn(device, s.h2d, 3, () => d.check(d.api.cuMemcpyAsync(dst.ptr, host, copyBytes, s.h2d), 'cuMemcpyAsync'));
-    const d2h = await timeOn(device, s.d2h, 3, () => d.check(d.api.cuMemcpyAsync(host, src.ptr, copyBytes, s.d2h), 'cuMemcpyAsync'));
+    const d2d = await timeOn(device, s.compute, 5, () =>
+      d.check(d.api.cuMemcpyAsync(dst.ptr, src.ptr, copyBytes, s.compute), 'cuMemcpyAsync'),
+    );
+    const h2d = await timeOn(device, s.h2d, 3, () =>
+      d.check(d.api.cuMemcpyAsync(dst.ptr, host, copyBytes, s.h2d), 'cuMemcpyAsync'),
+    );
+    const d2h = await timeOn(device, s.d2h, 3, () =>
+      d.check(d.api.cuMemcpyAsync(host, src.ptr, copyBytes, s.d2h), 'cuMemcpyAsync'),
+    );
     return {
       peakFlops,
       memoryBandwidth: (2 * copyBytes) / d2d,

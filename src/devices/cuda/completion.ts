@@ -108,7 +108,9 @@ export class CompletionPoller {
   private takeEvent(): number {
     const ev = this.freeEvents.pop();
     if (ev !== undefined) return ev;
-    return this.driver.out1('cuEventCreate', (o) => this.driver.api.cuEventCreate(o, CU_EVENT_DISABLE_TIMING));
+    return this.driver.out1('cuEventCreate', (o) =>
+      this.driver.api.cuEventCreate(o, CU_EVENT_DISABLE_TIMING),
+    );
   }
 
   private schedule(): void {

@@ -43,7 +43,9 @@ export class CudaContext {
     this.streams = { compute: stream('compute'), h2d: stream('h2d'), d2h: stream('d2h') };
     this.cublasHandle = this.cublas.create();
     this.cublas.setStream(this.cublasHandle, this.streams.compute);
-    this.workspace = d.out1('cuMemAlloc_v2(cublas workspace)', (o) => d.api.cuMemAlloc_v2(o, CUBLAS_WORKSPACE_BYTES));
+    this.workspace = d.out1('cuMemAlloc_v2(cublas workspace)', (o) =>
+      d.api.cuMemAlloc_v2(o, CUBLAS_WORKSPACE_BYTES),
+    );
     this.cublas.setWorkspace(this.cublasHandle, this.workspace, CUBLAS_WORKSPACE_BYTES);
   }
 

@@ -11,11 +11,19 @@ function isHost(b: DeviceBuffer): b is HostBuffer {
 export function cudaCopyRoutes(devices: readonly CudaDevice[]): CopyRoute[] {
   const owner = (b: DeviceBuffer): CudaDevice => {
     const d = b instanceof CudaBuffer ? devices.find((x) => x.node === b.node) : undefined;
-    if (!d) throw new TandemError('TANDEM_ERR_INTERNAL', `buffer of node ${b.node.name} is not CUDA memory of this backend`);
+    if (!d)
+      throw new TandemError(
+        'TANDEM_ERR_INTERNAL',
+        `buffer of node ${b.node.name} is not CUDA memory of this backend`,
+      );
     return d;
   };
   const hostCheck = (b: DeviceBuffer): HostBuffer => {
-    if (!isHost(b)) throw new TandemError('TANDEM_ERR_INTERNAL', `buffer of node ${b.node.name} is not a host SharedArrayBuffer`);
+    if (!isHost(b))
+      throw new TandemError(
+        'TANDEM_ERR_INTERNAL',
+        `buffer of node ${b.node.name} is not a host SharedArrayBuffer`,
+      );
     return b;
   };
   return [
@@ -38,7 +46,14 @@ export function cudaCopyRoutes(devices: readonly CudaDevice[]): CopyRoute[] {
       copy: (src, dst, bytes, done) => {
         const a = owner(src);
         if (owner(dst) !== a) {
-          queueMicrotask(() => done(new TandemError('TANDEM_ERR_INTERNAL', 'peer copies between GPUs are not supported (caps.peerCopy is false)')));
+          queueMicrotask(() =>
+            done(
+              new TandemError(
+                'TANDEM_ERR_INTERNAL',
+                'peer copies between GPUs are not supported (caps.peerCopy is false)',
+              ),
+            ),
+          );
           return;
         }
         a.copyWithin(src as CudaBuffer, dst as CudaBuffer, bytes, done);

@@ -4,7 +4,16 @@
  * the memory node's epoch moves on so lost replicas can be reported, and later tasks run normally).
  */
 import { TandemError, asTandemError } from '../../core/errors.js';
-import type { Device, DeviceCaps, DeviceInfo, Done, ExecQueue, HostBuffer, LaunchRequest, LaunchTiming } from '../device.js';
+import type {
+  Device,
+  DeviceCaps,
+  DeviceInfo,
+  Done,
+  ExecQueue,
+  HostBuffer,
+  LaunchRequest,
+  LaunchTiming,
+} from '../device.js';
 import { CompletionPoller } from './completion.js';
 import type { CudaContext } from './context.js';
 import type { CudaDriver } from './ffi/driver.js';
@@ -44,7 +53,7 @@ export class CudaDevice implements Device {
   /** How many faults this device has recovered from. */
   faults = 0;
   private readonly failedTasks = new Set<number>();
-  private readonly resetListeners: ((epoch: number) => void)[] = [];
+  private readonly resetListeners: ((reason: string) => void)[] = [];
   private closed = false;
   private resetting = false;
 
@@ -56,12 +65,20 @@ export class CudaDevice implements Device {
     this.poller = new CompletionPoller(parts.driver, makeCurrent, (rc, call) => this.fault(rc, call));
     this.node = new CudaMemoryNode(parts.id, parts.memoryBytes, parts.context);
     this.launcher = new Launcher(parts.context, parts.programs, parts.smCount);
-    this.transfers = new HostTransfers(parts.driver, this.poller, makeCurrent, parts.view, parts.registerSabs);
-    this.queues = [{ id: `${parts.id}.compute`, depth: QUEUE_DEPTH, launch: (req, done) => this.launch(req, done) }];
+    this.transfers = new HostTransfers(
+      parts.driver,
+      this.poller,
+      makeCurrent,
+      parts.view,
+      parts.registerSabs,
+    );
+    this.queues = [
+      { id: `${parts.id}.compute`, depth: QUEUE_DEPTH, launch: (req, done) => this.launch(req, done) },
+    ];
   }
 
-  /** Listeners run after a fault reset with the new epoch (the runtime marks replicas on this node lost). */
-  onReset(listener: (epoch: number) => void): void {
+  /** Listeners run after a fault reset, before in-flight work is failed (the runtime drops replicas here). */
+  onMemoryLost(listener: (reason: string) => void): void {
     this.resetListeners.push(listener);
   }
 
@@ -73,20 +90,37 @@ export class CudaDevice implements Device {
     if (this.closed) return fail(new TandemError('TANDEM_ERR_CLOSED', `${this.id} is closed`));
     for (const id of req.after) {
       if (this.failedTasks.has(id)) {
-        return fail(new TandemError('TANDEM_ERR_DEPENDENCY_FAILED', `task ${req.taskId} (${req.op}): task ${id} before it on ${this.id} failed`));
+        return fail(
+          new TandemError(
+            'TANDEM_ERR_DEPENDENCY_FAILED',
+            `task ${req.taskId} (${req.op}): task ${id} before it on ${this.id} failed`,
+          ),
+        );
       }
     }
     if (!isCudaKernelImpl(req.impl)) {
-      return fail(new TandemError('TANDEM_ERR_KERNEL_FAILED', `${req.op}: the CUDA implementation is not a CUDA program or native kernel`));
+      return fail(
+        new TandemError(
+          'TANDEM_ERR_KERNEL_FAILED',
+          `${req.op}: the CUDA implementation is not a CUDA program or native kernel`,
+        ),
+      );
     }
     const args: CudaArg[] = [];
     for (const a of req.args) {
       const buf = a.buffer;
       if (!(buf instanceof CudaBuffer) || buf.node !== this.node) {
-        return fail(new TandemError('TANDEM_ERR_INTERNAL', `${req.op}: an argument is not in ${this.id} memory`));
+        return fail(
+          new TandemError('TANDEM_ERR_INTERNAL', `${req.op}: an argument is not in ${this.id} memory`),
+        );
       }
       if (this.node.isLost(buf)) {
-        return fail(new TandemError('TANDEM_ERR_DATA_LOST', `${req.op}: an argument's memory on ${this.id} was lost in a device reset`));
+        return fail(
+          new TandemError(
+            'TANDEM_ERR_DATA_LOST',
+            `${req.op}: an argument's memory on ${this.id} was lost in a device reset`,
+          ),
+        );
       }
       args.push({ ptr: buf.ptr, desc: a.desc });
     }
@@ -124,22 +158,33 @@ export class CudaDevice implements Device {
 
   /** Host → device on the h2d stream; `done` runs once the bytes are on the GPU. */
   upload(src: HostBuffer, dst: CudaBuffer, bytes: number, done: Done): void {
-    if (this.node.isLost(dst)) return done(new TandemError('TANDEM_ERR_DATA_LOST', `${this.id}: the destination was lost in a device reset`));
+    if (this.node.isLost(dst))
+      return done(
+        new TandemError('TANDEM_ERR_DATA_LOST', `${this.id}: the destination was lost in a device reset`),
+      );
     this.guard(done, () => this.transfers.upload(src.sab, dst.ptr, bytes, this.context.streams.h2d, done));
   }
 
   /** Device → host on the d2h stream. */
   download(src: CudaBuffer, dst: HostBuffer, bytes: number, done: Done): void {
-    if (this.node.isLost(src)) return done(new TandemError('TANDEM_ERR_DATA_LOST', `${this.id}: the source was lost in a device reset`));
+    if (this.node.isLost(src))
+      return done(
+        new TandemError('TANDEM_ERR_DATA_LOST', `${this.id}: the source was lost in a device reset`),
+      );
     this.guard(done, () => this.transfers.download(src.ptr, dst.sab, bytes, this.context.streams.d2h, done));
   }
 
   /** Device → device (same GPU) on the compute stream, ordered with kernels. */
   copyWithin(src: CudaBuffer, dst: CudaBuffer, bytes: number, done: Done): void {
-    if (this.node.isLost(src) || this.node.isLost(dst)) return done(new TandemError('TANDEM_ERR_DATA_LOST', `${this.id}: a buffer was lost in a device reset`));
+    if (this.node.isLost(src) || this.node.isLost(dst))
+      return done(new TandemError('TANDEM_ERR_DATA_LOST', `${this.id}: a buffer was lost in a device reset`));
     this.guard(done, () => {
       this.context.makeCurrent();
-      if (bytes > 0) this.context.driver.check(this.context.driver.api.cuMemcpyAsync(dst.ptr, src.ptr, bytes, this.context.streams.compute), 'cuMemcpyAsync(d2d)');
+      if (bytes > 0)
+        this.context.driver.check(
+          this.context.driver.api.cuMemcpyAsync(dst.ptr, src.ptr, bytes, this.context.streams.compute),
+          'cuMemcpyAsync(d2d)',
+        );
       this.poller.watch(this.context.streams.compute, done);
     });
   }
@@ -157,7 +202,10 @@ export class CudaDevice implements Device {
   async sync(): Promise<void> {
     const s = this.context.streams;
     await Promise.all(
-      [s.compute, s.h2d, s.d2h].map((stream) => new Promise<void>((res, rej) => this.poller.watch(stream, (err) => (err ? rej(err) : res())))),
+      [s.compute, s.h2d, s.d2h].map(
+        (stream) =>
+          new Promise<void>((res, rej) => this.poller.watch(stream, (err) => (err ? rej(err) : res()))),
+      ),
     );
   }
 
@@ -192,8 +240,8 @@ export class CudaDevice implements Device {
     this.poller.forgetEvents();
     this.node.markReset();
     this.resetting = false;
+    for (const l of this.resetListeners) l(err.message);
     this.poller.failAll(err);
-    for (const l of this.resetListeners) l(this.node.epoch);
   }
 
   async close(): Promise<void> {

@@ -34,7 +34,10 @@ export class CudaGraph {
     try {
       body((impl, args, scalars) => {
         device.launcher.run(impl, args, scalars, stream, () => {
-          throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', 'kernels that need scratch memory cannot be captured in a CUDA graph');
+          throw new TandemError(
+            'TANDEM_ERR_INVALID_ARGUMENT',
+            'kernels that need scratch memory cannot be captured in a CUDA graph',
+          );
         });
         launches++;
       });
@@ -48,7 +51,14 @@ export class CudaGraph {
   /** Replays the graph `times` times on the compute stream; `done` runs when the last replay finished. */
   launch(done: Done, times = 1): void {
     if (this.destroyed || this.epoch !== this.device.node.epoch) {
-      queueMicrotask(() => done(new TandemError('TANDEM_ERR_DATA_LOST', `${this.device.id}: this CUDA graph was destroyed or lost in a device reset`)));
+      queueMicrotask(() =>
+        done(
+          new TandemError(
+            'TANDEM_ERR_DATA_LOST',
+            `${this.device.id}: this CUDA graph was destroyed or lost in a device reset`,
+          ),
+        ),
+      );
       return;
     }
     const ctx = this.device.context;

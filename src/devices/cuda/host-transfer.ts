@@ -62,7 +62,14 @@ export class HostTransfers {
     this.copy('d2h', sab, src, bytes, stream, done);
   }
 
-  private copy(dir: 'h2d' | 'd2h', sab: SharedArrayBuffer, dev: number, bytes: number, stream: number, done: Completion): void {
+  private copy(
+    dir: 'h2d' | 'd2h',
+    sab: SharedArrayBuffer,
+    dev: number,
+    bytes: number,
+    stream: number,
+    done: Completion,
+  ): void {
     if (bytes === 0) {
       queueMicrotask(() => done(null));
       return;
@@ -90,7 +97,14 @@ export class HostTransfers {
   }
 
   /** Chunked copy through pinned staging memory; chunks are reused as soon as their copy completes. */
-  private staged(dir: 'h2d' | 'd2h', sab: SharedArrayBuffer, dev: number, bytes: number, stream: number, done: Completion): void {
+  private staged(
+    dir: 'h2d' | 'd2h',
+    sab: SharedArrayBuffer,
+    dev: number,
+    bytes: number,
+    stream: number,
+    done: Completion,
+  ): void {
     const host = new Uint8Array(sab, 0, bytes);
     let next = 0;
     let outstanding = 0;
@@ -147,7 +161,9 @@ export class HostTransfers {
     if (this.chunks.length < STAGING_MAX_CHUNKS) {
       let chunk: Chunk;
       try {
-        const ptr = this.driver.out1('cuMemHostAlloc', (o) => this.driver.api.cuMemHostAlloc(o, STAGING_CHUNK, CU_MEMHOSTALLOC_PORTABLE));
+        const ptr = this.driver.out1('cuMemHostAlloc', (o) =>
+          this.driver.api.cuMemHostAlloc(o, STAGING_CHUNK, CU_MEMHOSTALLOC_PORTABLE),
+        );
         chunk = { ptr, view: this.view(ptr, STAGING_CHUNK) };
       } catch {
         this.waiting.push(use);

@@ -8,7 +8,14 @@ import { TandemError } from '../../core/errors.js';
 import type { Scalars } from '../device.js';
 import type { CudaContext } from './context.js';
 import { CUBLAS_COMPUTE, CUBLAS_OP, CUDA_R } from './ffi/cublas.js';
-import type { CudaArg, CudaGemmRequest, CudaKernelContext, CudaKernelImpl, CudaParam, CudaProgram } from './kernel-api.js';
+import type {
+  CudaArg,
+  CudaGemmRequest,
+  CudaKernelContext,
+  CudaKernelImpl,
+  CudaParam,
+  CudaProgram,
+} from './kernel-api.js';
 import type { ProgramCache } from './program-cache.js';
 
 const MAX_PARAMS = 32;
@@ -51,7 +58,13 @@ export class Launcher {
   }
 
   /** Runs a kernel implementation on `stream`; `scratch` hands out device memory tied to this launch. */
-  run(impl: CudaKernelImpl, args: readonly CudaArg[], scalars: Scalars, stream: number, scratch: (bytes: number) => number): void {
+  run(
+    impl: CudaKernelImpl,
+    args: readonly CudaArg[],
+    scalars: Scalars,
+    stream: number,
+    scratch: (bytes: number) => number,
+  ): void {
     this.context.makeCurrent();
     if (impl.kind === 'program') {
       this.launchProgram(impl, args, scalars, stream);
@@ -64,7 +77,11 @@ export class Launcher {
       launch: (program, a, s) => this.launchProgram(program, a, s, stream),
       scratch,
       memcpy: (dst, src, bytes) => {
-        if (bytes > 0) this.context.driver.check(this.context.driver.api.cuMemcpyAsync(dst, src, bytes, stream), 'cuMemcpyAsync(d2d)');
+        if (bytes > 0)
+          this.context.driver.check(
+            this.context.driver.api.cuMemcpyAsync(dst, src, bytes, stream),
+            'cuMemcpyAsync(d2d)',
+          );
       },
     };
     impl.run(ctx, args, scalars);
@@ -85,7 +102,10 @@ export class Launcher {
 
   private writeParams(params: readonly CudaParam[], args: readonly CudaArg[]): void {
     if (params.length > MAX_PARAMS) {
-      throw new TandemError('TANDEM_ERR_LIMIT', `a CUDA program takes at most ${MAX_PARAMS} parameters, got ${params.length}`);
+      throw new TandemError(
+        'TANDEM_ERR_LIMIT',
+        `a CUDA program takes at most ${MAX_PARAMS} parameters, got ${params.length}`,
+      );
     }
     const base = MAX_PARAMS; // value slots start after the pointer table
     for (let i = 0; i < params.length; i++) {
@@ -94,7 +114,11 @@ export class Launcher {
       switch (p.kind) {
         case 'ptr': {
           const a = args[p.arg];
-          if (!a) throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `CUDA parameter ${i} refers to argument ${p.arg}, which does not exist`);
+          if (!a)
+            throw new TandemError(
+              'TANDEM_ERR_INVALID_ARGUMENT',
+              `CUDA parameter ${i} refers to argument ${p.arg}, which does not exist`,
+            );
           this.writeU64(slot, a.ptr);
           break;
         }
@@ -142,7 +166,10 @@ export class Launcher {
         compute = CUBLAS_COMPUTE.f32;
         break;
       default:
-        throw new TandemError('TANDEM_ERR_DTYPE', `gemm on CUDA supports f32, f64, f16 and bf16, not ${req.dtype}`);
+        throw new TandemError(
+          'TANDEM_ERR_DTYPE',
+          `gemm on CUDA supports f32, f64, f16 and bf16, not ${req.dtype}`,
+        );
     }
     if (m === 0 || n === 0) return;
     const f64 = req.dtype === 'f64';

@@ -18,6 +18,9 @@ static __device__ __forceinline__ tdm_u16 tdm_f2bf(float f) {
   return (tdm_u16)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 #endif
 }
+// Float to integer: truncate toward zero, saturate, NaN -> 0 (kernels/cast/convert.ts's rule).
+static __device__ __forceinline__ int tdm_to_i32(double v) { return v != v ? 0 : v <= -2147483648.0 ? (int)0x80000000 : v >= 2147483647.0 ? 2147483647 : (int)v; }
+static __device__ __forceinline__ unsigned char tdm_to_u8(double v) { return v != v ? 0 : v <= 0.0 ? 0 : v >= 255.0 ? 255 : (unsigned char)(int)v; }
 `;
 
 function bind(name: string, dtype: DType): string {
@@ -43,11 +46,11 @@ function bind(name: string, dtype: DType): string {
     case 'i32':
       return `typedef int ${t}; typedef int ${c};
 #define ld${name}(p, i) ((p)[i])
-#define st${name}(p, i, v) ((p)[i] = (int)(v))`;
+#define st${name}(p, i, v) ((p)[i] = tdm_to_i32((double)(v)))`;
     case 'u8':
       return `typedef unsigned char ${t}; typedef int ${c};
 #define ld${name}(p, i) ((int)(p)[i])
-#define st${name}(p, i, v) ((p)[i] = (unsigned char)(int)(v))`;
+#define st${name}(p, i, v) ((p)[i] = tdm_to_u8((double)(v)))`;
   }
 }
 

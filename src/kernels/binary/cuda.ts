@@ -14,7 +14,9 @@ const BODY: Record<(typeof BINARY_OPS)[number], string> = {
   pow: 'm_pow(a, b)',
 };
 
-const CASES = BINARY_OPS.map((op, i) => `#${i === 0 ? 'if' : 'elif'} OP == ${i}\n    X_c r = ${BODY[op]};`).join('\n');
+const CASES = BINARY_OPS.map(
+  (op, i) => `#${i === 0 ? 'if' : 'elif'} OP == ${i}\n    X_c r = ${BODY[op]};`,
+).join('\n');
 
 export const binaryCuda: CudaProgram = {
   kind: 'program',

@@ -8,6 +8,19 @@ export const gemmCuda: CudaNative = {
     const [a, b, c] = args;
     const p = gemmParams(scalars);
     const { m, n, k } = gemmDims(a!.desc, b!.desc, p);
-    ctx.gemm({ dtype: a!.desc.dtype, precision: p.precision, transA: p.transA, transB: p.transB, m, n, k, alpha: p.alpha, beta: p.beta, a: a!.ptr, b: b!.ptr, c: c!.ptr });
+    ctx.gemm({
+      dtype: a!.desc.dtype,
+      precision: p.precision,
+      transA: p.transA,
+      transB: p.transB,
+      m,
+      n,
+      k,
+      alpha: p.alpha,
+      beta: p.beta,
+      a: a!.ptr,
+      b: b!.ptr,
+      c: c!.ptr,
+    });
   },
 };

@@ -132,13 +132,27 @@ export const reduceCuda: CudaNative = {
     if (outputs === 1 && layout.len > BLOCK * 4) {
       // Enough blocks to cover the GPU, each thread reducing at least 4 elements.
       const parts = Math.max(1, Math.min(PARTS_MAX, Math.ceil(layout.len / (BLOCK * 4))));
-      const launch: Launch = { op, outer: 1, len: layout.len, inner: 1, parts, partial: ctx.scratch(parts * 8) };
+      const launch: Launch = {
+        op,
+        outer: 1,
+        len: layout.len,
+        inner: 1,
+        parts,
+        partial: ctx.scratch(parts * 8),
+      };
       const s = launch as unknown as Scalars;
       ctx.launch(PARTIAL, args, s);
       ctx.launch(FINAL, args, s);
       return;
     }
-    const launch: Launch = { op, outer: layout.outer, len: layout.len, inner: layout.inner, parts: 0, partial: 0 };
+    const launch: Launch = {
+      op,
+      outer: layout.outer,
+      len: layout.len,
+      inner: layout.inner,
+      parts: 0,
+      partial: 0,
+    };
     ctx.launch(AXIS, args, launch as unknown as Scalars);
   },
 };

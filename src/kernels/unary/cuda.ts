@@ -19,7 +19,9 @@ const BODY: Record<(typeof UNARY_OPS)[number], string> = {
   recip: '(X_c)1 / v',
 };
 
-const CASES = UNARY_OPS.map((op, i) => `#${i === 0 ? 'if' : 'elif'} OP == ${i}\n    X_c r = ${BODY[op]};`).join('\n');
+const CASES = UNARY_OPS.map(
+  (op, i) => `#${i === 0 ? 'if' : 'elif'} OP == ${i}\n    X_c r = ${BODY[op]};`,
+).join('\n');
 
 export const unaryCuda: CudaProgram = {
   kind: 'program',

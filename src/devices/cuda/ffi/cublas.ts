@@ -66,10 +66,14 @@ export class Cublas {
 
   check(rc: number, call: string): void {
     if (rc !== 0) {
-      throw new TandemError('TANDEM_ERR_DRIVER', `${call} failed: ${this.api.cublasGetStatusString(rc)} (cublasStatus ${rc})`, {
-        call,
-        cublasStatus: rc,
-      });
+      throw new TandemError(
+        'TANDEM_ERR_DRIVER',
+        `${call} failed: ${this.api.cublasGetStatusString(rc)} (cublasStatus ${rc})`,
+        {
+          call,
+          cublasStatus: rc,
+        },
+      );
     }
   }
 

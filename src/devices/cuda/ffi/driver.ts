@@ -127,7 +127,8 @@ const DECLS: Record<keyof CudaDriverApi, string> = {
     'int cuLaunchKernel(uint64_t f, uint gx, uint gy, uint gz, uint bx, uint by, uint bz, uint shmem, uint64_t stream, uint64_t params, uint64_t extra)',
   cuStreamBeginCapture_v2: 'int cuStreamBeginCapture_v2(uint64_t stream, int mode)',
   cuStreamEndCapture: 'int cuStreamEndCapture(uint64_t stream, _Out_ uint64_t *graph)',
-  cuGraphInstantiateWithFlags: 'int cuGraphInstantiateWithFlags(_Out_ uint64_t *exec, uint64_t graph, uint64_t flags)',
+  cuGraphInstantiateWithFlags:
+    'int cuGraphInstantiateWithFlags(_Out_ uint64_t *exec, uint64_t graph, uint64_t flags)',
   cuGraphLaunch: 'int cuGraphLaunch(uint64_t exec, uint64_t stream)',
   cuGraphExecDestroy: 'int cuGraphExecDestroy(uint64_t exec)',
   cuGraphDestroy: 'int cuGraphDestroy(uint64_t graph)',
@@ -147,7 +148,8 @@ export class CudaDriver {
     readonly path: string,
   ) {
     const raw = {} as RawFunctions;
-    for (const [name, decl] of Object.entries(DECLS) as [keyof CudaDriverApi, string][]) raw[name] = lib.func(decl);
+    for (const [name, decl] of Object.entries(DECLS) as [keyof CudaDriverApi, string][])
+      raw[name] = lib.func(decl);
     this.raw = raw;
     this.api = raw as unknown as CudaDriverApi;
   }
@@ -167,7 +169,10 @@ export class CudaDriver {
   }
 
   error(rc: number, call: string): TandemError {
-    return new TandemError('TANDEM_ERR_DRIVER', `${call} failed: ${this.describe(rc)}`, { call, cuResult: rc });
+    return new TandemError('TANDEM_ERR_DRIVER', `${call} failed: ${this.describe(rc)}`, {
+      call,
+      cuResult: rc,
+    });
   }
 
   /** Calls a driver function with one out-parameter and returns it, checking the status. */

@@ -65,10 +65,14 @@ export class Nvrtc {
 
   private check(rc: number, call: string): void {
     if (rc !== 0) {
-      throw new TandemError('TANDEM_ERR_DRIVER', `${call} failed: NVRTC error ${rc} (${this.api.nvrtcGetErrorString(rc)})`, {
-        call,
-        nvrtcResult: rc,
-      });
+      throw new TandemError(
+        'TANDEM_ERR_DRIVER',
+        `${call} failed: NVRTC error ${rc} (${this.api.nvrtcGetErrorString(rc)})`,
+        {
+          call,
+          nvrtcResult: rc,
+        },
+      );
     }
   }
 
@@ -81,11 +85,15 @@ export class Nvrtc {
       const rc = this.api.nvrtcCompileProgram(prog[0], options.length, [...options]);
       const log = this.log(prog[0]);
       if (rc !== 0) {
-        throw new TandemError('TANDEM_ERR_COMPILE', `NVRTC could not compile ${name}: ${this.api.nvrtcGetErrorString(rc)}\n${log}`, {
-          program: name,
-          log,
-          options: [...options],
-        });
+        throw new TandemError(
+          'TANDEM_ERR_COMPILE',
+          `NVRTC could not compile ${name}: ${this.api.nvrtcGetErrorString(rc)}\n${log}`,
+          {
+            program: name,
+            log,
+            options: [...options],
+          },
+        );
       }
       const size: Out<number> = [0];
       this.check(this.api.nvrtcGetCUBINSize(prog[0], size), 'nvrtcGetCUBINSize');

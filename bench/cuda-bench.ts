@@ -1,0 +1,285 @@
+/**
+ * CUDA benchmarks beside PyTorch (bench/cuda_torch.py, run first in the same script so they never
+ * share the GPU): GEMM through rt.submit with data resident, 1 GiB upload/download against pinned
+ * copies, a 16-chunk copy/compute/copy pipeline, and tiny-kernel rates (runtime, raw queue, graph).
+ *   node dist/bench/cuda-bench.js [--n 8192] [--json out.json]
+ */
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import type { DType } from '../src/core/dtype.js';
+import type { CudaDevice } from '../src/devices/cuda/cuda-device.js';
+import type { CudaKernelImpl } from '../src/devices/cuda/kernel-api.js';
+import type { LaunchArg, Scalars } from '../src/devices/device.js';
+import { KERNEL_IMPLS } from '../src/kernels/register.js';
+import { HostNode } from '../src/memory/host-node.js';
+import { Runtime } from '../src/runtime/runtime.js';
+
+type Row = { what: string; tandem: number; baseline: number; unit: string; target: string };
+const rows: Row[] = [];
+const notes: string[] = [];
+const arg = (name: string, def: string): string => {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1]! : def;
+};
+const N = Number(arg('--n', '8192'));
+const impl = (op: string): unknown => KERNEL_IMPLS.find((e) => e.op === op && e.backend === 'cuda')!.impl;
+let taskId = 1 << 24;
+const launch = (d: CudaDevice, op: string, args: readonly LaunchArg[], scalars: Scalars): Promise<void> =>
+  new Promise((res, rej) =>
+    d.queues[0]!.launch({ taskId: taskId++, op, impl: impl(op), args, scalars, after: [] }, (e) =>
+      e ? rej(e) : res(),
+    ),
+  );
+const cb = (fn: (done: (e: Error | null) => void) => void): Promise<void> =>
+  new Promise((res, rej) => fn((e) => (e ? rej(e) : res())));
+
+function torchBaseline(): Record<string, number> {
+  const r = spawnSync('python3', ['bench/cuda_torch.py', String(N)], { encoding: 'utf8' });
+  const line = r.stdout.trim().split('\n').pop() ?? '';
+  try {
+    return JSON.parse(line) as Record<string, number>;
+  } catch {
+    notes.push(`torch baseline failed: ${r.stderr.slice(-500)}`);
+    return {};
+  }
+}
+
+async function gemmThroughRuntime(
+  rt: Runtime,
+  dtype: DType,
+  precision: 'default' | 'tf32',
+  reps: number,
+): Promise<number> {
+  const rand = (n: number): Float32Array => {
+    const x = new Float32Array(n);
+    for (let i = 0; i < n; i++) x[i] = ((Math.imul(i, 2654435761) >>> 8) % 1000) / 1000 - 0.5 || 0.25;
+    return x;
+  };
+  const a = rt.tensor([N, N], dtype, rand(N * N));
+  const b = rt.tensor([N, N], dtype, rand(N * N));
+  const c = rt.tensor([N, N], dtype);
+  const scalars = { alpha: 1, beta: 0, transA: false, transB: false, precision };
+  await rt.submit({ kernel: 'gemm', args: { a, b, c }, scalars, device: 'cuda' }).done; // moves a, b to the GPU
+  const t0 = performance.now();
+  const tasks = [];
+  for (let i = 0; i < reps; i++)
+    tasks.push(rt.submit({ kernel: 'gemm', args: { a, b, c }, scalars, device: 'cuda' }).done);
+  await Promise.all(tasks);
+  const s = (performance.now() - t0) / 1000;
+  for (const t of [a, b, c]) rt.free(t);
+  return (2 * N ** 3 * reps) / s;
+}
+
+async function copies(d: CudaDevice, host: HostNode, torch: Record<string, number>): Promise<void> {
+  const bytes = 1 << 30;
+  const h = host.alloc(bytes);
+  new Uint8Array(h.sab).fill(7);
+  const buf = d.node.alloc(bytes);
+  await cb((done) => d.upload(h, buf, bytes, done)); // registers the SAB
+  const time = async (fn: () => Promise<void>, reps: number): Promise<number> => {
+    const t0 = performance.now();
+    for (let i = 0; i < reps; i++) await fn();
+    return (performance.now() - t0) / 1000 / reps;
+  };
+  const up = bytes / (await time(() => cb((done) => d.upload(h, buf, bytes, done)), 5));
+  const down = bytes / (await time(() => cb((done) => d.download(buf, h, bytes, done)), 5));
+  const cal = d.info.details;
+  const pinnedUp = Math.max(Number(cal['h2dBandwidth'] ?? 0), torch['h2d_pinned'] ?? 0);
+  const pinnedDown = Math.max(Number(cal['d2hBandwidth'] ?? 0), torch['d2h_pinned'] ?? 0);
+  rows.push({
+    what: 'upload 1 GiB (GB/s)',
+    tandem: up / 1e9,
+    baseline: pinnedUp / 1e9,
+    unit: 'GB/s',
+    target: '>=0.9',
+  });
+  rows.push({
+    what: 'download 1 GiB (GB/s)',
+    tandem: down / 1e9,
+    baseline: pinnedDown / 1e9,
+    unit: 'GB/s',
+    target: '>=0.9',
+  });
+  notes.push(
+    `registered SABs ${d.transfers.stats.registered}, registration failures ${d.transfers.stats.registerFailures} ${d.transfers.stats.lastRegisterFailure ?? ''}`,
+  );
+  d.node.free(buf);
+}
+
+async function pipeline(d: CudaDevice, host: HostNode): Promise<void> {
+  const chunks = 16;
+  const bytes = 64 << 20;
+  const n = bytes / 4;
+  const desc = { shape: [n], dtype: 'f32' as const, bytes };
+  const hs = Array.from({ length: chunks }, () => host.alloc(bytes));
+  const outs = Array.from({ length: chunks }, () => host.alloc(bytes));
+  const bufs = Array.from({ length: chunks }, () => d.node.alloc(bytes));
+  const kernel = (i: number): Promise<void> =>
+    launch(
+      d,
+      'unary',
+      [
+        { buffer: bufs[i]!, desc },
+        { buffer: bufs[i]!, desc },
+      ],
+      { op: 'sin' },
+    );
+  const run = async (stage: 'all' | 'h2d' | 'kernel' | 'd2h'): Promise<number> => {
+    const t0 = performance.now();
+    await Promise.all(
+      bufs.map(async (b, i) => {
+        if (stage === 'all' || stage === 'h2d') await cb((done) => d.upload(hs[i]!, b, bytes, done));
+        if (stage === 'all' || stage === 'kernel') await kernel(i);
+        if (stage === 'all' || stage === 'd2h') await cb((done) => d.download(b, outs[i]!, bytes, done));
+      }),
+    );
+    return performance.now() - t0;
+  };
+  await run('all'); // warm-up: registers every SAB, compiles the kernel
+  const engines = { h2d: await run('h2d'), kernel: await run('kernel'), d2h: await run('d2h') };
+  const total = await run('all');
+  const busiest = Math.max(engines.h2d, engines.kernel, engines.d2h);
+  rows.push({
+    what: '16-chunk pipeline total / busiest engine',
+    tandem: total / busiest,
+    baseline: 1,
+    unit: 'x',
+    target: '<=1.15',
+  });
+  notes.push(
+    `pipeline ms: total ${total.toFixed(1)}, h2d ${engines.h2d.toFixed(1)}, kernel ${engines.kernel.toFixed(1)}, d2h ${engines.d2h.toFixed(1)}`,
+  );
+  for (const b of bufs) d.node.free(b);
+}
+
+async function tiny(rt: Runtime, d: CudaDevice): Promise<void> {
+  // Through the runtime: a dependency chain of small in-place kernels on one tensor.
+  const x = rt.tensor([256], 'f32', new Float32Array(256).fill(1));
+  const chain = async (count: number): Promise<number> => {
+    const t0 = performance.now();
+    let last: Promise<unknown> = Promise.resolve();
+    for (let i = 0; i < count; i++)
+      last = rt.submit({ kernel: 'scale', args: { x }, scalars: { alpha: 1 }, device: 'cuda' }).done;
+    await last;
+    await rt.idle();
+    return count / ((performance.now() - t0) / 1000);
+  };
+  await chain(5000);
+  rows.push({
+    what: 'tiny-kernel chain via rt.submit (tasks/s)',
+    tandem: await chain(100_000),
+    baseline: 150_000,
+    unit: '/s',
+    target: '>=150k',
+  });
+  const noops = async (count: number): Promise<number> => {
+    const t0 = performance.now();
+    for (let i = 0; i < count; i++) rt.submit({ kernel: 'noop', device: 'cuda' });
+    await rt.idle();
+    return count / ((performance.now() - t0) / 1000);
+  };
+  await noops(5000);
+  notes.push(`independent noop kernels via rt.submit: ${(await noops(100_000)).toFixed(0)}/s`);
+  // Raw queue (what the runtime calls) and graph replay.
+  const buf = d.node.alloc(1024);
+  const desc = { shape: [256], dtype: 'f32' as const, bytes: 1024 };
+  const t0 = performance.now();
+  const ps: Promise<void>[] = [];
+  for (let i = 0; i < 100_000; i++) ps.push(launch(d, 'scale', [{ buffer: buf, desc }], { alpha: 1 }));
+  await Promise.all(ps);
+  notes.push(`raw compute-queue launches: ${(100_000 / ((performance.now() - t0) / 1000)).toFixed(0)}/s`);
+  const scale = impl('scale') as CudaKernelImpl;
+  const graph = d.captureGraph((run) => {
+    for (let i = 0; i < 1000; i++) run(scale, [{ ptr: buf.ptr, desc }], { alpha: 1 });
+  });
+  await cb((done) => graph.launch(done, 2));
+  const g0 = performance.now();
+  await cb((done) => graph.launch(done, 200));
+  rows.push({
+    what: 'graph replay (kernels/s)',
+    tandem: 200_000 / ((performance.now() - g0) / 1000),
+    baseline: 500_000,
+    unit: '/s',
+    target: '>=500k',
+  });
+  graph.destroy();
+  d.node.free(buf);
+}
+
+/** Does a koffi async call (a pool thread with no current context) work for cuEventSynchronize? */
+async function asyncProbe(d: CudaDevice): Promise<void> {
+  const drv = d.context.driver;
+  d.context.makeCurrent();
+  const ev = drv.out1('cuEventCreate', (o) => drv.api.cuEventCreate(o, 2));
+  drv.check(drv.api.cuEventRecord(ev, d.context.streams.compute), 'cuEventRecord');
+  const rc = await new Promise<string>((res) => {
+    const fn = drv.raw.cuEventSynchronize as unknown as {
+      async: (ev: number, cb: (err: unknown, rc: number) => void) => void;
+    };
+    fn.async(ev, (err, r) => res(err ? `error ${String(err)}` : `rc ${r} ${r === 0 ? '' : drv.describe(r)}`));
+  });
+  notes.push(`koffi async cuEventSynchronize from a pool thread: ${rc}`);
+  drv.api.cuEventDestroy_v2(ev);
+}
+
+async function main(): Promise<void> {
+  const torch = torchBaseline();
+  const rt = await Runtime.create({
+    backends: ['cpu', 'cuda'],
+    calibrate: true,
+    cacheDir: arg('--cache', '.tandem/cache'),
+  });
+  const st = rt.backends.find((b) => b.kind === 'cuda');
+  const d = st?.devices[0] as CudaDevice | undefined;
+  if (!d) {
+    console.log(`CUDA unavailable: ${st?.reason}`);
+    await rt.close();
+    return;
+  }
+  console.log(
+    `device: ${d.info.name} ${JSON.stringify(d.info.details)} peaks ${JSON.stringify(d.info.peakFlops)}`,
+  );
+  const step = async (name: string, fn: () => Promise<void>): Promise<void> => {
+    try {
+      await fn();
+    } catch (e) {
+      notes.push(`${name} failed: ${e instanceof Error ? e.stack : String(e)}`);
+    }
+  };
+  for (const [dtype, precision, key, reps] of [
+    ['bf16', 'default', 'bf16', 20],
+    ['f32', 'tf32', 'tf32', 10],
+    ['f32', 'default', 'f32', 5],
+  ] as const) {
+    await step(`gemm ${key}`, async () => {
+      const rate = await gemmThroughRuntime(rt, dtype, precision, reps);
+      rows.push({
+        what: `gemm ${key} ${N}^3 via rt.submit (TFLOP/s)`,
+        tandem: rate / 1e12,
+        baseline: (torch[`gemm_${key}`] ?? NaN) / 1e12,
+        unit: 'TFLOP/s',
+        target: key === 'bf16' ? '>=0.97' : '>=0.95',
+      });
+    });
+  }
+  await step('async probe', () => asyncProbe(d));
+  const host = new HostNode();
+  await step('copies', () => copies(d, host, torch));
+  await step('pipeline', () => pipeline(d, host));
+  await step('tiny', () => tiny(rt, d));
+  await rt.close();
+  console.log('\n| what | tandem | baseline | ratio | target |\n| --- | --- | --- | --- | --- |');
+  for (const r of rows)
+    console.log(
+      `| ${r.what} | ${r.tandem.toFixed(2)} | ${r.baseline.toFixed(2)} | ${(r.tandem / r.baseline).toFixed(3)} | ${r.target} |`,
+    );
+  for (const n of notes) console.log(`note: ${n}`);
+  const json = arg('--json', '');
+  if (json)
+    writeFileSync(
+      json,
+      JSON.stringify({ date: new Date().toISOString(), device: d.info, torch, rows, notes }, null, 2),
+    );
+}
+
+await main();

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Packs what the H200 machine needs to run Tandem (it has no Node): the node binary, xz'd, and a
+# node_modules pruned to Linux x64 runtime dependencies. Output in .gpu/ (git-ignored), carried with dist/.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >> .git/info/exclude
+mkdir -p .gpu
+if [ ! -f .gpu/node.xz ] || [ "$(command -v node)" -nt .gpu/node.xz ]; then
+  xz -T2 -6 -c "$(command -v node)" > .gpu/node.xz
+fi
+rm -rf .gpu/node_modules
+mkdir -p .gpu/node_modules
+# Only the runtime dependencies the GPU tests and benchmarks load (the carry limit is 64 MiB);
+# GPU_PACK_EXTRA="pkg ..." adds more (with their own dependencies named too).
+for name in koffi @koromix/koffi-linux-x64 webgpu ${GPU_PACK_EXTRA:-}; do
+  [ -e "node_modules/$name" ] || continue
+  mkdir -p ".gpu/node_modules/$(dirname "$name")"
+  cp -a "node_modules/$name" ".gpu/node_modules/$name"
+done
+# koffi: Linux x64 glibc binary only.
+if [ -d .gpu/node_modules/koffi/build ]; then
+  find .gpu/node_modules/koffi/build -mindepth 2 -maxdepth 2 -type d ! -name linux_x64 -exec rm -rf {} +
+fi
+rm -rf .gpu/node_modules/@koromix/koffi-linux-x64/musl_x64 .gpu/node_modules/koffi/src .gpu/node_modules/koffi/vendor .gpu/node_modules/koffi/doc
+# webgpu: keep dist/linux-x64, with dawn.node xz'd (run.sh unpacks it).
+if [ -d .gpu/node_modules/webgpu/dist ]; then
+  find .gpu/node_modules/webgpu/dist -mindepth 1 -maxdepth 1 -type d ! -name linux-x64 -exec rm -rf {} +
+  for f in .gpu/node_modules/webgpu/dist/linux-x64/*.node; do [ -f "$f" ] && xz -T2 -6 "$f"; done
+fi
+# better-sqlite3: drop sources and build intermediates.
+rm -rf .gpu/node_modules/better-sqlite3/deps .gpu/node_modules/better-sqlite3/src .gpu/node_modules/better-sqlite3/build/Release/obj* .gpu/node_modules/better-sqlite3/build/Release/.deps
+du -sh .gpu/node.xz .gpu/node_modules

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs on the H200 machine (see scripts/gpu/pack.sh): unpacks Node, runs the GPU tests, the seed
+# example and the CUDA benchmarks, keeps logs under $OUT and prints a short table last.
+#   scripts/gpu/run.sh [tests] [example] [bench]     (default: all three)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/tandem-out}
+mkdir -p "$OUT"
+steps=${*:-tests example bench}
+if [ ! -x /tmp/node ]; then xz -dc .gpu/node.xz > /tmp/node && chmod +x /tmp/node; fi
+export PATH=/tmp:$PATH
+[ -e node_modules ] || ln -s .gpu/node_modules node_modules
+for f in .gpu/node_modules/webgpu/dist/linux-x64/*.node.xz; do [ -f "$f" ] && [ ! -f "${f%.xz}" ] && xz -dk "$f"; done
+export LD_LIBRARY_PATH=/usr/local/cuda-13.0/targets/x86_64-linux/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export TANDEM_CACHE_DIR=/tmp/tandem-cache
+mkdir -p "$TANDEM_CACHE_DIR"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+summary=()
+if [[ " $steps " == *" tests "* ]]; then
+  t0=$(date +%s)
+  timeout 300 node --test --test-reporter=spec --test-concurrency=1 $(find dist/test/gpu dist/test/cuda -name '*.test.js' 2>/dev/null | sort) > "$OUT/tests.log" 2>&1
+  rc=$?
+  summary+=("tests rc=$rc in $(( $(date +%s) - t0 ))s: $(grep -E '^ℹ (pass|fail|skipped)' "$OUT/tests.log" | tr '\n' ' ')")
+  grep -E '✖|not ok|Error|AssertionError' "$OUT/tests.log" | head -40
+fi
+if [[ " $steps " == *" example "* ]]; then
+  timeout 90 node dist/examples/seed-matrixmul.js > "$OUT/example.log" 2>&1
+  summary+=("example rc=$?: $(tail -2 "$OUT/example.log" | tr '\n' ' ')")
+fi
+if [[ " $steps " == *" bench "* ]]; then
+  PYTHONUNBUFFERED=1 timeout 300 node dist/bench/cuda-bench.js --json "$OUT/bench.json" --cache "$TANDEM_CACHE_DIR" > "$OUT/bench.log" 2>&1
+  summary+=("bench rc=$?")
+fi
+echo
+echo "=== summary ($(date -u +%FT%TZ)) ==="
+for s in "${summary[@]}"; do echo "$s"; done
+[ -f "$OUT/bench.log" ] && grep -E '^\||^note|^device' "$OUT/bench.log"
+exit 0

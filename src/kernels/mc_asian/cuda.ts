@@ -1,0 +1,1 @@
+export { mcAsianCuda } from '../mc_common/cuda.js';

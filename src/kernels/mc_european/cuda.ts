@@ -1,0 +1,1 @@
+export { mcEuropeanCuda } from '../mc_common/cuda.js';
