@@ -1,7 +1,8 @@
 /**
  * WGSL element-wise binary math on same-shape tensors: one invocation per element, f32 arithmetic
  * (f16 storage converted). pow follows the float64 reference where WGSL's pow is undefined (x <= 0):
- * integer exponents of negative bases keep their sign, other negative-base powers are NaN.
+ * integer exponents of negative bases keep their sign, other negative-base powers are NaN. Infinity and
+ * NaN arrive as uniforms because WGSL rejects non-finite constant expressions.
  */
 import { numel } from '../../core/shape.js';
 import type { TensorDesc } from '../../devices/device.js';
@@ -22,15 +23,15 @@ const WGSL_EXPR: Readonly<Record<BinaryOp, string>> = {
 const POW_REF = `fn pow_ref(a: f32, b: f32) -> f32 {
   if (b == 0.0) { return 1.0; }
   if (a > 0.0) { return pow(a, b); }
-  if (a == 0.0) { return select(bitcast<f32>(0x7f800000u), 0.0, b > 0.0); }
-  if (floor(b) != b) { return bitcast<f32>(0x7fc00000u); }
+  if (a == 0.0) { return select(P.inf, 0.0, b > 0.0); }
+  if (floor(b) != b) { return P.nan; }
   let r = pow(-a, b);
   return select(r, -r, fract(b * 0.5) != 0.0);
 }
 `;
 
 export function binaryWgsl(op: BinaryOp, t: 'f32' | 'f16'): string {
-  return `${t === 'f16' ? 'enable f16;\n' : ''}struct Params { n: u32 }
+  return `${t === 'f16' ? 'enable f16;\n' : ''}struct Params { n: u32, inf: f32, nan: f32 }
 @group(0) @binding(0) var<storage, read> A: array<${t}>;
 @group(0) @binding(1) var<storage, read> B: array<${t}>;
 @group(0) @binding(2) var<storage, read_write> C: array<${t}>;
@@ -65,7 +66,11 @@ export const binaryWebGpu: WebGpuKernel = {
         wgsl: binaryWgsl(op, args[0]!.dtype === 'f16' ? 'f16' : 'f32'),
         entry: 'main',
         bind: [0, 1, 2],
-        uniforms: [{ type: 'u32', value: n }],
+        uniforms: [
+          { type: 'u32', value: n },
+          { type: 'f32', value: Infinity },
+          { type: 'f32', value: NaN },
+        ],
         workgroups: { linear: Math.ceil(n / 256) },
       },
     ];

@@ -44,7 +44,8 @@ export const castWebGpu: WebGpuKernel = {
   supports: (args, _s, f) =>
     args.length === 2 &&
     (args[0]!.dtype === args[1]!.dtype ||
-      (wgslType(args[0]!.dtype, f.shaderF16) !== undefined && wgslType(args[1]!.dtype, f.shaderF16) !== undefined)),
+      (wgslType(args[0]!.dtype, f.shaderF16) !== undefined &&
+        wgslType(args[1]!.dtype, f.shaderF16) !== undefined)),
   plan(args, _scalars, f) {
     const [x, y] = args as [(typeof args)[0], (typeof args)[0]];
     if (x.dtype === y.dtype) return [{ kind: 'copy', src: 0, dst: 1, bytes: x.bytes }];

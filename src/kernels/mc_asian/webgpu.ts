@@ -1,0 +1,1 @@
+export { mcAsianWebGpu } from '../mc_common/webgpu.js';

@@ -1,0 +1,1 @@
+export { mcEuropeanWebGpu } from '../mc_common/webgpu.js';

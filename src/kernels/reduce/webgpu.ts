@@ -1,0 +1,70 @@
+/**
+ * WGSL reduce (sum, max, mean) over one axis or all elements. x is seen as [outer, len, inner]
+ * (params.ts); one workgroup of 256 per output strides over `len`, then combines in workgroup memory.
+ * Accumulation is f32 (f16 storage converted). One shape of kernel covers reduce-all (a single
+ * workgroup) and per-axis reductions (many); a two-pass reduce-all for very large tensors is left for
+ * when a workload needs it.
+ */
+import type { WebGpuKernel } from '../../devices/webgpu/kernel-api.js';
+import { type ReduceOp, reduceLayout } from './params.js';
+
+export function reduceWgsl(op: ReduceOp, t: 'f32' | 'f16'): string {
+  const isMax = op === 'max';
+  // -inf arrives as a uniform: WGSL rejects an infinite constant expression.
+  const init = isMax ? 'P.neg_inf' : '0.0';
+  const combine = (a: string, b: string): string => (isMax ? `max(${a}, ${b})` : `${a} + ${b}`);
+  return `${t === 'f16' ? 'enable f16;\n' : ''}struct Params { outer: u32, len: u32, inner: u32, neg_inf: f32 }
+@group(0) @binding(0) var<storage, read> X: array<${t}>;
+@group(0) @binding(1) var<storage, read_write> Y: array<${t}>;
+@group(0) @binding(2) var<uniform> P: Params;
+var<workgroup> part: array<f32, 256>;
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) lid: u32) {
+  let o = wid.y * nwg.x + wid.x;
+  // Every invocation reaches the barriers below, so out-of-range workgroups only skip the store.
+  let live = o < P.outer * P.inner;
+  let base = (o / P.inner) * P.len * P.inner + o % P.inner;
+  var acc = ${init};
+  if (live) {
+    for (var j = lid; j < P.len; j = j + 256u) { acc = ${combine('acc', 'f32(X[base + j * P.inner])')}; }
+  }
+  part[lid] = acc;
+  workgroupBarrier();
+  for (var s = 128u; s > 0u; s = s >> 1u) {
+    if (lid < s) { part[lid] = ${combine('part[lid]', 'part[lid + s]')}; }
+    workgroupBarrier();
+  }
+  if (live && lid == 0u) {
+    Y[o] = ${t}(${op === 'mean' ? 'part[0] / f32(P.len)' : 'part[0]'});
+  }
+}
+`;
+}
+
+export const reduceWebGpu: WebGpuKernel = {
+  kind: 'webgpu-kernel',
+  supports: (args, _s, f) =>
+    args.length === 2 &&
+    args[0]!.dtype === args[1]!.dtype &&
+    (args[0]!.dtype === 'f32' || (args[0]!.dtype === 'f16' && f.shaderF16)),
+  plan(args, scalars) {
+    const x = args[0]!;
+    const l = reduceLayout(x.shape, scalars);
+    return [
+      {
+        kind: 'dispatch',
+        wgsl: reduceWgsl(l.op, x.dtype === 'f16' ? 'f16' : 'f32'),
+        entry: 'main',
+        bind: [0, 1],
+        uniforms: [
+          { type: 'u32', value: l.outer },
+          { type: 'u32', value: l.len },
+          { type: 'u32', value: l.inner },
+          { type: 'f32', value: -Infinity },
+        ],
+        workgroups: { linear: l.outer * l.inner },
+      },
+    ];
+  },
+};
