@@ -1,0 +1,3 @@
+import { mcCpu } from '../mc_common/cpu.js';
+
+export const mcAsianCpu = mcCpu('mc_asian');

@@ -1,0 +1,4 @@
+import { makeMcDef } from '../mc_common/def.js';
+
+/** asian option payoff partial sums over a range of Philox streams (see mc_common/def.ts for the contract). */
+export const mcAsianDef = makeMcDef('mc_asian');

@@ -1,0 +1,29 @@
+/**
+ * The ops of the scientific and financial workloads (issue 7), gathered so that the flat table in
+ * register.ts takes them with one import and two spreads.
+ */
+import type { KernelDef, KernelImplEntry } from './kernel.js';
+import { mcAsianCpu } from './mc_asian/cpu.js';
+import { mcAsianCuda } from './mc_asian/cuda.js';
+import { mcAsianDef } from './mc_asian/def.js';
+import { mcAsianWebGpu } from './mc_asian/webgpu.js';
+import { mcEuropeanCpu } from './mc_european/cpu.js';
+import { mcEuropeanCuda } from './mc_european/cuda.js';
+import { mcEuropeanDef } from './mc_european/def.js';
+import { mcEuropeanWebGpu } from './mc_european/webgpu.js';
+import { mcVarCpu } from './mc_var/cpu.js';
+import { mcVarCuda } from './mc_var/cuda.js';
+import { mcVarDef } from './mc_var/def.js';
+
+export const WORKLOAD_KERNEL_DEFS: KernelDef[] = [mcEuropeanDef, mcAsianDef, mcVarDef];
+
+export const WORKLOAD_KERNEL_IMPLS: KernelImplEntry[] = [
+  { op: 'mc_european', backend: 'cpu', impl: mcEuropeanCpu },
+  { op: 'mc_european', backend: 'cuda', impl: mcEuropeanCuda },
+  { op: 'mc_european', backend: 'webgpu', impl: mcEuropeanWebGpu },
+  { op: 'mc_asian', backend: 'cpu', impl: mcAsianCpu },
+  { op: 'mc_asian', backend: 'cuda', impl: mcAsianCuda },
+  { op: 'mc_asian', backend: 'webgpu', impl: mcAsianWebGpu },
+  { op: 'mc_var', backend: 'cpu', impl: mcVarCpu },
+  { op: 'mc_var', backend: 'cuda', impl: mcVarCuda },
+];

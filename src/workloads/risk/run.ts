@@ -1,0 +1,175 @@
+/**
+ * The risk workloads as library calls on a Runtime: `priceOption` (European or arithmetic-Asian
+ * option by Monte Carlo) and `portfolioVar` (VaR and expected shortfall by full revaluation). Both take
+ * JSON parameters (validated first) and return JSON results; the work goes through rt.submit in
+ * stream-range tasks, so the scheduler places them on whatever devices are open.
+ */
+import type { Runtime } from '../../runtime/runtime.js';
+import type { TaskHandle } from '../../runtime/task.js';
+import { mcRows, mcScalars } from '../../kernels/mc_common/def.js';
+import { blackScholes } from '../../kernels/mc_common/black-scholes.js';
+import {
+  combine,
+  estimate,
+  mcSpec,
+  paths,
+  streamCount,
+  type McPartial,
+} from '../../kernels/mc_common/engine.js';
+import { portfolioValue } from '../../kernels/mc_var/engine.js';
+import { packPortfolio } from '../../kernels/mc_var/layout.js';
+import { constraint, placement, requireDevice, settleAll } from '../tasks.js';
+import { validateOptionParams, validateVarParams } from './params.js';
+import { riskFigures, type RiskFigures } from './var.js';
+
+export interface OptionResult {
+  type: 'european' | 'asian';
+  right: 'call' | 'put';
+  price: number;
+  stdError: number;
+  /** Black–Scholes price for a European option, else null. */
+  analytic: number | null;
+  paths: number;
+  antithetic: boolean;
+  seed: number;
+  tasks: number;
+  devices: Record<string, number>;
+  seconds: number;
+  pathsPerSecond: number;
+}
+
+/** Enough tasks to occupy every eligible queue, but none smaller than 16k streams. */
+function taskCount(requested: number | null, queues: number, streams: number): number {
+  return Math.max(1, Math.min(streams, requested ?? Math.min(queues, Math.ceil(streams / 16384))));
+}
+
+export async function priceOption(rt: Runtime, params: unknown): Promise<OptionResult> {
+  const cfg = validateOptionParams(params);
+  const op = cfg.kind === 'european' ? 'mc_european' : 'mc_asian';
+  const queues = requireDevice(rt, op, cfg.device);
+  const spec = mcSpec(cfg);
+  const streams = streamCount(spec);
+  const tasks = taskCount(cfg.tasks, queues, streams);
+  const per = Math.ceil(streams / tasks);
+  const t0 = performance.now();
+  const outs = [];
+  const handles: TaskHandle[] = [];
+  for (let first = 0; first < streams; first += per) {
+    const n = Math.min(per, streams - first);
+    const out = rt.tensor([mcRows(n), 3], 'f32');
+    outs.push(out);
+    handles.push(
+      rt.submit({
+        kernel: op,
+        args: { out },
+        scalars: mcScalars(spec, first, n),
+        name: `${op}[${first}+${n}]`,
+        ...constraint(cfg.device),
+      }),
+    );
+  }
+  try {
+    await settleAll(handles);
+    const parts: McPartial[] = [];
+    for (const o of await Promise.all(outs.map((o) => rt.read(o)))) {
+      for (let r = 0; r < o.length; r += 3) parts.push({ sum: o[r]!, sumSq: o[r + 1]!, count: o[r + 2]! });
+    }
+    const { price, stdError } = estimate(spec, combine(parts));
+    const seconds = (performance.now() - t0) / 1000;
+    const n = paths(spec);
+    return {
+      type: cfg.kind,
+      right: cfg.right,
+      price,
+      stdError,
+      analytic: cfg.kind === 'european' ? blackScholes(cfg) : null,
+      paths: n,
+      antithetic: cfg.antithetic,
+      seed: cfg.seed,
+      tasks: handles.length,
+      devices: placement(handles),
+      seconds,
+      pathsPerSecond: n / seconds,
+    };
+  } finally {
+    for (const o of outs) rt.free(o);
+  }
+}
+
+export interface VarResult extends RiskFigures {
+  confidence: number;
+  horizon: number;
+  scenarios: number;
+  portfolioValue: number;
+  seed: number;
+  tasks: number;
+  devices: Record<string, number>;
+  seconds: number;
+  scenariosPerSecond: number;
+}
+
+export async function portfolioVar(rt: Runtime, params: unknown): Promise<VarResult> {
+  const cfg = validateVarParams(params);
+  const queues = requireDevice(rt, 'mc_var', cfg.device);
+  const pf = cfg.portfolio;
+  const v0 = portfolioValue(pf, pf.spot, 0);
+  const tasks = Math.max(
+    1,
+    Math.min(cfg.scenarios, cfg.tasks ?? Math.min(queues, Math.ceil(cfg.scenarios / 8192))),
+  );
+  const per = Math.ceil(cfg.scenarios / tasks);
+  const t0 = performance.now();
+  const packed = rt.tensor([packPortfolio(pf).length], 'f32', packPortfolio(pf));
+  const outs = [];
+  const handles: TaskHandle[] = [];
+  for (let first = 0; first < cfg.scenarios; first += per) {
+    const n = Math.min(per, cfg.scenarios - first);
+    const losses = rt.tensor([n], 'f32');
+    outs.push(losses);
+    const scalars = {
+      first,
+      assets: pf.assets,
+      positions: pf.positions,
+      horizon: cfg.horizon,
+      rate: pf.rate,
+      v0,
+      k0: cfg.seed % 2 ** 32,
+      k1: Math.floor(cfg.seed / 2 ** 32),
+    };
+    handles.push(
+      rt.submit({
+        kernel: 'mc_var',
+        args: { portfolio: packed, losses },
+        scalars,
+        name: `mc_var[${first}+${n}]`,
+        ...constraint(cfg.device),
+      }),
+    );
+  }
+  try {
+    await settleAll(handles);
+    const all = new Float64Array(cfg.scenarios);
+    let o = 0;
+    for (const part of await Promise.all(outs.map((t) => rt.read(t)))) {
+      all.set(part, o);
+      o += part.length;
+    }
+    const figures = riskFigures(all, cfg.confidence);
+    const seconds = (performance.now() - t0) / 1000;
+    return {
+      ...figures,
+      confidence: cfg.confidence,
+      horizon: cfg.horizon,
+      scenarios: cfg.scenarios,
+      portfolioValue: v0,
+      seed: cfg.seed,
+      tasks: handles.length,
+      devices: placement(handles),
+      seconds,
+      scenariosPerSecond: cfg.scenarios / seconds,
+    };
+  } finally {
+    rt.free(packed);
+    for (const t of outs) rt.free(t);
+  }
+}

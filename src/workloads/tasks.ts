@@ -1,0 +1,54 @@
+/**
+ * Helpers the workloads share for driving the runtime: how many tasks to split a job into, the device
+ * constraint to put on them, and waiting for a batch of tasks without leaving any rejection unhandled.
+ */
+import { TandemError } from '../core/errors.js';
+import type { Runtime } from '../runtime/runtime.js';
+import type { TaskHandle } from '../runtime/task.js';
+
+export type DeviceChoice = 'auto' | 'cpu' | 'cuda' | 'webgpu';
+
+/** Queues (workers) that could run `op` under the choice; 'auto' counts every kind with an implementation. */
+export function eligibleQueues(rt: Runtime, op: string, device: DeviceChoice): number {
+  const impls = rt.kernels.get(op).impls;
+  return rt.workers.filter(
+    (w) => impls.has(w.device.info.kind) && (device === 'auto' || w.device.info.kind === device),
+  ).length;
+}
+
+export function requireDevice(rt: Runtime, op: string, device: DeviceChoice): number {
+  const n = eligibleQueues(rt, op, device);
+  if (n === 0) {
+    const open = rt.devices.map((d) => d.info.id).join(', ') || 'none';
+    throw new TandemError(
+      'TANDEM_ERR_NO_DEVICE',
+      `no ${device === 'auto' ? '' : `${device} `}device can run ${op} (open devices: ${open})`,
+      {
+        op,
+        device,
+      },
+    );
+  }
+  return n;
+}
+
+export function constraint(device: DeviceChoice): { device?: string } {
+  return device === 'auto' ? {} : { device };
+}
+
+/** Waits for all tasks; if any failed, throws the first error after every task has settled. */
+export async function settleAll(tasks: readonly TaskHandle[]): Promise<void> {
+  const results = await Promise.allSettled(tasks.map((t) => t.done));
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+}
+
+/** How many tasks ran where: { cpu0: 2, cuda0: 1 }. */
+export function placement(tasks: readonly TaskHandle[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const t of tasks) {
+    const id = t.deviceId ?? 'unknown';
+    out[id] = (out[id] ?? 0) + 1;
+  }
+  return out;
+}
