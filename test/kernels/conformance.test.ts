@@ -5,10 +5,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { CONFORMANCE_CASES } from '../../src/kernels/conformance-cases.js';
+import { wasmGemmStatus } from '../../src/devices/cpu/wasm/gemm-wasm.js';
 import { type GemmEngine, OPENBLAS_REASON, runCpuCase } from './cpu-harness.js';
+
+const wasm = wasmGemmStatus();
 
 const ENGINES: readonly { engine: GemmEngine; skip: string | false }[] = [
   { engine: 'ts', skip: false },
+  { engine: 'wasm', skip: wasm.reason ?? false },
   { engine: 'openblas', skip: OPENBLAS_REASON ?? false },
 ];
 
