@@ -49,9 +49,6 @@ import { noopWebGpu } from './noop/webgpu.js';
 // Workload ops (issue 7: MD and Monte Carlo risk): src/kernels/workloads-table.ts
 import { WORKLOAD_KERNEL_DEFS, WORKLOAD_KERNEL_IMPLS } from './workloads-table.js';
 
-// Workload ops (issue 7: MD and Monte Carlo risk): src/kernels/workloads-table.ts
-import { WORKLOAD_KERNEL_DEFS, WORKLOAD_KERNEL_IMPLS } from './workloads-table.js';
-
 export const KERNEL_DEFS: KernelDef[] = [
   gemmDef,
   axpyDef,
@@ -63,7 +60,6 @@ export const KERNEL_DEFS: KernelDef[] = [
   copyDef,
   castDef,
   noopDef,
-  ...WORKLOAD_KERNEL_DEFS,
   ...WORKLOAD_KERNEL_DEFS,
 ];
 
@@ -98,6 +94,5 @@ export const KERNEL_IMPLS: KernelImplEntry[] = [
   { op: 'copy', backend: 'cuda', impl: copyCuda },
   { op: 'cast', backend: 'cuda', impl: castCuda },
   { op: 'noop', backend: 'cuda', impl: noopCuda },
-  ...WORKLOAD_KERNEL_IMPLS,
   ...WORKLOAD_KERNEL_IMPLS,
 ];
