@@ -41,9 +41,10 @@ export async function startServer(
   out: (line: string) => void,
 ): Promise<RunningServer> {
   const t0 = performance.now();
-  const { rt, reason } = await openRuntime(config);
-  if (reason) out(`runtime: ${reason}`);
-  const service = await createService(config, { runtime: rt, runtimeReason: reason, ownsRuntime: true });
+  // Serve first, open devices in the background: a restart answers within a second or two even when
+  // the devices take longer to start; queued jobs dispatch once the runtime is ready.
+  const opening = openRuntime(config);
+  const service = await createService(config, { runtime: opening, ownsRuntime: true });
   const address = await service.app.listen({ host: config.host, port: config.port });
   const url = address.replace('[::1]', 'localhost');
   const ms = (performance.now() - t0).toFixed(0);

@@ -32,6 +32,17 @@ export interface DeviceSnapshot extends DeviceView {
   readonly busySeconds: number;
 }
 
+export interface RuntimeStatus {
+  readonly state: 'opening' | 'ready' | 'unavailable';
+  readonly available: boolean;
+  readonly reason: string | null;
+}
+
+export interface OpenedRuntime {
+  readonly rt: ServiceRuntimeHost | null;
+  readonly reason: string;
+}
+
 export interface ServiceParts {
   readonly config: ServiceConfig;
   readonly db: Db;
@@ -43,8 +54,9 @@ export interface ServiceParts {
   readonly metrics: ServiceMetrics;
   readonly traces: JobTraceCollector;
   readonly results: ResultStore;
-  readonly rt: ServiceRuntimeHost | null;
-  readonly runtimeStatus: { readonly available: boolean; readonly reason: string | null };
+  /** The runtime once opened (null while opening, or when none could be opened). */
+  runtime(): ServiceRuntimeHost | null;
+  runtimeStatus(): RuntimeStatus;
   readonly startedAt: number;
   devices(): DeviceSnapshot[];
 }
@@ -58,8 +70,12 @@ export interface Service extends ServiceParts {
 }
 
 export interface CreateServiceOptions {
-  /** A runtime to use (not closed by the service), or null for none (API-only). */
-  readonly runtime: ServiceRuntimeHost | null;
+  /**
+   * A runtime, null for none (API-only), or a runtime still opening: the service serves (submit, list,
+   * health) at once and starts dispatching when it is ready, so a restart is not held up by device
+   * start-up and calibration.
+   */
+  readonly runtime: ServiceRuntimeHost | null | Promise<OpenedRuntime>;
   readonly runtimeReason?: string;
   readonly registry?: JobTypeRegistry;
   /** Close the runtime on service close (true when the service opened it). */
@@ -73,7 +89,8 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
   const bootstrapKey = tenants.bootstrapAdmin();
   const registry = opts.registry ?? new JobTypeRegistry();
   if (!opts.registry) await registerBuiltinJobTypes(registry);
-  const rt = opts.runtime;
+  let rt: ServiceRuntimeHost | null = null;
+  let status: RuntimeStatus = { state: 'opening', available: false, reason: 'the runtime is opening' };
   const activity = new DeviceActivity();
   const traces = new JobTraceCollector(join(config.dataDir, 'traces'));
   const results = new ResultStore(join(config.dataDir, 'results'), config.inlineResultBytes);
@@ -103,7 +120,6 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     tenantName: (id) => tenants.get(id)?.name ?? id,
     activity,
   });
-  if (rt) for (const o of [activity, metrics, traces]) rt.addObserver(o);
   const log = (level: 'info' | 'warn' | 'error', msg: string): void => {
     if (config.logLevel === 'silent') return;
     if (level === 'info' && !['info', 'debug'].includes(config.logLevel)) return;
@@ -114,7 +130,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     store,
     tenants,
     registry,
-    rt,
+    rt: () => rt,
     devices,
     traces,
     results,
@@ -138,13 +154,37 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     metrics,
     traces,
     results,
-    rt,
-    runtimeStatus: { available: rt !== null, reason: rt ? null : (opts.runtimeReason ?? 'no runtime') },
+    runtime: () => rt,
+    runtimeStatus: () => status,
     startedAt: Date.now(),
     devices,
   };
   const app = await buildApp(parts);
   let closed = false;
+  const attach = (opened: OpenedRuntime): void => {
+    if (closed) {
+      if (opened.rt && opts.ownsRuntime) void opened.rt.close();
+      return;
+    }
+    rt = opened.rt;
+    if (rt) for (const o of [activity, metrics, traces]) rt.addObserver(o);
+    status =
+      rt && rt.devices.length > 0
+        ? { state: 'ready', available: true, reason: opened.reason || null }
+        : { state: 'unavailable', available: false, reason: opened.reason || 'no runtime' };
+    if (!rt || rt.devices.length === 0) log('warn', `runtime: ${status.reason ?? ''}`);
+    dispatcher.resume();
+  };
+  const opening = opts.runtime instanceof Promise ? opts.runtime : null;
+  if (opening)
+    opening.then(attach, (e: unknown) =>
+      attach({ rt: null, reason: e instanceof Error ? e.message : String(e) }),
+    );
+  else
+    attach({
+      rt: opts.runtime as ServiceRuntimeHost | null,
+      reason: opts.runtimeReason ?? (opts.runtime ? '' : 'no runtime'),
+    });
   return {
     ...parts,
     app,
@@ -156,8 +196,10 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
       submitter.close();
       await app.close();
       await dispatcher.stop();
-      if (rt) for (const o of [activity, metrics, traces]) rt.removeObserver(o);
-      if (rt && opts.ownsRuntime) await rt.close();
+      if (opening) await opening.catch(() => undefined);
+      const held = rt as ServiceRuntimeHost | null;
+      if (held) for (const o of [activity, metrics, traces]) held.removeObserver(o);
+      if (held && opts.ownsRuntime) await held.close();
       db.close();
     },
   };

@@ -3,6 +3,7 @@
  * document and the validation can never disagree.
  */
 import type { FastifyInstance, RouteOptions } from 'fastify';
+import { ERROR_BODY_SCHEMA } from './errors.js';
 
 type Schema = Record<string, unknown>;
 
@@ -57,6 +58,13 @@ export function collectOpenApi(app: FastifyInstance): OpenApiSource {
             [code === '200' && r.url === '/metrics' ? 'text/plain' : 'application/json']: { schema: body },
           },
         };
+      // Errors are not in the routes' response schemas (compiling a serializer per status per route
+      // slowed start-up); every route answers them in the one catalogue shape.
+      responses['default'] = {
+        description:
+          'error: {error:{code,message,details}} with the catalogue status (400, 401, 403, 404, 409, 413, 429, 5xx)',
+        content: { 'application/json': { schema: ERROR_BODY_SCHEMA } },
+      };
       paths[path] ??= {};
       paths[path][r.method] = {
         summary: r.schema['summary'] ?? '',

@@ -1,6 +1,4 @@
 /** JSON schemas of the API's bodies, shared by validation, serialization and the OpenAPI document. */
-import { ERROR_BODY_SCHEMA } from './errors.js';
-
 export const JOB_STATES = ['queued', 'running', 'succeeded', 'failed', 'cancelled'] as const;
 
 const nullable = (type: string, extra: Record<string, unknown> = {}) => ({ type: [type, 'null'], ...extra });
@@ -74,13 +72,4 @@ export const LIST_QUERY_SCHEMA = {
       description: 'admin only: a tenant name, or "all" (default for admins)',
     },
   },
-} as const;
-
-export const ERRORS = {
-  400: ERROR_BODY_SCHEMA,
-  401: ERROR_BODY_SCHEMA,
-  404: ERROR_BODY_SCHEMA,
-  409: ERROR_BODY_SCHEMA,
-  413: ERROR_BODY_SCHEMA,
-  429: ERROR_BODY_SCHEMA,
 } as const;

@@ -22,7 +22,7 @@ export interface DispatcherDeps {
   readonly store: JobStore;
   readonly tenants: TenantStore;
   readonly registry: JobTypeRegistry;
-  readonly rt: ServiceRuntime | null;
+  readonly rt: () => ServiceRuntime | null;
   readonly devices: () => readonly DeviceView[];
   readonly traces: JobTraceCollector;
   readonly results: ResultStore;
@@ -48,6 +48,8 @@ export class Dispatcher {
   private runningMem = 0;
   private pumpScheduled = false;
   private stopping = false;
+  /** Paused until the runtime has opened (or failed to), so placement sees the real devices. */
+  private paused = true;
   private readonly finishedListeners = new Set<(job: JobRecord) => void>();
 
   constructor(private readonly d: DispatcherDeps) {
@@ -103,8 +105,13 @@ export class Dispatcher {
     return 'final';
   }
 
+  resume(): void {
+    this.paused = false;
+    this.schedulePump();
+  }
+
   private schedulePump(): void {
-    if (this.pumpScheduled || this.stopping) return;
+    if (this.pumpScheduled || this.stopping || this.paused) return;
     this.pumpScheduled = true;
     setImmediate(() => {
       this.pumpScheduled = false;
@@ -199,7 +206,7 @@ export class Dispatcher {
       attempt: job.attempt,
       params,
       signal: r.abort.signal,
-      rt: this.d.rt,
+      rt: this.d.rt(),
       placement: r.placement,
       tags: { job: job.id, tenant: job.tenantId },
       progress: (fraction, message = '') => {

@@ -3,7 +3,6 @@ import type { FastifyInstance } from 'fastify';
 import { TandemError } from '../../../core/errors.js';
 import type { NewTenant } from '../../auth/tenants.js';
 import type { ServiceParts } from '../../service.js';
-import { ERRORS } from '../schemas.js';
 
 const TENANT_SCHEMA = {
   type: 'object',
@@ -50,7 +49,7 @@ export function adminRoutes(s: ServiceParts) {
               keyLabel: { type: 'string', maxLength: 64 },
             },
           },
-          response: { 201: KEY_SCHEMA, ...ERRORS },
+          response: { 201: KEY_SCHEMA },
         },
       },
       async (req, reply) => {
@@ -69,7 +68,6 @@ export function adminRoutes(s: ServiceParts) {
           tags: ['tenants'],
           response: {
             200: { type: 'object', properties: { tenants: { type: 'array', items: TENANT_SCHEMA } } },
-            ...ERRORS,
           },
         },
       },
@@ -84,7 +82,7 @@ export function adminRoutes(s: ServiceParts) {
           summary: 'Create another API key for a tenant (admin)',
           tags: ['tenants'],
           params: { type: 'object', properties: { name: { type: 'string', maxLength: 64 } } },
-          response: { 201: KEY_SCHEMA, ...ERRORS },
+          response: { 201: KEY_SCHEMA },
         },
       },
       async (req, reply) => {
@@ -103,7 +101,7 @@ export function adminRoutes(s: ServiceParts) {
           summary: 'Revoke an API key (admin)',
           tags: ['tenants'],
           params: { type: 'object', properties: { keyId: { type: 'string', pattern: '^[0-9a-f]{16}$' } } },
-          response: { 200: { type: 'object', properties: { revoked: { type: 'boolean' } } }, ...ERRORS },
+          response: { 200: { type: 'object', properties: { revoked: { type: 'boolean' } } } },
         },
       },
       async (req) => {

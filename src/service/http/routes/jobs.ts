@@ -6,7 +6,7 @@ import { buildJobTrace } from '../../obs/job-trace.js';
 import type { ServiceParts } from '../../service.js';
 import type { JobRecord, JobState } from '../../store/job-store.js';
 import { tenantOf } from '../auth.js';
-import { ERRORS, JOB_ID_PARAMS, JOB_SCHEMA, LIST_QUERY_SCHEMA, SUBMIT_BODY_SCHEMA } from '../schemas.js';
+import { JOB_ID_PARAMS, JOB_SCHEMA, LIST_QUERY_SCHEMA, SUBMIT_BODY_SCHEMA } from '../schemas.js';
 
 interface SubmitBody {
   type: string;
@@ -86,7 +86,7 @@ export function jobRoutes(s: ServiceParts) {
             'Submit a job (durable once answered). Idempotency-Key header or body field de-duplicates.',
           tags: ['jobs'],
           body: SUBMIT_BODY_SCHEMA,
-          response: { 200: JOB_SCHEMA, 202: JOB_SCHEMA, ...ERRORS },
+          response: { 200: JOB_SCHEMA, 202: JOB_SCHEMA },
         },
       },
       async (req, reply) => {
@@ -144,7 +144,6 @@ export function jobRoutes(s: ServiceParts) {
               type: 'object',
               properties: { jobs: { type: 'array', items: JOB_SCHEMA }, next: { type: ['string', 'null'] } },
             },
-            ...ERRORS,
           },
         },
       },
@@ -177,7 +176,7 @@ export function jobRoutes(s: ServiceParts) {
           summary: 'A job with its state and progress',
           tags: ['jobs'],
           params: JOB_ID_PARAMS,
-          response: { 200: JOB_SCHEMA, ...ERRORS },
+          response: { 200: JOB_SCHEMA },
         },
       },
       async (req) => jobView(s, ownJob(s, req, req.params.id)),
@@ -198,7 +197,6 @@ export function jobRoutes(s: ServiceParts) {
                 job: JOB_SCHEMA,
               },
             },
-            ...ERRORS,
           },
         },
       },
@@ -218,7 +216,6 @@ export function jobRoutes(s: ServiceParts) {
           params: JOB_ID_PARAMS,
           response: {
             200: { type: 'object', properties: { id: { type: 'string' }, result: {} } },
-            ...ERRORS,
           },
         },
       },
@@ -255,7 +252,7 @@ export function jobRoutes(s: ServiceParts) {
           summary: "The job's timeline as Chrome Trace Event JSON (open in ui.perfetto.dev)",
           tags: ['jobs'],
           params: JOB_ID_PARAMS,
-          response: { 200: { type: 'object', additionalProperties: true }, ...ERRORS },
+          response: { 200: { type: 'object', additionalProperties: true } },
         },
       },
       async (req, reply) => {

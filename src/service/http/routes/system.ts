@@ -2,7 +2,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServiceParts } from '../../service.js';
 import { tenantOf } from '../auth.js';
-import { ERRORS } from '../schemas.js';
 import type { OpenApiSource } from '../openapi.js';
 
 const DEVICE_SCHEMA = {
@@ -36,7 +35,7 @@ export function systemRoutes(s: ServiceParts, openapi: OpenApiSource) {
                 uptimeSeconds: { type: 'number' },
                 queued: { type: 'integer' },
                 running: { type: 'integer' },
-                runtime: { type: 'boolean' },
+                runtime: { type: 'string', enum: ['opening', 'ready', 'unavailable'] },
               },
             },
           },
@@ -47,7 +46,7 @@ export function systemRoutes(s: ServiceParts, openapi: OpenApiSource) {
         uptimeSeconds: (Date.now() - s.startedAt) / 1000,
         queued: s.dispatcher.queue.size,
         running: s.dispatcher.runningCount,
-        runtime: s.runtimeStatus.available,
+        runtime: s.runtimeStatus().state,
       }),
     );
 
@@ -96,18 +95,17 @@ export function systemRoutes(s: ServiceParts, openapi: OpenApiSource) {
                 },
               },
             },
-            ...ERRORS,
           },
         },
       },
       async () => ({
         devices: s.devices(),
-        backends: (s.rt?.backends ?? []).map((b) => ({
+        backends: (s.runtime()?.backends ?? []).map((b) => ({
           kind: b.kind,
           available: b.available,
           reason: b.reason ?? null,
         })),
-        runtime: s.runtimeStatus,
+        runtime: s.runtimeStatus(),
       }),
     );
 
@@ -138,7 +136,6 @@ export function systemRoutes(s: ServiceParts, openapi: OpenApiSource) {
                 },
               },
             },
-            ...ERRORS,
           },
         },
       },
@@ -163,7 +160,6 @@ export function systemRoutes(s: ServiceParts, openapi: OpenApiSource) {
         schema: {
           summary: 'Job types with their parameter schemas',
           tags: ['jobs'],
-          response: { ...ERRORS },
         },
       },
       async () => ({
@@ -179,7 +175,6 @@ export function systemRoutes(s: ServiceParts, openapi: OpenApiSource) {
         schema: {
           summary: "The caller's tenant, role and quotas",
           tags: ['tenants'],
-          response: { ...ERRORS },
         },
       },
       async (req) => tenantOf(req),
