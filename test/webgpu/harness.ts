@@ -35,7 +35,7 @@ export async function openWebGpu(options: Record<string, unknown> = {}): Promise
     cacheDir: join(tmpdir(), 'tandem-webgpu-test'),
     hostNode: host,
     calibrate: false,
-    options,
+    options: { webgpu: options },
     log: () => undefined,
   });
   if (!status.available) return { ok: false, reason: status.reason ?? 'unavailable' };

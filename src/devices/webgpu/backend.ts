@@ -6,7 +6,7 @@
 import type { Backend, BackendContext, BackendStatus } from '../device.js';
 import { calibrate, cachedMeasurements } from './calibrate.js';
 import { discoverAdapter } from './discovery.js';
-import type { WebGpuKernel } from './kernel-api.js';
+import { isWebGpuKernel, type WebGpuKernel } from './kernel-api.js';
 import { parseWebGpuOptions } from './options.js';
 import { hostRoutes } from './transfers.js';
 import { WebGpuDevice, requestGpuDevice } from './webgpu-device.js';
@@ -14,9 +14,18 @@ import { WebGpuDevice, requestGpuDevice } from './webgpu-device.js';
 export interface WebGpuBackendSetup {
   /**
    * The f32 GEMM used to measure the device's peak (src/kernels/gemm/webgpu.ts). Passed in by the
-   * runtime because devices/ sits below kernels/; without it peakFlops stays empty, not guessed.
+   * runtime because devices/ sits below kernels/ (or found through ctx.kernelImpl('gemm')); without
+   * it peakFlops stays empty, not guessed.
    */
   readonly calibrationGemm?: WebGpuKernel;
+}
+
+/**
+ * Proposed additive member of BackendContext (the runtime owns the kernel table): this backend's
+ * implementation of an op, for calibration. Read here as an optional extension until the contract has it.
+ */
+interface ContextWithKernels extends BackendContext {
+  readonly kernelImpl?: (op: string) => unknown;
 }
 
 function unavailable(reason: string): BackendStatus {
@@ -51,8 +60,10 @@ export class WebGpuBackend implements Backend {
       `webgpu0: ${device.info.name} via ${a.backend} (${a.featureLevel}${a.software ? ', SOFTWARE rasterizer' : ''})`,
     );
     try {
+      const fromTable = (ctx as ContextWithKernels).kernelImpl?.('gemm');
+      const gemm = this.setup.calibrationGemm ?? (isWebGpuKernel(fromTable) ? fromTable : undefined);
       const m = ctx.calibrate
-        ? await calibrate(ctx.cacheDir, device, this.setup.calibrationGemm, opts.calibrateGemmSize)
+        ? await calibrate(ctx.cacheDir, device, gemm, opts.calibrateGemmSize)
         : await cachedMeasurements(ctx.cacheDir, device);
       if (m) device.setMeasured(m.peakF32, m.bandwidth);
     } catch (e) {
@@ -67,3 +78,6 @@ export class WebGpuBackend implements Backend {
     };
   }
 }
+
+/** The instance the runtime's built-in backend table loads (src/runtime/backends.ts). */
+export const webgpuBackend: Backend = new WebGpuBackend();

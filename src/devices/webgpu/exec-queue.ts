@@ -188,7 +188,7 @@ export class WebGpuQueue implements ExecQueue {
     prepared: Promise<{ steps: PreparedStep[]; buffers: WebGpuBuffer[] }>,
     before: Promise<Error | null>[],
   ): Promise<{ validation: Promise<void>; completion: Promise<void> }> {
-    const { steps, buffers } = await prepared;
+    // A failed predecessor is the cause to report, even when this launch could not be prepared either.
     for (const err of await Promise.all(before)) {
       if (err)
         throw new TandemError(
@@ -196,6 +196,7 @@ export class WebGpuQueue implements ExecQueue {
           `${req.op}: an earlier task failed: ${err.message}`,
         );
     }
+    const { steps, buffers } = await prepared;
     const dead = this.deps.alive();
     if (dead) throw dead;
     const { device } = this.deps;

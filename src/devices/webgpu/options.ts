@@ -48,7 +48,8 @@ function positiveInt(o: Readonly<Record<string, unknown>>, key: string, dflt: nu
 }
 
 export function parseWebGpuOptions(raw: Readonly<Record<string, unknown>>): WebGpuOptions {
-  const o = (typeof raw.webgpu === 'object' && raw.webgpu !== null ? raw.webgpu : raw) as Readonly<
+  // The runtime passes every backend's options keyed by kind: { cpu: {...}, webgpu: {...} }.
+  const o = (typeof raw.webgpu === 'object' && raw.webgpu !== null ? raw.webgpu : {}) as Readonly<
     Record<string, unknown>
   >;
   let backends = defaultBackends();

@@ -128,6 +128,9 @@ export class WebGpuDevice implements Device {
         maxComputeInvocationsPerWorkgroup: l.maxComputeInvocationsPerWorkgroup,
         maxComputeWorkgroupsPerDimension: l.maxComputeWorkgroupsPerDimension,
         tried: found.attempts.join('; '),
+        // Dawn's OpenGL ES backend runs the work inside queue.submit (seen on Mesa llvmpipe): the
+        // event loop is blocked for a kernel's duration there. Vulkan, Metal and D3D12 submit asynchronously.
+        blockingSubmit: found.backend === 'opengles',
       },
     };
     gpu.addEventListener('uncapturederror', (ev) => {
