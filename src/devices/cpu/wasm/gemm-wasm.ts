@@ -44,6 +44,8 @@ export class WasmGemm {
     readonly memory: WasmMemory,
     private readonly raw: RawSgemm,
     workspaceBytes: number,
+    /** Staging budget in f32 elements; larger problems are cut into blocks (tests lower it). */
+    private readonly stagingElements = STAGING_ELEMENTS,
   ) {
     this.dataOffset = Math.ceil(workspaceBytes / 64) * 64;
   }
@@ -73,8 +75,8 @@ export class WasmGemm {
   sgemm: CpuBlas['sgemm'] = (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) => {
     if (m === 0 || n === 0) return;
     let block = Math.max(m, n);
-    if (m * k + k * n + m * n > STAGING_ELEMENTS) {
-      block = Math.max(64, Math.floor(Math.sqrt(k * k + STAGING_ELEMENTS) - k));
+    if (m * k + k * n + m * n > this.stagingElements) {
+      block = Math.max(64, Math.floor(Math.sqrt(k * k + this.stagingElements) - k));
     }
     for (let i0 = 0; i0 < m; i0 += block) {
       for (let j0 = 0; j0 < n; j0 += block) {
@@ -165,7 +167,7 @@ export type WasmGemmLoad =
   { readonly gemm: WasmGemm; readonly reason?: undefined } | { readonly gemm: null; readonly reason: string };
 
 /** Compiles and instantiates the engine from `file`; never throws, says why it failed. */
-export function loadWasmGemm(file: URL = WASM_GEMM_FILE): WasmGemmLoad {
+export function loadWasmGemm(file: URL = WASM_GEMM_FILE, stagingElements = STAGING_ELEMENTS): WasmGemmLoad {
   let bytes: Uint8Array;
   try {
     bytes = readFileSync(file);
@@ -180,7 +182,7 @@ export function loadWasmGemm(file: URL = WASM_GEMM_FILE): WasmGemmLoad {
     const memory = new wasmApi.Memory({ initial: 1, maximum: 65536, shared: true });
     const instance = new wasmApi.Instance(module, { env: { memory } });
     const workspaceBytes = (instance.exports.workspace_bytes as () => number)();
-    const gemm = new WasmGemm(memory, instance.exports.sgemm as RawSgemm, workspaceBytes);
+    const gemm = new WasmGemm(memory, instance.exports.sgemm as RawSgemm, workspaceBytes, stagingElements);
     gemm.ensureBytes(gemm.dataOffset);
     return { gemm };
   } catch (e) {
