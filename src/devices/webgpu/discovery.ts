@@ -75,7 +75,8 @@ export async function discoverAdapter(opts: WebGpuOptions): Promise<Discovery> {
       attempts.push(`${backend}: no adapter (driver or loader library missing?)`);
       continue;
     }
-    const software = isSoftware(found.adapter);
+    // Dawn's null backend computes nothing: never a hardware choice.
+    const software = backend === 'null' || isSoftware(found.adapter);
     attempts.push(
       `${backend}: ${adapterName(found.adapter)} (${found.featureLevel}${software ? ', software' : ''})`,
     );

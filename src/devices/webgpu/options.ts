@@ -6,7 +6,8 @@
  */
 import { TandemError } from '../../core/errors.js';
 
-export const DAWN_BACKENDS = ['vulkan', 'metal', 'd3d12', 'opengles'] as const;
+/** 'null' is Dawn's compile-only backend (validates WGSL, runs nothing): tests use it to compile f16 kernels. */
+export const DAWN_BACKENDS = ['vulkan', 'metal', 'd3d12', 'opengles', 'null'] as const;
 export type DawnBackend = (typeof DAWN_BACKENDS)[number];
 
 export interface WebGpuOptions {
