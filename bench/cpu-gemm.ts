@@ -181,8 +181,37 @@ async function concurrentWasm(threads: number): Promise<void> {
   );
 }
 
+/** f64: the wasm engine's f64x2 kernel beside the TS engine and OpenBLAS dgemm on one thread. */
+function float64Rows(): void {
+  const [x, y, z] = [new Float64Array(n * n), new Float64Array(n * n), new Float64Array(n * n)];
+  const rnd = seededRandom(5);
+  for (let i = 0; i < n * n; i++) [x[i], y[i]] = [rnd() - 0.5, rnd() - 0.5];
+  const out: string[] = [];
+  const add = (engine: string, run: () => void): void => {
+    const t = time(run);
+    out.push(
+      `  ${engine.padEnd(26)} ${(flops / t.best / 1e9).toFixed(2).padStart(8)} ${(flops / t.median / 1e9).toFixed(2).padStart(8)}`,
+    );
+  };
+  add('ts (reference engine)', () =>
+    gemmTs({ m: n, n, k: n, alpha: 1, beta: 0, transA: false, transB: false }, x, y, z),
+  );
+  const g = loadWasmGemm().gemm;
+  if (g) add('wasm simd f64x2', () => g.dgemm(false, false, n, n, n, 1, x, n, y, n, 0, z, n));
+  const ob = loadOpenBlas().blas;
+  if (ob) {
+    const threads = ob.getThreads();
+    ob.setThreads(1);
+    add('openblas dgemm, 1 thread', () => ob.dgemm(false, false, n, n, n, 1, x, n, y, n, 0, z, n));
+    ob.setThreads(threads);
+  }
+  console.log(`CPU GEMM f64 n=${n} (GFLOP/s, best and median)`);
+  for (const line of out) console.log(line);
+}
+
 if (isMainThread) {
   sideBySide();
+  float64Rows();
   await concurrentWasm(arg('threads', availableParallelism()));
 } else if (workerData === 'wasm') {
   wasmWorker();

@@ -45,6 +45,16 @@ void describe('wasm gemm engine', { skip: wasm.reason ?? false }, () => {
     });
   }
 
+  void it('dgemm: blocks, transposes and beta in float64 precision', () => {
+    const a = Float64Array.from(random(k * m, 6));
+    const b = Float64Array.from(random(n * k, 7));
+    const c = Float64Array.from(random(m * n, 8));
+    const p = { alpha: 0.75, beta: -2, transA: true, transB: true };
+    const want = gemmValues(a, b, c, m, n, k, p);
+    wasm.gemm!.dgemm(true, true, m, n, k, 0.75, a, m, b, k, -2, c, n);
+    assertClose(c, want, 1e-14 * k, 'c');
+  });
+
   void it('computes in place on operands inside its memory', () => {
     const g = wasm.gemm!;
     g.ensureBytes(g.dataOffset + 4 * (m * k + k * n + m * n));

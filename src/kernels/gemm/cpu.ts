@@ -1,11 +1,10 @@
 /**
  * CPU gemm: picks the engine the worker was told to use (ctx.gemmEngine). f16/bf16 are decoded to f32,
- * multiplied by the f32 engine and rounded back once. The WebAssembly engine covers f32 only; f64 under
- * the 'wasm' engine runs on the TS engine (there is no f64 SIMD kernel yet).
+ * multiplied by the f32 engine and rounded back once. Every engine covers f32 and f64.
  */
 import { TandemError } from '../../core/errors.js';
 import type { CpuArg, CpuKernel, CpuKernelContext } from '../../devices/cpu/kernel-api.js';
-import { wasmSgemm } from '../../devices/cpu/wasm/gemm-wasm.js';
+import { wasmGemm, wasmSgemm } from '../../devices/cpu/wasm/gemm-wasm.js';
 import { encodeHalf, floatCopyOf, isHalf, type FloatArray } from '../common/cpu-float.js';
 import { gemmDims, gemmParams, type GemmParams } from './params.js';
 import { type GemmCall, gemmTs, scaleC } from './ts-engine.js';
@@ -57,13 +56,14 @@ function runF32(ctx: CpuKernelContext, g: GemmCall, a: Float32Array, b: Float32A
 }
 
 function runF64(ctx: CpuKernelContext, g: GemmCall, a: Float64Array, b: Float64Array, c: Float64Array): void {
-  if (ctx.gemmEngine !== 'openblas') {
+  if (ctx.gemmEngine === 'ts') {
     gemmTs(g, a, b, c);
     return;
   }
   const lda = g.transA ? g.m : g.k;
   const ldb = g.transB ? g.k : g.n;
-  requireBlas(ctx).dgemm(g.transA, g.transB, g.m, g.n, g.k, g.alpha, a, lda, b, ldb, g.beta, c, g.n);
+  const engine = ctx.gemmEngine === 'openblas' ? requireBlas(ctx) : wasmGemm();
+  engine.dgemm(g.transA, g.transB, g.m, g.n, g.k, g.alpha, a, lda, b, ldb, g.beta, c, g.n);
 }
 
 function call(args: readonly CpuArg[], p: GemmParams): GemmCall {

@@ -1,6 +1,6 @@
 /**
  * Build step (`npm run build:wasm`, after tsc): assembles the generated GEMM WAT with wabt into
- * gemm-f32.wasm next to the compiled loader (dist/src/devices/cpu/wasm/), plus the .wat for reading.
+ * gemm.wasm next to the compiled loader (dist/src/devices/cpu/wasm/), plus the .wat for reading.
  * Tuning: `node dist/src/devices/cpu/wasm/build.js --mr 2 --nr 16 --kc 256 --mc 128 --nc 512 --unroll 1`.
  */
 import { writeFileSync } from 'node:fs';
@@ -24,7 +24,7 @@ function optionsFromArgs(argv: readonly string[]): GemmWatOptions {
 export async function buildGemmWasm(options: GemmWatOptions, outFile: URL): Promise<number> {
   const wabt = await wabtInit();
   const text = gemmWat(options);
-  const mod = wabt.parseWat('gemm-f32.wat', text, { simd: true, threads: true });
+  const mod = wabt.parseWat('gemm.wat', text, { simd: true, threads: true });
   try {
     const { buffer } = mod.toBinary({});
     // wabt's validate() ignores the feature flags (rejects shared memory); V8 is the validator that matters.
@@ -39,7 +39,7 @@ export async function buildGemmWasm(options: GemmWatOptions, outFile: URL): Prom
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const options = optionsFromArgs(process.argv.slice(2));
-  const out = new URL('./gemm-f32.wasm', import.meta.url);
+  const out = new URL('./gemm.wasm', import.meta.url);
   const bytes = await buildGemmWasm(options, out);
   console.log(`wrote ${fileURLToPath(out)} (${bytes} bytes, ${JSON.stringify(options)})`);
 }

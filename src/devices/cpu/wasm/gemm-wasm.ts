@@ -1,6 +1,6 @@
 /**
- * The WebAssembly SIMD f32 GEMM engine (used when OpenBLAS is absent). One instance per worker thread,
- * created on first use from gemm-f32.wasm (built by `npm run build:wasm`), over its own shared
+ * The WebAssembly SIMD GEMM engine (f32 and f64; used when OpenBLAS is absent). One instance per worker
+ * thread, created on first use from gemm.wasm (built by `npm run build:wasm`), over its own shared
  * WebAssembly.Memory laid out as [workspace | staging].
  *
  * Tensors live in the runtime's SharedArrayBuffers, which a wasm instance cannot address, so operands
@@ -14,10 +14,11 @@ import { TandemError } from '../../../core/errors.js';
 import type { CpuBlas } from '../kernel-api.js';
 import { WASM_PAGE_BYTES, type WasmMemory, wasmApi } from './wasm-api.js';
 
-/** Staging budget in f32 elements (256 MiB): A, B and C blocks together. */
+/** Staging budget in elements (A, B and C blocks together): 64 Mi elements, 256 MiB of f32. */
 const STAGING_ELEMENTS = 64 * 1024 * 1024;
 
-type RawSgemm = (
+/** The module's exports sgemm/dgemm: byte offsets into the memory, leading dimensions in elements. */
+type RawGemm = (
   ta: number,
   tb: number,
   m: number,
@@ -34,20 +35,33 @@ type RawSgemm = (
   work: number,
 ) => void;
 
-export const WASM_GEMM_FILE = new URL('./gemm-f32.wasm', import.meta.url);
+type Floats = Float32Array | Float64Array;
+
+/** Everything that differs between the f32 and f64 paths. */
+interface Precision<T extends Floats> {
+  readonly raw: RawGemm;
+  readonly bytes: number;
+  view(buffer: SharedArrayBuffer): T;
+}
+
+export const WASM_GEMM_FILE = new URL('./gemm.wasm', import.meta.url);
 
 export class WasmGemm {
   /** Byte offset where staging (or in-place tensors) may start: after the kernel's workspace. */
   readonly dataOffset: number;
+  private readonly f32: Precision<Float32Array>;
+  private readonly f64: Precision<Float64Array>;
 
   constructor(
     readonly memory: WasmMemory,
-    private readonly raw: RawSgemm,
+    raw: { readonly sgemm: RawGemm; readonly dgemm: RawGemm },
     workspaceBytes: number,
-    /** Staging budget in f32 elements; larger problems are cut into blocks (tests lower it). */
+    /** Staging budget in elements; larger problems are cut into blocks (tests lower it). */
     private readonly stagingElements = STAGING_ELEMENTS,
   ) {
     this.dataOffset = Math.ceil(workspaceBytes / 64) * 64;
+    this.f32 = { raw: raw.sgemm, bytes: 4, view: (b) => new Float32Array(b) };
+    this.f64 = { raw: raw.dgemm, bytes: 8, view: (b) => new Float64Array(b) };
   }
 
   /** Grows the memory so that it holds at least `bytes`. */
@@ -68,73 +82,61 @@ export class WasmGemm {
 
   /** Operands already inside `memory` (views over memory.buffer): no copies. */
   sgemmInPlace: CpuBlas['sgemm'] = (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) => {
-    this.raw(+ta, +tb, m, n, k, alpha, a.byteOffset, lda, b.byteOffset, ldb, beta, c.byteOffset, ldc, 0);
+    this.f32.raw(+ta, +tb, m, n, k, alpha, a.byteOffset, lda, b.byteOffset, ldb, beta, c.byteOffset, ldc, 0);
   };
 
   /** Row-major sgemm on any Float32Arrays, staging operands through the wasm memory. */
-  sgemm: CpuBlas['sgemm'] = (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) => {
+  sgemm: CpuBlas['sgemm'] = (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) =>
+    this.staged(this.f32, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+
+  /** Row-major dgemm on any Float64Arrays, staging operands through the wasm memory. */
+  dgemm: CpuBlas['dgemm'] = (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) =>
+    this.staged(this.f64, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+
+  private staged<T extends Floats>(
+    p: Precision<T>,
+    ta: boolean,
+    tb: boolean,
+    m: number,
+    n: number,
+    k: number,
+    alpha: number,
+    a: T,
+    lda: number,
+    b: T,
+    ldb: number,
+    beta: number,
+    c: T,
+    ldc: number,
+  ): void {
     if (m === 0 || n === 0) return;
     let block = Math.max(m, n);
     if (m * k + k * n + m * n > this.stagingElements) {
       block = Math.max(64, Math.floor(Math.sqrt(k * k + this.stagingElements) - k));
     }
     for (let i0 = 0; i0 < m; i0 += block) {
+      const mb = Math.min(block, m - i0);
       for (let j0 = 0; j0 < n; j0 += block) {
-        this.sgemmBlock(
-          ta,
-          tb,
-          i0,
-          Math.min(block, m - i0),
-          j0,
-          Math.min(block, n - j0),
-          k,
-          alpha,
-          a,
-          lda,
-          b,
-          ldb,
-          beta,
-          c,
-          ldc,
-        );
+        const nb = Math.min(block, n - j0);
+        const eb = p.bytes;
+        const aAt = this.dataOffset;
+        const bAt = aAt + align16(eb * mb * k);
+        const cAt = bAt + align16(eb * k * nb);
+        this.ensureBytes(cAt + eb * mb * nb);
+        const heap = p.view(this.memory.buffer);
+        // op(A) rows i0.. as stored: A [m,k] rows, or A [k,m] column slices (the kernel reads either).
+        if (ta) copyRows(a, lda, 0, i0, k, mb, heap, aAt / eb);
+        else copyRows(a, lda, i0, 0, mb, k, heap, aAt / eb);
+        if (tb) copyRows(b, ldb, j0, 0, nb, k, heap, bAt / eb);
+        else copyRows(b, ldb, 0, j0, k, nb, heap, bAt / eb);
+        // beta = 0: the kernel clears C itself, so its old contents need not come in.
+        if (beta !== 0) copyRows(c, ldc, i0, j0, mb, nb, heap, cAt / eb);
+        p.raw(+ta, +tb, mb, nb, k, alpha, aAt, ta ? mb : k, bAt, tb ? k : nb, beta, cAt, nb, 0);
+        const c0 = cAt / eb;
+        for (let i = 0; i < mb; i++)
+          c.set(heap.subarray(c0 + i * nb, c0 + (i + 1) * nb), (i0 + i) * ldc + j0);
       }
     }
-  };
-
-  private sgemmBlock(
-    ta: boolean,
-    tb: boolean,
-    i0: number,
-    mb: number,
-    j0: number,
-    nb: number,
-    k: number,
-    alpha: number,
-    a: Float32Array,
-    lda: number,
-    b: Float32Array,
-    ldb: number,
-    beta: number,
-    c: Float32Array,
-    ldc: number,
-  ): void {
-    const aAt = this.dataOffset;
-    const bAt = aAt + align16(4 * mb * k);
-    const cAt = bAt + align16(4 * k * nb);
-    this.ensureBytes(cAt + 4 * mb * nb);
-    const heap = new Float32Array(this.memory.buffer);
-    // op(A) rows i0.. as stored: A [m,k] rows, or A [k,m] column slices (the kernel reads either).
-    const aLd = ta ? mb : k;
-    if (ta) copyRows(a, lda, 0, i0, k, mb, heap, aAt / 4);
-    else copyRows(a, lda, i0, 0, mb, k, heap, aAt / 4);
-    const bLd = tb ? k : nb;
-    if (tb) copyRows(b, ldb, j0, 0, nb, k, heap, bAt / 4);
-    else copyRows(b, ldb, 0, j0, k, nb, heap, bAt / 4);
-    // beta = 0: the kernel clears C itself, so its old contents need not come in.
-    if (beta !== 0) copyRows(c, ldc, i0, j0, mb, nb, heap, cAt / 4);
-    this.raw(+ta, +tb, mb, nb, k, alpha, aAt, aLd, bAt, bLd, beta, cAt, nb, 0);
-    for (let i = 0; i < mb; i++)
-      c.set(heap.subarray(cAt / 4 + i * nb, cAt / 4 + (i + 1) * nb), (i0 + i) * ldc + j0);
   }
 }
 
@@ -143,14 +145,14 @@ function align16(bytes: number): number {
 }
 
 /** Copies rows r0..r0+rows, columns c0..c0+cols of a row-major matrix into contiguous rows at `at`. */
-function copyRows(
-  src: Float32Array,
+function copyRows<T extends Floats>(
+  src: T,
   ld: number,
   r0: number,
   c0: number,
   rows: number,
   cols: number,
-  heap: Float32Array,
+  heap: T,
   at: number,
 ): void {
   if (ld === cols && c0 === 0) {
@@ -180,9 +182,9 @@ export function loadWasmGemm(file: URL = WASM_GEMM_FILE, stagingElements = STAGI
   try {
     const module = new wasmApi.Module(bytes);
     const memory = new wasmApi.Memory({ initial: 1, maximum: 65536, shared: true });
-    const instance = new wasmApi.Instance(module, { env: { memory } });
-    const workspaceBytes = (instance.exports.workspace_bytes as () => number)();
-    const gemm = new WasmGemm(memory, instance.exports.sgemm as RawSgemm, workspaceBytes, stagingElements);
+    const { exports } = new wasmApi.Instance(module, { env: { memory } });
+    const raw = { sgemm: exports.sgemm as RawGemm, dgemm: exports.dgemm as RawGemm };
+    const gemm = new WasmGemm(memory, raw, (exports.workspace_bytes as () => number)(), stagingElements);
     gemm.ensureBytes(gemm.dataOffset);
     return { gemm };
   } catch (e) {
@@ -196,10 +198,15 @@ export function loadWasmGemm(file: URL = WASM_GEMM_FILE, stagingElements = STAGI
 let loaded: WasmGemmLoad | null = null;
 
 /** This thread's engine (compiled once per worker); throws TANDEM_ERR_DEVICE_UNAVAILABLE with the reason. */
-export function wasmSgemm(): CpuBlas['sgemm'] {
+export function wasmGemm(): WasmGemm {
   loaded ??= loadWasmGemm();
   if (loaded.gemm === null) throw new TandemError('TANDEM_ERR_DEVICE_UNAVAILABLE', `gemm: ${loaded.reason}`);
-  return loaded.gemm.sgemm;
+  return loaded.gemm;
+}
+
+/** This thread's f32 entry point (see wasmGemm). */
+export function wasmSgemm(): CpuBlas['sgemm'] {
+  return wasmGemm().sgemm;
 }
 
 /** Whether the engine can load here, and why not (for backend status and test skips). */
