@@ -37,7 +37,8 @@ export function runCpuCase(c: ConformanceCase, engine: GemmEngine, seed = 1): st
   const args: CpuArg[] = def.args.map((spec) => {
     const desc = prepared.descs[spec.name]!;
     const init = prepared.initial[spec.name]!;
-    const data = hostView(desc.dtype, new SharedArrayBuffer(Math.max(desc.bytes, 8)), 0, init.length);
+    // Views start 64 bytes into a larger buffer, as they do when the host pool sub-allocates.
+    const data = hostView(desc.dtype, new SharedArrayBuffer(desc.bytes + 128), 64, init.length);
     (data as Uint8Array).set(init as Uint8Array);
     results[spec.name] = data;
     return { data, desc };
