@@ -21,7 +21,7 @@ done
 if [ -d .gpu/node_modules/koffi/build ]; then
   find .gpu/node_modules/koffi/build -mindepth 2 -maxdepth 2 -type d ! -name linux_x64 -exec rm -rf {} +
 fi
-rm -rf .gpu/node_modules/@koromix/koffi-linux-x64/musl_x64 .gpu/node_modules/koffi/src .gpu/node_modules/koffi/vendor .gpu/node_modules/koffi/doc
+rm -rf .gpu/node_modules/@koromix/koffi-linux-x64/musl_x64 .gpu/node_modules/koffi/vendor .gpu/node_modules/koffi/doc
 # webgpu: keep dist/linux-x64, with dawn.node xz'd (run.sh unpacks it).
 if [ -d .gpu/node_modules/webgpu/dist ]; then
   find .gpu/node_modules/webgpu/dist -mindepth 1 -maxdepth 1 -type d ! -name linux-x64 -exec rm -rf {} +

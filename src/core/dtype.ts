@@ -13,7 +13,10 @@ export function isDType(x: unknown): x is DType {
 
 export function assertDType(x: unknown, what = 'dtype'): DType {
   if (!isDType(x)) {
-    throw new TandemError('TANDEM_ERR_DTYPE', `${what} must be one of ${DTYPES.join(', ')}, got ${JSON.stringify(x)}`);
+    throw new TandemError(
+      'TANDEM_ERR_DTYPE',
+      `${what} must be one of ${DTYPES.join(', ')}, got ${JSON.stringify(x)}`,
+    );
   }
   return x;
 }
@@ -30,7 +33,12 @@ export function isFloat(dtype: DType): boolean {
  * A typed view over raw bytes. f16 and bf16 have no JS array type, so they are stored as raw
  * 16-bit words (Uint16Array); use `toNumbers`/`fromNumbers` to convert.
  */
-export function hostView(dtype: DType, buffer: ArrayBufferLike, byteOffset: number, length: number): HostArray {
+export function hostView(
+  dtype: DType,
+  buffer: ArrayBufferLike,
+  byteOffset: number,
+  length: number,
+): HostArray {
   switch (dtype) {
     case 'f32':
       return new Float32Array(buffer, byteOffset, length);

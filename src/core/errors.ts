@@ -30,7 +30,10 @@ export const ERROR_CATALOGUE = {
   TANDEM_ERR_QUOTA: { http: 429, summary: 'a tenant quota is exhausted' },
   TANDEM_ERR_CONFLICT: { http: 409, summary: 'the request conflicts with the current state' },
   TANDEM_ERR_UNAVAILABLE: { http: 503, summary: 'a dependency (database, queue) is unreachable' },
-  TANDEM_ERR_MALFORMED_REQUEST: { http: 400, summary: 'the request body is not valid JSON or not the expected media type' },
+  TANDEM_ERR_MALFORMED_REQUEST: {
+    http: 400,
+    summary: 'the request body is not valid JSON or not the expected media type',
+  },
   TANDEM_ERR_UNKNOWN_JOB_TYPE: { http: 400, summary: 'no job type is registered under this name' },
   TANDEM_ERR_PAYLOAD_TOO_LARGE: { http: 413, summary: 'the request body exceeds the configured limit' },
   TANDEM_ERR_NOT_READY: { http: 409, summary: 'the job has not produced this yet (still queued or running)' },
@@ -43,7 +46,12 @@ export class TandemError extends Error {
   readonly code: ErrorCode;
   readonly details: Readonly<Record<string, unknown>>;
 
-  constructor(code: ErrorCode, message: string, details: Record<string, unknown> = {}, options?: { cause?: unknown }) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    details: Record<string, unknown> = {},
+    options?: { cause?: unknown },
+  ) {
     super(`${code}: ${message}`, options);
     this.name = 'TandemError';
     this.code = code;

@@ -19,14 +19,18 @@ export function assertSize(value: unknown, what: string, { min = 0, max = MAX_EL
 
 export function assertShape(shape: unknown, what = 'shape'): Shape {
   if (!Array.isArray(shape)) throw new TandemError('TANDEM_ERR_SHAPE', `${what} must be an array of sizes`);
-  if (shape.length > MAX_RANK) throw new TandemError('TANDEM_ERR_SHAPE', `${what} has rank ${shape.length} > ${MAX_RANK}`);
+  if (shape.length > MAX_RANK)
+    throw new TandemError('TANDEM_ERR_SHAPE', `${what} has rank ${shape.length} > ${MAX_RANK}`);
   let n = 1;
   shape.forEach((d, i) => {
     assertSize(d, `${what}[${i}]`);
     n *= d as number;
   });
   if (n > MAX_ELEMENTS) {
-    throw new TandemError('TANDEM_ERR_SIZE', `${what} [${shape.join(', ')}] has ${n} elements, more than ${MAX_ELEMENTS}`);
+    throw new TandemError(
+      'TANDEM_ERR_SIZE',
+      `${what} [${shape.join(', ')}] has ${n} elements, more than ${MAX_ELEMENTS}`,
+    );
   }
   return Object.freeze([...(shape as number[])]);
 }

@@ -14,8 +14,36 @@ export type Transpose = boolean;
 
 /** Row-major BLAS/LAPACK entry points (bound to OpenBLAS through koffi inside the worker). */
 export interface CpuBlas {
-  sgemm(ta: Transpose, tb: Transpose, m: number, n: number, k: number, alpha: number, a: Float32Array, lda: number, b: Float32Array, ldb: number, beta: number, c: Float32Array, ldc: number): void;
-  dgemm(ta: Transpose, tb: Transpose, m: number, n: number, k: number, alpha: number, a: Float64Array, lda: number, b: Float64Array, ldb: number, beta: number, c: Float64Array, ldc: number): void;
+  sgemm(
+    ta: Transpose,
+    tb: Transpose,
+    m: number,
+    n: number,
+    k: number,
+    alpha: number,
+    a: Float32Array,
+    lda: number,
+    b: Float32Array,
+    ldb: number,
+    beta: number,
+    c: Float32Array,
+    ldc: number,
+  ): void;
+  dgemm(
+    ta: Transpose,
+    tb: Transpose,
+    m: number,
+    n: number,
+    k: number,
+    alpha: number,
+    a: Float64Array,
+    lda: number,
+    b: Float64Array,
+    ldb: number,
+    beta: number,
+    c: Float64Array,
+    ldc: number,
+  ): void;
 }
 
 export interface CpuKernelContext {

@@ -1,0 +1,82 @@
+/**
+ * `tandem <command>`: a client of the runtime (devices, run, bench) or of the service (serve,
+ * submit, jobs ...). Every command takes --json for machine-readable output.
+ */
+import { TandemError } from '../core/errors.js';
+import { reportError, type Command } from './output.js';
+import { demoCommand, devicesCommand, runGemmCommand, unknownSub } from './runtime-commands.js';
+
+/** Loads a command module lazily so that `tandem devices` never pays for the service's imports. */
+function lazy(path: string, name: string): Command {
+  return async (argv) => {
+    const mod = (await import(path)) as Record<string, Command | undefined>;
+    const cmd = mod[name];
+    if (!cmd) throw new TandemError('TANDEM_ERR_INTERNAL', `${path} does not export ${name}`);
+    return cmd(argv);
+  };
+}
+
+const RUN: Record<string, Command> = {
+  gemm: runGemmCommand,
+  md: lazy('./workload-commands.js', 'runMdCommand'),
+  option: lazy('./workload-commands.js', 'runOptionCommand'),
+  var: lazy('./workload-commands.js', 'runVarCommand'),
+};
+
+const BENCH: Record<string, Command> = {
+  overhead: lazy('../../bench/overhead.js', 'main'),
+  gemm: lazy('../../bench/gemm.js', 'main'),
+  sched: lazy('../../bench/sched.js', 'main'),
+};
+
+const COMMANDS: Record<string, Command> = {
+  devices: devicesCommand,
+  demo: demoCommand,
+  run: (argv) => (RUN[argv[0] ?? ''] ?? (() => unknownSub('run', argv[0], Object.keys(RUN))))(argv.slice(1)),
+  bench: (argv) =>
+    (BENCH[argv[0] ?? ''] ?? (() => unknownSub('bench', argv[0], Object.keys(BENCH))))(argv.slice(1)),
+  models: lazy('./model-commands.js', 'modelsCommand'),
+  serve: lazy('./service-commands.js', 'serveCommand'),
+  submit: lazy('./service-commands.js', 'submitCommand'),
+  jobs: lazy('./service-commands.js', 'jobsCommand'),
+  status: lazy('./service-commands.js', 'statusCommand'),
+  cancel: lazy('./service-commands.js', 'cancelCommand'),
+  trace: lazy('./service-commands.js', 'traceCommand'),
+  keys: lazy('./service-commands.js', 'keysCommand'),
+  agent: lazy('./agent-commands.js', 'agentCommand'),
+};
+
+const HELP = `tandem — CPUs, CUDA GPUs and WebGPU devices working in tandem
+
+  tandem devices                          every backend, with its devices and measured figures
+  tandem run gemm --n 2048 --dtype f32 [--device cpu] [--trace out.json]
+  tandem bench overhead | gemm --device cpu --n 2048 | sched
+  tandem serve [--port 8080] [--data-dir .tandem/data]
+  tandem submit <type> [--param k=v ...] [--wait]    tandem jobs | status <id> | cancel <id> | trace <id> -o f.json
+
+Every command takes --json.`;
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === 'help' || name === '--help' || name === '-h') {
+    process.stdout.write(`${HELP}\n`);
+    return name ? 0 : 1;
+  }
+  const cmd = COMMANDS[name];
+  if (!cmd)
+    throw new TandemError(
+      'TANDEM_ERR_INVALID_ARGUMENT',
+      `unknown command ${JSON.stringify(name)}; run \`tandem help\``,
+    );
+  return cmd(rest);
+}
+
+const argv = process.argv.slice(2);
+main(argv).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (e: unknown) => {
+    process.exitCode = reportError(e, argv.includes('--json'));
+  },
+);

@@ -1,0 +1,146 @@
+/**
+ * A CPU worker thread: runs batches of kernel launches on views of shared host buffers, in order,
+ * and reports completions in batches (at least every millisecond) so that tiny tasks cost little.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { hostView } from '../../core/dtype.js';
+import { KERNEL_IMPLS } from '../../kernels/register.js';
+import type { CpuArg, CpuKernel, CpuKernelContext } from './kernel-api.js';
+import { loadOpenBlas } from './openblas.js';
+import {
+  TASK_STRIDE,
+  type CustomCpuImpl,
+  type FromWorker,
+  type ToWorker,
+  type WireExtra,
+  type WorkerConfig,
+} from './protocol.js';
+
+const config = workerData as WorkerConfig;
+const port = parentPort!;
+const kernels = new Map<string, CpuKernel>();
+for (const e of KERNEL_IMPLS) if (e.backend === 'cpu') kernels.set(e.op, e.impl as CpuKernel);
+
+const ops: string[] = [];
+const buffers = new Map<number, SharedArrayBuffer>();
+const failed = new Set<number>();
+const customs = new Map<string, CpuKernel>();
+
+const blasLoad = config.gemmEngine === 'wasm' || config.gemmEngine === 'ts' ? null : loadOpenBlas();
+const blas = blasLoad?.blas ?? null;
+const engine: CpuKernelContext['gemmEngine'] =
+  config.gemmEngine === 'auto' ? (blas ? 'openblas' : 'wasm') : config.gemmEngine;
+const ctx: CpuKernelContext = { blas, gemmEngine: engine, workerIndex: config.index };
+
+const epoch = (): number => performance.timeOrigin + performance.now();
+
+async function customKernel(c: CustomCpuImpl): Promise<CpuKernel> {
+  const key = `${c.module}#${c.export}`;
+  let k = customs.get(key);
+  if (!k) {
+    const mod = (await import(c.module)) as Record<string, unknown>;
+    const f = mod[c.export];
+    if (typeof f !== 'function') throw new Error(`${c.module} has no exported function ${c.export}`);
+    k = f as CpuKernel;
+    customs.set(key, k);
+  }
+  return k;
+}
+
+function errorOf(e: unknown): [string, string] {
+  if (e && typeof e === 'object' && 'code' in e && typeof (e as { code: unknown }).code === 'string') {
+    const code = (e as { code: string }).code;
+    if (code.startsWith('TANDEM_ERR_')) return [code, (e as unknown as Error).message];
+  }
+  return ['TANDEM_ERR_KERNEL_FAILED', e instanceof Error ? `${e.name}: ${e.message}` : String(e)];
+}
+
+function numelOf(shape: readonly number[]): number {
+  let n = 1;
+  for (const d of shape) n *= d;
+  return n;
+}
+
+function argsOf(x: WireExtra): CpuArg[] {
+  return x.buffers.map((id, i) => {
+    const d = x.descs[i]!;
+    const sab = buffers.get(id);
+    if (!sab) throw new Error(`buffer ${id} is unknown to worker ${config.index}`);
+    return { data: hostView(d.dtype, sab, 0, numelOf(d.shape)), desc: d };
+  });
+}
+
+const NO_ARGS: CpuArg[] = [];
+const NO_SCALARS = {};
+
+async function runBatch(tasks: readonly number[], extras: readonly WireExtra[]): Promise<void> {
+  let results: number[] = [];
+  let errors: Array<[number, string, string]> = [];
+  let lastPost = epoch();
+  for (let i = 0; i < tasks.length; i += TASK_STRIDE) {
+    const id = tasks[i]!;
+    const extra = tasks[i + 2]! >= 0 ? extras[tasks[i + 2]!]! : null;
+    const start = epoch();
+    let ok = 1;
+    const pred = tasks[i + 3]!;
+    if ((pred >= 0 && failed.has(pred)) || (extra && extra.after.some((p) => failed.has(p)))) {
+      ok = 0;
+      errors.push([id, 'TANDEM_ERR_DEPENDENCY_FAILED', 'a predecessor in this queue failed']);
+    } else {
+      try {
+        const op = ops[tasks[i + 1]!]!;
+        const kernel = extra?.custom ? await customKernel(extra.custom) : kernels.get(op);
+        if (!kernel)
+          throw Object.assign(new Error(`no CPU implementation of ${op}`), {
+            code: 'TANDEM_ERR_UNKNOWN_KERNEL',
+          });
+        kernel(extra ? argsOf(extra) : NO_ARGS, extra ? extra.scalars : NO_SCALARS, ctx);
+      } catch (e) {
+        ok = 0;
+        const [code, msg] = errorOf(e);
+        errors.push([id, code, msg]);
+      }
+    }
+    if (!ok) failed.add(id);
+    const end = epoch();
+    results.push(id, ok, start, end);
+    if (end - lastPost > 1) {
+      post({ t: 'done', results, errors });
+      results = [];
+      errors = [];
+      lastPost = end;
+    }
+  }
+  if (results.length) post({ t: 'done', results, errors });
+  // Ids only matter while their followers are queued (right behind them): keep the newest.
+  if (failed.size > 65536) {
+    let drop = failed.size - 32768;
+    for (const id of failed) {
+      if (drop-- <= 0) break;
+      failed.delete(id);
+    }
+  }
+}
+
+function post(m: FromWorker): void {
+  port.postMessage(m);
+}
+
+let chain: Promise<void> = Promise.resolve();
+port.on('message', (m: ToWorker) => {
+  if (m.t === 'run') {
+    for (const op of m.newOps) ops.push(op);
+    for (const [id, sab] of m.bufs) buffers.set(id, sab);
+    chain = chain.then(() => runBatch(m.tasks, m.extras));
+  } else if (m.t === 'release') {
+    for (const id of m.ids) buffers.delete(id);
+  } else if (m.t === 'stop') {
+    port.close();
+  }
+});
+
+post({
+  t: 'ready',
+  engine,
+  blasReason: blasLoad?.reason ?? `OpenBLAS not used (engine ${config.gemmEngine})`,
+});

@@ -1,0 +1,20 @@
+/**
+ * The built-in backends, loaded on demand so that a missing native library only makes its own
+ * backend unavailable (with the reason) and never stops the others.
+ */
+import type { Backend, DeviceKind } from '../devices/device.js';
+
+async function load(path: string, name: string): Promise<Backend> {
+  const mod = (await import(path)) as Record<string, Backend | undefined>;
+  const b = mod[name];
+  if (!b) throw new Error(`${path} does not export ${name}`);
+  return b;
+}
+
+export const BUILTIN_BACKENDS: Readonly<Record<string, () => Promise<Backend>>> = {
+  cpu: () => load('../devices/cpu/backend.js', 'cpuBackend'),
+  cuda: () => load('../devices/cuda/backend.js', 'cudaBackend'),
+  webgpu: () => load('../devices/webgpu/backend.js', 'webgpuBackend'),
+};
+
+export const DEFAULT_BACKENDS: readonly DeviceKind[] = ['cpu', 'cuda', 'webgpu'];

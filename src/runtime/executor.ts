@@ -1,0 +1,393 @@
+/**
+ * The executor runs the task graph: it tracks dependencies, hands ready tasks to the scheduler
+ * policy, pops work for execution queues with room, brings each task's data to the queue's memory
+ * node, launches, and settles completions. It is callback-driven (no promise per task) so that the
+ * runtime's own cost stays at a few microseconds per task.
+ */
+import { TandemError, asTandemError } from '../core/errors.js';
+import type { LaunchArg, LaunchTiming } from '../devices/device.js';
+import type { Coherence } from '../memory/coherence.js';
+import type { Observer, TaskEvent } from '../obs/observer.js';
+import { nowUs } from '../obs/observer.js';
+import { collectPredecessors, readsFrom, writesTo } from './graph.js';
+import type { PolicyContext, SchedTask, SchedulerPolicy, WorkerSlot } from './policies/policy.js';
+import { NO_TASKS, type Task } from './task.js';
+
+const NO_ARGS: LaunchArg[] = [];
+const NO_IDS: number[] = [];
+
+export class Executor {
+  private outstanding = 0;
+  private idleWaiters: Array<() => void> = [];
+  private pumping = false;
+  private pumpAgain = false;
+  private readonly oneId = [0];
+  tasksCompleted = 0;
+  tasksFailed = 0;
+
+  constructor(
+    readonly workers: readonly WorkerSlot[],
+    readonly policy: SchedulerPolicy,
+    readonly coherence: Coherence,
+    readonly observers: Observer[],
+  ) {
+    const ctx: PolicyContext = {
+      workers,
+      now: nowUs,
+      cost: (t) => (t as Task).cost ?? { flops: 0, bytes: 0 },
+      missingBytes: (t, w) => {
+        const task = t as Task;
+        let bytes = 0;
+        for (let i = 0; i < task.tensors.length; i++) {
+          if (readsFrom(task.modes[i]!)) bytes += coherence.missingBytes(task.tensors[i]!, w.node);
+        }
+        return bytes;
+      },
+      wake: () => this.pump(),
+    };
+    policy.attach(ctx);
+  }
+
+  get pendingTasks(): number {
+    return this.outstanding;
+  }
+
+  submit(task: Task, explicitDeps: readonly Task[]): void {
+    task.submitUs = nowUs();
+    this.outstanding++;
+    const preds =
+      task.tensors.length || explicitDeps.length ? collectPredecessors(task, explicitDeps) : NO_TASKS;
+    let failedPred: Task | null = null;
+    for (const p of preds) {
+      if (p.state === 'failed') {
+        failedPred ??= p;
+        continue;
+      }
+      if (task.predecessors === NO_TASKS) task.predecessors = [];
+      task.predecessors.push(p);
+      p.successors.push(task);
+      task.pending++;
+      if (p.launched) this.mergeForward(task, p.worker!);
+      else task.undispatched++;
+    }
+    if (failedPred) {
+      // Already-registered successors edges are harmless: a failed task ignores completions.
+      this.failCascade(task, dependencyError(task, failedPred));
+      return;
+    }
+    if (task.pending === 0) this.makeReady(task);
+    else this.maybeForward(task);
+  }
+
+  private mergeForward(task: Task, w: WorkerSlot): void {
+    if (task.forwardQueue === null) task.forwardQueue = w;
+    else if (task.forwardQueue !== w) task.forwardMixed = true;
+  }
+
+  /**
+   * Chain forwarding: a task whose unfinished predecessors all sit in one in-order queue may follow
+   * them there at once (its data is, or will be, on that node) instead of waiting a round trip for
+   * their completion. Only the first such follower of a predecessor goes, so fan-outs still spread.
+   */
+  private maybeForward(task: Task): void {
+    const w = task.forwardQueue;
+    if (
+      !this.policy.forwardChains ||
+      task.state !== 'waiting' ||
+      task.undispatched !== 0 ||
+      task.forwardMixed ||
+      !w ||
+      task.hostFn ||
+      !task.eligible.includes(w.index)
+    )
+      return;
+    // All unfinished predecessors must be in w, and w must be free for a follower of each.
+    let inFlight = 0;
+    for (const p of task.predecessors) {
+      if (p.isFinished()) continue;
+      if (p.worker !== w || p.forwardedFollower) return;
+      inFlight++;
+    }
+    for (let i = 0; i < task.tensors.length; i++) {
+      if (readsFrom(task.modes[i]!) && !this.coherence.isLocal(task.tensors[i]!, w.node)) return;
+    }
+    const preds =
+      inFlight === task.predecessors.length
+        ? task.predecessors
+        : task.predecessors.filter((p) => !p.isFinished());
+    for (const p of preds) p.forwardedFollower = true;
+    task.inQueuePreds = preds;
+    task.readyUs = nowUs();
+    this.policy.onForward?.(task, w);
+    this.dispatch(task, w);
+  }
+
+  private makeReady(task: Task): void {
+    task.state = 'ready';
+    task.readyUs = nowUs();
+    if (task.hostFn) {
+      this.dispatchHost(task);
+      return;
+    }
+    if (task.eligible.length === 0) {
+      this.failCascade(
+        task,
+        new TandemError(
+          'TANDEM_ERR_NO_DEVICE',
+          `no device can run ${task.name} (op ${task.op}${task.constraint ? `, device ${task.constraint}` : ''})`,
+        ),
+      );
+      return;
+    }
+    this.policy.push(task);
+    this.pump();
+  }
+
+  /** Fill every queue that has room from the policy. Re-entrant calls are folded into the loop. */
+  pump(): void {
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    this.pumping = true;
+    try {
+      do {
+        this.pumpAgain = false;
+        if (this.policy.pending() === 0) break;
+        for (const w of this.workers) {
+          while (w.inflight < w.queue.depth) {
+            const t = this.policy.pop(w) as Task | undefined;
+            if (!t) break;
+            this.dispatch(t, w);
+          }
+        }
+      } while (this.pumpAgain);
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private dispatch(task: Task, w: WorkerSlot): void {
+    task.state = 'dispatched';
+    task.worker = w;
+    w.inflight++;
+    if (task.tensors.length === 0) {
+      this.launch(task, w, NO_ARGS);
+      return;
+    }
+    const args: LaunchArg[] = [];
+    let waiting = 1;
+    let failed: Error | null = null;
+    const arrived = (err: Error | null): void => {
+      if (err && !failed) failed = err;
+      if (--waiting > 0) return;
+      if (failed)
+        this.complete(task, asTandemError(failed, 'TANDEM_ERR_INTERNAL', `preparing data for ${task.name}`));
+      else this.launch(task, w, args);
+    };
+    try {
+      for (let i = 0; i < task.tensors.length; i++) {
+        const t = task.tensors[i]!;
+        const mode = task.modes[i]!;
+        if (readsFrom(mode)) {
+          waiting++;
+          this.coherence.acquireRead(t, w.node, arrived);
+        } else this.coherence.acquireWrite(t, w.node);
+        args.push({ buffer: this.coherence.bufferOn(t, w.node), desc: t.desc });
+      }
+      for (let i = 0; i < task.tensors.length; i++) {
+        if (writesTo(task.modes[i]!)) this.coherence.commitWrite(task.tensors[i]!, w.node);
+      }
+    } catch (e) {
+      failed ??= e as Error;
+    }
+    arrived(null);
+  }
+
+  private launch(task: Task, w: WorkerSlot, args: LaunchArg[]): void {
+    task.startUs = nowUs();
+    this.policy.onStart?.(task, w);
+    if (this.observers.length) this.emitStart(task);
+    try {
+      w.queue.launch(
+        {
+          taskId: task.id,
+          op: task.op,
+          impl: task.impls.get(w.device.info.kind),
+          args,
+          scalars: task.scalars,
+          after: this.afterIds(task),
+        },
+        (err, timing) => this.finishLaunch(task, err, timing),
+      );
+    } catch (e) {
+      this.finishLaunch(task, e as Error, undefined);
+      return;
+    }
+    task.launched = true;
+    // Now that it sits in its in-order queue, successors may follow it there.
+    for (const s of task.successors) {
+      if (s.state !== 'waiting') continue;
+      s.undispatched--;
+      this.mergeForward(s, w);
+      this.maybeForward(s);
+    }
+  }
+
+  /** Ids of in-queue predecessors; the one-predecessor case reuses a scratch array (queues copy it). */
+  private afterIds(task: Task): readonly number[] {
+    const n = task.inQueuePreds.length;
+    if (n === 0) return NO_IDS;
+    if (n === 1) {
+      this.oneId[0] = task.inQueuePreds[0]!.id;
+      return this.oneId;
+    }
+    return task.inQueuePreds.map((p) => p.id);
+  }
+
+  private finishLaunch(task: Task, err: Error | null, timing: LaunchTiming | undefined): void {
+    if (timing) {
+      task.startUs = timing.startUs;
+      task.endUs = timing.endUs;
+    }
+    // A follower whose in-queue predecessor failed is reported as such, naming the predecessor.
+    const failedPred = task.inQueuePreds.find((p) => p.state === 'failed');
+    const error = failedPred
+      ? dependencyError(task, failedPred)
+      : err
+        ? asTandemError(err, 'TANDEM_ERR_KERNEL_FAILED', `${task.name} on ${task.worker!.queue.id}`)
+        : null;
+    this.complete(task, error);
+  }
+
+  private dispatchHost(task: Task): void {
+    task.state = 'dispatched';
+    let waiting = 1;
+    let failed: Error | null = null;
+    const host = this.coherence.host;
+    const arrived = (err: Error | null): void => {
+      if (err && !failed) failed = err;
+      if (--waiting > 0) return;
+      if (failed)
+        return this.complete(task, asTandemError(failed, 'TANDEM_ERR_INTERNAL', `host access ${task.name}`));
+      try {
+        task.startUs = nowUs();
+        task.hostFn!(task);
+        this.complete(task, null);
+      } catch (e) {
+        this.complete(task, asTandemError(e, 'TANDEM_ERR_INTERNAL', `host access ${task.name}`));
+      }
+    };
+    try {
+      for (let i = 0; i < task.tensors.length; i++) {
+        const t = task.tensors[i]!;
+        if (readsFrom(task.modes[i]!)) {
+          waiting++;
+          this.coherence.acquireRead(t, host, arrived);
+        } else this.coherence.acquireWrite(t, host);
+      }
+      for (let i = 0; i < task.tensors.length; i++) {
+        if (writesTo(task.modes[i]!)) this.coherence.commitWrite(task.tensors[i]!, host);
+      }
+    } catch (e) {
+      failed ??= e as Error;
+    }
+    arrived(null);
+  }
+
+  private complete(task: Task, error: TandemError | null): void {
+    if (task.isFinished()) return;
+    task.endUs = task.endUs > task.startUs ? task.endUs : nowUs();
+    const w = task.worker;
+    if (w) w.inflight--;
+    if (this.observers.length) this.emit(task, error);
+    if (w) this.policy.onComplete?.(task, w, task.endUs - task.startUs, !error);
+    if (error) {
+      this.failCascade(task, error);
+    } else {
+      task.settle(null);
+      this.finished(task);
+      for (const s of task.successors) {
+        if (--s.pending === 0 && s.state === 'waiting') this.makeReady(s);
+      }
+      task.successors = [];
+    }
+    if (task.predecessors.length) task.predecessors = NO_TASKS;
+    if (task.inQueuePreds.length) task.inQueuePreds = NO_TASKS;
+    this.pump();
+  }
+
+  /** Fail a task and every successor that has not been dispatched (iteratively: chains are long). */
+  private failCascade(first: Task, error: TandemError): void {
+    const work: Array<[Task, TandemError]> = [[first, error]];
+    while (work.length > 0) {
+      const [t, err] = work.pop()!;
+      if (t.isFinished()) continue;
+      if (t.state === 'dispatched' && t !== first) continue; // its queue reports it
+      t.settle(err);
+      this.finished(t);
+      for (const s of t.successors) {
+        if (s.state === 'waiting' || s.state === 'ready') work.push([s, dependencyError(s, t)]);
+      }
+      t.successors = [];
+    }
+  }
+
+  private finished(t: Task): void {
+    if (t.state === 'failed') this.tasksFailed++;
+    else this.tasksCompleted++;
+    if (--this.outstanding === 0 && this.idleWaiters.length) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const w of waiters) w();
+    }
+  }
+
+  idle(): Promise<void> {
+    if (this.outstanding === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private emitStart(task: Task): void {
+    const e = this.event(task, null);
+    for (const o of this.observers) o.onTaskStart?.(e);
+  }
+
+  private emit(task: Task, error: TandemError | null): void {
+    const e = this.event(task, error);
+    for (const o of this.observers) o.onTaskEnd?.(e);
+  }
+
+  private event(task: Task, error: TandemError | null): TaskEvent {
+    const w = task.worker;
+    return {
+      taskId: task.id,
+      name: task.name,
+      op: task.op,
+      deviceId: w ? w.device.info.id : 'host',
+      queueId: w ? w.queue.id : 'host',
+      submitUs: task.submitUs,
+      readyUs: task.readyUs,
+      startUs: task.startUs,
+      endUs: task.endUs,
+      ok: !error,
+      ...(error ? { errorCode: error.code } : {}),
+      ...(task.placement ? { placement: task.placement } : {}),
+      flops: task.cost?.flops ?? 0,
+      bytes: task.cost?.bytes ?? 0,
+      ...(task.tags ? { tags: task.tags } : {}),
+    };
+  }
+}
+
+export function dependencyError(task: Task, failed: Task): TandemError {
+  return new TandemError(
+    'TANDEM_ERR_DEPENDENCY_FAILED',
+    `${task.name} (task ${task.id}) cannot run: it depends on ${failed.name} (task ${failed.id}), which failed` +
+      (failed.error ? ` with ${failed.error.code}` : ''),
+    { task: task.id, failedTask: failed.id, failedName: failed.name, cause: failed.error?.code },
+    { cause: failed.error },
+  );
+}
+
+export type { SchedTask };

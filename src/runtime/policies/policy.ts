@@ -1,0 +1,54 @@
+/**
+ * Scheduler policies decide where and in which order ready tasks run. The executor pushes a task
+ * when its dependencies are done and pops for a worker (an execution queue) when it has room.
+ * Learned, transfer-aware policies plug in through the same interface and the context's estimates.
+ */
+import type { Device, ExecQueue, MemoryNode } from '../../devices/device.js';
+import type { Cost } from '../../kernels/kernel.js';
+
+export interface WorkerSlot {
+  readonly index: number;
+  readonly queue: ExecQueue;
+  readonly device: Device;
+  readonly node: MemoryNode;
+  /** Launches outstanding in this queue. */
+  inflight: number;
+}
+
+/** The view of a task a policy gets. */
+export interface SchedTask {
+  readonly id: number;
+  readonly op: string;
+  readonly priority: number;
+  readonly seq: number;
+  readonly eligible: readonly number[];
+  /** Why it was placed where it was; shown in the trace. */
+  placement: string | undefined;
+}
+
+export interface PolicyContext {
+  readonly workers: readonly WorkerSlot[];
+  /** Runtime clock in microseconds. */
+  now(): number;
+  /** Flops and bytes of a task from its op's cost model. */
+  cost(task: SchedTask): Cost;
+  /** Bytes of the task's inputs that are not yet valid on the worker's memory node. */
+  missingBytes(task: SchedTask, worker: WorkerSlot): number;
+  /** Ask the executor to pop for a worker that may have become able to take work. */
+  wake(): void;
+}
+
+export interface SchedulerPolicy {
+  readonly name: string;
+  /** Whether a task may follow its predecessors into their in-order queue before they finish. */
+  readonly forwardChains: boolean;
+  attach(ctx: PolicyContext): void;
+  push(task: SchedTask): void;
+  pop(worker: WorkerSlot): SchedTask | undefined;
+  /** Tasks pushed and not yet popped. */
+  pending(): number;
+  onStart?(task: SchedTask, worker: WorkerSlot): void;
+  onComplete?(task: SchedTask, worker: WorkerSlot, durationUs: number, ok: boolean): void;
+  /** A task that bypassed push/pop (chain forwarding) now occupies `worker`. */
+  onForward?(task: SchedTask, worker: WorkerSlot): void;
+}

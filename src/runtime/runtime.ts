@@ -1,0 +1,326 @@
+/**
+ * The Runtime owns everything it uses: devices (through their backends), memory nodes, the kernel
+ * registry, the scheduler policy and observers. Tests build as many isolated runtimes as they like.
+ */
+import type { DType, HostArray } from '../core/dtype.js';
+import { assertDType } from '../core/dtype.js';
+import { TandemError } from '../core/errors.js';
+import { assertShape } from '../core/shape.js';
+import type { Backend, BackendStatus, Device, DeviceKind, Scalars } from '../devices/device.js';
+import type { KernelDef } from '../kernels/kernel.js';
+import { argMode } from '../kernels/kernel.js';
+import { KERNEL_DEFS, KERNEL_IMPLS } from '../kernels/register.js';
+import { Coherence } from '../memory/coherence.js';
+import { HostNode } from '../memory/host-node.js';
+import { MemoryManager, type NodeUsage } from '../memory/memory-manager.js';
+import { Tensor } from '../memory/tensor.js';
+import type { Observer } from '../obs/observer.js';
+import { BUILTIN_BACKENDS } from './backends.js';
+import type { ResolvedConfig, RuntimeConfig } from './config.js';
+import { resolveConfig } from './config.js';
+import { Executor } from './executor.js';
+import { hostReadDef, hostWriteDef, readHost, validateHostData, writeHost } from './host-access.js';
+import { KernelRegistry } from './kernel-registry.js';
+import { createPolicy } from './policies/index.js';
+import type { SchedulerPolicy, WorkerSlot } from './policies/policy.js';
+import type { TaskHandle } from './task.js';
+import { Task } from './task.js';
+import { validateSubmit, type SubmitRequest } from './submit.js';
+
+export type { SubmitRequest } from './submit.js';
+
+export class Runtime {
+  readonly config: ResolvedConfig;
+  readonly kernels: KernelRegistry;
+  readonly memory = new MemoryManager();
+  readonly host = new HostNode();
+  readonly coherence: Coherence;
+  readonly observers: Observer[] = [];
+  readonly devices: Device[] = [];
+  readonly backends: BackendStatus[] = [];
+  readonly workers: WorkerSlot[] = [];
+  readonly policy: SchedulerPolicy;
+  private executor!: Executor;
+  private readonly tensors = new Map<number, Tensor>();
+  private nextTensorId = 1;
+  private nextTaskId = 1;
+  private closed = false;
+  private readonly eligibleCache = new Map<string, readonly number[]>();
+
+  private constructor(config: ResolvedConfig) {
+    this.config = config;
+    this.kernels = new KernelRegistry(KERNEL_DEFS, KERNEL_IMPLS);
+    this.kernels.define(hostReadDef);
+    this.kernels.define(hostWriteDef);
+    this.memory.attach(this.host, config.memoryBudget['host']);
+    this.coherence = new Coherence(this.memory, this.host);
+    this.policy = createPolicy(config.scheduler);
+    this.coherence.onTransfer = (t, from, to, engine, startUs, endUs) => {
+      for (const o of this.observers)
+        o.onTransfer?.({
+          tensorId: t.id,
+          bytes: t.bytes,
+          from: from.name,
+          to: to.name,
+          engine,
+          startUs,
+          endUs,
+        });
+    };
+  }
+
+  static async create(config?: RuntimeConfig): Promise<Runtime> {
+    const rt = new Runtime(resolveConfig(config));
+    await rt.openBackends();
+    rt.executor = new Executor(rt.workers, rt.policy, rt.coherence, rt.observers);
+    return rt;
+  }
+
+  private async openBackends(): Promise<void> {
+    const ctxBase = {
+      cacheDir: this.config.cacheDir,
+      hostNode: this.host,
+      calibrate: this.config.calibrate,
+      options: this.config.options,
+      log: this.config.log,
+    };
+    for (const spec of this.config.backends) {
+      let backend: Backend;
+      const kind = typeof spec === 'string' ? spec : spec.kind;
+      try {
+        if (typeof spec === 'string') {
+          const load = BUILTIN_BACKENDS[spec];
+          if (!load) throw new TandemError('TANDEM_ERR_CONFIG', `unknown backend ${JSON.stringify(spec)}`);
+          backend = await load();
+        } else backend = spec;
+      } catch (e) {
+        if (e instanceof TandemError && e.code === 'TANDEM_ERR_CONFIG') throw e;
+        this.backends.push({
+          kind: kind as DeviceKind,
+          available: false,
+          reason: `backend failed to load: ${(e as Error).message}`,
+          devices: [],
+          copies: [],
+        });
+        continue;
+      }
+      let status: BackendStatus;
+      try {
+        status = await backend.open(ctxBase);
+      } catch (e) {
+        status = {
+          kind: backend.kind,
+          available: false,
+          reason: `open failed: ${(e as Error).message}`,
+          devices: [],
+          copies: [],
+        };
+      }
+      this.backends.push(status);
+      for (const route of status.copies) this.coherence.addRoute(route);
+      for (const d of status.devices) this.attachDevice(d);
+    }
+  }
+
+  private attachDevice(d: Device): void {
+    if (d.node !== this.host && !this.memory.nodes.includes(d.node))
+      this.memory.attach(d.node, this.config.memoryBudget[d.node.name]);
+    this.devices.push(d);
+    for (const q of d.queues)
+      this.workers.push({ index: this.workers.length, queue: q, device: d, node: d.node, inflight: 0 });
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new TandemError('TANDEM_ERR_CLOSED', 'the runtime has been closed');
+  }
+
+  /** Creates a tensor; without data it reads as zeros until written. */
+  tensor(shape: readonly number[], dtype: DType = 'f32', data?: ArrayLike<number> | HostArray): Tensor {
+    this.assertOpen();
+    const s = assertShape(shape);
+    const dt = assertDType(dtype);
+    const t = new Tensor(this.nextTensorId++, s, dt, this);
+    if (data !== undefined) {
+      validateHostData(t, data);
+      const buf = this.coherence.acquireWrite(t, this.host);
+      writeHost(t, buf, data);
+      this.coherence.commitWrite(t, this.host);
+    }
+    this.tensors.set(t.id, t);
+    return t;
+  }
+
+  submit(req: SubmitRequest): TaskHandle {
+    this.assertOpen();
+    const k = this.kernels.get(req?.kernel);
+    const v = validateSubmit(this, k.def, req);
+    const modes = k.def.args.map((_, i) => argMode(k.def, i, v.scalars));
+    const task = new Task(
+      this.nextTaskId++,
+      req.name ?? k.def.name,
+      k.def,
+      k.impls,
+      v.tensors,
+      modes,
+      v.scalars,
+      v.priority,
+      v.constraint,
+      req.tags,
+    );
+    task.cost = v.cost;
+    task.eligible = this.eligibleFor(task, k.impls);
+    this.executor.submit(task, v.deps);
+    return task;
+  }
+
+  private eligibleFor(task: Task, impls: ReadonlyMap<string, unknown>): readonly number[] {
+    const anySupports = this.devices.some((d) => d.supports);
+    const key = `${task.op}|${task.constraint ?? ''}|${anySupports ? task.tensors.map((t) => t.dtype).join(',') : ''}|${impls.size}`;
+    const cached = anySupports ? undefined : this.eligibleCache.get(key);
+    if (cached && this.eligibleCache.size < 10_000) return cached;
+    const descs = task.tensors.map((t) => t.desc);
+    const out: number[] = [];
+    for (const w of this.workers) {
+      const info = w.device.info;
+      if (!impls.has(info.kind)) continue;
+      if (task.constraint && task.constraint !== info.kind && task.constraint !== info.id) continue;
+      if (w.device.supports && !w.device.supports(task.op, descs, task.scalars)) continue;
+      out.push(w.index);
+    }
+    if (!anySupports) this.eligibleCache.set(key, out);
+    return out;
+  }
+
+  /** Waits for pending writers, brings the data to host memory and returns a copy. */
+  async read(t: Tensor): Promise<HostArray> {
+    this.assertOpen();
+    this.checkTensor(t, 'read');
+    const task = this.hostTask(hostReadDef, t, (task) => {
+      task.result = readHost(t, this.coherence.bufferOn(t, this.host));
+    });
+    await task.done;
+    return task.result as HostArray;
+  }
+
+  /** Writes host data into a tensor after its pending readers and writers; device copies become stale. */
+  async write(t: Tensor, data: ArrayLike<number> | HostArray): Promise<void> {
+    this.assertOpen();
+    this.checkTensor(t, 'write');
+    validateHostData(t, data);
+    const task = this.hostTask(hostWriteDef, t, () =>
+      writeHost(t, this.coherence.bufferOn(t, this.host), data),
+    );
+    await task.done;
+  }
+
+  private hostTask(def: KernelDef, t: Tensor, fn: (task: Task) => void): Task {
+    const task = new Task(
+      this.nextTaskId++,
+      def.name,
+      def,
+      new Map(),
+      [t],
+      [def.args[0]!.mode],
+      {},
+      0,
+      null,
+      undefined,
+    );
+    task.hostFn = fn;
+    this.executor.submit(task, []);
+    return task;
+  }
+
+  checkTensor(t: unknown, what: string): asserts t is Tensor {
+    if (!(t instanceof Tensor) || t.owner !== this) {
+      throw new TandemError(
+        'TANDEM_ERR_INVALID_ARGUMENT',
+        `${what}: expected a tensor created by this runtime`,
+      );
+    }
+    if (t.freed) throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `${what}: ${t} has been freed`);
+  }
+
+  /** Releases a tensor's memory once the tasks already submitted on it are done. */
+  free(t: Tensor): void {
+    this.checkTensor(t, 'free');
+    t.freed = true;
+    const pending = [t.lastWriter, ...t.readers].filter(
+      (x): x is Task => x instanceof Task && !x.isFinished(),
+    );
+    const release = (): void => {
+      this.coherence.release(t);
+      this.tensors.delete(t.id);
+    };
+    if (pending.length === 0) return release();
+    void Promise.allSettled(pending.map((p) => p.done)).then(release);
+  }
+
+  registerKernel(def: KernelDef, impls: Partial<Record<DeviceKind, unknown>>): void {
+    this.assertOpen();
+    if (!impls || Object.keys(impls).length === 0) {
+      throw new TandemError(
+        'TANDEM_ERR_INVALID_ARGUMENT',
+        `kernel ${def?.name}: give at least one implementation`,
+      );
+    }
+    this.kernels.define(def);
+    for (const [kind, impl] of Object.entries(impls))
+      if (impl !== undefined) this.kernels.implement(def.name, kind as DeviceKind, impl);
+    this.eligibleCache.clear();
+  }
+
+  addObserver(o: Observer): void {
+    this.observers.push(o);
+  }
+
+  removeObserver(o: Observer): void {
+    const i = this.observers.indexOf(o);
+    if (i >= 0) this.observers.splice(i, 1);
+  }
+
+  idle(): Promise<void> {
+    return this.executor.idle();
+  }
+
+  get pendingTasks(): number {
+    return this.executor.pendingTasks;
+  }
+
+  get stats(): {
+    tasksCompleted: number;
+    tasksFailed: number;
+    bytesMoved: number;
+    transfers: number;
+    tensors: number;
+  } {
+    return {
+      tasksCompleted: this.executor.tasksCompleted,
+      tasksFailed: this.executor.tasksFailed,
+      bytesMoved: this.coherence.bytesMoved,
+      transfers: this.coherence.transfers,
+      tensors: this.tensors.size,
+    };
+  }
+
+  memoryUsage(): NodeUsage[] {
+    return this.memory.usage();
+  }
+
+  /** Live tensors (for backends reporting lost memory after a device fault). */
+  liveTensors(): Iterable<Tensor> {
+    return this.tensors.values();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.race([this.executor.idle(), new Promise((r) => setTimeout(r, 10_000).unref())]);
+    for (const t of this.tensors.values()) this.coherence.release(t);
+    this.tensors.clear();
+    await Promise.allSettled(this.devices.map((d) => d.close()));
+  }
+}
+
+export { Tensor } from '../memory/tensor.js';
+export type { Scalars };
