@@ -21,7 +21,14 @@ import type {
 } from '../src/devices/device.js';
 import { WebGpuBackend } from '../src/devices/webgpu/backend.js';
 import type { WebGpuKernel } from '../src/devices/webgpu/kernel-api.js';
-import { GEMM_LARGE, GEMM_SMALL, type GemmTiling, makeGemmWebGpu } from '../src/kernels/gemm/webgpu.js';
+import type { WebGpuDevice } from '../src/devices/webgpu/webgpu-device.js';
+import {
+  GEMM_LARGE,
+  GEMM_SMALL,
+  type GemmTiling,
+  makeGemmWebGpu,
+  workgroupBytes,
+} from '../src/kernels/gemm/webgpu.js';
 import { KERNEL_IMPLS } from '../src/kernels/register.js';
 import { HostNode } from '../src/memory/host-node.js';
 
@@ -58,6 +65,8 @@ function randomMatrix(n: number, seed: number): Float32Array {
   }
   return out;
 }
+
+const desc = (n: number): TensorDesc => ({ shape: [n, n], dtype: 'f32', bytes: 4 * n * n });
 
 const cb = (fn: (done: (e: Error | null) => void) => void): Promise<void> =>
   new Promise((res, rej) => fn((e) => (e ? rej(e) : res())));
@@ -158,6 +167,13 @@ export async function runWebGpuGemmBench(n: number, reps: number, rounds: number
     const software = dev.info.details.software === true;
     for (const { name, tiling } of TILINGS) {
       const kernel: WebGpuKernel = makeGemmWebGpu(tiling);
+      const wdev = dev as WebGpuDevice;
+      if (!kernel.supports([desc(n), desc(n), desc(n)], {}, wdev.features)) {
+        notes.push(
+          `${name}: needs ${workgroupBytes(tiling)} B of workgroup memory, device has ${wdev.features.maxWorkgroupStorageBytes}`,
+        );
+        continue;
+      }
       rows.push(
         await timeGemm(
           wg,

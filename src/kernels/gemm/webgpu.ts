@@ -50,32 +50,46 @@ function loader(name: string, buf: string, vec: boolean): string {
 }
 
 /**
- * Tile load into workgroup memory laid out [BK][rows of the tile], 4 tile rows per vec4. `alongTile`:
- * the matrix's storage rows run along the tile (A not transposed, B transposed) so each loaded vec4
- * is scattered over 4 depths; otherwise it is stored as is.
+ * Moving one operand's tile from global memory into workgroup memory, split in two so the global
+ * loads for the next tile are issued before computing on the current one (register prefetch):
+ * `load` fills registers from k-offset `kn`, `store` writes them into the tile buffer at `buf`. A tile
+ * is laid out [BK][extent], 4 tile rows per vec4. `alongTile`: the matrix's storage rows run along
+ * the tile (A not transposed, B transposed), so each loaded vec4 is scattered over 4 depths.
  */
-function tileLoad(
-  tile: string,
-  ld: string,
-  extent: string,
+function tileIO(
+  name: string,
+  extent: number,
+  bk: number,
   alongTile: boolean,
-  v: string,
+  origin: string,
   rows: string,
   cols: string,
-): string {
-  if (alongTile) {
-    return `for (var i = t; i < ${extent} * BK / 4u; i = i + 256u) {
-      let r = i / (BK / 4u);
-      let kv = (i % (BK / 4u)) * 4u;
-      let v = ${ld}(${v}0 + r, k0 + kv, ${rows}, ${cols});
-      for (var j = 0u; j < 4u; j = j + 1u) { ${tile}[(kv + j) * (${extent} / 4u) + r / 4u][r % 4u] = v[j]; }
-    }`;
+): { decl: string; load: string; store: string } {
+  const count = (extent * bk) / 4; // vec4s per tile
+  const decl: string[] = [];
+  const load: string[] = [];
+  const store: string[] = [];
+  for (let l = 0; l < Math.ceil(count / 256); l++) {
+    const reg = `r${name}${l}`;
+    const idx = `(t + ${l * 256}u)`;
+    const guard = count % 256 !== 0 ? `if (${idx} < ${count}u) ` : '';
+    decl.push(`var ${reg} = vec4<f32>(0.0);`);
+    if (alongTile) {
+      const r = `(${idx} / ${bk / 4}u)`;
+      const kv = `((${idx} % ${bk / 4}u) * 4u)`;
+      load.push(`${guard}{ ${reg} = ld${name}(${origin} + ${r}, kn + ${kv}, ${rows}, ${cols}); }`);
+      const writes = [0, 1, 2, 3].map(
+        (j) => `${name}s[buf + (${kv} + ${j}u) * ${extent / 4}u + ${r} / 4u][${r} % 4u] = ${reg}[${j}];`,
+      );
+      store.push(`${guard}{ ${writes.join(' ')} }`);
+    } else {
+      const kk = `(${idx} / ${extent / 4}u)`;
+      const cv = `(${idx} % ${extent / 4}u)`;
+      load.push(`${guard}{ ${reg} = ld${name}(kn + ${kk}, ${origin} + ${cv} * 4u, ${rows}, ${cols}); }`);
+      store.push(`${guard}{ ${name}s[buf + ${kk} * ${extent / 4}u + ${cv}] = ${reg}; }`);
+    }
   }
-  return `for (var i = t; i < ${extent} * BK / 4u; i = i + 256u) {
-      let kk = i / (${extent} / 4u);
-      let cv = i % (${extent} / 4u);
-      ${tile}[kk * (${extent} / 4u) + cv] = ${ld}(k0 + kk, ${v}0 + cv * 4u, ${rows}, ${cols});
-    }`;
+  return { decl: decl.join('\n  '), load: load.join('\n    '), store: store.join('\n    ') };
 }
 
 const COMP = ['x', 'y', 'z', 'w'];
@@ -101,8 +115,20 @@ export function gemmWgsl(v: GemmVariant): string {
       }
     }
   }
-  const aLoads = Array.from({ length: gm }, (_, g) => `let a${g} = As[kk * (BM / 4u) + ${g * 16}u + ty];`);
-  const bLoads = Array.from({ length: gn }, (_, c) => `let b${c} = Bs[kk * (BN / 4u) + ${c * 16}u + tx];`);
+  const aLoads = Array.from(
+    { length: gm },
+    (_, g) => `let a${g} = As[aBase + kk * (BM / 4u) + ${g * 16}u + ty];`,
+  );
+  const bLoads = Array.from(
+    { length: gn },
+    (_, c) => `let b${c} = Bs[bBase + kk * (BN / 4u) + ${c * 16}u + tx];`,
+  );
+  const ioA = v.transA
+    ? tileIO('A', 16 * tm, v.bk, false, 'row0', 'P.k', 'P.m')
+    : tileIO('A', 16 * tm, v.bk, true, 'row0', 'P.m', 'P.k');
+  const ioB = v.transB
+    ? tileIO('B', 16 * tn, v.bk, true, 'col0', 'P.n', 'P.k')
+    : tileIO('B', 16 * tn, v.bk, false, 'col0', 'P.k', 'P.n');
   const old = (e: string): string => (v.betaZero ? '' : ` + P.beta * f32(${e})`);
   const store = v.vecC
     ? `if (r < P.m && c < P.n) {
@@ -120,8 +146,9 @@ export function gemmWgsl(v: GemmVariant): string {
 const BM = ${16 * tm}u;
 const BN = ${16 * tn}u;
 const BK = ${v.bk}u;
-var<workgroup> As: array<vec4<f32>, ${(16 * tm * v.bk) / 4}>;
-var<workgroup> Bs: array<vec4<f32>, ${(16 * tn * v.bk) / 4}>;
+// Two buffers per operand: the next tile is written into one while the other is read (one barrier per step).
+var<workgroup> As: array<vec4<f32>, ${(2 * 16 * tm * v.bk) / 4}>;
+var<workgroup> Bs: array<vec4<f32>, ${(2 * 16 * tn * v.bk) / 4}>;
 ${loader('ldA', 'A', v.vecA)}
 ${loader('ldB', 'B', v.vecB)}
 fn store(r: u32, c: u32, acc: vec4<f32>) {
@@ -135,20 +162,49 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   let row0 = wid.y * BM;
   let col0 = wid.x * BN;
   ${accs.join('\n  ')}
-  for (var k0 = 0u; k0 < P.k; k0 = k0 + BK) {
-    ${v.transA ? tileLoad('As', 'ldA', 'BM', false, 'row', 'P.k', 'P.m') : tileLoad('As', 'ldA', 'BM', true, 'row', 'P.m', 'P.k')}
-    ${v.transB ? tileLoad('Bs', 'ldB', 'BN', true, 'col', 'P.n', 'P.k') : tileLoad('Bs', 'ldB', 'BN', false, 'col', 'P.k', 'P.n')}
-    workgroupBarrier();
+  ${ioA.decl}
+  ${ioB.decl}
+  let tiles = (P.k + BK - 1u) / BK;
+  var kn = 0u;
+  var buf = 0u;
+  if (tiles > 0u) {
+    ${ioA.load}
+    ${ioB.load}
+    ${ioA.store}
+    ${ioB.store}
+  }
+  workgroupBarrier();
+  for (var tile = 0u; tile < tiles; tile = tile + 1u) {
+    let cur = tile % 2u;
+    let aBase = cur * (BK * BM / 4u);
+    let bBase = cur * (BK * BN / 4u);
+    let more = tile + 1u < tiles;
+    kn = (tile + 1u) * BK;
+    if (more) {
+      ${ioA.load}
+      ${ioB.load}
+    }
     for (var kk = 0u; kk < BK; kk = kk + 1u) {
       ${aLoads.join('\n      ')}
       ${bLoads.join('\n      ')}
       ${fmas.join('\n      ')}
+    }
+    if (more) {
+      buf = (1u - cur) * (BK * BM / 4u);
+      ${ioA.store}
+      buf = (1u - cur) * (BK * BN / 4u);
+      ${ioB.store}
     }
     workgroupBarrier();
   }
   ${stores.join('\n  ')}
 }
 `;
+}
+
+/** Workgroup memory a tiling needs: two f32 tile buffers per operand. WebGPU guarantees 16 KiB. */
+export function workgroupBytes(t: GemmTiling): number {
+  return 2 * 16 * (t.tm + t.tn) * t.bk * 4;
 }
 
 function gemmDType(args: readonly TensorDesc[]): 'f32' | 'f16' | undefined {
@@ -163,7 +219,8 @@ export function makeGemmWebGpu(tiling?: GemmTiling): WebGpuKernel {
     kind: 'webgpu-kernel',
     supports(args, _scalars, f: WebGpuFeatures) {
       const d = gemmDType(args);
-      return d === 'f32' || (d === 'f16' && f.shaderF16);
+      const fits = tiling === undefined || workgroupBytes(tiling) <= f.maxWorkgroupStorageBytes;
+      return fits && (d === 'f32' || (d === 'f16' && f.shaderF16));
     },
     plan(args, scalars: Scalars): readonly WebGpuStep[] {
       const [a, b] = args as [TensorDesc, TensorDesc, TensorDesc];
