@@ -14,8 +14,24 @@ import { mcEuropeanWebGpu } from './mc_european/webgpu.js';
 import { mcVarCpu } from './mc_var/cpu.js';
 import { mcVarCuda } from './mc_var/cuda.js';
 import { mcVarDef } from './mc_var/def.js';
+import { ljForcesCpu } from './lj_forces/cpu.js';
+import { ljForcesCuda } from './lj_forces/cuda.js';
+import { ljForcesDef } from './lj_forces/def.js';
+import { mdIntegrateCpu } from './md_integrate/cpu.js';
+import { mdIntegrateCuda } from './md_integrate/cuda.js';
+import { mdIntegrateDef } from './md_integrate/def.js';
+import { mdNeighborsCpu } from './md_neighbors/cpu.js';
+import { mdNeighborsCuda } from './md_neighbors/cuda.js';
+import { mdNeighborsDef } from './md_neighbors/def.js';
 
-export const WORKLOAD_KERNEL_DEFS: KernelDef[] = [mcEuropeanDef, mcAsianDef, mcVarDef];
+export const WORKLOAD_KERNEL_DEFS: KernelDef[] = [
+  mcEuropeanDef,
+  mcAsianDef,
+  mcVarDef,
+  mdNeighborsDef,
+  ljForcesDef,
+  mdIntegrateDef,
+];
 
 export const WORKLOAD_KERNEL_IMPLS: KernelImplEntry[] = [
   { op: 'mc_european', backend: 'cpu', impl: mcEuropeanCpu },
@@ -26,4 +42,10 @@ export const WORKLOAD_KERNEL_IMPLS: KernelImplEntry[] = [
   { op: 'mc_asian', backend: 'webgpu', impl: mcAsianWebGpu },
   { op: 'mc_var', backend: 'cpu', impl: mcVarCpu },
   { op: 'mc_var', backend: 'cuda', impl: mcVarCuda },
+  { op: 'md_neighbors', backend: 'cpu', impl: mdNeighborsCpu },
+  { op: 'md_neighbors', backend: 'cuda', impl: mdNeighborsCuda },
+  { op: 'lj_forces', backend: 'cpu', impl: ljForcesCpu },
+  { op: 'lj_forces', backend: 'cuda', impl: ljForcesCuda },
+  { op: 'md_integrate', backend: 'cpu', impl: mdIntegrateCpu },
+  { op: 'md_integrate', backend: 'cuda', impl: mdIntegrateCuda },
 ];

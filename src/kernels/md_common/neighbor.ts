@@ -40,7 +40,11 @@ export function wrapPositions(x: Float64Array, box: readonly [number, number, nu
   }
 }
 
-export function buildCells(x: Float64Array, box: readonly [number, number, number], range: number): CellGrid {
+export function buildCells(
+  x: Float64Array | Float32Array,
+  box: readonly [number, number, number],
+  range: number,
+): CellGrid {
   const n = x.length / 3;
   const dims = box.map((L) => Math.max(1, Math.floor(L / range))) as [number, number, number];
   const [cx, cy, cz] = dims;

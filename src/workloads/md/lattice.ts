@@ -79,7 +79,7 @@ export class RanPark {
   }
 }
 
-export function kineticEnergy(v: Float64Array): number {
+export function kineticEnergy(v: ArrayLike<number>): number {
   let s = 0;
   for (let i = 0; i < v.length; i++) s += v[i]! * v[i]!;
   return 0.5 * s;
@@ -90,7 +90,7 @@ export function degreesOfFreedom(n: number): number {
   return 3 * n - 3;
 }
 
-export function temperatureOf(v: Float64Array): number {
+export function temperatureOf(v: ArrayLike<number>): number {
   return (2 * kineticEnergy(v)) / degreesOfFreedom(v.length / 3);
 }
 

@@ -22,7 +22,7 @@ export const THERMO_COLUMNS = ['Step', 'Temp', 'E_pair', 'E_mol', 'TotEng', 'Pre
 
 export function thermoRow(
   step: number,
-  v: Float64Array,
+  v: ArrayLike<number>,
   totals: PairTotals,
   box: readonly [number, number, number],
 ): ThermoRow {

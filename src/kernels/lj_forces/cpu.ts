@@ -1,0 +1,1 @@
+export { ljForcesCpu } from '../md_common/cpu.js';

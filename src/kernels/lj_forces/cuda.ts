@@ -1,0 +1,1 @@
+export { ljForcesCuda } from '../md_common/cuda.js';

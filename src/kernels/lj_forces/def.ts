@@ -1,0 +1,1 @@
+export { ljForcesDef } from '../md_common/defs.js';

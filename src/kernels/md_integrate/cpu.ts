@@ -1,0 +1,1 @@
+export { mdIntegrateCpu } from '../md_common/cpu.js';

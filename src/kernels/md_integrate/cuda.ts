@@ -1,0 +1,1 @@
+export { mdIntegrateCuda } from '../md_common/cuda.js';

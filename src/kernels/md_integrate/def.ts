@@ -1,0 +1,1 @@
+export { mdIntegrateDef } from '../md_common/defs.js';

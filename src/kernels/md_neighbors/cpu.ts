@@ -1,0 +1,1 @@
+export { mdNeighborsCpu } from '../md_common/cpu.js';

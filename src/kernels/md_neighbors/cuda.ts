@@ -1,0 +1,1 @@
+export { mdNeighborsCuda } from '../md_common/cuda.js';

@@ -1,0 +1,1 @@
+export { mdNeighborsDef } from '../md_common/defs.js';

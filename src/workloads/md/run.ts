@@ -1,0 +1,198 @@
+/**
+ * `runMd(rt, params)`: the LJ workload on a Runtime. Every step is three tasks (md_integrate stage 1,
+ * lj_forces, md_integrate stage 2) plus md_neighbors when the list is due, all constrained to one
+ * device kind (MD has no domain decomposition here, so one run lives on one device). The host only reads
+ * back at thermo steps (velocities and per-atom energy/virial) and checks each list build's flags without
+ * stalling the queue.
+ */
+import { TandemError } from '../../core/errors.js';
+import type { Runtime } from '../../runtime/runtime.js';
+import type { TaskHandle } from '../../runtime/task.js';
+import type { Tensor } from '../../memory/tensor.js';
+import { META_CELL_OVERFLOW, META_NONFINITE } from '../../kernels/md_common/fixed.js';
+import { constraint, eligibleQueues, placement, requireDevice, type DeviceChoice } from '../tasks.js';
+import { createFcc, createVelocities } from './lattice.js';
+import { atomCount, validateMdParams, type MdConfig } from './params.js';
+import { unstable, type MdHooks } from './simulate.js';
+import { THERMO_COLUMNS, energyDrift, thermoRow, type ThermoRow } from './thermo.js';
+
+/**
+ * Submit-and-go (pipelined) or wait for each task. Waiting is the default for now: the executor's chain
+ * forwarding (runtime/executor.ts, seen 2026-12-02) can launch a forwarded follower before its
+ * predecessor when that predecessor is still acquiring its data, e.g. lj_forces ahead of the
+ * md_integrate whose positions it reads. Flip once that is fixed; test/workloads checks the result.
+ */
+const PIPELINE = false;
+
+export interface MdResult {
+  atoms: number;
+  cells: [number, number, number];
+  box: [number, number, number];
+  steps: number;
+  device: 'cpu' | 'cuda';
+  precision: 'f32' | 'f64';
+  columns: readonly string[];
+  thermo: ThermoRow[];
+  energyDrift: { relative: number; maxExcursion: number; perStep: number };
+  neighborBuilds: number;
+  listCapacity: number;
+  maxNeighbors: number;
+  /** Time of the step loop (setup and the step-0 thermo excluded, as LAMMPS' "Loop time"). */
+  seconds: number;
+  atomStepsPerSecond: number;
+  devices: Record<string, number>;
+}
+
+/** 'auto' prefers CUDA (the only GPU with MD kernels so far), else the CPU. */
+function chooseDevice(rt: Runtime, cfg: MdConfig): 'cpu' | 'cuda' {
+  const want: DeviceChoice = cfg.device;
+  if (want === 'auto')
+    return eligibleQueues(rt, 'lj_forces', 'cuda') > 0 && cellsPerSide(cfg) >= 3 ? 'cuda' : 'cpu';
+  requireDevice(rt, 'lj_forces', want);
+  if (want === 'cuda' && cellsPerSide(cfg) < 3) {
+    throw new TandemError(
+      'TANDEM_ERR_INVALID_ARGUMENT',
+      'md on CUDA needs a box at least 3 list cells (3 x (cutoff + skin)) wide; use more cells',
+      {},
+    );
+  }
+  return want as 'cpu' | 'cuda';
+}
+
+function cellsPerSide(cfg: MdConfig): number {
+  const a = Math.pow(4 / cfg.density, 1 / 3);
+  return Math.floor((Math.min(...cfg.cells) * a) / (cfg.cutoff + cfg.skin));
+}
+
+export async function runMd(rt: Runtime, params: unknown, hooks: MdHooks = {}): Promise<MdResult> {
+  const cfg = validateMdParams(params);
+  const device = chooseDevice(rt, cfg);
+  // GPUs run MD in f32 (the H200 target is f32; WGSL has no f64); the CPU honours the request.
+  const precision = device === 'cpu' ? cfg.precision : 'f32';
+  const half = device === 'cpu';
+  const transposed = device !== 'cpu';
+  const state = createFcc(cfg);
+  createVelocities(state, cfg.temperature, cfg.seed);
+  const n = atomCount(cfg);
+  const [lx, ly, lz] = state.box;
+  const range = cfg.cutoff + cfg.skin;
+  // A half list keeps partners j > i, so low-numbered atoms still hold nearly all of theirs: the
+  // capacity must fit a full neighbourhood either way.
+  const expected = (cfg.density * 4 * Math.PI * range ** 3) / 3;
+  const cap = Math.ceil(expected * 1.5) + 16;
+  const made: Tensor[] = [];
+  const make = (shape: number[], dtype: 'f32' | 'f64' | 'i32', data?: Float64Array): Tensor => {
+    const t = rt.tensor(shape, dtype, data);
+    made.push(t);
+    return t;
+  };
+  const x = make([n, 3], precision, state.x);
+  const v = make([n, 3], precision, state.v);
+  const f = make([n, 3], precision);
+  const ev = make([n, 2], precision);
+  const nbr = make(transposed ? [cap, n] : [n, cap], 'i32');
+  const ncount = make([n], 'i32');
+  const meta = make([2], 'i32');
+  const on = constraint(device);
+  const handles: TaskHandle[] = [];
+  const submit = async (
+    kernel: string,
+    args: Record<string, Tensor>,
+    scalars: Record<string, number | boolean>,
+    name: string,
+  ): Promise<void> => {
+    const h = rt.submit({ kernel, args, scalars, name, ...on });
+    handles.push(h);
+    if (!PIPELINE) await h.done;
+  };
+  const box = { lx, ly, lz };
+  let builds = 0;
+  let maxNeighbors = 0;
+  const neighbors = async (step: number): Promise<{ check: Promise<void> }> => {
+    builds++;
+    await submit(
+      'md_neighbors',
+      { x, nbr, ncount, meta },
+      { ...box, range, half, transposed },
+      `md_neighbors@${step}`,
+    );
+    const check = rt.read(meta).then((m) => {
+      if ((m[1]! & META_NONFINITE) !== 0) throw unstable(step, 'an atom position is not finite');
+      if ((m[1]! & META_CELL_OVERFLOW) !== 0 || m[0]! > cap) {
+        throw new TandemError(
+          'TANDEM_ERR_UNSTABLE',
+          `the simulation became unstable at step ${step}: atoms crowded beyond the neighbour list capacity (${m[0]} partners, capacity ${cap})`,
+          { step },
+        );
+      }
+      maxNeighbors = Math.max(maxNeighbors, m[0]!);
+    });
+    // Awaited later; marking it handled keeps an early exit from leaving an unhandled rejection.
+    check.catch(() => undefined);
+    return { check };
+  };
+  const forces = (step: number): Promise<void> =>
+    submit(
+      'lj_forces',
+      { x, nbr, ncount, f, ev },
+      { ...box, cutoff: cfg.cutoff, shift: cfg.shift, half, transposed },
+      `lj_forces@${step}`,
+    );
+  const thermo: ThermoRow[] = [];
+  const sample = async (step: number): Promise<void> => {
+    const [vh, eh] = await Promise.all([rt.read(v), rt.read(ev)]);
+    let pe = 0;
+    let virial = 0;
+    for (let i = 0; i < eh.length; i += 2) {
+      pe += eh[i]!;
+      virial += eh[i + 1]!;
+    }
+    const row = thermoRow(step, vh, { pe, virial }, state.box);
+    if (!Number.isFinite(row.toteng) || !Number.isFinite(row.press))
+      throw unstable(step, `total energy is ${row.toteng}`);
+    thermo.push(row);
+    hooks.onThermo?.(row);
+  };
+  try {
+    await (
+      await neighbors(0)
+    ).check;
+    await forces(0);
+    await sample(0);
+    const checks: Promise<void>[] = [];
+    const t0 = performance.now();
+    for (let step = 1; step <= cfg.steps; step++) {
+      await submit('md_integrate', { x, v, f }, { dt: cfg.dt, stage: 1 }, `integrate1@${step}`);
+      // Fixed-interval rebuilds (LAMMPS `check no`); the displacement check needs positions on the host,
+      // which would stall a GPU every step, so only the local engine (simulate.ts) implements it.
+      if (step % cfg.neighEvery === 0) checks.push((await neighbors(step)).check);
+      await forces(step);
+      await submit('md_integrate', { x, v, f }, { dt: cfg.dt, stage: 2 }, `integrate2@${step}`);
+      if (step % cfg.thermoEvery === 0 || step === cfg.steps) {
+        await Promise.all(checks.splice(0));
+        await sample(step);
+      }
+    }
+    await Promise.all(checks);
+    const seconds = (performance.now() - t0) / 1000;
+    return {
+      atoms: n,
+      cells: [...cfg.cells],
+      box: [lx, ly, lz],
+      steps: cfg.steps,
+      device,
+      precision,
+      columns: THERMO_COLUMNS,
+      thermo,
+      energyDrift: energyDrift(thermo),
+      neighborBuilds: builds,
+      listCapacity: cap,
+      maxNeighbors,
+      seconds,
+      atomStepsPerSecond: (n * cfg.steps) / seconds,
+      devices: placement(handles),
+    };
+  } finally {
+    for (const t of made) rt.free(t);
+  }
+}
