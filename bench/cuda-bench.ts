@@ -206,6 +206,72 @@ async function tiny(rt: Runtime, d: CudaDevice): Promise<void> {
   d.node.free(buf);
 }
 
+/** Host-side cost of the driver calls on the launch path (no runtime): launch, event record, query. */
+async function launchCosts(d: CudaDevice): Promise<void> {
+  const drv = d.context.driver;
+  const stream = d.context.streams.compute;
+  const noop = impl('noop') as CudaKernelImpl & { kind: 'program' };
+  d.launcher.launchProgram(noop, [], {}, stream);
+  const n = 50_000;
+  let t0 = performance.now();
+  for (let i = 0; i < n; i++) d.launcher.launchProgram(noop, [], {}, stream);
+  const launchUs = ((performance.now() - t0) * 1000) / n;
+  await d.sync();
+  const ev = drv.out1('cuEventCreate', (o) => drv.api.cuEventCreate(o, 2));
+  t0 = performance.now();
+  for (let i = 0; i < n; i++) drv.api.cuEventRecord(ev, stream);
+  const recordUs = ((performance.now() - t0) * 1000) / n;
+  await d.sync();
+  t0 = performance.now();
+  for (let i = 0; i < n; i++) drv.api.cuEventQuery(ev);
+  const queryUs = ((performance.now() - t0) * 1000) / n;
+  drv.api.cuEventDestroy_v2(ev);
+  notes.push(
+    `host cost per call: cuLaunchKernel(noop) ${launchUs.toFixed(2)} us, cuEventRecord ${recordUs.toFixed(2)} us, cuEventQuery ${queryUs.toFixed(2)} us`,
+  );
+  // cuBLAS GEMM timed with events, no runtime: separates cuBLAS from Tandem's own overhead.
+  for (const [dtype, precision, key] of [
+    ['bf16', 'default', 'bf16'],
+    ['f32', 'tf32', 'tf32'],
+  ] as const) {
+    const bytes = N * N * (dtype === 'bf16' ? 2 : 4);
+    const bufs = [0, 1, 2].map(() => d.node.alloc(bytes));
+    const gemm = (): void =>
+      d.launcher.gemm(
+        {
+          dtype,
+          precision,
+          transA: false,
+          transB: false,
+          m: N,
+          n: N,
+          k: N,
+          alpha: 1,
+          beta: 0,
+          a: bufs[0]!.ptr,
+          b: bufs[1]!.ptr,
+          c: bufs[2]!.ptr,
+        },
+        stream,
+      );
+    for (let i = 0; i < 5; i++) gemm();
+    await d.sync();
+    const s = d.context.driver;
+    const e0 = s.out1('cuEventCreate', (o) => s.api.cuEventCreate(o, 0));
+    const e1 = s.out1('cuEventCreate', (o) => s.api.cuEventCreate(o, 0));
+    s.api.cuEventRecord(e0, stream);
+    for (let i = 0; i < 30; i++) gemm();
+    s.api.cuEventRecord(e1, stream);
+    await d.sync();
+    const ms: [number] = [0];
+    s.api.cuEventElapsedTime_v2(ms, e0, e1);
+    notes.push(
+      `cublasGemmEx ${key} ${N}^3 direct, event-timed: ${((2 * N ** 3 * 30) / (ms[0] / 1000) / 1e12).toFixed(1)} TFLOP/s`,
+    );
+    for (const b of bufs) d.node.free(b);
+  }
+}
+
 /** Does a koffi async call (a pool thread with no current context) work for cuEventSynchronize? */
 async function asyncProbe(d: CudaDevice): Promise<void> {
   const drv = d.context.driver;
@@ -246,10 +312,11 @@ async function main(): Promise<void> {
       notes.push(`${name} failed: ${e instanceof Error ? e.stack : String(e)}`);
     }
   };
+  await step('launch costs', () => launchCosts(d));
   for (const [dtype, precision, key, reps] of [
-    ['bf16', 'default', 'bf16', 20],
-    ['f32', 'tf32', 'tf32', 10],
-    ['f32', 'default', 'f32', 5],
+    ['bf16', 'default', 'bf16', 60],
+    ['f32', 'tf32', 'tf32', 30],
+    ['f32', 'default', 'f32', 8],
   ] as const) {
     await step(`gemm ${key}`, async () => {
       const rate = await gemmThroughRuntime(rt, dtype, precision, reps);
@@ -268,6 +335,8 @@ async function main(): Promise<void> {
   await step('pipeline', () => pipeline(d, host));
   await step('tiny', () => tiny(rt, d));
   await rt.close();
+  const torchAfter = torchBaseline();
+  notes.push(`torch again after Tandem's runs: ${JSON.stringify(torchAfter)}`);
   console.log('\n| what | tandem | baseline | ratio | target |\n| --- | --- | --- | --- | --- |');
   for (const r of rows)
     console.log(

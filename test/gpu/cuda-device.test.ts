@@ -104,6 +104,7 @@ void describe('cuda device', { skip: device ? false : reason }, () => {
     const [a, b, c] = [0, 1, 2].map(() => dev.node.alloc(bytes));
     const desc = { shape: [n, n], dtype: 'f32' as const, bytes };
     const args = [a!, b!, c!].map((buffer) => ({ buffer, desc }));
+    await launch(dev, 'gemm', args, { alpha: 1, beta: 0 }); // cuBLAS loads its kernels on first use
     let ticks = 0;
     const timer = setInterval(() => ticks++, 5);
     const t0 = performance.now();
@@ -209,7 +210,12 @@ void describe('cuda device', { skip: device ? false : reason }, () => {
         {},
         fault,
       ),
-      (e: unknown) => isTandemError(e, 'TANDEM_ERR_DEVICE_FAULT'),
+      (e: unknown) => {
+        console.log(
+          `# fault error: ${e instanceof Error ? e.message : String(e)} ${JSON.stringify(isTandemError(e) ? e.details : {})}`,
+        );
+        return isTandemError(e, 'TANDEM_ERR_DEVICE_FAULT') && e.details['resetError'] === undefined;
+      },
     );
     assert.equal(dev.node.epoch, epoch + 1);
     assert.ok(dev.node.isLost(before));

@@ -5,7 +5,7 @@
  */
 import koffi from 'koffi';
 import { delimiter } from 'node:path';
-import type { Backend, BackendContext, BackendStatus } from '../device.js';
+import type { Backend, BackendContext, BackendStatus, HostBuffer } from '../device.js';
 import {
   calibrationFile,
   measureCalibration,
@@ -86,8 +86,11 @@ async function openDevice(
     view: (ptr, bytes) => new Uint8Array(koffi.view(ptr, bytes)),
     registerSabs: opts.registerHostMemory !== false,
   });
+  // Unpin host buffers when the host node frees them (HostNode exposes freeListeners).
+  const hostFree = (ctx.hostNode as { freeListeners?: ((b: HostBuffer) => void)[] }).freeListeners;
+  hostFree?.push((b) => device.transfers.release(b.sab));
   const driverVersion = driver.out1('cuDriverGetVersion', (o) => driver.api.cuDriverGetVersion(o));
-  const cublasVersion = cublas.version(context.cublasHandle);
+  const cublasVersion = cublas.version(context.blas());
   const file = calibrationFile(ctx.cacheDir, `${name}-${driverVersion}-${cublasVersion}`);
   let cal: CudaCalibration | null = readCalibration(file);
   if (!cal && ctx.calibrate) {

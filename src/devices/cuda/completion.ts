@@ -22,6 +22,8 @@ interface StreamState {
 
 /** How long (ms) to spin on setImmediate after the last progress before backing off to a timer. */
 const SPIN_MS = 2;
+/** Below this many outstanding events on a stream, every operation records its own. */
+const OWN_EVENT_BELOW = 32;
 const CU_EVENT_DISABLE_TIMING = 2;
 
 export class CompletionPoller {
@@ -46,6 +48,13 @@ export class CompletionPoller {
       this.streams.set(stream, s);
     }
     s.unflushed.push(cb);
+    // While few events are outstanding, each operation gets its own, so a copy's completion can start
+    // the next stage of a pipeline at once; deep queues of tiny launches share one event per JS turn.
+    if (s.batches.length < OWN_EVENT_BELOW) {
+      this.record(stream, s);
+      this.schedule();
+      return;
+    }
     if (!this.flushQueued) {
       this.flushQueued = true;
       queueMicrotask(() => this.flush());
@@ -55,30 +64,31 @@ export class CompletionPoller {
   /** Records one event per stream for the callbacks gathered this turn. */
   flush(): void {
     this.flushQueued = false;
+    for (const [stream, s] of this.streams) if (s.unflushed.length > 0) this.record(stream, s);
+    this.schedule();
+  }
+
+  private record(stream: number, s: StreamState): void {
     this.makeCurrent();
     // Fresh work after an idle spell is polled eagerly again.
     if (this.pendingBatches === 0) this.lastProgress = performance.now();
-    for (const [stream, s] of this.streams) {
-      if (s.unflushed.length === 0) continue;
-      const callbacks = s.unflushed;
-      s.unflushed = [];
-      let event: number;
-      try {
-        event = this.takeEvent();
-      } catch (e) {
-        for (const cb of callbacks) cb(e as Error);
-        continue;
-      }
-      const rc = this.driver.api.cuEventRecord(event, stream);
-      if (rc !== CUDA_SUCCESS) {
-        this.onFault(rc, 'cuEventRecord');
-        for (const cb of callbacks) cb(this.driver.error(rc, 'cuEventRecord'));
-        continue;
-      }
-      s.batches.push({ event, callbacks });
-      this.pendingBatches++;
+    const callbacks = s.unflushed;
+    s.unflushed = [];
+    let event: number;
+    try {
+      event = this.takeEvent();
+    } catch (e) {
+      for (const cb of callbacks) cb(e as Error);
+      return;
     }
-    this.schedule();
+    const rc = this.driver.api.cuEventRecord(event, stream);
+    if (rc !== CUDA_SUCCESS) {
+      this.onFault(rc, 'cuEventRecord');
+      for (const cb of callbacks) cb(this.driver.error(rc, 'cuEventRecord'));
+      return;
+    }
+    s.batches.push({ event, callbacks });
+    this.pendingBatches++;
   }
 
   get pending(): number {

@@ -41,12 +41,21 @@ export class CudaContext {
     const stream = (what: string): number =>
       d.out1(`cuStreamCreate(${what})`, (o) => d.api.cuStreamCreate(o, CU_STREAM_NON_BLOCKING));
     this.streams = { compute: stream('compute'), h2d: stream('h2d'), d2h: stream('d2h') };
-    this.cublasHandle = this.cublas.create();
-    this.cublas.setStream(this.cublasHandle, this.streams.compute);
     this.workspace = d.out1('cuMemAlloc_v2(cublas workspace)', (o) =>
       d.api.cuMemAlloc_v2(o, CUBLAS_WORKSPACE_BYTES),
     );
-    this.cublas.setWorkspace(this.cublasHandle, this.workspace, CUBLAS_WORKSPACE_BYTES);
+    this.cublasHandle = 0;
+    this.blas();
+  }
+
+  /** The cuBLAS handle, created on first use (and again after a reset) and bound to the compute stream. */
+  blas(): number {
+    if (this.cublasHandle !== 0) return this.cublasHandle;
+    const h = this.cublas.create();
+    this.cublas.setStream(h, this.streams.compute);
+    this.cublas.setWorkspace(h, this.workspace, CUBLAS_WORKSPACE_BYTES);
+    this.cublasHandle = h;
+    return h;
   }
 
   makeCurrent(): void {
@@ -62,8 +71,10 @@ export class CudaContext {
   reset(): void {
     const d = this.driver;
     // Destroying the old handle may fail on a faulted context; the reset below frees it anyway.
-    this.cublas.destroy(this.cublasHandle);
+    if (this.cublasHandle !== 0) this.cublas.destroy(this.cublasHandle);
+    this.cublasHandle = 0;
     d.check(d.api.cuDevicePrimaryCtxReset_v2(this.ordinal), 'cuDevicePrimaryCtxReset_v2');
+    // Retaining again re-activates the context; close() releases every retain taken (errors ignored).
     this.open();
   }
 
@@ -71,7 +82,7 @@ export class CudaContext {
     const d = this.driver;
     this.makeCurrent();
     d.api.cuCtxSynchronize();
-    this.cublas.destroy(this.cublasHandle);
+    if (this.cublasHandle !== 0) this.cublas.destroy(this.cublasHandle);
     for (const s of [this.streams.compute, this.streams.h2d, this.streams.d2h]) d.api.cuStreamDestroy_v2(s);
     d.api.cuMemFree_v2(this.workspace);
     for (; this.retains > 0; this.retains--) d.api.cuDevicePrimaryCtxRelease_v2(this.ordinal);

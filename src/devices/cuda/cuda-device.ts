@@ -124,17 +124,23 @@ export class CudaDevice implements Device {
       }
       args.push({ ptr: buf.ptr, desc: a.desc });
     }
+    // Scratch memory (native kernels only) goes back to the pool once the launch has finished.
     let scratch: CudaBuffer[] | null = null;
     const releaseScratch = (): void => {
       if (scratch) for (const b of scratch) this.node.free(b);
       scratch = null;
     };
+    const impl = req.impl;
     try {
-      this.launcher.run(req.impl, args, req.scalars, this.context.streams.compute, (bytes) => {
-        const b = this.node.alloc(bytes);
-        (scratch ??= []).push(b);
-        return b.ptr;
-      });
+      if (impl.kind === 'program')
+        this.launcher.launchProgram(impl, args, req.scalars, this.context.streams.compute);
+      else {
+        this.launcher.run(impl, args, req.scalars, this.context.streams.compute, (bytes) => {
+          const b = this.node.alloc(bytes);
+          (scratch ??= []).push(b);
+          return b.ptr;
+        });
+      }
     } catch (e) {
       releaseScratch();
       const rc = e instanceof TandemError ? e.details['cuResult'] : undefined;
@@ -144,9 +150,10 @@ export class CudaDevice implements Device {
       }
       return fail(asTandemError(e, 'TANDEM_ERR_KERNEL_FAILED', `${req.op} on ${this.id}`));
     }
+    const taskId = req.taskId;
     this.poller.watch(this.context.streams.compute, (err) => {
-      releaseScratch();
-      if (err) this.rememberFailure(req.taskId);
+      if (scratch) releaseScratch();
+      if (err) this.rememberFailure(taskId);
       done(err);
     });
   }

@@ -36,10 +36,16 @@ export interface TransferStats {
 
 export class HostTransfers {
   private registrations = new WeakMap<SharedArrayBuffer, Registration>();
-  private readonly unregister = new FinalizationRegistry<number>((addr) => {
-    this.makeCurrent();
-    this.driver.api.cuMemHostUnregister(addr);
-  });
+  /** Live page-locked ranges by address; the token tells a late finaliser from a newer registration. */
+  private live = new Map<number, { bytes: number; ref: WeakRef<SharedArrayBuffer>; token: object }>();
+  private readonly finaliser = new FinalizationRegistry<{ addr: number; token: object }>(
+    ({ addr, token }) => {
+      if (this.live.get(addr)?.token !== token) return;
+      this.live.delete(addr);
+      this.makeCurrent();
+      this.driver.api.cuMemHostUnregister(addr);
+    },
+  );
   private chunks: Chunk[] = [];
   private freeChunks: Chunk[] = [];
   private readonly waiting: ((c: Chunk) => void)[] = [];
@@ -185,17 +191,18 @@ export class HostTransfers {
     const known = this.registrations.get(sab);
     if (known) return known;
     const addr = addressOf(new Uint8Array(sab));
-    let rc = this.driver.api.cuMemHostRegister_v2(addr, sab.byteLength, CU_MEMHOSTREGISTER_PORTABLE);
-    if (rc === CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED) {
-      // A collected SAB at the same address whose finaliser has not run yet: take the range over.
-      this.driver.api.cuMemHostUnregister(addr);
-      rc = this.driver.api.cuMemHostRegister_v2(addr, sab.byteLength, CU_MEMHOSTREGISTER_PORTABLE);
+    const bytes = sab.byteLength;
+    let rc = this.driver.api.cuMemHostRegister_v2(addr, bytes, CU_MEMHOSTREGISTER_PORTABLE);
+    if (rc === CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED && this.dropDeadOverlaps(addr, bytes)) {
+      rc = this.driver.api.cuMemHostRegister_v2(addr, bytes, CU_MEMHOSTREGISTER_PORTABLE);
     }
     let reg: Registration;
     if (rc === 0) {
       reg = { ok: true, addr };
       this.stats.registered++;
-      this.unregister.register(sab, addr);
+      const token = {};
+      this.live.set(addr, { bytes, ref: new WeakRef(sab), token });
+      this.finaliser.register(sab, { addr, token }, token);
     } else {
       reg = { ok: false, addr, reason: `cuMemHostRegister_v2 failed: ${this.driver.describe(rc)}` };
       this.stats.registerFailures++;
@@ -205,9 +212,40 @@ export class HostTransfers {
     return reg;
   }
 
+  /**
+   * A collected SAB whose finaliser has not run yet still pins its range, and malloc may already have
+   * handed part of it to a new SAB: unregister such dead ranges that overlap [addr, addr + bytes).
+   */
+  private dropDeadOverlaps(addr: number, bytes: number): boolean {
+    let dropped = false;
+    for (const [start, r] of this.live) {
+      if (r.ref.deref() !== undefined || start >= addr + bytes || start + r.bytes <= addr) continue;
+      this.driver.api.cuMemHostUnregister(start);
+      this.finaliser.unregister(r.token);
+      this.live.delete(start);
+      dropped = true;
+    }
+    return dropped;
+  }
+
+  /** The host node freed this SAB: stop pinning it now rather than when it is collected. */
+  release(sab: SharedArrayBuffer): void {
+    const reg = this.registrations.get(sab);
+    this.registrations.delete(sab);
+    if (!reg?.ok) return;
+    const r = this.live.get(reg.addr);
+    if (!r || r.ref.deref() !== sab) return;
+    this.live.delete(reg.addr);
+    this.finaliser.unregister(r.token);
+    this.makeCurrent();
+    this.driver.api.cuMemHostUnregister(reg.addr);
+  }
+
   /** After a context reset: registrations and staging memory died with the context. */
   forgetAll(): void {
     this.registrations = new WeakMap();
+    for (const r of this.live.values()) this.finaliser.unregister(r.token);
+    this.live = new Map();
     this.chunks = [];
     this.freeChunks = [];
   }

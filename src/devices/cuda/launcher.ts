@@ -88,6 +88,7 @@ export class Launcher {
   }
 
   launchProgram(program: CudaProgram, args: readonly CudaArg[], scalars: Scalars, stream: number): void {
+    this.context.makeCurrent();
     const fn = this.programs.function(program, args, scalars);
     const params = program.params(args, scalars);
     this.writeParams(params, args);
@@ -180,7 +181,7 @@ export class Launcher {
     const lda = transA ? m : k;
     const ldb = transB ? k : n;
     this.context.cublas.gemmEx(
-      this.context.cublasHandle,
+      this.context.blas(),
       transB ? CUBLAS_OP.T : CUBLAS_OP.N,
       transA ? CUBLAS_OP.T : CUBLAS_OP.N,
       n,

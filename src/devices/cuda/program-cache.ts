@@ -44,7 +44,7 @@ export class ProgramCache {
     }
     const dtypes = program.dtypes?.(args, scalars);
     const defines = program.defines?.(args, scalars);
-    const spec = dtypes || defines ? JSON.stringify([dtypes, defines]) : '';
+    const spec = dtypes || defines ? specKey(dtypes, defines) : '';
     const hit = byProgram.get(spec);
     if (hit !== undefined) {
       this.stats.memoryHits++;
@@ -111,4 +111,16 @@ export class ProgramCache {
     this.modules = [];
     this.functions.clear();
   }
+}
+
+/** A cheap key for a specialisation (this runs on every launch; JSON.stringify costs more). */
+function specKey(
+  dtypes: Readonly<Record<string, string>> | undefined,
+  defines: Readonly<Record<string, string | number>> | undefined,
+): string {
+  let key = '';
+  if (dtypes) for (const k in dtypes) key += `${k}=${dtypes[k]};`;
+  key += '|';
+  if (defines) for (const k in defines) key += `${k}=${defines[k]};`;
+  return key;
 }
