@@ -1,0 +1,75 @@
+/**
+ * WebGPU through the Runtime, the way users reach it: tensors move host -> webgpu0 -> cpu through the
+ * copy table, chained tasks run on the WebGPU queue, and a dtype WGSL cannot hold is never placed there.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { isTandemError } from '../../src/core/errors.js';
+import { Runtime } from '../../src/runtime/runtime.js';
+import { openWebGpu } from './harness.js';
+
+// Probe once without the runtime so the skip reason is the backend's own.
+const probe = await openWebGpu();
+if (probe.ok) await probe.opened.device.close();
+else console.log(`# webgpu runtime tests skipped: ${probe.reason}`);
+
+function random(n: number): Float32Array {
+  return Float32Array.from({ length: n }, () => (Math.random() < 0.5 ? -1 : 1) * (0.125 + Math.random()));
+}
+
+void describe('webgpu through the runtime', { skip: probe.ok ? false : probe.reason }, () => {
+  let rt: Runtime;
+  before(async () => {
+    // A small staging chunk makes every transfer here move in several chunks.
+    rt = await Runtime.create({
+      backends: ['cpu', 'webgpu'],
+      calibrate: false,
+      options: { webgpu: { stagingChunkBytes: 4096 } },
+    });
+  });
+  after(() => rt.close());
+
+  void it('runs gemm then relu on webgpu0 and axpy on the cpu, matching float64', async () => {
+    const [m, k, n] = [37, 29, 41];
+    const A = random(m * k);
+    const B = random(k * n);
+    const Y = random(m * n);
+    const a = rt.tensor([m, k], 'f32', A);
+    const b = rt.tensor([k, n], 'f32', B);
+    const c = rt.tensor([m, n], 'f32', new Float32Array(m * n).fill(NaN));
+    const r = rt.tensor([m, n], 'f32', new Float32Array(m * n).fill(NaN));
+    const y = rt.tensor([m, n], 'f32', Y);
+    const scalars = { alpha: 1.5, beta: 0, transA: false, transB: false };
+    rt.submit({ kernel: 'gemm', args: { a, b, c }, scalars, device: 'webgpu' });
+    rt.submit({ kernel: 'unary', args: { x: c, y: r }, scalars: { op: 'relu' }, device: 'webgpu' });
+    await rt.submit({ kernel: 'axpy', args: { x: r, y }, scalars: { alpha: 2 }, device: 'cpu' }).done;
+    const got = await rt.read(y);
+    for (let i = 0; i < m; i++)
+      for (let j = 0; j < n; j++) {
+        let dot = 0;
+        let mag = 0;
+        for (let p = 0; p < k; p++) {
+          dot += A[i * k + p]! * B[p * n + j]!;
+          mag += Math.abs(A[i * k + p]! * B[p * n + j]!);
+        }
+        const want = Y[i * n + j]! + 2 * Math.max(0, 1.5 * dot);
+        const tol = 8 * k * 2 ** -23 * (1.5 * mag * 2 + Math.abs(want));
+        assert.ok(Math.abs(got[i * n + j]! - want) <= tol, `y[${i},${j}] = ${got[i * n + j]}, want ${want}`);
+      }
+  });
+
+  void it('lists the webgpu device with its adapter and reason-free status', () => {
+    const status = rt.backends.find((s) => s.kind === 'webgpu');
+    assert.equal(status?.available, true);
+    const dev = rt.devices.find((d) => d.info.kind === 'webgpu');
+    assert.ok(dev && dev.info.name.length > 0);
+  });
+
+  void it('never places an f64 task on webgpu (no f64 in WGSL)', async () => {
+    const x = rt.tensor([5], 'f64', [1, 2, 3, 4, 5]);
+    await assert.rejects(
+      rt.submit({ kernel: 'scale', args: { x }, scalars: { alpha: 2 }, device: 'webgpu' }).done,
+      (e: unknown) => isTandemError(e, 'TANDEM_ERR_NO_DEVICE'),
+    );
+  });
+});
