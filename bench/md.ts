@@ -1,0 +1,69 @@
+/**
+ * LJ molecular dynamics throughput (atom-steps per second) through the runtime, beside the plain
+ * TypeScript engine on the main thread (CPU) — the in.lj problem scaled by atom count.
+ *   node dist/bench/md.js [--device cpu|cuda] [--atoms 32000,1000000] [--steps 100] [--json out.json]
+ * Defaults: cpu → 32,000 atoms; cuda → 32,000, 1M, 4M and 16M atoms (f32). Each size runs once
+ * for 10 steps first (NVRTC compile, worker warm-up), then the timed run.
+ */
+import { writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { Runtime } from '../src/runtime/runtime.js';
+import { runMd, type MdResult } from '../src/workloads/md/run.js';
+import { runLocal } from '../src/workloads/md/simulate.js';
+import { validateMdParams } from '../src/workloads/md/params.js';
+
+const arg = (name: string, def: string): string => {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1]! : def;
+};
+const device = arg('--device', 'cpu') as 'cpu' | 'cuda';
+const steps = Number(arg('--steps', '100'));
+const sizes = arg('--atoms', device === 'cpu' ? '32000' : '32000,1000000,4000000,16000000').split(',').map(Number);
+const json = arg('--json', '');
+
+interface Row {
+  atoms: number;
+  device: string;
+  precision: string;
+  steps: number;
+  seconds: number;
+  atomStepsPerSecond: number;
+  temp: number;
+  epair: number;
+  toteng: number;
+  baseline?: { what: string; atomStepsPerSecond: number };
+}
+
+const rt = await Runtime.create({ backends: [device], calibrate: false, ...(process.env.TANDEM_CACHE_DIR ? { cacheDir: process.env.TANDEM_CACHE_DIR } : {}) });
+const status = rt.backends.find((b) => b.kind === device);
+if (!status?.available) {
+  console.error(`${device} unavailable: ${status?.reason ?? 'not opened'}`);
+  process.exit(2);
+}
+const rows: Row[] = [];
+console.log(`device ${rt.devices.map((d) => d.info.name).join(', ')}; node ${process.version}; ${cpus().length} CPUs (${cpus()[0]?.model ?? '?'})`);
+for (const atoms of sizes) {
+  const params = { preset: 'lammps-lj', atoms, steps, thermoEvery: steps, device };
+  await runMd(rt, { ...params, steps: 10, thermoEvery: 10 });
+  const r: MdResult = await runMd(rt, params);
+  const last = r.thermo[r.thermo.length - 1]!;
+  const row: Row = { atoms: r.atoms, device: r.device, precision: r.precision, steps, seconds: r.seconds, atomStepsPerSecond: r.atomStepsPerSecond, temp: last.temp, epair: last.epair, toteng: last.toteng };
+  if (device === 'cpu') {
+    const cfg = validateMdParams(params);
+    const t0 = performance.now();
+    runLocal(cfg);
+    const s = (performance.now() - t0) / 1000;
+    row.baseline = { what: 'plain TS engine, main thread', atomStepsPerSecond: (r.atoms * steps) / s };
+  }
+  rows.push(row);
+}
+console.log('| atoms | device | precision | steps | loop s | atom-steps/s | T(last) | E_pair(last) | baseline atom-steps/s | ratio |');
+console.log('| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+for (const r of rows) {
+  const b = r.baseline?.atomStepsPerSecond;
+  console.log(
+    `| ${r.atoms} | ${r.device} | ${r.precision} | ${r.steps} | ${r.seconds.toFixed(3)} | ${r.atomStepsPerSecond.toExponential(3)} | ${r.temp.toFixed(5)} | ${r.epair.toFixed(5)} | ${b ? b.toExponential(3) : '-'} | ${b ? (r.atomStepsPerSecond / b).toFixed(2) : '-'} |`,
+  );
+}
+if (json) writeFileSync(json, JSON.stringify({ device, steps, rows }, null, 2));
+await rt.close();

@@ -1,0 +1,43 @@
+/**
+ * The workload job types as the service and the CLI see them: a validator that turns JSON parameters
+ * into a checked config (TandemError TANDEM_ERR_INVALID_ARGUMENT otherwise) and a runner on a Runtime
+ * returning a JSON-serialisable result.
+ */
+import type { Runtime } from '../runtime/runtime.js';
+import { MD_PRESETS, validateMdParams } from './md/params.js';
+import { runMd } from './md/run.js';
+import { EXAMPLE_PORTFOLIO, validateOptionParams, validateVarParams } from './risk/params.js';
+import { portfolioVar, priceOption } from './risk/run.js';
+
+export interface WorkloadJobType {
+  readonly name: 'md' | 'option' | 'var';
+  readonly summary: string;
+  /** Throws a TandemError on bad parameters; call before accepting a job. */
+  validate(params: unknown): void;
+  run(rt: Runtime, params: unknown, onProgress?: (p: Record<string, unknown>) => void): Promise<object>;
+}
+
+export const WORKLOAD_JOB_TYPES: Readonly<Record<'md' | 'option' | 'var', WorkloadJobType>> = {
+  md: {
+    name: 'md',
+    summary: 'Lennard-Jones molecular dynamics (presets: ' + Object.keys(MD_PRESETS).join(', ') + ')',
+    validate: (p) => void validateMdParams(p),
+    run: (rt, p, onProgress) => runMd(rt, p, { onThermo: (row) => onProgress?.({ ...row }) }),
+  },
+  option: {
+    name: 'option',
+    summary: 'European or arithmetic-Asian option price by Monte Carlo (Philox4x32-10), with standard error',
+    validate: (p) => void validateOptionParams(p),
+    run: (rt, p) => priceOption(rt, p),
+  },
+  var: {
+    name: 'var',
+    summary: 'Portfolio value-at-risk and expected shortfall under correlated GBM',
+    validate: (p) => void validateVarParams(p),
+    run: (rt, p) => portfolioVar(rt, p),
+  },
+};
+
+export { EXAMPLE_PORTFOLIO, MD_PRESETS };
+export * as md from './md/index.js';
+export * as risk from './risk/index.js';
