@@ -266,3 +266,21 @@ void describe('webgpu calibration', { skip }, () => {
     );
   });
 });
+
+void describe('webgpu device after close', { skip }, () => {
+  void it('refuses allocations and launches with TANDEM_ERR_CLOSED and declines every op', async () => {
+    const again = await openWebGpu();
+    assert.ok(again.ok);
+    const o = again.opened;
+    await o.device.close();
+    await o.device.close(); // idempotent
+    assert.throws(
+      () => o.device.node.alloc(64),
+      (e: unknown) => isTandemError(e, 'TANDEM_ERR_CLOSED'),
+    );
+    await assert.rejects(launchAsync(o, 'noop', noopWebGpu, [], {}), (e: unknown) =>
+      isTandemError(e, 'TANDEM_ERR_CLOSED'),
+    );
+    assert.equal(o.device.supports('noop', [], {}), false);
+  });
+});

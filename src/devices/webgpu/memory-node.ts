@@ -41,6 +41,8 @@ export class WebGpuMemoryNode implements MemoryNode {
     private readonly device: GPUDevice,
     usageFlags: { STORAGE: number; COPY_SRC: number; COPY_DST: number },
     private readonly poolLimit: number,
+    /** Null while the device is usable; its closing or loss error otherwise. */
+    private readonly failure: () => Error | null,
   ) {
     this.usage = usageFlags.STORAGE | usageFlags.COPY_SRC | usageFlags.COPY_DST;
   }
@@ -60,6 +62,8 @@ export class WebGpuMemoryNode implements MemoryNode {
         `${this.name}: buffer size must be a non-negative integer, got ${bytes}`,
       );
     }
+    const failed = this.failure();
+    if (failed) throw failed;
     const max = this.maxBufferBytes;
     const capacity = sizeClass(bytes);
     if (capacity > max.bytes) {

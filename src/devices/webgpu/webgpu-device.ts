@@ -62,6 +62,7 @@ export class WebGpuDevice implements Device {
   readonly staging: StagingTransfers;
   readonly pipelines: PipelineCache;
   private failure: Error | null = null;
+  private closed = false;
   /**
    * Dawn's GPU instance and adapter must outlive the device: once garbage collected, the native
    * instance is freed under the device and the process dies later in a corrupted mutex.
@@ -85,7 +86,14 @@ export class WebGpuDevice implements Device {
       maxInvocationsPerWorkgroup: l.maxComputeInvocationsPerWorkgroup,
     };
     const memoryBytes = opts.memoryBytes ?? DEFAULT_MEMORY_BYTES;
-    this.node = new WebGpuMemoryNode(id, memoryBytes, gpu, flags.GPUBufferUsage, opts.poolBytes);
+    this.node = new WebGpuMemoryNode(
+      id,
+      memoryBytes,
+      gpu,
+      flags.GPUBufferUsage,
+      opts.poolBytes,
+      () => this.failure,
+    );
     this.pipelines = new PipelineCache(id, gpu);
     this.staging = new StagingTransfers(
       id,
@@ -171,7 +179,8 @@ export class WebGpuDevice implements Device {
   }
 
   async close(): Promise<void> {
-    if (this.failure?.message.endsWith('closed')) return;
+    if (this.closed) return;
+    this.closed = true;
     await this.gpu.queue.onSubmittedWorkDone().catch(() => undefined);
     this.failure = new TandemError('TANDEM_ERR_CLOSED', `${this.id} closed`);
     this.staging.destroy();
