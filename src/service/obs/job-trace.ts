@@ -122,7 +122,7 @@ export function buildJobTrace(
     rec.span(track, 'placement', us(job.startedAt), us(job.startedAt) + 1, 'job', {
       device: job.device,
       jobClass: job.jobClass,
-      reason: times.placement ?? job.device ?? 'scheduler',
+      reason: times.placement ?? job.placement ?? 'scheduler',
     });
     rec.span(track, `run ${job.type}`, us(job.startedAt), us(endMs), 'job', {
       attempt: job.attempt,

@@ -172,7 +172,7 @@ export class Dispatcher {
         );
       return;
     }
-    const job = this.d.store.claim(q.id, placement.device ?? 'auto');
+    const job = this.d.store.claim(q.id, placement.device ?? 'auto', placement.reason);
     if (!job) return;
     this.d.metrics.jobWait.observe(
       { type: job.type },

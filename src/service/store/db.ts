@@ -56,6 +56,8 @@ const MIGRATIONS: readonly string[] = [
    CREATE UNIQUE INDEX jobs_idempotency ON jobs (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
    CREATE INDEX jobs_tenant_seq ON jobs (tenant_id, seq);
    CREATE INDEX jobs_active ON jobs (state) WHERE state IN ('queued', 'running');`,
+  // v2: why the job went where it did (hardware rule or the job's own device), kept after it ends.
+  `ALTER TABLE jobs ADD COLUMN placement TEXT;`,
 ];
 
 export function openDatabase(dataDir: string, durability: 'full' | 'normal'): Db {

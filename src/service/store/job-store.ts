@@ -32,6 +32,7 @@ export interface JobRecord {
   readonly cancelRequested: boolean;
   readonly idempotencyKey: string | null;
   readonly device: string | null;
+  readonly placement: string | null;
   readonly createdAt: number;
   readonly startedAt: number | null;
   readonly finishedAt: number | null;
@@ -79,6 +80,7 @@ interface JobRow {
   cancel_requested: number;
   idempotency_key: string | null;
   device: string | null;
+  placement: string | null;
   created_at: number;
   started_at: number | null;
   finished_at: number | null;
@@ -105,6 +107,7 @@ function fromRow(r: JobRow): JobRecord {
     cancelRequested: r.cancel_requested !== 0,
     idempotencyKey: r.idempotency_key,
     device: r.device,
+    placement: r.placement,
     createdAt: r.created_at,
     startedAt: r.started_at,
     finishedAt: r.finished_at,
@@ -142,7 +145,7 @@ export class JobStore {
       byKey: db.prepare('SELECT * FROM jobs WHERE tenant_id = ? AND idempotency_key = ?'),
       byId: db.prepare('SELECT * FROM jobs WHERE id = ?'),
       claim: db.prepare(
-        `UPDATE jobs SET state = 'running', attempt = attempt + 1, started_at = ?, device = ?, progress = 0, message = ''
+        `UPDATE jobs SET state = 'running', attempt = attempt + 1, started_at = ?, device = ?, placement = ?, progress = 0, message = ''
          WHERE id = ? AND state = 'queued' AND cancel_requested = 0`,
       ),
       progress: db.prepare(
@@ -215,6 +218,7 @@ export class JobStore {
       cancelRequested: false,
       idempotencyKey: j.idempotencyKey,
       device: null,
+      placement: null,
       createdAt: now,
       startedAt: null,
       finishedAt: null,
@@ -251,8 +255,13 @@ export class JobStore {
   }
 
   /** queued → running; returns the claimed record (attempt incremented) or null if it was not queued. */
-  claim(id: string, device: string | null, now = Date.now()): JobRecord | null {
-    const info = this.stmts.claim.run(now, device, id);
+  claim(
+    id: string,
+    device: string | null,
+    placement: string | null = null,
+    now = Date.now(),
+  ): JobRecord | null {
+    const info = this.stmts.claim.run(now, device, placement, id);
     return info.changes === 1 ? this.get(id) : null;
   }
 

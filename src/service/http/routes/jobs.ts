@@ -32,7 +32,7 @@ export function jobView(s: ServiceParts, j: JobRecord) {
     jobClass: j.jobClass,
     memoryBytes: j.memBytes,
     device: j.device,
-    placement: live?.placement ?? null,
+    placement: live?.placement ?? j.placement,
     idempotencyKey: j.idempotencyKey,
     cancelRequested: j.cancelRequested,
     createdAt: iso(j.createdAt)!,

@@ -122,13 +122,15 @@ async function runGemm(ctx: JobContext<GemmParams>) {
     const wanted = new Set<number>([0, n - 1]);
     for (let i = 1; wanted.size < Math.min(ctx.params.checkRows, n); i++) wanted.add((i * 2654435761) % n);
     const sampled = new Map<number, Float64Array>();
-    const checkStart = Date.now() * 1000;
+    const readStart = Date.now() * 1000;
     for (const p of pieces) {
       const inPanel = [...wanted].filter((r) => r >= p.row0 && r < p.row0 + p.rows);
       if (inPanel.length === 0) continue;
       const c = toNumbers(dtype, await rt.read(p.c));
       for (const r of inPanel) sampled.set(r, c.slice((r - p.row0) * n, (r - p.row0 + 1) * n));
     }
+    const checkStart = Date.now() * 1000;
+    ctx.span('read sampled rows', readStart, checkStart, { rows: sampled.size });
     const check = checkRows(dtype, n, a, b, sampled);
     ctx.span('reference check (float64)', checkStart, Date.now() * 1000, { rows: check.rowsChecked });
     ctx.progress(1, 'checked');
