@@ -13,6 +13,7 @@ import { WebGpuBackend } from '../../src/devices/webgpu/backend.js';
 import type { WgslCustomKernel } from '../../src/devices/webgpu/kernel-api.js';
 import type { WebGpuDevice } from '../../src/devices/webgpu/webgpu-device.js';
 import { axpyWebGpu } from '../../src/kernels/axpy/webgpu.js';
+import { fillWebGpu } from '../../src/kernels/fill/webgpu.js';
 import { gemmWebGpu } from '../../src/kernels/gemm/webgpu.js';
 import { noopWebGpu } from '../../src/kernels/noop/webgpu.js';
 import { scaleWebGpu } from '../../src/kernels/scale/webgpu.js';
@@ -184,6 +185,24 @@ fn twice(@builtin(workgroup_id) w: vec3<u32>, @builtin(num_workgroups) g: vec3<u
       assert.ok(Math.abs(got[i]! - want) <= 1e-5 * Math.abs(want), `y[${i}] = ${got[i]}, want ${want}`);
     }
     for (const b of bufs) dev.node.free(b);
+  });
+
+  void it('spreads more than 65535 workgroups over a 2-D grid (fill and scale reach the last element)', async () => {
+    const n = 256 * 65_535 + 300; // one more row of workgroups than a dimension holds
+    const desc = f32(n);
+    const buf = dev.node.alloc(desc.bytes);
+    try {
+      await launchAsync(o, 'fill', fillWebGpu, [{ buffer: buf, desc }], { value: 1.25 });
+      await launchAsync(o, 'scale', scaleWebGpu, [{ buffer: buf, desc }], { alpha: -2 });
+      const h = o.host.alloc(desc.bytes);
+      new Float32Array(h.sab, 0, n).fill(NaN);
+      await copyAsync(o.d2h, buf, h, desc.bytes);
+      const got = new Float32Array(h.sab, 0, n);
+      for (const i of [0, 255, 256 * 65_535 - 1, 256 * 65_535, n - 1])
+        assert.equal(got[i], -2.5, `element ${i}`);
+    } finally {
+      dev.node.free(buf);
+    }
   });
 
   void it('fails a chained launch whose predecessor failed, with TANDEM_ERR_DEPENDENCY_FAILED', async () => {
