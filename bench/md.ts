@@ -18,7 +18,9 @@ const arg = (name: string, def: string): string => {
 };
 const device = arg('--device', 'cpu') as 'cpu' | 'cuda';
 const steps = Number(arg('--steps', '100'));
-const sizes = arg('--atoms', device === 'cpu' ? '32000' : '32000,1000000,4000000,16000000').split(',').map(Number);
+const sizes = arg('--atoms', device === 'cpu' ? '32000' : '32000,1000000,4000000,16000000')
+  .split(',')
+  .map(Number);
 const json = arg('--json', '');
 
 interface Row {
@@ -34,20 +36,36 @@ interface Row {
   baseline?: { what: string; atomStepsPerSecond: number };
 }
 
-const rt = await Runtime.create({ backends: [device], calibrate: false, ...(process.env.TANDEM_CACHE_DIR ? { cacheDir: process.env.TANDEM_CACHE_DIR } : {}) });
+const rt = await Runtime.create({
+  backends: [device],
+  calibrate: false,
+  ...(process.env.TANDEM_CACHE_DIR ? { cacheDir: process.env.TANDEM_CACHE_DIR } : {}),
+});
 const status = rt.backends.find((b) => b.kind === device);
 if (!status?.available) {
   console.error(`${device} unavailable: ${status?.reason ?? 'not opened'}`);
   process.exit(2);
 }
 const rows: Row[] = [];
-console.log(`device ${rt.devices.map((d) => d.info.name).join(', ')}; node ${process.version}; ${cpus().length} CPUs (${cpus()[0]?.model ?? '?'})`);
+console.log(
+  `device ${rt.devices.map((d) => d.info.name).join(', ')}; node ${process.version}; ${cpus().length} CPUs (${cpus()[0]?.model ?? '?'})`,
+);
 for (const atoms of sizes) {
   const params = { preset: 'lammps-lj', atoms, steps, thermoEvery: steps, device };
   await runMd(rt, { ...params, steps: 10, thermoEvery: 10 });
   const r: MdResult = await runMd(rt, params);
   const last = r.thermo[r.thermo.length - 1]!;
-  const row: Row = { atoms: r.atoms, device: r.device, precision: r.precision, steps, seconds: r.seconds, atomStepsPerSecond: r.atomStepsPerSecond, temp: last.temp, epair: last.epair, toteng: last.toteng };
+  const row: Row = {
+    atoms: r.atoms,
+    device: r.device,
+    precision: r.precision,
+    steps,
+    seconds: r.seconds,
+    atomStepsPerSecond: r.atomStepsPerSecond,
+    temp: last.temp,
+    epair: last.epair,
+    toteng: last.toteng,
+  };
   if (device === 'cpu') {
     const cfg = validateMdParams(params);
     const t0 = performance.now();
@@ -57,7 +75,9 @@ for (const atoms of sizes) {
   }
   rows.push(row);
 }
-console.log('| atoms | device | precision | steps | loop s | atom-steps/s | T(last) | E_pair(last) | baseline atom-steps/s | ratio |');
+console.log(
+  '| atoms | device | precision | steps | loop s | atom-steps/s | T(last) | E_pair(last) | baseline atom-steps/s | ratio |',
+);
 console.log('| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 for (const r of rows) {
   const b = r.baseline?.atomStepsPerSecond;

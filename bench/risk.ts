@@ -24,7 +24,19 @@ const json = arg('--json', '');
 const out: Record<string, unknown> = { device, paths, runs, p99Paths };
 
 function torch(): Record<string, number> | null {
-  const r = spawnSync('python3', ['bench/py/risk_torch.py', '--paths', String(paths), '--runs', String(runs), '--p99-paths', String(p99Paths)], { encoding: 'utf8' });
+  const r = spawnSync(
+    'python3',
+    [
+      'bench/py/risk_torch.py',
+      '--paths',
+      String(paths),
+      '--runs',
+      String(runs),
+      '--p99-paths',
+      String(p99Paths),
+    ],
+    { encoding: 'utf8' },
+  );
   try {
     return JSON.parse(r.stdout.trim().split('\n').pop() ?? '') as Record<string, number>;
   } catch {
@@ -35,7 +47,11 @@ function torch(): Record<string, number> | null {
 
 // PyTorch first so the two never share the GPU.
 const baseline = process.argv.includes('--torch') ? torch() : null;
-const rt = await Runtime.create({ backends: [device], calibrate: false, ...(process.env.TANDEM_CACHE_DIR ? { cacheDir: process.env.TANDEM_CACHE_DIR } : {}) });
+const rt = await Runtime.create({
+  backends: [device],
+  calibrate: false,
+  ...(process.env.TANDEM_CACHE_DIR ? { cacheDir: process.env.TANDEM_CACHE_DIR } : {}),
+});
 const status = rt.backends.find((b) => b.kind === device);
 if (!status?.available) {
   console.error(`${device} unavailable: ${status?.reason ?? 'not opened'}`);
@@ -55,10 +71,19 @@ for (const antithetic of [false, true]) {
   }
   times.sort((a, b) => a - b);
   tput[antithetic ? 'antithetic' : 'plain'] = paths / times[2]!;
-  console.log(`european ${antithetic ? 'antithetic' : 'plain'}: ${paths} paths, median ${(times[2]! * 1e3).toFixed(2)} ms, ${(paths / times[2]!).toExponential(3)} paths/s, price ${last.price.toFixed(5)} ± ${last.stdError.toExponential(2)}`);
+  console.log(
+    `european ${antithetic ? 'antithetic' : 'plain'}: ${paths} paths, median ${(times[2]! * 1e3).toFixed(2)} ms, ${(paths / times[2]!).toExponential(3)} paths/s, price ${last.price.toFixed(5)} ± ${last.stdError.toExponential(2)}`,
+  );
 }
-const asian = await priceOption(rt, { ...base, type: 'asian', steps: 64, paths: Math.max(2, Math.floor(paths / 64)) });
-console.log(`asian (64 dates): ${asian.paths} paths in ${(asian.seconds * 1e3).toFixed(2)} ms, ${(asian.paths / asian.seconds).toExponential(3)} paths/s, ${((asian.paths * 64) / asian.seconds).toExponential(3)} path-steps/s`);
+const asian = await priceOption(rt, {
+  ...base,
+  type: 'asian',
+  steps: 64,
+  paths: Math.max(2, Math.floor(paths / 64)),
+});
+console.log(
+  `asian (64 dates): ${asian.paths} paths in ${(asian.seconds * 1e3).toFixed(2)} ms, ${(asian.paths / asian.seconds).toExponential(3)} paths/s, ${((asian.paths * 64) / asian.seconds).toExponential(3)} path-steps/s`,
+);
 const lat: number[] = [];
 for (let k = 0; k < runs; k++) {
   const t0 = performance.now();
@@ -67,16 +92,37 @@ for (let k = 0; k < runs; k++) {
 }
 lat.sort((a, b) => a - b);
 const q = (p: number): number => lat[Math.min(lat.length - 1, Math.ceil(p * lat.length) - 1)]!;
-console.log(`1e6-path price end to end over ${runs} runs: p50 ${q(0.5).toFixed(3)} ms, p99 ${q(0.99).toFixed(3)} ms`);
-const v = await portfolioVar(rt, { portfolio: EXAMPLE_PORTFOLIO, scenarios: gpu ? 1_000_000 : 100_000, device: device === 'webgpu' ? 'cpu' : device });
-console.log(`VaR 99% of the example portfolio: ${v.valueAtRisk.toFixed(2)} (ES ${v.expectedShortfall.toFixed(2)}), ${v.scenarios} scenarios, ${v.scenariosPerSecond.toExponential(3)} scenarios/s`);
-Object.assign(out, { throughput: tput, asian: { paths: asian.paths, seconds: asian.seconds }, p50Ms: q(0.5), p99Ms: q(0.99), var: v, torch: baseline });
+console.log(
+  `1e6-path price end to end over ${runs} runs: p50 ${q(0.5).toFixed(3)} ms, p99 ${q(0.99).toFixed(3)} ms`,
+);
+const v = await portfolioVar(rt, {
+  portfolio: EXAMPLE_PORTFOLIO,
+  scenarios: gpu ? 1_000_000 : 100_000,
+  device: device === 'webgpu' ? 'cpu' : device,
+});
+console.log(
+  `VaR 99% of the example portfolio: ${v.valueAtRisk.toFixed(2)} (ES ${v.expectedShortfall.toFixed(2)}), ${v.scenarios} scenarios, ${v.scenariosPerSecond.toExponential(3)} scenarios/s`,
+);
+Object.assign(out, {
+  throughput: tput,
+  asian: { paths: asian.paths, seconds: asian.seconds },
+  p50Ms: q(0.5),
+  p99Ms: q(0.99),
+  var: v,
+  torch: baseline,
+});
 if (baseline) {
   console.log('| what | tandem | pytorch | ratio |');
   console.log('| --- | ---: | ---: | ---: |');
-  console.log(`| paths/s (plain) | ${tput.plain!.toExponential(3)} | ${baseline.pathsPerSecond!.toExponential(3)} | ${(tput.plain! / baseline.pathsPerSecond!).toFixed(2)} |`);
-  console.log(`| paths/s (antithetic) | ${tput.antithetic!.toExponential(3)} | ${baseline.pathsPerSecond!.toExponential(3)} | ${(tput.antithetic! / baseline.pathsPerSecond!).toFixed(2)} |`);
-  console.log(`| 1e6-path p99 ms | ${q(0.99).toFixed(3)} | ${baseline.p99Ms!.toFixed(3)} | ${(baseline.p99Ms! / q(0.99)).toFixed(2)} |`);
+  console.log(
+    `| paths/s (plain) | ${tput.plain!.toExponential(3)} | ${baseline.pathsPerSecond!.toExponential(3)} | ${(tput.plain! / baseline.pathsPerSecond!).toFixed(2)} |`,
+  );
+  console.log(
+    `| paths/s (antithetic) | ${tput.antithetic!.toExponential(3)} | ${baseline.pathsPerSecond!.toExponential(3)} | ${(tput.antithetic! / baseline.pathsPerSecond!).toFixed(2)} |`,
+  );
+  console.log(
+    `| 1e6-path p99 ms | ${q(0.99).toFixed(3)} | ${baseline.p99Ms!.toFixed(3)} | ${(baseline.p99Ms! / q(0.99)).toFixed(2)} |`,
+  );
 }
 if (json) writeFileSync(json, JSON.stringify(out, null, 2));
 await rt.close();

@@ -23,6 +23,10 @@ import { mdIntegrateDef } from './md_integrate/def.js';
 import { mdNeighborsCpu } from './md_neighbors/cpu.js';
 import { mdNeighborsCuda } from './md_neighbors/cuda.js';
 import { mdNeighborsDef } from './md_neighbors/def.js';
+import { philoxFillCpu } from './philox_fill/cpu.js';
+import { philoxFillCuda } from './philox_fill/cuda.js';
+import { philoxFillDef } from './philox_fill/def.js';
+import { philoxFillWebGpu } from './philox_fill/webgpu.js';
 
 export const WORKLOAD_KERNEL_DEFS: KernelDef[] = [
   mcEuropeanDef,
@@ -31,6 +35,7 @@ export const WORKLOAD_KERNEL_DEFS: KernelDef[] = [
   mdNeighborsDef,
   ljForcesDef,
   mdIntegrateDef,
+  philoxFillDef,
 ];
 
 export const WORKLOAD_KERNEL_IMPLS: KernelImplEntry[] = [
@@ -48,4 +53,7 @@ export const WORKLOAD_KERNEL_IMPLS: KernelImplEntry[] = [
   { op: 'lj_forces', backend: 'cuda', impl: ljForcesCuda },
   { op: 'md_integrate', backend: 'cpu', impl: mdIntegrateCpu },
   { op: 'md_integrate', backend: 'cuda', impl: mdIntegrateCuda },
+  { op: 'philox_fill', backend: 'cpu', impl: philoxFillCpu },
+  { op: 'philox_fill', backend: 'cuda', impl: philoxFillCuda },
+  { op: 'philox_fill', backend: 'webgpu', impl: philoxFillWebGpu },
 ];
