@@ -224,7 +224,12 @@ fn twice(@builtin(workgroup_id) w: vec3<u32>, @builtin(num_workgroups) g: vec3<u
         r,
       ),
     );
+    // Also broken itself: the dependency is the reported cause, and its own rejection stays handled.
+    const third = new Promise<Error | null>((r) =>
+      q.launch({ taskId: 900_003, op: 'broken', impl: broken, args: [], scalars: {}, after: [900_001] }, r),
+    );
     assert.ok(isTandemError(await first, 'TANDEM_ERR_COMPILE'));
+    assert.ok(isTandemError(await third, 'TANDEM_ERR_DEPENDENCY_FAILED'));
     assert.ok(isTandemError(await second, 'TANDEM_ERR_DEPENDENCY_FAILED'), String(await second));
   });
 

@@ -118,6 +118,8 @@ export class WebGpuQueue implements ExecQueue {
 
   launch(req: LaunchRequest, done: (err: Error | null, timing?: LaunchTiming) => void): void {
     const prepared = this.prepare(req);
+    // submit() may give up before awaiting it (a failed predecessor): keep its rejection handled.
+    prepared.catch(() => undefined);
     const before = req.after.map((id) => this.outcomes.get(id)).filter((p) => p !== undefined);
     const submitted = this.submitTail.then(() => this.submit(req, prepared, before));
     this.submitTail = submitted.then(

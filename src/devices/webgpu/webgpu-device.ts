@@ -170,7 +170,8 @@ export class WebGpuDevice implements Device {
   supports(op: string, args: readonly TensorDesc[], scalars: Scalars, impl?: unknown): boolean {
     if (this.failure) return false;
     if (impl !== undefined && isWebGpuKernel(impl)) return impl.supports(args, scalars, this.features);
-    if (op === 'copy' || op === 'noop') return true;
+    // Copies move bytes and fill writes a host-encoded bit pattern: any dtype.
+    if (op === 'copy' || op === 'noop' || op === 'fill') return true;
     return args.every((a) => wgslDType(a.dtype, this.features));
   }
 
