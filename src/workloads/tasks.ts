@@ -16,6 +16,23 @@ export function eligibleQueues(rt: Runtime, op: string, device: DeviceChoice): n
   ).length;
 }
 
+/**
+ * How many tasks keep the eligible hardware busy: one per CPU worker (each runs one task at a time),
+ * one per GPU (a single launch already fills it; more tasks would only add launches and read-backs).
+ */
+export function parallelSlots(rt: Runtime, op: string, device: DeviceChoice): number {
+  const impls = rt.kernels.get(op).impls;
+  let slots = 0;
+  const gpus = new Set<string>();
+  for (const w of rt.workers) {
+    const kind = w.device.info.kind;
+    if (!impls.has(kind) || (device !== 'auto' && kind !== device)) continue;
+    if (kind === 'cpu') slots++;
+    else gpus.add(w.device.info.id);
+  }
+  return slots + gpus.size;
+}
+
 export function requireDevice(rt: Runtime, op: string, device: DeviceChoice): number {
   const n = eligibleQueues(rt, op, device);
   if (n === 0) {

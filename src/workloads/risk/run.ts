@@ -18,7 +18,7 @@ import {
 } from '../../kernels/mc_common/engine.js';
 import { portfolioValue } from '../../kernels/mc_var/engine.js';
 import { packPortfolio } from '../../kernels/mc_var/layout.js';
-import { constraint, placement, requireDevice, settleAll } from '../tasks.js';
+import { constraint, parallelSlots, placement, requireDevice, settleAll } from '../tasks.js';
 import { validateOptionParams, validateVarParams } from './params.js';
 import { riskFigures, type RiskFigures } from './var.js';
 
@@ -46,7 +46,8 @@ function taskCount(requested: number | null, queues: number, streams: number): n
 export async function priceOption(rt: Runtime, params: unknown): Promise<OptionResult> {
   const cfg = validateOptionParams(params);
   const op = cfg.kind === 'european' ? 'mc_european' : 'mc_asian';
-  const queues = requireDevice(rt, op, cfg.device);
+  requireDevice(rt, op, cfg.device);
+  const queues = parallelSlots(rt, op, cfg.device);
   const spec = mcSpec(cfg);
   const streams = streamCount(spec);
   const tasks = taskCount(cfg.tasks, queues, streams);
@@ -110,7 +111,8 @@ export interface VarResult extends RiskFigures {
 
 export async function portfolioVar(rt: Runtime, params: unknown): Promise<VarResult> {
   const cfg = validateVarParams(params);
-  const queues = requireDevice(rt, 'mc_var', cfg.device);
+  requireDevice(rt, 'mc_var', cfg.device);
+  const queues = parallelSlots(rt, 'mc_var', cfg.device);
   const pf = cfg.portfolio;
   const v0 = portfolioValue(pf, pf.spot, 0);
   const tasks = Math.max(
