@@ -49,7 +49,7 @@ export class WebGpuBackend implements Backend {
     const a = found.found;
     let gpu: GPUDevice;
     try {
-      gpu = await requestGpuDevice(a);
+      gpu = await requestGpuDevice(a, ctx.log);
     } catch (e) {
       return unavailable(
         `${a.backend} adapter found but requestDevice failed: ${e instanceof Error ? e.message : e}`,

@@ -40,12 +40,42 @@ function allLimits(adapter: GPUAdapter): Record<string, number> {
   return out;
 }
 
-export async function requestGpuDevice(found: FoundAdapter): Promise<GPUDevice> {
-  const features: GPUFeatureName[] = found.adapter.features.has('shader-f16') ? ['shader-f16'] : [];
-  return found.adapter.requestDevice({
-    requiredLimits: allLimits(found.adapter),
-    requiredFeatures: features,
-  });
+/** The limits kernels depend on, asked for alone when a driver refuses the full set. */
+const ESSENTIAL_LIMITS = [
+  'maxBufferSize',
+  'maxStorageBufferBindingSize',
+  'maxStorageBuffersPerShaderStage',
+  'maxComputeWorkgroupStorageSize',
+  'maxComputeInvocationsPerWorkgroup',
+  'maxComputeWorkgroupSizeX',
+  'maxComputeWorkgroupSizeY',
+  'maxComputeWorkgroupSizeZ',
+  'maxComputeWorkgroupsPerDimension',
+];
+
+/**
+ * Every adapter limit raised to its maximum; should a driver refuse that combination, the limits the
+ * kernels need, then the defaults — each refusal logged, so a smaller device is never a silent one.
+ */
+export async function requestGpuDevice(found: FoundAdapter, log: (msg: string) => void): Promise<GPUDevice> {
+  const requiredFeatures: GPUFeatureName[] = found.adapter.features.has('shader-f16') ? ['shader-f16'] : [];
+  const all = allLimits(found.adapter);
+  const essential = Object.fromEntries(ESSENTIAL_LIMITS.filter((k) => k in all).map((k) => [k, all[k]!]));
+  const attempts: [string, Record<string, number>][] = [
+    ['all adapter limits', all],
+    ['essential limits', essential],
+    ['default limits', {}],
+  ];
+  let lastError: unknown;
+  for (const [what, requiredLimits] of attempts) {
+    try {
+      return await found.adapter.requestDevice({ requiredLimits, requiredFeatures });
+    } catch (e) {
+      lastError = e;
+      log(`webgpu: requestDevice with ${what} refused: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+  throw lastError;
 }
 
 /** dtypes WGSL can hold: no f64 or bf16; f16 only with shader-f16. Copies move bytes, so any dtype. */
