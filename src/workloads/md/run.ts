@@ -17,12 +17,12 @@ import { unstable, type MdHooks } from './simulate.js';
 import { THERMO_COLUMNS, energyDrift, thermoRow, type ThermoRow } from './thermo.js';
 
 /**
- * Submit-and-go (pipelined) or wait for each task. Waiting is the default for now: the executor's chain
- * forwarding (runtime/executor.ts, seen 2026-12-02) can launch a forwarded follower before its
- * predecessor when that predecessor is still acquiring its data, e.g. lj_forces ahead of the
- * md_integrate whose positions it reads. Flip once that is fixed; test/workloads checks the result.
+ * Submit-and-go: the step's tasks queue behind each other and the host only waits at thermo steps.
+ * false waits for each task (a debugging aid: it was needed while the executor's chain forwarding could
+ * launch a follower ahead of its predecessor, fixed 2026-12-02; test/workloads/runtime.test.ts checks
+ * the pipelined result against the local engine).
  */
-const PIPELINE = false;
+const PIPELINE = true;
 
 export interface MdResult {
   atoms: number;
