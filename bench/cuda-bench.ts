@@ -16,7 +16,18 @@ import { Runtime } from '../src/runtime/runtime.js';
 
 type Row = { what: string; tandem: number; baseline: number; unit: string; target: string };
 const rows: Row[] = [];
+const fmt = (r: Row): string =>
+  `| ${r.what} | ${r.tandem.toFixed(2)} | ${r.baseline.toFixed(2)} | ${(r.tandem / r.baseline).toFixed(3)} | ${r.target} |`;
+/** Rows are printed as they are measured too, so a crash later loses nothing. */
+const addRow = (r: Row): void => {
+  rows.push(r);
+  console.log(`row: ${fmt(r)}`);
+};
 const notes: string[] = [];
+const note = (n: string): void => {
+  notes.push(n);
+  console.log(`note: ${n}`);
+};
 const arg = (name: string, def: string): string => {
   const i = process.argv.indexOf(name);
   return i >= 0 ? process.argv[i + 1]! : def;
@@ -39,7 +50,7 @@ function torchBaseline(): Record<string, number> {
   try {
     return JSON.parse(line) as Record<string, number>;
   } catch {
-    notes.push(`torch baseline failed: ${r.stderr.slice(-500)}`);
+    note(`torch baseline failed: ${r.stderr.slice(-500)}`);
     return {};
   }
 }
@@ -86,21 +97,21 @@ async function copies(d: CudaDevice, host: HostNode, torch: Record<string, numbe
   const cal = d.info.details;
   const pinnedUp = Math.max(Number(cal['h2dBandwidth'] ?? 0), torch['h2d_pinned'] ?? 0);
   const pinnedDown = Math.max(Number(cal['d2hBandwidth'] ?? 0), torch['d2h_pinned'] ?? 0);
-  rows.push({
+  addRow({
     what: 'upload 1 GiB (GB/s)',
     tandem: up / 1e9,
     baseline: pinnedUp / 1e9,
     unit: 'GB/s',
     target: '>=0.9',
   });
-  rows.push({
+  addRow({
     what: 'download 1 GiB (GB/s)',
     tandem: down / 1e9,
     baseline: pinnedDown / 1e9,
     unit: 'GB/s',
     target: '>=0.9',
   });
-  notes.push(
+  note(
     `registered SABs ${d.transfers.stats.registered}, registration failures ${d.transfers.stats.registerFailures} ${d.transfers.stats.lastRegisterFailure ?? ''}`,
   );
   d.node.free(buf);
@@ -139,22 +150,49 @@ async function pipeline(d: CudaDevice, host: HostNode): Promise<void> {
   const engines = { h2d: await run('h2d'), kernel: await run('kernel'), d2h: await run('d2h') };
   const total = await run('all');
   const busiest = Math.max(engines.h2d, engines.kernel, engines.d2h);
-  rows.push({
+  addRow({
     what: '16-chunk pipeline total / busiest engine',
     tandem: total / busiest,
     baseline: 1,
     unit: 'x',
     target: '<=1.15',
   });
-  notes.push(
+  note(
     `pipeline ms: total ${total.toFixed(1)}, h2d ${engines.h2d.toFixed(1)}, kernel ${engines.kernel.toFixed(1)}, d2h ${engines.d2h.toFixed(1)}`,
   );
   for (const b of bufs) d.node.free(b);
 }
 
 async function tiny(rt: Runtime, d: CudaDevice): Promise<void> {
+  // Raw queue (what the runtime calls) and graph replay.
+  const buf = d.node.alloc(1024);
+  const desc = { shape: [256], dtype: 'f32' as const, bytes: 1024 };
+  const t0 = performance.now();
+  const ps: Promise<void>[] = [];
+  for (let i = 0; i < 100_000; i++) ps.push(launch(d, 'scale', [{ buffer: buf, desc }], { alpha: 1 }));
+  await Promise.all(ps);
+  note(`raw compute-queue launches: ${(100_000 / ((performance.now() - t0) / 1000)).toFixed(0)}/s`);
+  const scale = impl('scale') as CudaKernelImpl;
+  const graph = d.captureGraph((run) => {
+    for (let i = 0; i < 1000; i++) run(scale, [{ ptr: buf.ptr, desc }], { alpha: 1 });
+  });
+  await cb((done) => graph.launch(done, 2));
+  const g0 = performance.now();
+  await cb((done) => graph.launch(done, 200));
+  addRow({
+    what: 'graph replay (kernels/s)',
+    tandem: 200_000 / ((performance.now() - g0) / 1000),
+    baseline: 500_000,
+    unit: '/s',
+    target: '>=500k',
+  });
+  graph.destroy();
+  d.node.free(buf);
   // Through the runtime: a dependency chain of small in-place kernels on one tensor.
   const x = rt.tensor([256], 'f32', new Float32Array(256).fill(1));
+  // Make x resident first: a chain whose head waits for an upload is forwarded recursively by the
+  // executor when the head launches (see RESULTS.md), which overflows the stack for long chains.
+  await rt.submit({ kernel: 'scale', args: { x }, scalars: { alpha: 1 }, device: 'cuda' }).done;
   const chain = async (count: number): Promise<number> => {
     const t0 = performance.now();
     let last: Promise<unknown> = Promise.resolve();
@@ -165,7 +203,7 @@ async function tiny(rt: Runtime, d: CudaDevice): Promise<void> {
     return count / ((performance.now() - t0) / 1000);
   };
   await chain(5000);
-  rows.push({
+  addRow({
     what: 'tiny-kernel chain via rt.submit (tasks/s)',
     tandem: await chain(100_000),
     baseline: 150_000,
@@ -179,31 +217,7 @@ async function tiny(rt: Runtime, d: CudaDevice): Promise<void> {
     return count / ((performance.now() - t0) / 1000);
   };
   await noops(5000);
-  notes.push(`independent noop kernels via rt.submit: ${(await noops(100_000)).toFixed(0)}/s`);
-  // Raw queue (what the runtime calls) and graph replay.
-  const buf = d.node.alloc(1024);
-  const desc = { shape: [256], dtype: 'f32' as const, bytes: 1024 };
-  const t0 = performance.now();
-  const ps: Promise<void>[] = [];
-  for (let i = 0; i < 100_000; i++) ps.push(launch(d, 'scale', [{ buffer: buf, desc }], { alpha: 1 }));
-  await Promise.all(ps);
-  notes.push(`raw compute-queue launches: ${(100_000 / ((performance.now() - t0) / 1000)).toFixed(0)}/s`);
-  const scale = impl('scale') as CudaKernelImpl;
-  const graph = d.captureGraph((run) => {
-    for (let i = 0; i < 1000; i++) run(scale, [{ ptr: buf.ptr, desc }], { alpha: 1 });
-  });
-  await cb((done) => graph.launch(done, 2));
-  const g0 = performance.now();
-  await cb((done) => graph.launch(done, 200));
-  rows.push({
-    what: 'graph replay (kernels/s)',
-    tandem: 200_000 / ((performance.now() - g0) / 1000),
-    baseline: 500_000,
-    unit: '/s',
-    target: '>=500k',
-  });
-  graph.destroy();
-  d.node.free(buf);
+  note(`independent noop kernels via rt.submit: ${(await noops(100_000)).toFixed(0)}/s`);
 }
 
 /** Host-side cost of the driver calls on the launch path (no runtime): launch, event record, query. */
@@ -226,10 +240,11 @@ async function launchCosts(d: CudaDevice): Promise<void> {
   for (let i = 0; i < n; i++) drv.api.cuEventQuery(ev);
   const queryUs = ((performance.now() - t0) * 1000) / n;
   drv.api.cuEventDestroy_v2(ev);
-  notes.push(
+  note(
     `host cost per call: cuLaunchKernel(noop) ${launchUs.toFixed(2)} us, cuEventRecord ${recordUs.toFixed(2)} us, cuEventQuery ${queryUs.toFixed(2)} us`,
   );
-  // cuBLAS GEMM timed with events, no runtime: separates cuBLAS from Tandem's own overhead.
+  // GEMM timed with events, no runtime: separates the libraries from Tandem's own overhead.
+  const chosen = { ...d.launcher.gemmEngines };
   for (const [dtype, precision, key] of [
     ['bf16', 'default', 'bf16'],
     ['f32', 'tf32', 'tf32'],
@@ -254,22 +269,26 @@ async function launchCosts(d: CudaDevice): Promise<void> {
         },
         stream,
       );
-    for (let i = 0; i < 5; i++) gemm();
-    await d.sync();
-    const s = d.context.driver;
-    const e0 = s.out1('cuEventCreate', (o) => s.api.cuEventCreate(o, 0));
-    const e1 = s.out1('cuEventCreate', (o) => s.api.cuEventCreate(o, 0));
-    s.api.cuEventRecord(e0, stream);
-    for (let i = 0; i < 30; i++) gemm();
-    s.api.cuEventRecord(e1, stream);
-    await d.sync();
-    const ms: [number] = [0];
-    s.api.cuEventElapsedTime_v2(ms, e0, e1);
-    notes.push(
-      `cublasGemmEx ${key} ${N}^3 direct, event-timed: ${((2 * N ** 3 * 30) / (ms[0] / 1000) / 1e12).toFixed(1)} TFLOP/s`,
-    );
+    for (const engine of ['cublas', 'cublaslt'] as const) {
+      d.launcher.gemmEngines[key] = engine;
+      for (let i = 0; i < 5; i++) gemm();
+      await d.sync();
+      const e0 = drv.out1('cuEventCreate', (o) => drv.api.cuEventCreate(o, 0));
+      const e1 = drv.out1('cuEventCreate', (o) => drv.api.cuEventCreate(o, 0));
+      drv.api.cuEventRecord(e0, stream);
+      for (let i = 0; i < 30; i++) gemm();
+      drv.api.cuEventRecord(e1, stream);
+      await d.sync();
+      const ms: [number] = [0];
+      drv.api.cuEventElapsedTime_v2(ms, e0, e1);
+      note(
+        `${engine} ${key} ${N}^3 direct, event-timed: ${((2 * N ** 3 * 30) / (ms[0] / 1000) / 1e12).toFixed(1)} TFLOP/s`,
+      );
+    }
     for (const b of bufs) d.node.free(b);
   }
+  d.launcher.gemmEngines = chosen;
+  note(`GEMM engines chosen by calibration: ${JSON.stringify(chosen)}`);
 }
 
 /** Does a koffi async call (a pool thread with no current context) work for cuEventSynchronize? */
@@ -284,7 +303,7 @@ async function asyncProbe(d: CudaDevice): Promise<void> {
     };
     fn.async(ev, (err, r) => res(err ? `error ${String(err)}` : `rc ${r} ${r === 0 ? '' : drv.describe(r)}`));
   });
-  notes.push(`koffi async cuEventSynchronize from a pool thread: ${rc}`);
+  note(`koffi async cuEventSynchronize from a pool thread: ${rc}`);
   drv.api.cuEventDestroy_v2(ev);
 }
 
@@ -309,7 +328,7 @@ async function main(): Promise<void> {
     try {
       await fn();
     } catch (e) {
-      notes.push(`${name} failed: ${e instanceof Error ? e.stack : String(e)}`);
+      note(`${name} failed: ${e instanceof Error ? e.stack : String(e)}`);
     }
   };
   await step('launch costs', () => launchCosts(d));
@@ -320,7 +339,7 @@ async function main(): Promise<void> {
   ] as const) {
     await step(`gemm ${key}`, async () => {
       const rate = await gemmThroughRuntime(rt, dtype, precision, reps);
-      rows.push({
+      addRow({
         what: `gemm ${key} ${N}^3 via rt.submit (TFLOP/s)`,
         tandem: rate / 1e12,
         baseline: (torch[`gemm_${key}`] ?? NaN) / 1e12,
@@ -336,13 +355,12 @@ async function main(): Promise<void> {
   await step('tiny', () => tiny(rt, d));
   await rt.close();
   const torchAfter = torchBaseline();
-  notes.push(`torch again after Tandem's runs: ${JSON.stringify(torchAfter)}`);
+  note(`torch again after Tandem's runs: ${JSON.stringify(torchAfter)}`);
   console.log('\n| what | tandem | baseline | ratio | target |\n| --- | --- | --- | --- | --- |');
   for (const r of rows)
     console.log(
       `| ${r.what} | ${r.tandem.toFixed(2)} | ${r.baseline.toFixed(2)} | ${(r.tandem / r.baseline).toFixed(3)} | ${r.target} |`,
     );
-  for (const n of notes) console.log(`note: ${n}`);
   const json = arg('--json', '');
   if (json)
     writeFileSync(

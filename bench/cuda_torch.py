@@ -17,10 +17,21 @@ for name, dtype, tf32 in [("bf16", torch.bfloat16, False), ("f32", torch.float32
     torch.backends.cuda.matmul.allow_tf32 = tf32
     a = torch.rand(n, n, device=dev, dtype=dtype) - 0.5
     b = torch.rand(n, n, device=dev, dtype=dtype) - 0.5
-    reps = 20 if name != "f32" else 5
+    reps = {"bf16": 60, "tf32": 30, "f32": 8}[name]  # as many as bench/cuda-bench.ts runs
     t = timed(lambda: a @ b, reps)
     out["gemm_" + name] = 2 * n**3 / t
     del a, b
+
+out["preferred_blas"] = str(torch.backends.cuda.preferred_blas_library())
+for lib in ("cublas", "cublaslt"):
+    try:
+        torch.backends.cuda.preferred_blas_library(lib)
+        a = torch.rand(n, n, device=dev, dtype=torch.bfloat16) - 0.5
+        b = torch.rand(n, n, device=dev, dtype=torch.bfloat16) - 0.5
+        out["gemm_bf16_" + lib] = 2 * n**3 / timed(lambda: a @ b, 60)
+        del a, b
+    except Exception as e:  # noqa: BLE001 - report, do not fail the baseline
+        out["gemm_bf16_" + lib + "_error"] = str(e)[:200]
 
 size = 1 << 30
 h = torch.empty(size, dtype=torch.uint8).pin_memory()

@@ -8,7 +8,17 @@ import { describe, it } from 'node:test';
 import { isTandemError } from '../../src/core/errors.js';
 import type { CudaDevice } from '../../src/devices/cuda/cuda-device.js';
 import type { CudaProgram } from '../../src/devices/cuda/kernel-api.js';
-import { download, hostBuffer, launch, openCuda, promise, upload, cudaDevice } from './cuda-harness.js';
+import { CONFORMANCE_CASES } from '../../src/kernels/conformance-cases.js';
+import {
+  download,
+  hostBuffer,
+  launch,
+  openCuda,
+  promise,
+  runCudaCase,
+  upload,
+  cudaDevice,
+} from './cuda-harness.js';
 
 const { device, reason } = await cudaDevice();
 if (!device) console.log(`# skip cuda device tests: ${reason}`);
@@ -185,6 +195,24 @@ void describe('cuda device', { skip: device ? false : reason }, () => {
       }
     }
     for (const b of bufs) dev.node.free(b.d);
+  });
+
+  void it('computes every gemm conformance case through cuBLASLt as well', async (t) => {
+    if (!dev.context.cublasLt) return t.skip('libcublasLt was not found');
+    const saved = dev.launcher.gemmEngines;
+    dev.launcher.gemmEngines = {
+      f32: 'cublaslt',
+      tf32: 'cublaslt',
+      f64: 'cublaslt',
+      f16: 'cublaslt',
+      bf16: 'cublaslt',
+    };
+    try {
+      for (const c of CONFORMANCE_CASES.filter((x) => x.op === 'gemm'))
+        assert.deepEqual(await runCudaCase(dev, c), [], c.name);
+    } finally {
+      dev.launcher.gemmEngines = saved;
+    }
   });
 
   void it('fails a faulting kernel with TANDEM_ERR_DEVICE_FAULT, marks old memory lost, and keeps working', async () => {

@@ -18,7 +18,14 @@ import { cudaCopyRoutes } from './copy-routes.js';
 import { CudaDevice } from './cuda-device.js';
 import { Cublas } from './ffi/cublas.js';
 import { ATTR, CudaDriver, deviceAttribute, deviceName } from './ffi/driver.js';
-import { LibraryNotFound, loadLibrary, toolkitDirs, type LibrarySearch } from './ffi/loader.js';
+import {
+  LibraryNotFound,
+  loadLibrary,
+  toolkitDirs,
+  type LibrarySearch,
+  type LoadedLibrary,
+} from './ffi/loader.js';
+import { CublasLt } from './ffi/cublaslt.js';
 import { Nvrtc } from './ffi/nvrtc.js';
 import { ProgramCache } from './program-cache.js';
 
@@ -63,6 +70,7 @@ async function openDevice(
   driver: CudaDriver,
   nvrtc: Nvrtc,
   cublas: Cublas,
+  lt: LoadedLibrary | null,
   ctx: BackendContext,
   opts: CudaBackendOptions,
 ): Promise<CudaDevice> {
@@ -73,7 +81,7 @@ async function openDevice(
   const major = deviceAttribute(driver, ATTR.ccMajor, dev);
   const minor = deviceAttribute(driver, ATTR.ccMinor, dev);
   const arch = `sm_${major}${minor}`;
-  const context = new CudaContext(driver, cublas, dev);
+  const context = new CudaContext(driver, cublas, dev, lt ? new CublasLt(lt.lib, lt.path) : null);
   context.open();
   const id = `cuda${ordinal}`;
   const device = new CudaDevice({
@@ -97,6 +105,7 @@ async function openDevice(
     cal = await measureCalibration(device);
     writeCalibration(file, cal, ctx.cacheDir);
   }
+  device.launcher.gemmEngines = { ...(cal?.gemmEngines ?? {}) };
   device.info = {
     id,
     kind: 'cuda',
@@ -116,6 +125,8 @@ async function openDevice(
       libcuda: driver.path,
       libnvrtc: nvrtc.path,
       libcublas: cublas.path,
+      libcublasLt: lt?.path ?? 'not loaded',
+      gemmEngines: JSON.stringify(cal?.gemmEngines ?? {}),
       ...(cal
         ? { h2dBandwidth: cal.h2dBandwidth, d2hBandwidth: cal.d2hBandwidth, calibratedAt: cal.measuredAt }
         : {}),
@@ -154,17 +165,24 @@ export function createCudaBackend(): Backend {
       const dirs = toolkitDirs(search);
       let nvrtc: Nvrtc;
       let cublas: Cublas;
+      let lt: LoadedLibrary | null = null;
       try {
         const n = loadLibrary(['libnvrtc.so.13', 'libnvrtc.so.12', 'libnvrtc.so'], dirs);
         nvrtc = new Nvrtc(n.lib, n.path);
         const c = loadLibrary(['libcublas.so.13', 'libcublas.so.12', 'libcublas.so'], dirs);
         cublas = new Cublas(c.lib, c.path);
+        try {
+          lt = loadLibrary(['libcublasLt.so.13', 'libcublasLt.so.12', 'libcublasLt.so'], dirs);
+        } catch {
+          lt = null; // optional: GEMM stays on cublasGemmEx
+        }
       } catch (e) {
         return unavailable(`a CUDA toolkit library could not be loaded: ${describeLoadFailure(e)}`);
       }
       const devices: CudaDevice[] = [];
       try {
-        for (let i = 0; i < count; i++) devices.push(await openDevice(i, driver, nvrtc, cublas, ctx, opts));
+        for (let i = 0; i < count; i++)
+          devices.push(await openDevice(i, driver, nvrtc, cublas, lt, ctx, opts));
       } catch (e) {
         for (const d of devices) await d.close();
         return unavailable(`opening the GPUs failed: ${e instanceof Error ? e.message : String(e)}`);

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import type { DType } from '../../core/dtype.js';
 import type { CudaDevice } from './cuda-device.js';
 import type { CudaProgram, GemmPrecision } from './kernel-api.js';
+import { gemmKey, type GemmEngine } from './launcher.js';
 
 export interface CudaCalibration {
   readonly peakFlops: Partial<Record<DType | 'tf32', number>>;
@@ -16,6 +17,10 @@ export interface CudaCalibration {
   readonly h2dBandwidth: number;
   readonly d2hBandwidth: number;
   readonly measuredAt: string;
+  /** The faster GEMM library per dtype key, where cuBLASLt was measured too. */
+  readonly gemmEngines?: Partial<Record<string, GemmEngine>>;
+  /** The rates behind that choice, FLOP/s per "key/engine". */
+  readonly gemmRates?: Readonly<Record<string, number>>;
 }
 
 const FILL_RANDOM: CudaProgram = {
@@ -72,6 +77,8 @@ async function timeOn(device: CudaDevice, stream: number, reps: number, body: ()
 export async function measureCalibration(device: CudaDevice): Promise<CudaCalibration> {
   const node = device.node;
   const peakFlops: Partial<Record<DType | 'tf32', number>> = {};
+  const gemmEngines: Partial<Record<string, GemmEngine>> = {};
+  const gemmRates: Record<string, number> = {};
   const cases: [DType, GemmPrecision, number, number][] = [
     ['bf16', 'default', 8192, 2],
     ['f16', 'default', 8192, 2],
@@ -108,9 +115,19 @@ export async function measureCalibration(device: CudaDevice): Promise<CudaCalibr
           },
           stream,
         );
-      await timeOn(device, stream, 2, gemm); // warm-up: cuBLAS picks and loads its kernel
-      const s = await timeOn(device, stream, 5, gemm);
-      peakFlops[precision === 'tf32' ? 'tf32' : dtype] = (2 * n * n * n) / s;
+      const key = gemmKey({ dtype, precision });
+      const engines: GemmEngine[] = device.context.cublasLt ? ['cublas', 'cublaslt'] : ['cublas'];
+      for (const engine of engines) {
+        device.launcher.gemmEngines[key] = engine;
+        await timeOn(device, stream, 2, gemm); // warm-up: the library picks and loads its kernel
+        const rate = (2 * n * n * n) / (await timeOn(device, stream, 5, gemm));
+        gemmRates[`${key}/${engine}`] = rate;
+        if (rate > (peakFlops[key as DType | 'tf32'] ?? 0)) {
+          peakFlops[key as DType | 'tf32'] = rate;
+          gemmEngines[key] = engine;
+        }
+      }
+      device.launcher.gemmEngines[key] = gemmEngines[key] ?? 'cublas';
     } finally {
       for (const b of bufs) node.free(b);
     }
@@ -137,6 +154,8 @@ export async function measureCalibration(device: CudaDevice): Promise<CudaCalibr
       h2dBandwidth: copyBytes / h2d,
       d2hBandwidth: copyBytes / d2h,
       measuredAt: new Date().toISOString(),
+      gemmEngines,
+      gemmRates,
     };
   } finally {
     node.free(src);

@@ -107,7 +107,7 @@ export class CompletionPoller {
     this.streams.clear();
     this.freeEvents.length = 0;
     this.pendingBatches = 0;
-    for (const cb of all) cb(err);
+    for (const cb of all) call(cb, err);
   }
 
   /** Drops event handles (they die with the context on reset). */
@@ -140,7 +140,7 @@ export class CompletionPoller {
         if (rc === CUDA_ERROR_NOT_READY) break;
         if (rc !== CUDA_SUCCESS) {
           // Run the callbacks already known to be done first, then report the fault (which fails the rest).
-          for (const cb of ready) cb(null);
+          for (const cb of ready) call(cb, null);
           this.onFault(rc, 'cuEventQuery');
           return;
         }
@@ -151,7 +151,18 @@ export class CompletionPoller {
       }
     }
     if (ready.length > 0) this.lastProgress = performance.now();
-    for (const cb of ready) cb(null);
+    for (const cb of ready) call(cb, null);
     this.schedule();
+  }
+}
+
+/** A callback that throws must not stop the others (or leave the poller half-updated): rethrow later. */
+function call(cb: Completion, err: Error | null): void {
+  try {
+    cb(err);
+  } catch (e) {
+    queueMicrotask(() => {
+      throw e;
+    });
   }
 }

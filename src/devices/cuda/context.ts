@@ -3,7 +3,9 @@
  * device-to-host) and the cuBLAS handle bound to the compute stream. `reset()` is the fault path:
  * cuDevicePrimaryCtxReset destroys everything in the context, then it is all created again.
  */
+import { TandemError } from '../../core/errors.js';
 import type { Cublas } from './ffi/cublas.js';
+import type { CublasLt } from './ffi/cublaslt.js';
 import type { CudaDriver } from './ffi/driver.js';
 
 const CU_STREAM_NON_BLOCKING = 1;
@@ -30,12 +32,22 @@ export class CudaContext {
     readonly driver: CudaDriver,
     readonly cublas: Cublas,
     readonly ordinal: number,
+    /** Optional: used for GEMM shapes where calibration found it faster. */
+    readonly cublasLt: CublasLt | null = null,
   ) {}
 
-  open(): void {
+  /** Whether `ctx` is a context of our own (the fault fallback) rather than the primary context. */
+  private owned = false;
+
+  open(owned = false): void {
     const d = this.driver;
-    this.ctx = d.out1('cuDevicePrimaryCtxRetain', (o) => d.api.cuDevicePrimaryCtxRetain(o, this.ordinal));
-    this.retains++;
+    if (owned) {
+      this.ctx = d.out1('cuCtxCreate_v4', (o) => d.api.cuCtxCreate_v4(o, 0, 0, this.ordinal));
+    } else {
+      this.ctx = d.out1('cuDevicePrimaryCtxRetain', (o) => d.api.cuDevicePrimaryCtxRetain(o, this.ordinal));
+      this.retains++;
+    }
+    this.owned = owned;
     currentContext = 0;
     this.makeCurrent();
     const stream = (what: string): number =>
@@ -65,17 +77,41 @@ export class CudaContext {
   }
 
   /**
-   * After a fault the context is unusable (every call returns the sticky error). Reset it and build
-   * the streams and cuBLAS state again; every allocation, module, event and registration is gone.
+   * After a fault the context is unusable (every call returns the sticky error). Reset the primary
+   * context and build the streams and cuBLAS state again; if the driver will not hand the primary
+   * context back, fall back to a context of our own. Every allocation, module, event and host
+   * registration of the old context is gone either way. Returns how it recovered.
    */
-  reset(): void {
+  reset(): string {
     const d = this.driver;
     // Destroying the old handle may fail on a faulted context; the reset below frees it anyway.
     if (this.cublasHandle !== 0) this.cublas.destroy(this.cublasHandle);
     this.cublasHandle = 0;
-    d.check(d.api.cuDevicePrimaryCtxReset_v2(this.ordinal), 'cuDevicePrimaryCtxReset_v2');
-    // Retaining again re-activates the context; close() releases every retain taken (errors ignored).
-    this.open();
+    this.cublasLt?.forget();
+    d.api.cuCtxSetCurrent(0);
+    currentContext = 0;
+    if (this.owned) d.api.cuCtxDestroy_v2(this.ctx);
+    const attempts: string[] = [];
+    const rc = d.api.cuDevicePrimaryCtxReset_v2(this.ordinal);
+    if (rc === 0) {
+      try {
+        this.open();
+        return 'primary context reset';
+      } catch (e) {
+        attempts.push(`primary context reset, then ${e instanceof Error ? e.message : String(e)}`);
+      }
+    } else attempts.push(`cuDevicePrimaryCtxReset_v2 failed: ${d.describe(rc)}`);
+    try {
+      this.open(true);
+      return 'new context (cuCtxCreate_v4)';
+    } catch (e) {
+      attempts.push(e instanceof Error ? e.message : String(e));
+    }
+    throw new TandemError(
+      'TANDEM_ERR_DRIVER',
+      `could not recover GPU ${this.ordinal}: ${attempts.join('; ')}`,
+      { attempts },
+    );
   }
 
   close(): void {
@@ -85,6 +121,7 @@ export class CudaContext {
     if (this.cublasHandle !== 0) this.cublas.destroy(this.cublasHandle);
     for (const s of [this.streams.compute, this.streams.h2d, this.streams.d2h]) d.api.cuStreamDestroy_v2(s);
     d.api.cuMemFree_v2(this.workspace);
+    if (this.owned) d.api.cuCtxDestroy_v2(this.ctx);
     for (; this.retains > 0; this.retains--) d.api.cuDevicePrimaryCtxRelease_v2(this.ordinal);
     currentContext = 0;
   }

@@ -236,7 +236,7 @@ export class CudaDevice implements Device {
     this.faults++;
     const extra: Record<string, unknown> = {};
     try {
-      this.context.reset();
+      extra['recovery'] = this.context.reset();
     } catch (e) {
       this.closed = true; // the GPU could not be recovered: later work fails with TANDEM_ERR_CLOSED
       extra['resetError'] = e instanceof Error ? e.message : String(e);

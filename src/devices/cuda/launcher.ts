@@ -6,7 +6,7 @@
 import koffi from 'koffi';
 import { TandemError } from '../../core/errors.js';
 import type { Scalars } from '../device.js';
-import type { CudaContext } from './context.js';
+import { CUBLAS_WORKSPACE_BYTES, type CudaContext } from './context.js';
 import { CUBLAS_COMPUTE, CUBLAS_OP, CUDA_R } from './ffi/cublas.js';
 import type {
   CudaArg,
@@ -144,8 +144,11 @@ export class Launcher {
   }
 
   /** Row-major C = op(A) op(B): cuBLAS is column-major, so compute C^T = op(B)^T op(A)^T by swapping. */
+  /** Which library runs GEMM per dtype key ('bf16', 'tf32', ...); calibration picks the faster one. */
+  gemmEngines: Partial<Record<string, GemmEngine>> = {};
+
+  /** The cuBLAS handle is bound to the compute stream; cuBLASLt takes the stream per call. */
   gemm(req: CudaGemmRequest, stream: number): void {
-    void stream; // the cuBLAS handle is bound to the compute stream at context creation
     const { m, n, k, transA, transB } = req;
     let dataType: number;
     let compute: number;
@@ -180,6 +183,34 @@ export class Launcher {
     beta[0] = req.beta;
     const lda = transA ? m : k;
     const ldb = transB ? k : n;
+    const lt = this.context.cublasLt;
+    if (lt && k > 0 && this.gemmEngines[gemmKey(req)] === 'cublaslt') {
+      // Same operand swap as below; cuBLASLt takes the shape once and caches its plan.
+      lt.matmul(
+        {
+          dataType,
+          compute,
+          scaleType: f64 ? CUDA_R.f64 : CUDA_R.f32,
+          ta: transB ? CUBLAS_OP.T : CUBLAS_OP.N,
+          tb: transA ? CUBLAS_OP.T : CUBLAS_OP.N,
+          m: n,
+          n: m,
+          k,
+          lda: Math.max(ldb, 1),
+          ldb: Math.max(lda, 1),
+          ldc: Math.max(n, 1),
+        },
+        alpha,
+        req.b,
+        req.a,
+        beta,
+        req.c,
+        this.context.workspace,
+        CUBLAS_WORKSPACE_BYTES,
+        stream,
+      );
+      return;
+    }
     this.context.cublas.gemmEx(
       this.context.blas(),
       transB ? CUBLAS_OP.T : CUBLAS_OP.N,
@@ -199,4 +230,11 @@ export class Launcher {
       compute,
     );
   }
+}
+
+export type GemmEngine = 'cublas' | 'cublaslt';
+
+/** The key GEMM engines and peak rates are recorded under: the dtype, or 'tf32' for f32 on tensor cores. */
+export function gemmKey(req: Pick<CudaGemmRequest, 'dtype' | 'precision'>): string {
+  return req.dtype === 'f32' && req.precision === 'tf32' ? 'tf32' : req.dtype;
 }

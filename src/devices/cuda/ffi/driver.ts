@@ -38,6 +38,8 @@ export interface CudaDriverApi {
   cuDevicePrimaryCtxRelease_v2(dev: number): number;
   cuDevicePrimaryCtxReset_v2(dev: number): number;
   cuCtxSetCurrent(ctx: number): number;
+  cuCtxCreate_v4(ctx: Out<number>, params: number, flags: number, dev: number): number;
+  cuCtxDestroy_v2(ctx: number): number;
   cuCtxSynchronize(): number;
   cuMemAlloc_v2(ptr: Out<number>, bytes: number): number;
   cuMemFree_v2(ptr: number): number;
@@ -98,6 +100,8 @@ const DECLS: Record<keyof CudaDriverApi, string> = {
   cuDevicePrimaryCtxRelease_v2: 'int cuDevicePrimaryCtxRelease_v2(int dev)',
   cuDevicePrimaryCtxReset_v2: 'int cuDevicePrimaryCtxReset_v2(int dev)',
   cuCtxSetCurrent: 'int cuCtxSetCurrent(uint64_t ctx)',
+  cuCtxCreate_v4: 'int cuCtxCreate_v4(_Out_ uint64_t *ctx, uint64_t params, uint flags, int dev)',
+  cuCtxDestroy_v2: 'int cuCtxDestroy_v2(uint64_t ctx)',
   cuCtxSynchronize: 'int cuCtxSynchronize()',
   cuMemAlloc_v2: 'int cuMemAlloc_v2(_Out_ uint64_t *ptr, size_t bytes)',
   cuMemFree_v2: 'int cuMemFree_v2(uint64_t ptr)',

@@ -1,0 +1,220 @@
+/**
+ * Typed koffi bindings of cuBLASLt, used for GEMM when calibration shows it beats cublasGemmEx on this
+ * GPU (it can pick different kernels). Descriptors and the heuristic's first algorithm are cached per
+ * GEMM shape, so a call is one cublasLtMatmul.
+ */
+import { TandemError } from '../../../core/errors.js';
+import type { KoffiLib } from './loader.js';
+import type { Out } from './driver.js';
+
+const DESC_TRANSA = 3;
+const DESC_TRANSB = 4;
+const PREF_MAX_WORKSPACE_BYTES = 1;
+/** sizeof(cublasLtMatmulHeuristicResult_t): algo (8 x u64) + workspaceSize + state + wavesCount + int[4]. */
+const HEURISTIC_BYTES = 96;
+
+interface CublasLtApi {
+  cublasLtCreate(h: Out<number>): number;
+  cublasLtDestroy(h: number): number;
+  cublasLtMatmulDescCreate(d: Out<number>, compute: number, scale: number): number;
+  cublasLtMatmulDescDestroy(d: number): number;
+  cublasLtMatmulDescSetAttribute(d: number, attr: number, buf: Int32Array, bytes: number): number;
+  cublasLtMatrixLayoutCreate(l: Out<number>, type: number, rows: number, cols: number, ld: number): number;
+  cublasLtMatrixLayoutDestroy(l: number): number;
+  cublasLtMatmulPreferenceCreate(p: Out<number>): number;
+  cublasLtMatmulPreferenceDestroy(p: number): number;
+  cublasLtMatmulPreferenceSetAttribute(p: number, attr: number, buf: BigUint64Array, bytes: number): number;
+  cublasLtMatmulAlgoGetHeuristic(
+    h: number,
+    d: number,
+    a: number,
+    b: number,
+    c: number,
+    dd: number,
+    pref: number,
+    requested: number,
+    results: Uint8Array,
+    returned: Out<number>,
+  ): number;
+  cublasLtMatmul(
+    h: number,
+    d: number,
+    alpha: Float32Array | Float64Array,
+    a: number,
+    ad: number,
+    b: number,
+    bd: number,
+    beta: Float32Array | Float64Array,
+    c: number,
+    cd: number,
+    dptr: number,
+    dd: number,
+    algo: Uint8Array,
+    ws: number,
+    wsBytes: number,
+    stream: number,
+  ): number;
+}
+
+const DECLS: Record<keyof CublasLtApi, string> = {
+  cublasLtCreate: 'int cublasLtCreate(_Out_ uint64_t *h)',
+  cublasLtDestroy: 'int cublasLtDestroy(uint64_t h)',
+  cublasLtMatmulDescCreate: 'int cublasLtMatmulDescCreate(_Out_ uint64_t *d, int compute, int scale)',
+  cublasLtMatmulDescDestroy: 'int cublasLtMatmulDescDestroy(uint64_t d)',
+  cublasLtMatmulDescSetAttribute:
+    'int cublasLtMatmulDescSetAttribute(uint64_t d, int attr, const void *buf, size_t bytes)',
+  cublasLtMatrixLayoutCreate:
+    'int cublasLtMatrixLayoutCreate(_Out_ uint64_t *l, int type, uint64_t rows, uint64_t cols, int64_t ld)',
+  cublasLtMatrixLayoutDestroy: 'int cublasLtMatrixLayoutDestroy(uint64_t l)',
+  cublasLtMatmulPreferenceCreate: 'int cublasLtMatmulPreferenceCreate(_Out_ uint64_t *p)',
+  cublasLtMatmulPreferenceDestroy: 'int cublasLtMatmulPreferenceDestroy(uint64_t p)',
+  cublasLtMatmulPreferenceSetAttribute:
+    'int cublasLtMatmulPreferenceSetAttribute(uint64_t p, int attr, const void *buf, size_t bytes)',
+  cublasLtMatmulAlgoGetHeuristic:
+    'int cublasLtMatmulAlgoGetHeuristic(uint64_t h, uint64_t d, uint64_t a, uint64_t b, uint64_t c, uint64_t dd, uint64_t pref, int requested, uint8_t *results, _Out_ int *returned)',
+  cublasLtMatmul:
+    'int cublasLtMatmul(uint64_t h, uint64_t d, const void *alpha, uint64_t a, uint64_t ad, uint64_t b, uint64_t bd, const void *beta, uint64_t c, uint64_t cd, uint64_t dptr, uint64_t dd, const void *algo, uint64_t ws, size_t wsBytes, uint64_t stream)',
+};
+
+/** A column-major GEMM shape as cuBLASLt sees it. */
+export interface LtShape {
+  readonly dataType: number;
+  readonly compute: number;
+  readonly scaleType: number;
+  readonly ta: number;
+  readonly tb: number;
+  readonly m: number;
+  readonly n: number;
+  readonly k: number;
+  readonly lda: number;
+  readonly ldb: number;
+  readonly ldc: number;
+}
+
+interface Plan {
+  readonly desc: number;
+  readonly a: number;
+  readonly b: number;
+  readonly c: number;
+  readonly algo: Uint8Array;
+}
+
+export class CublasLt {
+  private readonly api: CublasLtApi;
+  private handle = 0;
+  private readonly plans = new Map<string, Plan>();
+
+  constructor(
+    lib: KoffiLib,
+    readonly path: string,
+  ) {
+    const api = {} as Record<string, unknown>;
+    for (const [name, decl] of Object.entries(DECLS)) api[name] = lib.func(decl);
+    this.api = api as unknown as CublasLtApi;
+  }
+
+  private check(rc: number, call: string): void {
+    if (rc !== 0)
+      throw new TandemError('TANDEM_ERR_DRIVER', `${call} failed: cublasStatus ${rc}`, {
+        call,
+        cublasStatus: rc,
+      });
+  }
+
+  private out(call: string, f: (o: Out<number>) => number): number {
+    const o: Out<number> = [0];
+    this.check(f(o), call);
+    return Number(o[0]);
+  }
+
+  /** Descriptors and the heuristic's best algorithm for a shape, made once. */
+  private plan(s: LtShape, workspaceBytes: number): Plan {
+    const key = `${s.dataType},${s.compute},${s.ta},${s.tb},${s.m},${s.n},${s.k},${s.lda},${s.ldb},${s.ldc}`;
+    const known = this.plans.get(key);
+    if (known) return known;
+    const api = this.api;
+    if (this.handle === 0) this.handle = this.out('cublasLtCreate', (o) => api.cublasLtCreate(o));
+    const desc = this.out('cublasLtMatmulDescCreate', (o) =>
+      api.cublasLtMatmulDescCreate(o, s.compute, s.scaleType),
+    );
+    this.check(
+      api.cublasLtMatmulDescSetAttribute(desc, DESC_TRANSA, Int32Array.of(s.ta), 4),
+      'cublasLtMatmulDescSetAttribute',
+    );
+    this.check(
+      api.cublasLtMatmulDescSetAttribute(desc, DESC_TRANSB, Int32Array.of(s.tb), 4),
+      'cublasLtMatmulDescSetAttribute',
+    );
+    const layout = (rows: number, cols: number, ld: number): number =>
+      this.out('cublasLtMatrixLayoutCreate', (o) =>
+        api.cublasLtMatrixLayoutCreate(o, s.dataType, rows, cols, ld),
+      );
+    const a = s.ta ? layout(s.k, s.m, s.lda) : layout(s.m, s.k, s.lda);
+    const b = s.tb ? layout(s.n, s.k, s.ldb) : layout(s.k, s.n, s.ldb);
+    const c = layout(s.m, s.n, s.ldc);
+    const pref = this.out('cublasLtMatmulPreferenceCreate', (o) => api.cublasLtMatmulPreferenceCreate(o));
+    try {
+      this.check(
+        api.cublasLtMatmulPreferenceSetAttribute(
+          pref,
+          PREF_MAX_WORKSPACE_BYTES,
+          BigUint64Array.of(BigInt(workspaceBytes)),
+          8,
+        ),
+        'cublasLtMatmulPreferenceSetAttribute',
+      );
+      const results = new Uint8Array(HEURISTIC_BYTES);
+      const returned: Out<number> = [0];
+      this.check(
+        api.cublasLtMatmulAlgoGetHeuristic(this.handle, desc, a, b, c, c, pref, 1, results, returned),
+        'cublasLtMatmulAlgoGetHeuristic',
+      );
+      if (returned[0] < 1)
+        throw new TandemError('TANDEM_ERR_DRIVER', 'cublasLtMatmulAlgoGetHeuristic found no algorithm');
+      const plan = { desc, a, b, c, algo: results.subarray(0, 64) };
+      this.plans.set(key, plan);
+      return plan;
+    } finally {
+      api.cublasLtMatmulPreferenceDestroy(pref);
+    }
+  }
+
+  matmul(
+    s: LtShape,
+    alpha: Float32Array | Float64Array,
+    a: number,
+    b: number,
+    beta: Float32Array | Float64Array,
+    c: number,
+    workspace: number,
+    workspaceBytes: number,
+    stream: number,
+  ): void {
+    const p = this.plan(s, workspaceBytes);
+    const rc = this.api.cublasLtMatmul(
+      this.handle,
+      p.desc,
+      alpha,
+      a,
+      p.a,
+      b,
+      p.b,
+      beta,
+      c,
+      p.c,
+      c,
+      p.c,
+      p.algo,
+      workspace,
+      workspaceBytes,
+      stream,
+    );
+    if (rc !== 0) this.check(rc, 'cublasLtMatmul');
+  }
+
+  /** After a context reset the handle and plans belong to a dead context: start again. */
+  forget(): void {
+    this.plans.clear();
+    this.handle = 0;
+  }
+}
