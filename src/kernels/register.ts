@@ -46,6 +46,14 @@ import { copyWebGpu } from './copy/webgpu.js';
 import { castWebGpu } from './cast/webgpu.js';
 import { noopWebGpu } from './noop/webgpu.js';
 
+// Cholesky tile ops (issue 4): src/kernels/{potrf,trsm,syrk}; CUDA versions go in <op>/cuda.ts
+import { potrfDef } from './potrf/def.js';
+import { potrfCpu } from './potrf/cpu.js';
+import { trsmDef } from './trsm/def.js';
+import { trsmCpu } from './trsm/cpu.js';
+import { syrkDef } from './syrk/def.js';
+import { syrkCpu } from './syrk/cpu.js';
+
 // Workload ops (issue 7: MD and Monte Carlo risk): src/kernels/workloads-table.ts
 import { WORKLOAD_KERNEL_DEFS, WORKLOAD_KERNEL_IMPLS } from './workloads-table.js';
 
@@ -60,6 +68,9 @@ export const KERNEL_DEFS: KernelDef[] = [
   copyDef,
   castDef,
   noopDef,
+  potrfDef,
+  trsmDef,
+  syrkDef,
   ...WORKLOAD_KERNEL_DEFS,
 ];
 
@@ -74,6 +85,9 @@ export const KERNEL_IMPLS: KernelImplEntry[] = [
   { op: 'copy', backend: 'cpu', impl: copyCpu },
   { op: 'cast', backend: 'cpu', impl: castCpu },
   { op: 'noop', backend: 'cpu', impl: noopCpu },
+  { op: 'potrf', backend: 'cpu', impl: potrfCpu },
+  { op: 'trsm', backend: 'cpu', impl: trsmCpu },
+  { op: 'syrk', backend: 'cpu', impl: syrkCpu },
   { op: 'gemm', backend: 'webgpu', impl: gemmWebGpu },
   { op: 'axpy', backend: 'webgpu', impl: axpyWebGpu },
   { op: 'scale', backend: 'webgpu', impl: scaleWebGpu },

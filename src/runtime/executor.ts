@@ -12,9 +12,11 @@ import { nowUs } from '../obs/observer.js';
 import { collectPredecessors, readsFrom, writesTo } from './graph.js';
 import type { PolicyContext, SchedTask, SchedulerPolicy, WorkerSlot } from './policies/policy.js';
 import { NO_TASKS, type Task } from './task.js';
+import type { TaskModels } from './task-models.js';
 
 const NO_ARGS: LaunchArg[] = [];
 const NO_IDS: number[] = [];
+const ignore = (): void => undefined;
 
 export class Executor {
   private outstanding = 0;
@@ -30,6 +32,7 @@ export class Executor {
     readonly policy: SchedulerPolicy,
     readonly coherence: Coherence,
     readonly observers: Observer[],
+    readonly models: TaskModels | null = null,
   ) {
     const ctx: PolicyContext = {
       workers,
@@ -44,6 +47,9 @@ export class Executor {
         return bytes;
       },
       wake: () => this.pump(),
+      expectedUs: (t, w) => (models ? models.expectedUs(t as Task, w) : NaN),
+      transferUs: (t, w) => (models ? models.transferUs(t as Task, w) : 0),
+      prefetch: (t, w) => this.prefetch(t as Task, w),
     };
     policy.attach(ctx);
   }
@@ -122,6 +128,21 @@ export class Executor {
     this.dispatch(task, w);
   }
 
+  /**
+   * Starts copying a placed task's inputs to its worker's node. Only while the node has room: a
+   * prefetch never evicts (that is how prefetching thrashes under memory pressure); errors are
+   * ignored because the dispatch-time fetch retries and reports them.
+   */
+  private prefetch(task: Task, w: WorkerSlot): void {
+    const mem = this.coherence.memory;
+    for (let i = 0; i < task.tensors.length; i++) {
+      const t = task.tensors[i]!;
+      if (!readsFrom(task.modes[i]!) || this.coherence.isLocal(t, w.node) || t.lostReason) continue;
+      if (mem.usedBytes(w.node) + t.bytes > mem.budgetBytes(w.node)) return;
+      this.coherence.acquireRead(t, w.node, ignore);
+    }
+  }
+
   private makeReady(task: Task): void {
     task.state = 'ready';
     task.readyUs = nowUs();
@@ -178,6 +199,8 @@ export class Executor {
     const args: LaunchArg[] = [];
     let waiting = 1;
     let failed: Error | null = null;
+    // Pinned against eviction until the task completes (so its own inputs never evict each other).
+    for (const t of task.tensors) t.replica(w.node.index).users++;
     const arrived = (err: Error | null): void => {
       if (err && !failed) failed = err;
       if (--waiting > 0) return;
@@ -299,7 +322,11 @@ export class Executor {
     if (task.isFinished()) return;
     task.endUs = task.endUs > task.startUs ? task.endUs : nowUs();
     const w = task.worker;
-    if (w) w.inflight--;
+    if (w) {
+      w.inflight--;
+      for (const t of task.tensors) t.replica(w.node.index).users--;
+      if (!error && this.models) this.models.record(task, w, task.endUs - task.startUs);
+    }
     if (this.observers.length) this.emit(task, error);
     if (w) this.policy.onComplete?.(task, w, task.endUs - task.startUs, !error);
     if (error) {

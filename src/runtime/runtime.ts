@@ -26,8 +26,15 @@ import type { SchedulerPolicy, WorkerSlot } from './policies/policy.js';
 import type { TaskHandle } from './task.js';
 import { Task } from './task.js';
 import { validateSubmit, type SubmitRequest } from './submit.js';
+import { BusModel, calibrateBus } from './bus-model.js';
+import { LruEvictor } from '../memory/evictor.js';
+import { PerfModels } from './perf-model.js';
+import { loadModels, modelFile, saveModels } from './perf-model-store.js';
+import { submitGraph, type GraphNode } from './submit-graph.js';
+import { TaskModels, deviceKey } from './task-models.js';
 
 export type { SubmitRequest } from './submit.js';
+export type { GraphNode } from './submit-graph.js';
 
 export class Runtime {
   readonly config: ResolvedConfig;
@@ -40,6 +47,11 @@ export class Runtime {
   readonly backends: BackendStatus[] = [];
   readonly workers: WorkerSlot[] = [];
   readonly policy: SchedulerPolicy;
+  /** Performance models per (kernel, footprint, device), persisted under cacheDir. */
+  readonly models = new PerfModels();
+  /** Bandwidth and latency per pair of memory nodes. */
+  readonly bus = new BusModel();
+  readonly evictor: LruEvictor;
   private executor!: Executor;
   private readonly tensors = new Map<number, Tensor>();
   private nextTensorId = 1;
@@ -55,6 +67,8 @@ export class Runtime {
     this.memory.attach(this.host, config.memoryBudget['host']);
     this.coherence = new Coherence(this.memory, this.host);
     this.policy = createPolicy(config.scheduler);
+    this.evictor = new LruEvictor(this.coherence, () => this.tensors.values());
+    this.memory.evictor = this.evictor;
     this.coherence.onTransfer = (t, from, to, engine, startUs, endUs) => {
       for (const o of this.observers)
         o.onTransfer?.({
@@ -72,7 +86,10 @@ export class Runtime {
   static async create(config?: RuntimeConfig): Promise<Runtime> {
     const rt = new Runtime(resolveConfig(config));
     await rt.openBackends();
-    rt.executor = new Executor(rt.workers, rt.policy, rt.coherence, rt.observers);
+    await rt.openModels();
+    const models = new TaskModels(rt.models, rt.bus, rt.coherence, rt.workers);
+    models.bindWorkers();
+    rt.executor = new Executor(rt.workers, rt.policy, rt.coherence, rt.observers, models);
     return rt;
   }
 
@@ -120,6 +137,41 @@ export class Runtime {
       for (const route of status.copies) this.coherence.addRoute(route);
       for (const d of status.devices) this.attachDevice(d);
     }
+  }
+
+  private async openModels(): Promise<void> {
+    const { warning } = loadModels(modelFile(this.config.cacheDir), this.models);
+    if (warning) this.config.log(warning);
+    const routes = this.backends.flatMap((b) => b.copies);
+    const nodeKey = (n: { name: string }): string => {
+      const d = this.devices.find((x) => x.node === n && n !== this.host);
+      return d ? deviceKey(d) : n.name;
+    };
+    await calibrateBus(this.bus, this.memory.nodes, routes, {
+      cacheDir: this.config.cacheDir,
+      calibrate: this.config.calibrate,
+      deviceKey: nodeKey,
+      log: this.config.log,
+    });
+  }
+
+  /** Writes the performance models to disk (also done by close when they changed). */
+  saveModels(): void {
+    saveModels(modelFile(this.config.cacheDir), this.models);
+  }
+
+  /**
+   * Submits a graph whose nodes name their explicit dependencies by id. Everything is validated
+   * first (ids, cycles: TANDEM_ERR_CYCLE; each request's arguments), so a bad graph submits nothing.
+   */
+  submitGraph(nodes: readonly GraphNode[]): Map<string, TaskHandle> {
+    this.assertOpen();
+    if (Array.isArray(nodes))
+      for (const n of nodes) {
+        if (!n || typeof n !== 'object') continue;
+        validateSubmit(this, this.kernels.get(n.kernel).def, { ...n, deps: [] });
+      }
+    return submitGraph((req) => this.submit(req), nodes);
   }
 
   private attachDevice(d: Device): void {
@@ -316,6 +368,13 @@ export class Runtime {
     if (this.closed) return;
     this.closed = true;
     await Promise.race([this.executor.idle(), new Promise((r) => setTimeout(r, 10_000).unref())]);
+    if (this.models.dirty) {
+      try {
+        this.saveModels();
+      } catch (e) {
+        this.config.log(`cannot save performance models: ${(e as Error).message}`);
+      }
+    }
     for (const t of this.tensors.values()) this.coherence.release(t);
     this.tensors.clear();
     await Promise.allSettled(this.devices.map((d) => d.close()));

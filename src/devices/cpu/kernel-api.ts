@@ -4,6 +4,9 @@
  */
 import type { HostArray } from '../../core/dtype.js';
 import type { Scalars, TensorDesc } from '../device.js';
+import type { CpuLapack } from './openblas.js';
+
+export type { CpuLapack };
 
 export interface CpuArg {
   readonly data: HostArray;
@@ -51,6 +54,8 @@ export interface CpuKernelContext {
   /** 'openblas' | 'wasm' | 'ts': which GEMM engine this worker uses (tests pin it). */
   readonly gemmEngine: 'openblas' | 'wasm' | 'ts';
   readonly workerIndex: number;
+  /** Cholesky tile routines (potrf, trsm, syrk) from the same OpenBLAS; absent or null without it. */
+  readonly lapack?: CpuLapack | null;
 }
 
 export type CpuKernel = (args: readonly CpuArg[], scalars: Scalars, ctx: CpuKernelContext) => void;

@@ -30,7 +30,12 @@ const blasLoad = config.gemmEngine === 'wasm' || config.gemmEngine === 'ts' ? nu
 const blas = blasLoad?.blas ?? null;
 const engine: CpuKernelContext['gemmEngine'] =
   config.gemmEngine === 'auto' ? (blas ? 'openblas' : 'wasm') : config.gemmEngine;
-const ctx: CpuKernelContext = { blas, gemmEngine: engine, workerIndex: config.index };
+const ctx: CpuKernelContext = {
+  blas,
+  lapack: blasLoad?.blas?.lapack ?? null,
+  gemmEngine: engine,
+  workerIndex: config.index,
+};
 
 const epoch = (): number => performance.timeOrigin + performance.now();
 

@@ -36,6 +36,12 @@ export interface PolicyContext {
   missingBytes(task: SchedTask, worker: WorkerSlot): number;
   /** Ask the executor to pop for a worker that may have become able to take work. */
   wake(): void;
+  /** Expected run time (µs) of the task on the worker from the performance models; NaN when unknown. */
+  expectedUs(task: SchedTask, worker: WorkerSlot): number;
+  /** Expected time (µs) to bring the task's missing inputs to the worker's memory node (bus model). */
+  transferUs(task: SchedTask, worker: WorkerSlot): number;
+  /** The task will run on `worker`: start moving its inputs to that node now (overlaps the queue wait). */
+  prefetch(task: SchedTask, worker: WorkerSlot): void;
 }
 
 export interface SchedulerPolicy {
