@@ -5,6 +5,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { isTandemError } from '../../src/core/errors.js';
+import { numel } from '../../src/core/shape.js';
+import type { WgslCustomKernel } from '../../src/devices/webgpu/kernel-api.js';
+import type { KernelDef } from '../../src/kernels/kernel.js';
 import { Runtime } from '../../src/runtime/runtime.js';
 import { openWebGpu } from './harness.js';
 
@@ -63,6 +66,49 @@ void describe('webgpu through the runtime', { skip: probe.ok ? false : probe.rea
     assert.equal(status?.available, true);
     const dev = rt.devices.find((d) => d.info.kind === 'webgpu');
     assert.ok(dev && dev.info.name.length > 0);
+  });
+
+  void it('runs a custom WGSL kernel registered with rt.registerKernel, and reports one that does not compile', async () => {
+    const def: KernelDef = {
+      name: 'wgsl_affine',
+      args: [
+        { name: 'x', mode: 'r' },
+        { name: 'y', mode: 'w' },
+      ],
+      validate: () => undefined,
+      cost: (args) => ({ flops: 2 * numel(args.x!.shape), bytes: 2 * args.x!.bytes }),
+    };
+    const kernel: WgslCustomKernel = {
+      wgsl: `struct U { a: f32, b: f32, n: u32 }
+@group(0) @binding(0) var<storage, read> X: array<f32>;
+@group(0) @binding(1) var<storage, read_write> Y: array<f32>;
+@group(0) @binding(2) var<uniform> u: U;
+@compute @workgroup_size(64)
+fn affine(@builtin(global_invocation_id) g: vec3<u32>) {
+  if (g.x < u.n) { Y[g.x] = u.a * X[g.x] + u.b; }
+}`,
+      entry: 'affine',
+      workgroups: (args) => [Math.ceil(numel(args[0]!.shape) / 64), 1, 1],
+      uniforms: [
+        { name: 'a', type: 'f32' },
+        { name: 'b', type: 'f32' },
+        { name: 'n', type: 'u32' },
+      ],
+    };
+    rt.registerKernel(def, { webgpu: kernel });
+    const n = 1000;
+    const X = random(n);
+    const x = rt.tensor([n], 'f32', X);
+    const y = rt.tensor([n], 'f32', new Float32Array(n).fill(NaN));
+    await rt.submit({ kernel: 'wgsl_affine', args: { x, y }, scalars: { a: -3, b: 0.5, n } }).done;
+    const got = await rt.read(y);
+    for (let i = 0; i < n; i++) assert.ok(Math.abs(got[i]! - (-3 * X[i]! + 0.5)) <= 4e-7 * 4, `y[${i}]`);
+
+    rt.registerKernel({ ...def, name: 'wgsl_broken' }, { webgpu: { ...kernel, wgsl: 'fn affine( {' } });
+    await assert.rejects(
+      rt.submit({ kernel: 'wgsl_broken', args: { x, y }, scalars: { a: 1, b: 0, n } }).done,
+      (e: unknown) => isTandemError(e, 'TANDEM_ERR_COMPILE') && /expected/.test(e.message),
+    );
   });
 
   void it('never places an f64 task on webgpu (no f64 in WGSL)', async () => {
