@@ -1,6 +1,6 @@
 import type { CpuKernel } from '../../devices/cpu/kernel-api.js';
 import { type FloatArray, floatCopyOf, isHalf, storeFloat } from '../common/cpu-float.js';
-import { reduceLayout } from './params.js';
+import { type ReduceOp, reduceLayout } from './params.js';
 
 /**
  * Accumulates in float64 whatever the dtype (sums of f32 lose less), walking x in memory order: for
@@ -13,6 +13,11 @@ export const reduceCpu: CpuKernel = (args, scalars) => {
   const y: FloatArray = isHalf(yArg!.desc.dtype)
     ? new Float32Array(outer * inner)
     : (yArg!.data as FloatArray);
+  if (inner === 1) {
+    reduceRows(op, x, y, outer, len);
+    storeFloat(yArg!, y);
+    return;
+  }
   const acc = new Float64Array(inner);
   for (let o = 0; o < outer; o++) {
     acc.fill(op === 'max' ? -Infinity : 0);
@@ -32,3 +37,19 @@ export const reduceCpu: CpuKernel = (args, scalars) => {
   }
   storeFloat(yArg!, y);
 };
+
+/** The last axis (or everything): each output is one contiguous run, summed in a scalar register. */
+function reduceRows(op: ReduceOp, x: FloatArray, y: FloatArray, outer: number, len: number): void {
+  for (let o = 0, base = 0; o < outer; o++, base += len) {
+    let acc = op === 'max' ? -Infinity : 0;
+    if (op === 'max') {
+      for (let j = 0; j < len; j++) {
+        const v = x[base + j]!;
+        if (!(v <= acc)) acc = v;
+      }
+    } else {
+      for (let j = 0; j < len; j++) acc += x[base + j]!;
+    }
+    y[o] = op === 'mean' ? acc / len : acc;
+  }
+}
