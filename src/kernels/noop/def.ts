@@ -1,6 +1,7 @@
 import type { KernelDef } from '../kernel.js';
 import { checkScalarNames } from '../common/scalars.js';
 import { checkArgNames } from '../common/validate.js';
+import { noopCost } from './cost.js';
 
 /** Does nothing: tasks of it measure the runtime's own overhead (submit, schedule, complete). */
 export const noopDef: KernelDef = {
@@ -10,5 +11,5 @@ export const noopDef: KernelDef = {
     checkArgNames('noop', this.args, args);
     checkScalarNames('noop', scalars, []);
   },
-  cost: () => ({ flops: 0, bytes: 0 }),
+  cost: noopCost,
 };
