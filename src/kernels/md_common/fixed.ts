@@ -70,11 +70,15 @@ export function buildFixedList(
         cx +
       Math.min(cx - 1, Math.floor((xi / lx) * cx));
     let cnt = 0;
-    for (let s = 0; s < stencilSize[c]!; s++) {
-      const nc = stencil[c * 27 + s]!;
+    const hs = half ? grid.halfStencil : null;
+    const ns = hs ? 14 : stencilSize[c]!;
+    for (let s = 0; s < ns; s++) {
+      const nc = hs ? hs[c * 14 + s]! : stencil[c * 27 + s]!;
+      // Half stencil: pairs inside the own cell once (j > i), forward cells entirely.
+      const own = s === 0 && hs !== null;
       for (let q = cellStart[nc]!; q < cellStart[nc + 1]!; q++) {
         const j = atoms[q]!;
-        if (half ? j <= i : j === i) continue;
+        if (hs ? own && j <= i : half ? j <= i : j === i) continue;
         let dx = xi - x[3 * j]!;
         let dy = yi - x[3 * j + 1]!;
         let dz = zi - x[3 * j + 2]!;

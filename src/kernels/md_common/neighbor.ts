@@ -23,6 +23,12 @@ export interface CellGrid {
   /** For each cell, its distinct neighbour cells (itself included), `stencilSize` entries each. */
   readonly stencil: Int32Array;
   readonly stencilSize: Int32Array;
+  /**
+   * With at least 3 cells per axis: for each cell, itself then its 13 "forward" neighbours (14 entries).
+   * A half list built over it visits each pair once (own cell: j > i; forward cells: all), half the
+   * distance checks of the full stencil. null when an axis has fewer than 3 cells.
+   */
+  readonly halfStencil: Int32Array | null;
 }
 
 /** Folds coordinates into [0, L): the list and the minimum-image test both assume wrapped positions. */
@@ -84,7 +90,24 @@ export function buildCells(
             }
         stencilSize[c] = k;
       }
-  return { dims, cellStart, atoms, stencil, stencilSize };
+  let halfStencil: Int32Array | null = null;
+  if (cx >= 3 && cy >= 3 && cz >= 3) {
+    halfStencil = new Int32Array(ncell * 14);
+    for (let z = 0; z < cz; z++)
+      for (let y = 0; y < cy; y++)
+        for (let xx = 0; xx < cx; xx++) {
+          const c = (z * cy + y) * cx + xx;
+          let k = 0;
+          halfStencil[c * 14 + k++] = c;
+          for (let dz = 0; dz <= 1; dz++)
+            for (let dy = dz === 0 ? 0 : -1; dy <= 1; dy++)
+              for (let dx = dz === 0 && dy === 0 ? 1 : -1; dx <= 1; dx++) {
+                halfStencil[c * 14 + k++] =
+                  (((z + dz + cz) % cz) * cy + ((y + dy + cy) % cy)) * cx + ((xx + dx + cx) % cx);
+              }
+        }
+  }
+  return { dims, cellStart, atoms, stencil, stencilSize, halfStencil };
 }
 
 /**
@@ -121,11 +144,15 @@ export function buildNeighborList(
     const iy = Math.min(cy - 1, Math.floor((yi / Ly) * cy));
     const iz = Math.min(cz - 1, Math.floor((zi / Lz) * cz));
     const c = (iz * cy + iy) * cx + ix;
-    for (let s = 0; s < stencilSize[c]!; s++) {
-      const nc = stencil[c * 27 + s]!;
+    const hs = half ? grid.halfStencil : null;
+    const ns = hs ? 14 : stencilSize[c]!;
+    for (let s = 0; s < ns; s++) {
+      const nc = hs ? hs[c * 14 + s]! : stencil[c * 27 + s]!;
+      // Half stencil: pairs inside the own cell once (j > i), forward cells entirely.
+      const own = s === 0 && hs !== null;
       for (let q = cellStart[nc]!; q < cellStart[nc + 1]!; q++) {
         const j = atoms[q]!;
-        if (half ? j <= i : j === i) continue;
+        if (hs ? own && j <= i : half ? j <= i : j === i) continue;
         let dx = xi - x[3 * j]!;
         let dy = yi - x[3 * j + 1]!;
         let dz = zi - x[3 * j + 2]!;
