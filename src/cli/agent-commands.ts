@@ -1,0 +1,120 @@
+/**
+ * `tandem agent --queue redis://host:6379 [--pg postgres://...]`: a node agent. Opens the local devices,
+ * advertises them (heartbeat in Redis), takes the jobs that fit them and commits outcomes to the job
+ * store. SIGTERM/SIGINT finish running jobs (up to --grace-ms) and leave; kill -9 leaves the jobs to be
+ * detected stalled and re-run elsewhere.
+ */
+import { freemem, hostname } from 'node:os';
+import { Agent } from '../agent/agent.js';
+import { RedisAgentRegistry, deviceClassOf, type AgentDevice } from '../agent/heartbeat.js';
+import { TandemError } from '../core/errors.js';
+import { Runtime } from '../runtime/runtime.js';
+import { registerBuiltinJobTypes } from '../service/jobs/builtin.js';
+import { JobTypeRegistry } from '../service/jobs/registry.js';
+import { DeviceActivity } from '../service/obs/device-activity.js';
+import { BullQueue } from '../service/queue/bullmq-queue.js';
+import { openQueue } from '../service/queue/open.js';
+import { PgJobStore } from '../service/store/pg-store.js';
+import { intOption, parse } from './output.js';
+
+const HELP = `tandem agent --queue redis://127.0.0.1:6379 [--pg postgres://...] [--name NAME]
+  [--backends cpu,cuda,webgpu|none] [--concurrency 4] [--cpu-threads 2] [--prefix tandem] [--grace-ms 10000]`;
+
+export async function agentCommand(argv: string[]): Promise<number> {
+  const { values } = parse(argv, {
+    queue: { type: 'string' },
+    pg: { type: 'string' },
+    name: { type: 'string' },
+    backends: { type: 'string' },
+    concurrency: { type: 'string' },
+    'cpu-threads': { type: 'string' },
+    prefix: { type: 'string' },
+    'grace-ms': { type: 'string' },
+  });
+  if (values['help']) {
+    process.stdout.write(`${HELP}\n`);
+    return 0;
+  }
+  const queueUrl = values['queue'];
+  if (typeof queueUrl !== 'string')
+    throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `--queue is required\n${HELP}`);
+  const name = typeof values['name'] === 'string' ? values['name'] : `${hostname()}-${process.pid}`;
+  const backends = String(values['backends'] ?? 'cpu,cuda,webgpu')
+    .split(',')
+    .filter(Boolean);
+  const concurrency = intOption(values['concurrency'], 'concurrency', 4, 1, 1024);
+  const graceMs = intOption(values['grace-ms'], 'grace-ms', 10_000, 0, 600_000);
+  const prefix = typeof values['prefix'] === 'string' ? values['prefix'] : 'tandem';
+
+  // Unreachable Redis/PostgreSQL fail here, naming the URL, before any device is opened.
+  const queue = await openQueue(queueUrl, { prefix });
+  const store = typeof values['pg'] === 'string' ? await PgJobStore.open(values['pg']) : null;
+  const registry = new JobTypeRegistry();
+  await registerBuiltinJobTypes(registry);
+  const activity = new DeviceActivity();
+  const rt = backends.includes('none')
+    ? null
+    : await Runtime.create({
+        backends,
+        calibrate: false,
+        options: { cpu: { threads: intOption(values['cpu-threads'], 'cpu-threads', 2, 1, 256) } },
+      });
+  rt?.addObserver(activity);
+  const devices = (): AgentDevice[] => {
+    if (!rt) {
+      // No runtime: a plain CPU slot for jobs that need no device (sleep, service overhead).
+      const mem = freemem();
+      return [
+        { id: 'host', kind: 'cpu', deviceClass: 'cpu', memoryBytes: mem, freeBytes: mem, utilization: 0 },
+      ];
+    }
+    const usage = rt.memoryUsage();
+    return rt.devices.map((d) => {
+      const used = usage.find((u) => u.node === d.node.name)?.usedBytes ?? 0;
+      return {
+        id: d.info.id,
+        kind: d.info.kind,
+        deviceClass: deviceClassOf(d.info.kind),
+        memoryBytes: d.info.memoryBytes,
+        freeBytes: Math.max(0, d.info.memoryBytes - used),
+        utilization: activity.utilization(d.info.id),
+      };
+    });
+  };
+  const deviceClasses = [...new Set(devices().map((d) => d.deviceClass))];
+  if (deviceClasses.length === 0)
+    throw new TandemError('TANDEM_ERR_DEVICE_UNAVAILABLE', 'no device opened; nothing to offer the queue', {
+      backends: rt?.backends.map((b) => ({ kind: b.kind, reason: b.reason })) ?? [],
+    });
+  const heartbeat = queue instanceof BullQueue ? new RedisAgentRegistry(queue.redis, prefix) : null;
+  const agent = new Agent({
+    name,
+    queue,
+    store,
+    registry,
+    rt,
+    devices,
+    deviceClasses,
+    concurrency,
+    heartbeat,
+    heartbeatMs: 1000,
+    log: (m) => process.stderr.write(`[agent ${name}] ${m}\n`),
+  });
+  await agent.start();
+  process.stdout.write(
+    `agent ${name} ready: classes ${deviceClasses.join(',')}; devices ${devices()
+      .map((d) => d.id)
+      .join(',')}; queue ${queue.kind}; store ${store ? 'postgresql' : 'none (queue-only)'}\n`,
+  );
+  await new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
+  await agent.stop(graceMs);
+  await queue.close();
+  await store?.close();
+  if (rt) await rt.close();
+  process.stdout.write(`agent ${name} stopped after ${agent.jobsDone} jobs (${agent.reruns} re-runs)\n`);
+  return 0;
+}

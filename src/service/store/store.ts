@@ -1,0 +1,55 @@
+/**
+ * The job store as the scaled-out service uses it: async (PostgreSQL is remote), with the attempt log
+ * that makes recovery visible. Two implementations: `PgJobStore` (pg-store.ts) for many machines and
+ * `SqliteScaleStore` (sqlite-scale-store.ts) over the embedded service's SQLite database for one.
+ *
+ * Exactly-once: `startAttempt` moves a job to running with attempt + 1 (also from running, when an
+ * earlier attempt's agent died), and `finish` only lands for the current attempt while the job is
+ * running. So whichever delivery of a job a queue makes, one outcome is committed; a delivery that
+ * finds the job final does nothing; a re-run after a stall is recorded as a duplicate execution.
+ */
+import type { FinishOutcome, InsertOutcome, JobRecord, JobState, ListQuery, NewJob } from './job-store.js';
+
+export interface AttemptStart {
+  readonly job: JobRecord;
+  /** True when an earlier attempt had started and never finished (its agent died or stalled). */
+  readonly rerun: boolean;
+}
+
+export interface AttemptRow {
+  readonly jobId: string;
+  readonly attempt: number;
+  readonly agent: string;
+  readonly startedAt: number;
+  readonly finishedAt: number | null;
+  /** 'succeeded' | 'failed' | 'cancelled' once committed; 'superseded' when a later attempt won. */
+  readonly outcome: string | null;
+}
+
+export interface StoreStats {
+  readonly counts: Record<JobState, number>;
+  /** Attempts started while an earlier attempt of the same job was in flight. */
+  readonly duplicateExecutions: number;
+  /** Jobs held because no agent can fit them. */
+  readonly held: number;
+}
+
+export interface JobStoreApi {
+  insertMany(jobs: readonly NewJob[], now?: number): Promise<InsertOutcome[]>;
+  get(id: string): Promise<JobRecord | null>;
+  list(q: ListQuery): Promise<JobRecord[]>;
+  startAttempt(id: string, agent: string, now?: number): Promise<AttemptStart | null>;
+  setProgress(id: string, attempt: number, progress: number, message: string): Promise<boolean>;
+  finish(id: string, attempt: number, o: ScaleFinish, now?: number): Promise<boolean>;
+  /** Keeps a queued job queued with a reason shown in its message (no agent fits it yet). */
+  hold(id: string, reason: string): Promise<boolean>;
+  cancelQueued(id: string, now?: number): Promise<boolean>;
+  attempts(id: string): Promise<AttemptRow[]>;
+  stats(): Promise<StoreStats>;
+  close(): Promise<void>;
+}
+
+/** A finish that may carry the attempt's trace (kept in the attempt log, not in a file). */
+export type ScaleFinish = FinishOutcome & { readonly trace?: unknown };
+
+export const HELD_PREFIX = 'held: ';
