@@ -11,7 +11,7 @@ export const axpyDef: KernelDef = {
     { name: 'y', mode: 'rw' },
   ],
   validate(args, scalars) {
-    checkArgNames('axpy', this.args, args);
+    checkArgNames('axpy', axpyDef.args, args);
     checkScalarNames('axpy', scalars, ['alpha']);
     numberScalar('axpy', scalars, 'alpha', 1);
     requireFloat('axpy', 'x', args.x!);

@@ -13,7 +13,7 @@ export const binaryDef: KernelDef = {
     { name: 'c', mode: 'w' },
   ],
   validate(args, scalars) {
-    checkArgNames('binary', this.args, args);
+    checkArgNames('binary', binaryDef.args, args);
     checkScalarNames('binary', scalars, ['op']);
     enumScalar('binary', scalars, 'op', BINARY_OPS);
     requireFloat('binary', 'a', args.a!);

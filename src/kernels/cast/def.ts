@@ -13,7 +13,7 @@ export const castDef: KernelDef = {
     { name: 'y', mode: 'w' },
   ],
   validate(args, scalars) {
-    checkArgNames('cast', this.args, args);
+    checkArgNames('cast', castDef.args, args);
     checkScalarNames('cast', scalars, []);
     for (const name of ['x', 'y'] as const) {
       const dtype = args[name]!.dtype;

@@ -11,7 +11,7 @@ export const copyDef: KernelDef = {
     { name: 'y', mode: 'w' },
   ],
   validate(args, scalars) {
-    checkArgNames('copy', this.args, args);
+    checkArgNames('copy', copyDef.args, args);
     checkScalarNames('copy', scalars, []);
     requireSameDType('copy', ['x', 'y'], args);
     requireSameShape('copy', ['x', 'y'], args);

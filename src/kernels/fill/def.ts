@@ -30,7 +30,7 @@ export const fillDef: KernelDef = {
   name: 'fill',
   args: [{ name: 'y', mode: 'w' }],
   validate(args, scalars) {
-    checkArgNames('fill', this.args, args);
+    checkArgNames('fill', fillDef.args, args);
     checkScalarNames('fill', scalars, ['value']);
     fillValue(scalars, args.y!.dtype);
   },

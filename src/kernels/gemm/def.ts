@@ -17,7 +17,7 @@ export const gemmDef: KernelDef = {
   // With beta = 0 the old C is never read, so the runtime need not bring it to the device.
   modes: (scalars) => ({ c: scalars.beta === undefined || scalars.beta === 0 ? 'w' : 'rw' }),
   validate(args, scalars) {
-    checkArgNames('gemm', this.args, args);
+    checkArgNames('gemm', gemmDef.args, args);
     checkScalarNames('gemm', scalars, GEMM_SCALARS);
     const p = gemmParams(scalars);
     const { a, b, c } = args as Required<typeof args>;

@@ -8,7 +8,7 @@ export const noopDef: KernelDef = {
   name: 'noop',
   args: [],
   validate(args, scalars) {
-    checkArgNames('noop', this.args, args);
+    checkArgNames('noop', noopDef.args, args);
     checkScalarNames('noop', scalars, []);
   },
   cost: noopCost,

@@ -14,7 +14,7 @@ export const reduceDef: KernelDef = {
     { name: 'y', mode: 'w' },
   ],
   validate(args, scalars) {
-    checkArgNames('reduce', this.args, args);
+    checkArgNames('reduce', reduceDef.args, args);
     checkScalarNames('reduce', scalars, ['op', 'axis', 'all']);
     requireFloat('reduce', 'x', args.x!);
     requireSameDType('reduce', ['x', 'y'], args);

@@ -8,7 +8,7 @@ export const scaleDef: KernelDef = {
   name: 'scale',
   args: [{ name: 'x', mode: 'rw' }],
   validate(args, scalars) {
-    checkArgNames('scale', this.args, args);
+    checkArgNames('scale', scaleDef.args, args);
     checkScalarNames('scale', scalars, ['alpha']);
     numberScalar('scale', scalars, 'alpha');
     requireFloat('scale', 'x', args.x!);

@@ -12,7 +12,7 @@ export const unaryDef: KernelDef = {
     { name: 'y', mode: 'w' },
   ],
   validate(args, scalars) {
-    checkArgNames('unary', this.args, args);
+    checkArgNames('unary', unaryDef.args, args);
     checkScalarNames('unary', scalars, ['op']);
     enumScalar('unary', scalars, 'op', UNARY_OPS);
     requireFloat('unary', 'x', args.x!);
