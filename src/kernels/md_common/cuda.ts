@@ -5,7 +5,13 @@
  * kernel uses the full list: no atomics, each atom sums its own partners.
  */
 import { TandemError } from '../../core/errors.js';
-import type { CudaArg, CudaKernelContext, CudaNative, CudaProgram } from '../../devices/cuda/kernel-api.js';
+import type {
+  CudaArg,
+  CudaKernelContext,
+  CudaNative,
+  CudaParam,
+  CudaProgram,
+} from '../../devices/cuda/kernel-api.js';
 import type { Scalars } from '../../devices/device.js';
 import { boolScalar, intScalar, numberScalar } from '../common/scalars.js';
 import { boxOf, listFlags } from './defs.js';
@@ -148,6 +154,60 @@ export const mdIntegrateCuda: CudaProgram = program('tdm_md_integrate', {
 /** Cell capacity: mean occupancy at liquid density is ~20 for the LJ range; overflow is flagged in meta. */
 const CELL_CAP = 64;
 
+// The neighbour build's programs are static objects (the program cache keys compiled functions by
+// program identity); what varies per call (scratch addresses, grid of cells) travels in the launch's
+// scalars, which the native impl fills in.
+const num = (s: Scalars, k: string): number => s[k] as number;
+const GEO = (s: Scalars): CudaParam[] => [
+  { kind: 'f32', value: num(s, 'lx') },
+  { kind: 'f32', value: num(s, 'ly') },
+  { kind: 'f32', value: num(s, 'lz') },
+  { kind: 'i32', value: num(s, 'cx') },
+  { kind: 'i32', value: num(s, 'cy') },
+  { kind: 'i32', value: num(s, 'cz') },
+  { kind: 'i32', value: CELL_CAP },
+];
+
+const ZERO = program('tdm_md_zero', {
+  grid: (_a, s) => [Math.max(1, Math.min(65536, Math.ceil(num(s, 'm') / T))), 1, 1],
+  block: () => [T, 1, 1],
+  params: (_a, s) => [
+    num(s, 'ptr') >= 0 ? { kind: 'addr', value: num(s, 'ptr') } : { kind: 'ptr', arg: -num(s, 'ptr') - 1 },
+    { kind: 'i64', value: num(s, 'm') },
+  ],
+});
+
+const BIN = program('tdm_md_bin', {
+  grid: (_a, s) => grid1(num(s, 'n')),
+  block: () => [T, 1, 1],
+  params: (_a, s) => [
+    { kind: 'ptr', arg: 0 },
+    { kind: 'addr', value: num(s, 'counts') },
+    { kind: 'addr', value: num(s, 'cellAtoms') },
+    { kind: 'ptr', arg: 3 },
+    { kind: 'i32', value: num(s, 'n') },
+    ...GEO(s),
+  ],
+});
+
+const BUILD = program('tdm_md_build', {
+  grid: (_a, s) => grid1(num(s, 'n')),
+  block: () => [T, 1, 1],
+  params: (_a, s) => [
+    { kind: 'ptr', arg: 0 },
+    { kind: 'addr', value: num(s, 'counts') },
+    { kind: 'addr', value: num(s, 'cellAtoms') },
+    { kind: 'ptr', arg: 1 },
+    { kind: 'ptr', arg: 2 },
+    { kind: 'ptr', arg: 3 },
+    { kind: 'i32', value: num(s, 'n') },
+    { kind: 'i32', value: num(s, 'cap') },
+    ...GEO(s),
+    { kind: 'f32', value: num(s, 'range2') },
+    { kind: 'i32', value: num(s, 'half') },
+  ],
+});
+
 export const mdNeighborsCuda: CudaNative = {
   kind: 'native',
   run(ctx: CudaKernelContext, args: readonly CudaArg[], s: Scalars) {
@@ -159,76 +219,31 @@ export const mdNeighborsCuda: CudaNative = {
       );
     }
     const n = atoms(args[0]!);
-    const cap = args[1]!.desc.shape[0]!;
     const box = boxOf('md_neighbors', s);
     const range = numberScalar('md_neighbors', s, 'range');
-    const dims = [box.lx, box.ly, box.lz].map((L) => Math.max(1, Math.floor(L / range)));
-    if (dims.some((c) => c < 3))
+    const [cx, cy, cz] = [box.lx, box.ly, box.lz].map((L) => Math.max(1, Math.floor(L / range))) as [
+      number,
+      number,
+      number,
+    ];
+    if (cx < 3 || cy < 3 || cz < 3) {
       throw new TandemError(
         'TANDEM_ERR_INVALID_ARGUMENT',
         'md_neighbors on CUDA needs at least 3 cells per side (a larger box)',
       );
-    const ncell = dims[0]! * dims[1]! * dims[2]!;
+    }
+    const ncell = cx * cy * cz;
     const counts = ctx.scratch(ncell * 4);
     const cellAtoms = ctx.scratch(ncell * CELL_CAP * 4);
-    const zero = program('tdm_md_zero', {
-      grid: () => [Math.min(65536, Math.ceil(ncell / T)), 1, 1],
-      block: () => [T, 1, 1],
-      params: () => [
-        { kind: 'addr', value: counts },
-        { kind: 'i64', value: ncell },
-      ],
+    ctx.launch(ZERO, args, { ptr: counts, m: ncell });
+    ctx.launch(ZERO, args, { ptr: -4, m: 2 }); // meta (argument 3) := 0
+    const common = { ...box, cx, cy, cz, n, counts, cellAtoms };
+    ctx.launch(BIN, args, common);
+    ctx.launch(BUILD, args, {
+      ...common,
+      cap: args[1]!.desc.shape[0]!,
+      range2: range * range,
+      half: half ? 1 : 0,
     });
-    ctx.launch(zero, args, s);
-    const zeroMeta = program('tdm_md_zero', {
-      grid: () => [1, 1, 1],
-      block: () => [32, 1, 1],
-      params: () => [
-        { kind: 'ptr', arg: 3 },
-        { kind: 'i64', value: 2 },
-      ],
-    });
-    ctx.launch(zeroMeta, args, s);
-    const geo = [
-      { kind: 'f32', value: box.lx },
-      { kind: 'f32', value: box.ly },
-      { kind: 'f32', value: box.lz },
-      { kind: 'i32', value: dims[0]! },
-      { kind: 'i32', value: dims[1]! },
-      { kind: 'i32', value: dims[2]! },
-      { kind: 'i32', value: CELL_CAP },
-    ] as const;
-    const bin = program('tdm_md_bin', {
-      grid: () => grid1(n),
-      block: () => [T, 1, 1],
-      params: () => [
-        { kind: 'ptr', arg: 0 },
-        { kind: 'addr', value: counts },
-        { kind: 'addr', value: cellAtoms },
-        { kind: 'ptr', arg: 3 },
-        { kind: 'i32', value: n },
-        ...geo,
-      ],
-    });
-    ctx.launch(bin, args, s);
-    const build = program('tdm_md_build', {
-      grid: () => grid1(n),
-      block: () => [T, 1, 1],
-      params: () => [
-        { kind: 'ptr', arg: 0 },
-        { kind: 'addr', value: counts },
-        { kind: 'addr', value: cellAtoms },
-        { kind: 'ptr', arg: 1 },
-        { kind: 'ptr', arg: 2 },
-        { kind: 'ptr', arg: 3 },
-        { kind: 'i32', value: n },
-        { kind: 'i32', value: cap },
-        ...geo.slice(0, 6),
-        { kind: 'i32', value: CELL_CAP },
-        { kind: 'f32', value: range * range },
-        { kind: 'i32', value: half ? 1 : 0 },
-      ],
-    });
-    ctx.launch(build, args, s);
   },
 };

@@ -42,6 +42,10 @@ export function createFcc(config: Pick<MdConfig, 'cells' | 'density'>): MdState 
   return { n, box: [nx * a, ny * a, nz * a], x, v: new Float64Array(3 * n), f: new Float64Array(3 * n) };
 }
 
+// Scratch for RanPark's coordinate hash (reused: millions of atoms hash one after another).
+const HASH_BYTES = new Uint8Array(28);
+const HASH_VIEW = new DataView(HASH_BYTES.buffer);
+
 /** LAMMPS RanPark: Park–Miller minimal standard generator with Schrage's factorisation. */
 export class RanPark {
   constructor(private seed: number) {}
@@ -55,8 +59,8 @@ export class RanPark {
 
   /** RanPark::reset(ibase, coord): Jenkins one-at-a-time hash of the seed's and the coordinates' bytes. */
   resetFromCoords(ibase: number, x: number, y: number, z: number): void {
-    const bytes = new Uint8Array(28);
-    const view = new DataView(bytes.buffer);
+    const bytes = HASH_BYTES;
+    const view = HASH_VIEW;
     view.setInt32(0, ibase, true);
     view.setFloat64(4, x, true);
     view.setFloat64(12, y, true);
