@@ -95,13 +95,22 @@ void describe('every generated WGSL variant compiles (Dawn null backend, all fea
   const dev = opened.opened.device;
   after(() => dev.close());
   void it('has shader-f16 on the null adapter', () => assert.equal(dev.features.shaderF16, true));
+  // Each variant twice: as on an adapter with shader-f16 (native f16) and without (f16 packed in u32).
   for (const v of variants()) {
-    const declined = !v.kernel.supports(v.args, v.scalars, dev.features);
-    const reason = `declined here (workgroup memory ${dev.features.maxWorkgroupStorageBytes} B)`;
-    void it(v.name, { skip: declined && v.name.startsWith('gemm') ? reason : false }, async () => {
-      assert.ok(!declined, 'the kernel accepts these arguments');
-      const steps = v.kernel.plan(v.args, v.scalars, dev.features);
-      for (const step of steps) if (step.kind === 'dispatch') await dev.pipelines.get(step);
-    });
+    for (const shaderF16 of [true, false]) {
+      const features = { ...dev.features, shaderF16 };
+      const declined = !v.kernel.supports(v.args, v.scalars, features);
+      const isF16 = v.args.some((a) => a.dtype === 'f16');
+      if (!isF16 && !shaderF16) continue; // same source as with the feature
+      const why =
+        v.name.startsWith('gemm') && shaderF16
+          ? `workgroup memory ${features.maxWorkgroupStorageBytes} B`
+          : 'needs shader-f16';
+      const name = `${v.name}${isF16 ? (shaderF16 ? ' (native f16)' : ' (packed f16)') : ''}`;
+      void it(name, { skip: declined ? `declined here: ${why}` : false }, async () => {
+        const steps = v.kernel.plan(v.args, v.scalars, features);
+        for (const step of steps) if (step.kind === 'dispatch') await dev.pipelines.get(step);
+      });
+    }
   }
 });
