@@ -248,7 +248,10 @@ export class PgJobStore implements JobStoreApi {
        log AS (
          UPDATE tandem_attempts SET finished_at = $4, trace = $7,
            outcome = CASE WHEN EXISTS (SELECT 1 FROM upd) THEN $3 ELSE 'superseded' END
-         WHERE job_id = $1 AND attempt = $2)
+         WHERE job_id = $1 AND attempt = $2 AND outcome IS NULL),
+       lost AS (
+         UPDATE tandem_attempts SET outcome = 'lost'
+         WHERE job_id = $1 AND attempt < $2 AND outcome IS NULL AND EXISTS (SELECT 1 FROM upd))
        SELECT COUNT(*) AS n FROM upd`,
       [
         id,

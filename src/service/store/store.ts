@@ -22,7 +22,10 @@ export interface AttemptRow {
   readonly agent: string;
   readonly startedAt: number;
   readonly finishedAt: number | null;
-  /** 'succeeded' | 'failed' | 'cancelled' once committed; 'superseded' when a later attempt won. */
+  /**
+   * 'succeeded' | 'failed' | 'cancelled' when this attempt committed; 'superseded' when it finished after
+   * a later attempt had started; 'lost' when it never finished (its agent died) and a later one committed.
+   */
   readonly outcome: string | null;
 }
 
