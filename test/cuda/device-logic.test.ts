@@ -169,4 +169,56 @@ void describe('cuda device logic on a fake driver', () => {
     );
     assert.equal(ok, null);
   });
+
+  void it('when the driver refuses a new context after a fault, refuses later work with clear errors', async () => {
+    const gpu = new FakeGpu();
+    gpu.refuseRecovery = true;
+    const dev = gpu.device();
+    const old = dev.node.alloc(1024);
+    gpu.faultCode = 700;
+    const err = await new Promise<Error | null>((res) =>
+      dev.queues[0]!.launch(
+        {
+          taskId: 1,
+          op: 'scale',
+          impl: impl('scale'),
+          args: [{ buffer: old, desc }],
+          scalars: { alpha: 2 },
+          after: [],
+        },
+        res,
+      ),
+    );
+    assert.ok(isTandemError(err, 'TANDEM_ERR_DEVICE_FAULT'));
+    assert.match(String(err.details['resetError']), /cuCtxCreate_v4 failed/);
+    assert.ok(dev.node.isLost(old));
+    assert.throws(
+      () => dev.node.alloc(64),
+      (e: unknown) => isTandemError(e, 'TANDEM_ERR_DEVICE_UNAVAILABLE'),
+    );
+    const lost = await new Promise<Error | null>((res) =>
+      dev.queues[0]!.launch(
+        {
+          taskId: 2,
+          op: 'scale',
+          impl: impl('scale'),
+          args: [{ buffer: old, desc }],
+          scalars: { alpha: 2 },
+          after: [],
+        },
+        res,
+      ),
+    );
+    assert.ok(isTandemError(lost, 'TANDEM_ERR_DATA_LOST'));
+    const closed = await new Promise<Error | null>((res) =>
+      dev.queues[0]!.launch(
+        { taskId: 3, op: 'noop', impl: impl('noop'), args: [], scalars: {}, after: [] },
+        res,
+      ),
+    );
+    assert.ok(
+      isTandemError(closed, 'TANDEM_ERR_CLOSED') && /refused a new context/.test(closed.message),
+      String(closed),
+    );
+  });
 });

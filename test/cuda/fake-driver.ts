@@ -16,6 +16,8 @@ export class FakeGpu {
   /** When set, cuEventQuery of a pending event returns this (e.g. 700, illegal address). */
   faultCode = 0;
   autoComplete = true;
+  /** What the H200 does (driver 580): after an illegal address no context can be had in this process. */
+  refuseRecovery = false;
   launches = 0;
   resets = 0;
   private next = 0x1000;
@@ -25,7 +27,8 @@ export class FakeGpu {
   };
 
   readonly api: Partial<CudaDriverApi> = {
-    cuDevicePrimaryCtxRetain: (o) => this.handle(o),
+    cuDevicePrimaryCtxRetain: (o) => (this.refuseRecovery && this.resets > 0 ? 700 : this.handle(o)),
+    cuCtxCreate_v4: () => (this.refuseRecovery ? 700 : 0),
     cuDevicePrimaryCtxReset_v2: () => {
       this.resets++;
       this.faultCode = 0;

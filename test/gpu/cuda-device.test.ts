@@ -215,7 +215,7 @@ void describe('cuda device', { skip: device ? false : reason }, () => {
     }
   });
 
-  void it('fails a faulting kernel with TANDEM_ERR_DEVICE_FAULT, marks old memory lost, and keeps working', async () => {
+  void it('fails a faulting kernel with TANDEM_ERR_DEVICE_FAULT, marks its memory lost, then runs later work or refuses it clearly', async (t) => {
     const before = dev.node.alloc(1024);
     const epoch = dev.node.epoch;
     let lostReason = '';
@@ -230,39 +230,38 @@ void describe('cuda device', { skip: device ? false : reason }, () => {
       block: () => [1, 1, 1],
       params: () => [{ kind: 'ptr', arg: 0 }],
     };
-    await assert.rejects(
-      launch(
-        dev,
-        'fault',
-        [{ buffer: before, desc: { shape: [256], dtype: 'f32', bytes: 1024 } }],
-        {},
-        fault,
-      ),
-      (e: unknown) => {
-        console.log(
-          `# fault error: ${e instanceof Error ? e.message : String(e)} ${JSON.stringify(isTandemError(e) ? e.details : {})}`,
-        );
-        return isTandemError(e, 'TANDEM_ERR_DEVICE_FAULT') && e.details['resetError'] === undefined;
-      },
-    );
+    const d256 = { shape: [256], dtype: 'f32' as const, bytes: 1024 };
+    let faultError: unknown = null;
+    await assert.rejects(launch(dev, 'fault', [{ buffer: before, desc: d256 }], {}, fault), (e: unknown) => {
+      faultError = e;
+      return isTandemError(e, 'TANDEM_ERR_DEVICE_FAULT') && /ILLEGAL_ADDRESS/.test(e.message);
+    });
     assert.equal(dev.node.epoch, epoch + 1);
     assert.ok(dev.node.isLost(before));
     assert.match(lostReason, /faulted/);
-    await assert.rejects(
-      launch(dev, 'fill', [{ buffer: before, desc: { shape: [256], dtype: 'f32', bytes: 1024 } }], {
-        value: 1,
-      }),
-      (e: unknown) => isTandemError(e, 'TANDEM_ERR_DATA_LOST'),
+    await assert.rejects(launch(dev, 'fill', [{ buffer: before, desc: d256 }], { value: 1 }), (e: unknown) =>
+      isTandemError(e, 'TANDEM_ERR_DATA_LOST'),
     );
-    // A later task on fresh memory runs normally.
+    const resetError = isTandemError(faultError) ? faultError.details['resetError'] : undefined;
+    if (resetError !== undefined) {
+      // Seen on the H200 (driver 580, CUDA 13): after an illegal address the driver refuses every
+      // context in this process. The device must then say so instead of hanging or crashing.
+      t.diagnostic(`in-process recovery refused by the driver: ${String(resetError)}`);
+      assert.throws(
+        () => dev.node.alloc(1024),
+        (e: unknown) => isTandemError(e, 'TANDEM_ERR_DEVICE_UNAVAILABLE'),
+      );
+      await assert.rejects(launch(dev, 'noop', [], {}), (e: unknown) =>
+        isTandemError(e, 'TANDEM_ERR_CLOSED'),
+      );
+      return;
+    }
+    // Recovered: a later task on fresh memory runs normally, cuBLAS included.
     const after = dev.node.alloc(1024);
     const host = hostBuffer(1024);
-    await launch(dev, 'fill', [{ buffer: after, desc: { shape: [256], dtype: 'f32', bytes: 1024 } }], {
-      value: 3.5,
-    });
+    await launch(dev, 'fill', [{ buffer: after, desc: d256 }], { value: 3.5 });
     await download(dev, after, host);
     assert.deepEqual([...new Float32Array(host.sab, 0, 256)], new Array(256).fill(3.5));
-    // cuBLAS works on the reset context too: [16,16] filled with 3.5, squared = 16 * 3.5 * 3.5 everywhere.
     const c = dev.node.alloc(1024);
     const d16 = { shape: [16, 16], dtype: 'f32' as const, bytes: 1024 };
     await launch(

@@ -87,7 +87,6 @@ export class CudaDevice implements Device {
       this.rememberFailure(req.taskId);
       queueMicrotask(() => done(err));
     };
-    if (this.closed) return fail(new TandemError('TANDEM_ERR_CLOSED', `${this.id} is closed`));
     for (const id of req.after) {
       if (this.failedTasks.has(id)) {
         return fail(
@@ -123,6 +122,11 @@ export class CudaDevice implements Device {
         );
       }
       args.push({ ptr: buf.ptr, desc: a.desc });
+    }
+    // After the lost-data check, so a task on lost memory says so even when the GPU is gone.
+    if (this.closed) {
+      const why = this.node.unusable ? `: ${this.node.unusable}` : '';
+      return fail(new TandemError('TANDEM_ERR_CLOSED', `${this.id} is closed${why}`));
     }
     // Scratch memory (native kernels only) goes back to the pool once the launch has finished.
     let scratch: CudaBuffer[] | null = null;
@@ -238,8 +242,11 @@ export class CudaDevice implements Device {
     try {
       extra['recovery'] = this.context.reset();
     } catch (e) {
-      this.closed = true; // the GPU could not be recovered: later work fails with TANDEM_ERR_CLOSED
+      // The GPU could not be recovered in this process: later work fails with TANDEM_ERR_CLOSED and
+      // allocations with TANDEM_ERR_DEVICE_UNAVAILABLE (the runtime should route work elsewhere).
+      this.closed = true;
       extra['resetError'] = e instanceof Error ? e.message : String(e);
+      this.node.unusable = `a kernel faulted and the driver refused a new context (${String(extra['resetError'])})`;
     }
     const err = this.faultError(rc, call, extra);
     this.programs.clear(false);

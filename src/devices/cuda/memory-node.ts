@@ -3,6 +3,7 @@
  * context, which frees every allocation, and bumps the epoch, so `isLost(buf)` tells the memory manager
  * which replicas died (it reports TANDEM_ERR_DATA_LOST for tensors whose only valid copy was there).
  */
+import { TandemError } from '../../core/errors.js';
 import type { DeviceBuffer, MemoryNode } from '../device.js';
 import { CachingAllocator, type AllocatorStats } from './allocator.js';
 import type { CudaContext } from './context.js';
@@ -58,7 +59,12 @@ export class CudaMemoryNode implements MemoryNode {
     );
   }
 
+  /** Set when the GPU could not be recovered after a fault: every allocation is refused with it. */
+  unusable: string | null = null;
+
   alloc(bytes: number): CudaBuffer {
+    if (this.unusable !== null)
+      throw new TandemError('TANDEM_ERR_DEVICE_UNAVAILABLE', `${this.name} is unusable: ${this.unusable}`);
     const { ptr, size } = this.allocator.alloc(bytes);
     return new CudaBuffer(this, bytes, ptr, size, this.epoch);
   }
@@ -71,6 +77,7 @@ export class CudaMemoryNode implements MemoryNode {
   }
 
   trim(): number {
+    if (this.unusable !== null) return 0;
     return this.allocator.trim();
   }
 
