@@ -1,23 +1,36 @@
 /**
  * WGSL reduce (sum, max, mean) over one axis or all elements. x is seen as [outer, len, inner]
  * (params.ts); one workgroup of 256 per output strides over `len`, then combines in workgroup memory.
- * Accumulation is f32 (f16 storage converted). One shape of kernel covers reduce-all (a single
+ * Accumulation is f32. f16 is native with shader-f16; otherwise packed two per u32 word
+ * (common/webgpu.ts), and since neighbouring outputs then share a word, each result is written into
+ * its half with atomicAnd + atomicOr (disjoint bits, so any interleaving is right). One shape of kernel
+ * covers reduce-all (a single
  * workgroup) and per-axis reductions (many); a two-pass reduce-all for very large tensors is left for
  * when a workload needs it.
  */
 import type { WebGpuKernel } from '../../devices/webgpu/kernel-api.js';
+import { type FloatStorage, PACK_F16_WGSL, floatStorage } from '../common/webgpu.js';
 import { type ReduceOp, reduceLayout } from './params.js';
 
-export function reduceWgsl(op: ReduceOp, t: 'f32' | 'f16'): string {
+export function reduceWgsl(op: ReduceOp, t: FloatStorage): string {
+  const packed = t === 'f16x2';
   const isMax = op === 'max';
   // -inf arrives as a uniform: WGSL rejects an infinite constant expression.
   const init = isMax ? 'P.neg_inf' : '0.0';
   const combine = (a: string, b: string): string => (isMax ? `max(${a}, ${b})` : `${a} + ${b}`);
+  const load = packed ? 'unpack2x16float(X[e / 2u])[e % 2u]' : 'f32(X[e])';
+  const result = op === 'mean' ? 'part[0] / f32(P.len)' : 'part[0]';
+  const write = packed
+    ? `let shift = (o % 2u) * 16u;
+    atomicAnd(&Y[o / 2u], ~(0xffffu << shift));
+    atomicOr(&Y[o / 2u], half_bits(${result}) << shift);`
+    : `Y[o] = ${t}(${result});`;
   return `${t === 'f16' ? 'enable f16;\n' : ''}struct Params { outer: u32, len: u32, inner: u32, neg_inf: f32 }
-@group(0) @binding(0) var<storage, read> X: array<${t}>;
-@group(0) @binding(1) var<storage, read_write> Y: array<${t}>;
+@group(0) @binding(0) var<storage, read> X: array<${packed ? 'u32' : t}>;
+@group(0) @binding(1) var<storage, read_write> Y: array<${packed ? 'atomic<u32>' : t}>;
 @group(0) @binding(2) var<uniform> P: Params;
 var<workgroup> part: array<f32, 256>;
+${packed ? PACK_F16_WGSL : ''}
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
@@ -27,7 +40,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let base = (o / P.inner) * P.len * P.inner + o % P.inner;
   var acc = ${init};
   if (live) {
-    for (var j = lid; j < P.len; j = j + 256u) { acc = ${combine('acc', 'f32(X[base + j * P.inner])')}; }
+    for (var j = lid; j < P.len; j = j + 256u) {
+      let e = base + j * P.inner;
+      acc = ${combine('acc', load)};
+    }
   }
   part[lid] = acc;
   workgroupBarrier();
@@ -36,7 +52,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     workgroupBarrier();
   }
   if (live && lid == 0u) {
-    Y[o] = ${t}(${op === 'mean' ? 'part[0] / f32(P.len)' : 'part[0]'});
+    ${write}
   }
 }
 `;
@@ -45,16 +61,14 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 export const reduceWebGpu: WebGpuKernel = {
   kind: 'webgpu-kernel',
   supports: (args, _s, f) =>
-    args.length === 2 &&
-    args[0]!.dtype === args[1]!.dtype &&
-    (args[0]!.dtype === 'f32' || (args[0]!.dtype === 'f16' && f.shaderF16)),
-  plan(args, scalars) {
+    args.length === 2 && args[0]!.dtype === args[1]!.dtype && floatStorage(args[0]!.dtype, f) !== undefined,
+  plan(args, scalars, f) {
     const x = args[0]!;
     const l = reduceLayout(x.shape, scalars);
     return [
       {
         kind: 'dispatch',
-        wgsl: reduceWgsl(l.op, x.dtype === 'f16' ? 'f16' : 'f32'),
+        wgsl: reduceWgsl(l.op, floatStorage(x.dtype, f)!),
         entry: 'main',
         bind: [0, 1],
         uniforms: [
