@@ -209,27 +209,6 @@ export function wasmSgemm(): CpuBlas['sgemm'] {
   return wasmGemm().sgemm;
 }
 
-/**
- * Loads this thread's engine and runs a few small multiplies, so that V8 has compiled the kernels with
- * its optimizing tier before the first real task (the first call otherwise runs partly in the baseline
- * tier, at a fraction of the speed): measured, the first 300^3 multiply drops from ~29 ms to 6-16 ms
- * (steady state 1.7 ms). Costs tens of ms itself; a calibration GEMM at startup has the same effect.
- * Returns the load failure reason, if any.
- */
-export function warmUpWasmGemm(): string | undefined {
-  loaded ??= loadWasmGemm();
-  const g = loaded.gemm;
-  if (g === null) return loaded.reason;
-  const [m, k] = [64, 256];
-  const [a32, c32] = [new Float32Array(m * k).fill(0.5), new Float32Array(m * m)];
-  const [a64, c64] = [new Float64Array(m * k).fill(0.5), new Float64Array(m * m)];
-  for (let i = 0; i < 8; i++) {
-    g.sgemm(false, true, m, m, k, 1, a32, k, a32, k, 0, c32, m);
-    g.dgemm(false, true, m, m, k, 1, a64, k, a64, k, 0, c64, m);
-  }
-  return undefined;
-}
-
 /** Whether the engine can load here, and why not (for backend status and test skips). */
 export function wasmGemmStatus(): { readonly available: boolean; readonly reason?: string } {
   loaded ??= loadWasmGemm();
