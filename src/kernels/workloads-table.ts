@@ -17,9 +17,11 @@ import { mcVarDef } from './mc_var/def.js';
 import { ljForcesCpu } from './lj_forces/cpu.js';
 import { ljForcesCuda } from './lj_forces/cuda.js';
 import { ljForcesDef } from './lj_forces/def.js';
+import { ljForcesWebGpu } from './lj_forces/webgpu.js';
 import { mdIntegrateCpu } from './md_integrate/cpu.js';
 import { mdIntegrateCuda } from './md_integrate/cuda.js';
 import { mdIntegrateDef } from './md_integrate/def.js';
+import { mdIntegrateWebGpu } from './md_integrate/webgpu.js';
 import { mdNeighborsCpu } from './md_neighbors/cpu.js';
 import { mdNeighborsCuda } from './md_neighbors/cuda.js';
 import { mdNeighborsDef } from './md_neighbors/def.js';
@@ -53,6 +55,8 @@ export const WORKLOAD_KERNEL_IMPLS: KernelImplEntry[] = [
   { op: 'lj_forces', backend: 'cuda', impl: ljForcesCuda },
   { op: 'md_integrate', backend: 'cpu', impl: mdIntegrateCpu },
   { op: 'md_integrate', backend: 'cuda', impl: mdIntegrateCuda },
+  { op: 'lj_forces', backend: 'webgpu', impl: ljForcesWebGpu },
+  { op: 'md_integrate', backend: 'webgpu', impl: mdIntegrateWebGpu },
   { op: 'philox_fill', backend: 'cpu', impl: philoxFillCpu },
   { op: 'philox_fill', backend: 'cuda', impl: philoxFillCuda },
   { op: 'philox_fill', backend: 'webgpu', impl: philoxFillWebGpu },

@@ -29,7 +29,7 @@ export interface MdResult {
   cells: [number, number, number];
   box: [number, number, number];
   steps: number;
-  device: 'cpu' | 'cuda';
+  device: 'cpu' | 'cuda' | 'webgpu';
   precision: 'f32' | 'f64';
   columns: readonly string[];
   thermo: ThermoRow[];
@@ -43,12 +43,17 @@ export interface MdResult {
   devices: Record<string, number>;
 }
 
-/** 'auto' prefers CUDA (the only GPU with MD kernels so far), else the CPU. */
-function chooseDevice(rt: Runtime, cfg: MdConfig): 'cpu' | 'cuda' {
+/**
+ * 'auto' prefers CUDA (all three MD ops on the GPU), else the CPU. 'webgpu' runs forces and integration
+ * in WGSL and builds the neighbour list on the CPU (WGSL has no scratch memory for cell lists), the
+ * runtime moving positions and lists between the two.
+ */
+function chooseDevice(rt: Runtime, cfg: MdConfig): 'cpu' | 'cuda' | 'webgpu' {
   const want: DeviceChoice = cfg.device;
   if (want === 'auto')
     return eligibleQueues(rt, 'lj_forces', 'cuda') > 0 && cellsPerSide(cfg) >= 3 ? 'cuda' : 'cpu';
   requireDevice(rt, 'lj_forces', want);
+  if (want === 'webgpu') requireDevice(rt, 'md_neighbors', 'cpu');
   if (want === 'cuda' && cellsPerSide(cfg) < 3) {
     throw new TandemError(
       'TANDEM_ERR_INVALID_ARGUMENT',
@@ -56,7 +61,7 @@ function chooseDevice(rt: Runtime, cfg: MdConfig): 'cpu' | 'cuda' {
       {},
     );
   }
-  return want as 'cpu' | 'cuda';
+  return want;
 }
 
 function cellsPerSide(cfg: MdConfig): number {
@@ -69,6 +74,8 @@ export async function runMd(rt: Runtime, params: unknown, hooks: MdHooks = {}): 
   const device = chooseDevice(rt, cfg);
   // GPUs run MD in f32 (the H200 target is f32; WGSL has no f64); the CPU honours the request.
   const precision = device === 'cpu' ? cfg.precision : 'f32';
+  // The CPU's own list is a half list (Newton's third law); GPUs sum full lists, transposed so that
+  // neighbouring threads read neighbouring words.
   const half = device === 'cpu';
   const transposed = device !== 'cpu';
   const state = createFcc(cfg);
@@ -94,14 +101,16 @@ export async function runMd(rt: Runtime, params: unknown, hooks: MdHooks = {}): 
   const ncount = make([n], 'i32');
   const meta = make([2], 'i32');
   const on = constraint(device);
+  const listOn = device === 'webgpu' ? constraint('cpu') : on;
   const handles: TaskHandle[] = [];
   const submit = async (
     kernel: string,
     args: Record<string, Tensor>,
     scalars: Record<string, number | boolean>,
     name: string,
+    where: { device?: string } = on,
   ): Promise<void> => {
-    const h = rt.submit({ kernel, args, scalars, name, ...on });
+    const h = rt.submit({ kernel, args, scalars, name, ...where });
     handles.push(h);
     if (!PIPELINE) await h.done;
   };
@@ -115,6 +124,7 @@ export async function runMd(rt: Runtime, params: unknown, hooks: MdHooks = {}): 
       { x, nbr, ncount, meta },
       { ...box, range, half, transposed },
       `md_neighbors@${step}`,
+      listOn,
     );
     const check = rt.read(meta).then((m) => {
       if ((m[1]! & META_NONFINITE) !== 0) throw unstable(step, 'an atom position is not finite');

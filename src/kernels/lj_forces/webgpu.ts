@@ -1,0 +1,1 @@
+export { ljForcesWebGpu } from '../md_common/webgpu.js';

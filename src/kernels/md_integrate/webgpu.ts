@@ -1,0 +1,1 @@
+export { mdIntegrateWebGpu } from '../md_common/webgpu.js';
