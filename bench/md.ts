@@ -1,7 +1,7 @@
 /**
  * LJ molecular dynamics throughput (atom-steps per second) through the runtime, beside the plain
  * TypeScript engine on the main thread (CPU) — the in.lj problem scaled by atom count.
- *   node dist/bench/md.js [--device cpu|cuda] [--atoms 32000,1000000] [--steps 100] [--json out.json]
+ *   node dist/bench/md.js [--device cpu|cuda|webgpu] [--atoms 32000,1000000] [--steps 100] [--json out.json]
  * Defaults: cpu → 32,000 atoms; cuda → 32,000, 1M, 4M and 16M atoms (f32). A 10-step run first
  * warms up (NVRTC compile, workers); the loop time excludes setup (lattice, velocities, upload).
  */
@@ -16,7 +16,7 @@ const arg = (name: string, def: string): string => {
   const i = process.argv.indexOf(name);
   return i >= 0 ? process.argv[i + 1]! : def;
 };
-const device = arg('--device', 'cpu') as 'cpu' | 'cuda';
+const device = arg('--device', 'cpu') as 'cpu' | 'cuda' | 'webgpu';
 const steps = Number(arg('--steps', '100'));
 const sizes = arg('--atoms', device === 'cpu' ? '32000' : '32000,1000000,4000000,16000000')
   .split(',')
@@ -37,7 +37,8 @@ interface Row {
 }
 
 const rt = await Runtime.create({
-  backends: [device],
+  // WebGPU runs build the neighbour list on the CPU.
+  backends: device === 'webgpu' ? ['cpu', 'webgpu'] : [device],
   calibrate: false,
   ...(process.env.TANDEM_CACHE_DIR ? { cacheDir: process.env.TANDEM_CACHE_DIR } : {}),
 });
