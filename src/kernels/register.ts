@@ -110,3 +110,6 @@ export const KERNEL_IMPLS: KernelImplEntry[] = [
   { op: 'noop', backend: 'cuda', impl: noopCuda },
   ...WORKLOAD_KERNEL_IMPLS,
 ];
+
+// Simulated devices (src/devices/sim) run the CPU implementations on their own memory node.
+for (const e of KERNEL_IMPLS.slice()) if (e.backend === 'cpu') KERNEL_IMPLS.push({ ...e, backend: 'sim' });

@@ -50,6 +50,7 @@ export class Executor {
       expectedUs: (t, w) => (models ? models.expectedUs(t as Task, w) : NaN),
       transferUs: (t, w) => (models ? models.transferUs(t as Task, w) : 0),
       prefetch: (t, w) => this.prefetch(t as Task, w),
+      observed: () => this.observers.length > 0,
     };
     policy.attach(ctx);
   }

@@ -178,6 +178,8 @@ export interface TaskShape {
   readonly flops: number;
   readonly bytes: number;
   readonly dtype: string;
+  /** `${op}|${footprint}`, precomputed by callers that estimate often. */
+  readonly key?: string;
 }
 
 /**
@@ -188,6 +190,7 @@ export class PerfModels {
   private readonly byKey = new Map<string, Array<Bucket | undefined>>();
   private readonly byOp = new Map<string, Set<string>>();
   private readonly cache = new Map<string, Array<Estimate | undefined>>();
+  private readonly cachedByOp = new Map<string, Array<Array<Estimate | undefined>>>();
   private readonly slotOf = new Map<string, number>();
   readonly deviceKeys: string[] = [];
   private readonly peaks: Array<DevicePeaks | undefined> = [];
@@ -227,16 +230,20 @@ export class PerfModels {
     if (ok) {
       this.dirty = true;
       // The regression of every footprint of this op on this device may change.
-      for (const fp of this.byOp.get(shape.op) ?? [])
-        this.cache.get(`${shape.op}|${fp}`)?.splice(slot, 1, undefined);
+      for (const row of this.cachedByOp.get(shape.op) ?? []) row[slot] = undefined;
     }
     return ok;
   }
 
   estimate(shape: TaskShape, slot: number): Estimate {
-    const key = `${shape.op}|${shape.footprint}`;
+    const key = shape.key ?? `${shape.op}|${shape.footprint}`;
     let row = this.cache.get(key);
-    if (!row) this.cache.set(key, (row = []));
+    if (!row) {
+      this.cache.set(key, (row = []));
+      let keys = this.cachedByOp.get(shape.op);
+      if (!keys) this.cachedByOp.set(shape.op, (keys = []));
+      keys.push(row);
+    }
     let e = row[slot];
     if (!e) e = row[slot] = this.compute(shape, slot);
     return e;
@@ -322,5 +329,6 @@ export class PerfModels {
     if (!fps) this.byOp.set(op, (fps = new Set()));
     fps.add(footprint);
     this.cache.clear();
+    this.cachedByOp.clear();
   }
 }

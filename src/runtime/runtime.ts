@@ -178,6 +178,9 @@ export class Runtime {
     if (d.node !== this.host && !this.memory.nodes.includes(d.node))
       this.memory.attach(d.node, this.config.memoryBudget[d.node.name]);
     this.devices.push(d);
+    // A fault that wiped the device's memory: copies that lived only there are lost (tasks reading
+    // them fail with TANDEM_ERR_DATA_LOST instead of reading garbage).
+    d.onMemoryLost?.((reason) => this.coherence.dropNode(this.tensors.values(), d.node, reason));
     for (const q of d.queues)
       this.workers.push({ index: this.workers.length, queue: q, device: d, node: d.node, inflight: 0 });
   }

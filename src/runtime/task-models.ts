@@ -40,7 +40,15 @@ export function taskShape(task: Task): TaskShape {
   }
   const flops = task.cost?.flops ?? 0;
   const bytes = task.cost?.bytes ?? 0;
-  return { op: task.op, footprint: fp, size: flops > 0 ? flops : bytes, flops, bytes, dtype };
+  return {
+    op: task.op,
+    footprint: fp,
+    size: flops > 0 ? flops : bytes,
+    flops,
+    bytes,
+    dtype,
+    key: `${task.op}|${fp}`,
+  };
 }
 
 export class TaskModels {

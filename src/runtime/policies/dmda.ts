@@ -42,12 +42,11 @@ export interface DmdaOptions {
   readonly beta?: number;
   /** Launches a worker may hold beyond the policy queue (1 running + 1 staged hides launch latency). */
   readonly lookahead?: number;
-  /** Record the per-candidate expectations on each task (shown in traces). */
-  readonly explain?: boolean;
-}
-
-function ms(us: number): string {
-  return (us / 1000).toFixed(3);
+  /**
+   * Record the per-candidate expectations on each task (shown in traces): 'observed' (default) only
+   * while an observer listens, as formatting costs more than the decision itself.
+   */
+  readonly explain?: boolean | 'observed';
 }
 
 export class DmdaPolicy implements SchedulerPolicy {
@@ -63,13 +62,16 @@ export class DmdaPolicy implements SchedulerPolicy {
   private count = 0;
   private readonly beta: number;
   private readonly lookahead: number;
-  private readonly explain: boolean;
+  private readonly explain: boolean | 'observed';
+  /** Scratch per candidate (no allocation per decision). */
+  private run = new Float64Array(8);
+  private xfer = new Float64Array(8);
 
   constructor(private readonly opts: DmdaOptions) {
     this.name = opts.sorted ? 'dmdas' : 'dmda';
     this.beta = opts.beta ?? 1;
     this.lookahead = opts.lookahead ?? 2;
-    this.explain = opts.explain ?? true;
+    this.explain = opts.explain ?? 'observed';
   }
 
   attach(ctx: PolicyContext): void {
@@ -86,26 +88,31 @@ export class DmdaPolicy implements SchedulerPolicy {
     const now = ctx.now();
     const el = task.eligible;
     const n = el.length;
+    if (this.run.length < n) {
+      this.run = new Float64Array(n);
+      this.xfer = new Float64Array(n);
+    }
+    const run = this.run;
+    const xfer = this.xfer;
     // Known estimates first: an unknown one is priced at the best known.
     let bestKnown = Infinity;
-    const run = new Array<number>(n);
     for (let i = 0; i < n; i++) {
       const e = ctx.expectedUs(task, ctx.workers[el[i]!]!);
       run[i] = e;
       if (e < bestKnown) bestKnown = e;
     }
-    const fallback = Number.isFinite(bestKnown) ? Math.max(bestKnown, 1) : 1;
-    let best = -1;
+    const fallback = bestKnown < Infinity ? Math.max(bestKnown, 1) : 1;
+    let best = 0;
     let bestFin = Infinity;
     let bestStart = 0;
-    const xfer = new Array<number>(n);
     for (let i = 0; i < n; i++) {
       const w = ctx.workers[el[i]!]!;
-      const r = Number.isNaN(run[i]!) ? (run[i] = fallback) : run[i]!;
+      if (Number.isNaN(run[i]!)) run[i] = fallback;
       const x = (xfer[i] = this.beta * ctx.transferUs(task, w));
-      const start = this.expEnd[w.index]! > now ? this.expEnd[w.index]! : now;
+      const end = this.expEnd[w.index]!;
+      const start = end > now ? end : now;
       const ready = now + x > start ? now + x : start;
-      const fin = ready + r;
+      const fin = ready + run[i]!;
       if (fin < bestFin) {
         bestFin = fin;
         best = i;
@@ -113,27 +120,29 @@ export class DmdaPolicy implements SchedulerPolicy {
       }
     }
     const w = ctx.workers[el[best]!]!;
+    if (this.explain === true || (this.explain && ctx.observed()))
+      task.placement = this.describe(task, w, now);
     const added = bestFin - bestStart;
     this.expEnd[w.index] = bestFin;
     this.remaining[w.index]! += added;
     this.placed.set(task, added);
-    if (this.explain) task.placement = this.describe(task, w, now, run, xfer);
     this.queues[w.index]!.push(task);
     this.count++;
     ctx.prefetch(task, w);
   }
 
-  private describe(task: SchedTask, chosen: WorkerSlot, now: number, run: number[], xfer: number[]): string {
-    const parts: string[] = [];
+  /** "dmdas -> gpu0 | cpu0.w0 wait+xfer+run=finish | ..." in µs, before the queue grows. */
+  private describe(task: SchedTask, chosen: WorkerSlot, now: number): string {
     const el = task.eligible;
-    for (let i = 0; i < el.length && i < 8; i++) {
+    let s = `${this.name} -> ${chosen.queue.id} (us wait+xfer+run)`;
+    const shown = el.length < 8 ? el.length : 8;
+    for (let i = 0; i < shown; i++) {
       const w = this.ctx.workers[el[i]!]!;
-      const wait =
-        (w === chosen ? this.expEnd[w.index]! - (run[i]! + Math.max(0, xfer[i]!)) : this.expEnd[w.index]!) -
-        now;
-      parts.push(`${w.queue.id} wait ${ms(Math.max(0, wait))} + xfer ${ms(xfer[i]!)} + run ${ms(run[i]!)}`);
+      const e = this.expEnd[w.index]!;
+      const wait = e > now ? e - now : 0;
+      s += ` | ${w.queue.id} ${Math.round(wait)}+${Math.round(this.xfer[i]!)}+${Math.round(this.run[i]!)}`;
     }
-    return `${this.name} -> ${chosen.queue.id} (ms) | ${parts.join(' | ')}${el.length > 8 ? ` | +${el.length - 8} more` : ''}`;
+    return el.length > shown ? `${s} | +${el.length - shown} more` : s;
   }
 
   pop(worker: WorkerSlot): SchedTask | undefined {

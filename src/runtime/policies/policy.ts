@@ -42,6 +42,8 @@ export interface PolicyContext {
   transferUs(task: SchedTask, worker: WorkerSlot): number;
   /** The task will run on `worker`: start moving its inputs to that node now (overlaps the queue wait). */
   prefetch(task: SchedTask, worker: WorkerSlot): void;
+  /** True while someone observes tasks (a trace): only then is explaining placements worth its cost. */
+  observed(): boolean;
 }
 
 export interface SchedulerPolicy {

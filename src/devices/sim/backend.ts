@@ -1,0 +1,241 @@
+/**
+ * The `sim` backend: devices with their own memory node whose task durations come from a timing
+ * model (per-op table or a FLOP rate plus a launch cost) instead of the host they run on. Kernels
+ * still compute (the CPU implementations, on the sim node's own buffers, TS engines on the main
+ * thread) unless `compute: false`, so results stay checkable while placements, transfers, eviction
+ * and faults go through the real runtime: coherence, memory budgets, policies, models.
+ *
+ * A queue never sleeps: it completes on the next turn of the event loop and reports the simulated
+ * duration as the task's timing, which is what the performance models learn.
+ */
+import { TandemError } from '../../core/errors.js';
+import { bytesPerElement, hostView } from '../../core/dtype.js';
+import type { Scalars, TensorDesc } from '../device.js';
+import { KERNEL_DEFS } from '../../kernels/register.js';
+import type { CpuArg, CpuKernel, CpuKernelContext } from '../cpu/kernel-api.js';
+import type {
+  Backend,
+  BackendStatus,
+  CopyRoute,
+  Device,
+  DeviceBuffer,
+  DeviceInfo,
+  ExecQueue,
+  LaunchRequest,
+  LaunchTiming,
+  MemoryNode,
+} from '../device.js';
+
+export interface SimDeviceSpec {
+  readonly id: string;
+  /** What it stands for, for names and tables ('cpu' | 'gpu'). */
+  readonly type?: 'cpu' | 'gpu';
+  readonly memoryBytes?: number;
+  readonly queues?: number;
+  /** Sustained FLOP/s of one queue and fixed µs per launch. */
+  readonly flops?: number;
+  readonly launchUs?: number;
+  /** Per-op fixed durations (µs), taking precedence over the rate. */
+  readonly opUs?: Readonly<Record<string, number>>;
+}
+
+export interface SimBackendOptions {
+  readonly devices: readonly SimDeviceSpec[];
+  /** Run the kernels (default true). */
+  readonly compute?: boolean;
+  /** Host <-> sim copy figures reported as the copy's duration is not simulated: copies are memcpy. */
+  readonly asyncCopies?: boolean;
+}
+
+interface SimBuffer extends DeviceBuffer {
+  readonly sab: SharedArrayBuffer;
+  readonly id: number;
+}
+
+let nextBufferId = 1;
+
+class SimNode implements MemoryNode {
+  index = -1;
+  readonly kind = 'sim' as const;
+  constructor(
+    readonly name: string,
+    readonly capacityBytes: number,
+  ) {}
+  alloc(bytes: number): SimBuffer {
+    return {
+      node: this,
+      bytes,
+      sab: new SharedArrayBuffer(Math.max(64, Math.ceil(bytes / 64) * 64)),
+      id: nextBufferId++,
+    };
+  }
+  free(): void {
+    // garbage collected; the memory manager does the accounting
+  }
+}
+
+function sabOf(b: DeviceBuffer): SharedArrayBuffer {
+  const sab = (b as Partial<SimBuffer>).sab;
+  if (!(sab instanceof SharedArrayBuffer))
+    throw new TandemError('TANDEM_ERR_INTERNAL', 'sim: buffer has no bytes');
+  return sab;
+}
+
+const TS_CONTEXT: CpuKernelContext = { blas: null, lapack: null, gemmEngine: 'ts', workerIndex: 0 };
+
+function costOf(op: string, args: readonly { desc: TensorDesc }[], scalars: Scalars): number {
+  const def = KERNEL_DEFS.find((d) => d.name === op);
+  if (!def) return 0;
+  const descs: Record<string, TensorDesc> = {};
+  def.args.forEach((a, i) => {
+    const d = args[i]?.desc;
+    if (d) descs[a.name] = d;
+  });
+  try {
+    return def.cost(descs, scalars).flops;
+  } catch {
+    return 0;
+  }
+}
+
+class SimQueue implements ExecQueue {
+  readonly depth = 2;
+  private readonly failed = new Set<number>();
+  /** Simulated clock of this queue (µs): in-order, so a task starts when the previous one ends. */
+  private clock = 0;
+  constructor(
+    readonly id: string,
+    private readonly spec: SimDeviceSpec,
+    private readonly compute: boolean,
+    private readonly isDown: () => string | null,
+  ) {}
+
+  durationUs(req: LaunchRequest): number {
+    const fixed = this.spec.opUs?.[req.op];
+    if (fixed !== undefined) return fixed;
+    const flops = costOf(req.op, req.args, req.scalars);
+    return (this.spec.launchUs ?? 5) + (this.spec.flops ? (flops / this.spec.flops) * 1e6 : 0);
+  }
+
+  launch(req: LaunchRequest, done: (err: Error | null, timing?: LaunchTiming) => void): void {
+    const after = [...req.after];
+    const us = this.durationUs(req);
+    setImmediate(() => {
+      const down = this.isDown();
+      let err: Error | null = null;
+      if (down) err = new TandemError('TANDEM_ERR_DEVICE_FAULT', `${this.id}: ${down}`);
+      else if (after.some((p) => this.failed.has(p)))
+        err = new TandemError('TANDEM_ERR_DEPENDENCY_FAILED', 'a predecessor in this queue failed');
+      else if (this.compute) {
+        try {
+          const k = req.impl as CpuKernel;
+          const args: CpuArg[] = req.args.map((a) => ({
+            data: hostView(a.desc.dtype, sabOf(a.buffer), 0, a.desc.bytes / bytesPerElement(a.desc.dtype)),
+            desc: a.desc,
+          }));
+          k(args, req.scalars, TS_CONTEXT);
+        } catch (e) {
+          err = e instanceof Error ? e : new Error(String(e));
+        }
+      }
+      if (err) this.failed.add(req.taskId);
+      const now = performance.now() * 1000;
+      const start = Math.max(this.clock, now);
+      this.clock = start + us;
+      done(err, { startUs: start, endUs: start + us });
+    });
+  }
+}
+
+class SimDevice implements Device {
+  readonly caps = {};
+  readonly queues: SimQueue[];
+  private readonly lost: Array<(reason: string) => void> = [];
+  down: string | null = null;
+
+  constructor(
+    readonly info: DeviceInfo,
+    readonly node: SimNode,
+    spec: SimDeviceSpec,
+    compute: boolean,
+  ) {
+    this.queues = Array.from(
+      { length: spec.queues ?? 1 },
+      (_, i) => new SimQueue(`${info.id}.q${i}`, spec, compute, () => this.down),
+    );
+  }
+
+  onMemoryLost(listener: (reason: string) => void): void {
+    this.lost.push(listener);
+  }
+
+  /** Simulates a device fault: its memory is gone (replicas dropped), queued work fails. */
+  fault(reason: string): void {
+    this.down = reason;
+    for (const l of this.lost) l(reason);
+  }
+
+  /** The device came back (empty). */
+  recover(): void {
+    this.down = null;
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+function copyRoute(from: 'host' | 'sim', to: 'host' | 'sim', async: boolean): CopyRoute {
+  return {
+    from,
+    to,
+    engine: (src, dst) => `${src.node.name}>${dst.node.name}`,
+    copy(src, dst, bytes, done) {
+      const run = (): void => {
+        try {
+          new Uint8Array(sabOf(dst), 0, bytes).set(new Uint8Array(sabOf(src), 0, bytes));
+          done(null);
+        } catch (e) {
+          done(e as Error);
+        }
+      };
+      if (async) setImmediate(run);
+      else run();
+    },
+  };
+}
+
+export function simBackend(opts: SimBackendOptions): Backend & { readonly devices: SimDevice[] } {
+  const devices: SimDevice[] = [];
+  return {
+    kind: 'sim',
+    devices,
+    open(): Promise<BackendStatus> {
+      const compute = opts.compute ?? true;
+      for (const spec of opts.devices) {
+        const mem = spec.memoryBytes ?? 1 << 30;
+        const node = new SimNode(spec.id, mem);
+        const info: DeviceInfo = {
+          id: spec.id,
+          kind: 'sim',
+          name: `simulated ${spec.type ?? 'gpu'}`,
+          memoryBytes: mem,
+          peakFlops: spec.flops
+            ? { f32: spec.flops * (spec.queues ?? 1), f64: spec.flops * (spec.queues ?? 1) }
+            : {},
+          details: { type: spec.type ?? 'gpu', simulated: true },
+        };
+        devices.push(new SimDevice(info, node, spec, compute));
+      }
+      const a = opts.asyncCopies ?? false;
+      return Promise.resolve({
+        kind: 'sim',
+        available: true,
+        devices,
+        copies: [copyRoute('host', 'sim', a), copyRoute('sim', 'host', a), copyRoute('sim', 'sim', a)],
+      });
+    },
+  };
+}
+
+export type { SimDevice };
