@@ -7,6 +7,7 @@ import { hostView } from '../../core/dtype.js';
 import { KERNEL_IMPLS } from '../../kernels/register.js';
 import type { CpuArg, CpuKernel, CpuKernelContext } from './kernel-api.js';
 import { loadOpenBlas } from './openblas.js';
+import { wasmGemmStatus } from './wasm/gemm-wasm.js';
 import {
   TASK_STRIDE,
   type CustomCpuImpl,
