@@ -1,6 +1,7 @@
 /**
- * WGSL GEMM: C = alpha * op(A) op(B) + beta * C, row-major, f32 (f16 storage where shader-f16 exists;
- * accumulation is always f32). Register-tiled: a 16x16 workgroup computes a (16*TM) x (16*TN) tile of
+ * WGSL GEMM: C = alpha * op(A) op(B) + beta * C, row-major, f32 or f16 storage (native with shader-f16,
+ * else packed two per u32 word, with atomic half-word stores where neighbours share a word);
+ * accumulation is always f32. Register-tiled: a 16x16 workgroup computes a (16*TM) x (16*TN) tile of
  * C, each thread TM x TN outputs held in unrolled vec4 accumulators; A and B tiles of depth BK pass
  * through workgroup memory, A transposed so both operands are read as vec4. Global loads are vec4
  * when the matrix's contiguous dimension is a multiple of 4, scalar with bounds checks otherwise.
@@ -9,6 +10,7 @@
  */
 import type { Scalars, TensorDesc } from '../../devices/device.js';
 import type { WebGpuFeatures, WebGpuKernel, WebGpuStep } from '../../devices/webgpu/kernel-api.js';
+import { type FloatStorage, PACK_F16_WGSL, floatStorage } from '../common/webgpu.js';
 import { gemmDims, gemmParams } from './params.js';
 
 export interface GemmTiling {
@@ -21,7 +23,7 @@ export interface GemmTiling {
 }
 
 export interface GemmVariant extends GemmTiling {
-  readonly dtype: 'f32' | 'f16';
+  readonly dtype: FloatStorage;
   readonly transA: boolean;
   readonly transB: boolean;
   readonly vecA: boolean;
@@ -34,19 +36,63 @@ export const GEMM_LARGE: GemmTiling = { tm: 8, tn: 8, bk: 8 };
 export const GEMM_SMALL: GemmTiling = { tm: 4, tn: 4, bk: 8 };
 
 /** Loader of 4 consecutive elements along a matrix's storage row (zero outside it). */
-function loader(name: string, buf: string, vec: boolean): string {
+function loader(name: string, buf: string, vec: boolean, packed: boolean): string {
   if (vec) {
+    const value = packed
+      ? `vec4<f32>(unpack2x16float(${buf}[(r * cols + c) / 2u]), unpack2x16float(${buf}[(r * cols + c) / 2u + 1u]))`
+      : `vec4<f32>(${buf}[(r * cols + c) / 4u])`;
     return `fn ${name}(r: u32, c: u32, rows: u32, cols: u32) -> vec4<f32> {
-  if (r < rows && c < cols) { return vec4<f32>(${buf}[(r * cols + c) / 4u]); }
+  if (r < rows && c < cols) { return ${value}; }
   return vec4<f32>(0.0);
 }`;
   }
-  const el = (j: number): string =>
-    `select(0.0, f32(${buf}[r * cols + c + ${j}u]), r < rows && c + ${j}u < cols)`;
+  const at = (j: number): string => `r * cols + c + ${j}u`;
+  const value = (j: number): string =>
+    packed ? `unpack2x16float(${buf}[(${at(j)}) / 2u])[(${at(j)}) % 2u]` : `f32(${buf}[${at(j)}])`;
+  const el = (j: number): string => `select(0.0, ${value(j)}, r < rows && c + ${j}u < cols)`;
   return `fn ${name}(r: u32, c: u32, rows: u32, cols: u32) -> vec4<f32> {
   if (r >= rows) { return vec4<f32>(0.0); }
   return vec4<f32>(${[0, 1, 2, 3].map(el).join(', ')});
 }`;
+}
+
+/** Storing a thread's 4 consecutive results of row r from column c (skipping what lies outside C). */
+function storer(v: GemmVariant): string {
+  const T = v.dtype;
+  if (v.dtype === 'f16x2' && v.vecC) {
+    const old = v.betaZero ? '' : ' + P.beta * vec4<f32>(unpack2x16float(C[w]), unpack2x16float(C[w + 1u]))';
+    return `if (r < P.m && c < P.n) {
+    let w = (r * P.n + c) / 2u;
+    let v = P.alpha * acc${old};
+    C[w] = pack_f16x2(v.xy);
+    C[w + 1u] = pack_f16x2(v.zw);
+  }`;
+  }
+  if (v.dtype === 'f16x2') {
+    // Neighbouring threads may share a word: each writes only its half, atomically.
+    const old = v.betaZero ? '' : ' + P.beta * unpack2x16float(atomicLoad(&C[i / 2u]))[i % 2u]';
+    return `if (r >= P.m) { return; }
+  for (var e = 0u; e < 4u; e = e + 1u) {
+    if (c + e < P.n) {
+      let i = r * P.n + c + e;
+      let shift = (i % 2u) * 16u;
+      let value = P.alpha * acc[e]${old};
+      atomicAnd(&C[i / 2u], ~(0xffffu << shift));
+      atomicOr(&C[i / 2u], half_bits(value) << shift);
+    }
+  }`;
+  }
+  if (v.vecC) {
+    const old = v.betaZero ? '' : ' + P.beta * vec4<f32>(C[(r * P.n + c) / 4u])';
+    return `if (r < P.m && c < P.n) {
+    C[(r * P.n + c) / 4u] = vec4<${T}>(P.alpha * acc${old});
+  }`;
+  }
+  const old = v.betaZero ? '' : ` + P.beta * f32(C[r * P.n + c + e])`;
+  return `if (r >= P.m) { return; }
+  for (var e = 0u; e < 4u; e = e + 1u) {
+    if (c + e < P.n) { C[r * P.n + c + e] = ${T}(P.alpha * acc[e]${old}); }
+  }`;
 }
 
 /**
@@ -99,7 +145,9 @@ export function gemmWgsl(v: GemmVariant): string {
   const T = v.dtype;
   const gm = tm / 4;
   const gn = tn / 4;
-  const arr = (vec: boolean): string => (vec ? `array<vec4<${T}>>` : `array<${T}>`);
+  const packed = T === 'f16x2';
+  const arr = (vec: boolean, atomic = false): string =>
+    packed ? (atomic ? 'array<atomic<u32>>' : 'array<u32>') : vec ? `array<vec4<${T}>>` : `array<${T}>`;
   const accs: string[] = [];
   const fmas: string[] = [];
   const stores: string[] = [];
@@ -129,19 +177,10 @@ export function gemmWgsl(v: GemmVariant): string {
   const ioB = v.transB
     ? tileIO('B', 16 * tn, v.bk, true, 'col0', 'P.n', 'P.k')
     : tileIO('B', 16 * tn, v.bk, false, 'col0', 'P.k', 'P.n');
-  const old = (e: string): string => (v.betaZero ? '' : ` + P.beta * f32(${e})`);
-  const store = v.vecC
-    ? `if (r < P.m && c < P.n) {
-    C[(r * P.n + c) / 4u] = vec4<${T}>(P.alpha * acc${v.betaZero ? '' : ' + P.beta * vec4<f32>(C[(r * P.n + c) / 4u])'});
-  }`
-    : `if (r >= P.m) { return; }
-  for (var e = 0u; e < 4u; e = e + 1u) {
-    if (c + e < P.n) { C[r * P.n + c + e] = ${T}(P.alpha * acc[e]${old('C[r * P.n + c + e]')}); }
-  }`;
   return `${T === 'f16' ? 'enable f16;\n' : ''}struct Params { m: u32, n: u32, k: u32, alpha: f32, beta: f32 }
 @group(0) @binding(0) var<storage, read> A: ${arr(v.vecA)};
 @group(0) @binding(1) var<storage, read> B: ${arr(v.vecB)};
-@group(0) @binding(2) var<storage, read_write> C: ${arr(v.vecC)};
+@group(0) @binding(2) var<storage, read_write> C: ${arr(v.vecC, !v.vecC)};
 @group(0) @binding(3) var<uniform> P: Params;
 const BM = ${16 * tm}u;
 const BN = ${16 * tn}u;
@@ -149,10 +188,10 @@ const BK = ${v.bk}u;
 // Two buffers per operand: the next tile is written into one while the other is read (one barrier per step).
 var<workgroup> As: array<vec4<f32>, ${(2 * 16 * tm * v.bk) / 4}>;
 var<workgroup> Bs: array<vec4<f32>, ${(2 * 16 * tn * v.bk) / 4}>;
-${loader('ldA', 'A', v.vecA)}
-${loader('ldB', 'B', v.vecB)}
+${packed ? PACK_F16_WGSL : ''}${loader('ldA', 'A', v.vecA, packed)}
+${loader('ldB', 'B', v.vecB, packed)}
 fn store(r: u32, c: u32, acc: vec4<f32>) {
-  ${store}
+  ${storer(v)}
 }
 @compute @workgroup_size(16, 16)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -220,9 +259,9 @@ export function makeGemmWebGpu(tiling?: GemmTiling): WebGpuKernel {
     supports(args, _scalars, f: WebGpuFeatures) {
       const d = gemmDType(args);
       const fits = tiling === undefined || workgroupBytes(tiling) <= f.maxWorkgroupStorageBytes;
-      return fits && (d === 'f32' || (d === 'f16' && f.shaderF16));
+      return fits && d !== undefined;
     },
-    plan(args, scalars: Scalars): readonly WebGpuStep[] {
+    plan(args, scalars: Scalars, f: WebGpuFeatures): readonly WebGpuStep[] {
       const [a, b] = args as [TensorDesc, TensorDesc, TensorDesc];
       const p = gemmParams(scalars);
       const { m, n, k } = gemmDims(a, b, p);
@@ -230,7 +269,7 @@ export function makeGemmWebGpu(tiling?: GemmTiling): WebGpuKernel {
       const t = tiling ?? (Math.ceil(m / 128) * Math.ceil(n / 128) >= 64 ? GEMM_LARGE : GEMM_SMALL);
       const variant: GemmVariant = {
         ...t,
-        dtype: gemmDType(args) ?? 'f32',
+        dtype: floatStorage(gemmDType(args) ?? 'f32', f)!,
         transA: p.transA,
         transB: p.transB,
         vecA: (p.transA ? m : k) % 4 === 0,
