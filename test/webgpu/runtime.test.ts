@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { toNumbers } from '../../src/core/dtype.js';
 import { isTandemError } from '../../src/core/errors.js';
 import { numel } from '../../src/core/shape.js';
 import type { WgslCustomKernel } from '../../src/devices/webgpu/kernel-api.js';
@@ -109,6 +110,22 @@ fn affine(@builtin(global_invocation_id) g: vec3<u32>) {
       rt.submit({ kernel: 'wgsl_broken', args: { x, y }, scalars: { a: 1, b: 0, n } }).done,
       (e: unknown) => isTandemError(e, 'TANDEM_ERR_COMPILE') && /expected/.test(e.message),
     );
+  });
+
+  void it('places f16 work on webgpu with or without shader-f16 (cast, square, read back)', async () => {
+    const n = 999;
+    const X = random(n);
+    const x = rt.tensor([n], 'f32', X);
+    const h = rt.tensor([n], 'f16');
+    const sq = rt.tensor([n], 'f16');
+    rt.submit({ kernel: 'cast', args: { x, y: h }, device: 'webgpu' });
+    await rt.submit({ kernel: 'unary', args: { x: h, y: sq }, scalars: { op: 'square' }, device: 'webgpu' })
+      .done;
+    const got = toNumbers('f16', await rt.read(sq));
+    for (let i = 0; i < n; i++) {
+      const want = X[i]! * X[i]!;
+      assert.ok(Math.abs(got[i]! - want) <= 3 * 2 ** -11 * want, `sq[${i}] = ${got[i]}, want ${want}`);
+    }
   });
 
   void it('never places an f64 task on webgpu (no f64 in WGSL)', async () => {

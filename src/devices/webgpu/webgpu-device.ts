@@ -78,9 +78,12 @@ export async function requestGpuDevice(found: FoundAdapter, log: (msg: string) =
   throw lastError;
 }
 
-/** dtypes WGSL can hold: no f64 or bf16; f16 only with shader-f16. Copies move bytes, so any dtype. */
-function wgslDType(dtype: DType, f: WebGpuFeatures): boolean {
-  return dtype === 'f32' || dtype === 'i32' || (dtype === 'f16' && f.shaderF16);
+/**
+ * dtypes the built-in kernels compute on: no f64 or bf16 in WGSL; f16 natively with shader-f16 and
+ * packed in u32 words without it. Used when the caller does not pass the implementation.
+ */
+function wgslDType(dtype: DType): boolean {
+  return dtype === 'f32' || dtype === 'i32' || dtype === 'f16';
 }
 
 export class WebGpuDevice implements Device {
@@ -202,7 +205,7 @@ export class WebGpuDevice implements Device {
     if (impl !== undefined && isWebGpuKernel(impl)) return impl.supports(args, scalars, this.features);
     // Copies move bytes and fill writes a host-encoded bit pattern: any dtype.
     if (op === 'copy' || op === 'noop' || op === 'fill') return true;
-    return args.every((a) => wgslDType(a.dtype, this.features));
+    return args.every((a) => wgslDType(a.dtype));
   }
 
   alive(): Error | null {
