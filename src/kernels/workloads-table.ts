@@ -14,6 +14,7 @@ import { mcEuropeanWebGpu } from './mc_european/webgpu.js';
 import { mcVarCpu } from './mc_var/cpu.js';
 import { mcVarCuda } from './mc_var/cuda.js';
 import { mcVarDef } from './mc_var/def.js';
+import { mcVarWebGpu } from './mc_var/webgpu.js';
 import { ljForcesCpu } from './lj_forces/cpu.js';
 import { ljForcesCuda } from './lj_forces/cuda.js';
 import { ljForcesDef } from './lj_forces/def.js';
@@ -49,6 +50,7 @@ export const WORKLOAD_KERNEL_IMPLS: KernelImplEntry[] = [
   { op: 'mc_asian', backend: 'webgpu', impl: mcAsianWebGpu },
   { op: 'mc_var', backend: 'cpu', impl: mcVarCpu },
   { op: 'mc_var', backend: 'cuda', impl: mcVarCuda },
+  { op: 'mc_var', backend: 'webgpu', impl: mcVarWebGpu },
   { op: 'md_neighbors', backend: 'cpu', impl: mdNeighborsCpu },
   { op: 'md_neighbors', backend: 'cuda', impl: mdNeighborsCuda },
   { op: 'lj_forces', backend: 'cpu', impl: ljForcesCpu },

@@ -64,9 +64,8 @@ for (const kind of ['webgpu', 'cuda'] as const) {
 
     void test('VaR agrees with the CPU', async (t) => {
       if (!rt) return t.skip(reason);
-      if (kind !== 'cuda') return t.skip('mc_var has no WGSL version yet');
       const a = await portfolioVar(rt, { portfolio: EXAMPLE_PORTFOLIO, scenarios: 50_000, device: 'cpu' });
-      const b = await portfolioVar(rt, { portfolio: EXAMPLE_PORTFOLIO, scenarios: 50_000, device: 'cuda' });
+      const b = await portfolioVar(rt, { portfolio: EXAMPLE_PORTFOLIO, scenarios: 50_000, device: kind });
       assert.ok(
         Math.abs(a.valueAtRisk - b.valueAtRisk) < 1e-3 * a.valueAtRisk,
         `${a.valueAtRisk} vs ${b.valueAtRisk}`,
