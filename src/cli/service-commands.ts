@@ -73,11 +73,10 @@ export const serveCommand: Command = async (argv) => {
   const server = await startServer(config, (line) => {
     if (!json) process.stdout.write(`${line}\n`);
   });
+  // One line, so that a supervising process can read it as soon as the service answers.
   if (json)
-    print(
-      true,
-      { url: server.url, dataDir: config.dataDir, adminKey: server.service.bootstrapKey?.key ?? null },
-      () => '',
+    process.stdout.write(
+      `${JSON.stringify({ url: server.url, dataDir: config.dataDir, adminKey: server.service.bootstrapKey?.key ?? null })}\n`,
     );
   await new Promise<void>((resolve) => {
     const onSignal = (sig: string): void => {

@@ -5,7 +5,8 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { ServiceParts } from '../service.js';
 import { installAuth, TokenBuckets } from './auth.js';
-import { installErrorHandling } from './errors.js';
+import { TandemError } from '../../core/errors.js';
+import { installErrorHandling, sendError } from './errors.js';
 import { collectOpenApi } from './openapi.js';
 import { adminRoutes } from './routes/admin.js';
 import { dashboardRoutes } from './routes/dashboard.js';
@@ -21,6 +22,13 @@ export async function buildApp(s: ServiceParts): Promise<FastifyInstance> {
       customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: false },
     },
     return503OnClosing: true,
+    // Router-level rejections (malformed URL encoding, over-long path parameters) in the catalogue shape.
+    frameworkErrors: (error, _req, reply) => {
+      const code =
+        error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'TANDEM_ERR_SIZE' : 'TANDEM_ERR_INVALID_ARGUMENT';
+      s.metrics.httpErrors.inc({ code });
+      void sendError(reply, new TandemError(code, `the URL is not valid: ${error.message}`));
+    },
     forceCloseConnections: true,
   });
   installErrorHandling(app, (code) => s.metrics.httpErrors.inc({ code }));

@@ -123,10 +123,15 @@ export class PgJobStore implements JobStoreApi {
 
   /** Connects and creates the tables; an unreachable server is TANDEM_ERR_UNAVAILABLE naming the URL. */
   static async open(url: string, poolSize = 8): Promise<PgJobStore> {
-    const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 3000 });
+    // Waiting for a pooled connection under load is normal; only the first connect has a short timeout.
+    const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 30_000 });
     // An idle client losing its server must not crash the process; the next query reconnects.
     pool.on('error', () => undefined);
     try {
+      const probe = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
+      probe.on('error', () => undefined);
+      await probe.connect();
+      await probe.end();
       await pool.query(SCHEMA);
     } catch (e) {
       await pool.end().catch(() => undefined);
@@ -229,6 +234,62 @@ export class PgJobStore implements JobStoreApi {
     );
     const row = r.rows[0];
     return row ? { job: fromRow(row), rerun: row.old_state === 'running' } : null;
+  }
+
+  /** startAttempt for many jobs in one statement (agents group the deliveries of one event-loop turn). */
+  async startAttempts(
+    ids: readonly string[],
+    agent: string,
+    now = Date.now(),
+  ): Promise<Map<string, AttemptStart>> {
+    const r = await this.pool.query<Row & { old_state: JobState }>(
+      `WITH old AS (SELECT id, state AS old_state FROM tandem_jobs WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE),
+       upd AS (
+         UPDATE tandem_jobs j SET state = 'running', attempt = j.attempt + 1, started_at = $2, device = $3,
+           progress = 0, message = ''
+         FROM old WHERE j.id = old.id AND j.state IN ('queued', 'running') AND NOT j.cancel_requested
+         RETURNING j.*, old.old_state),
+       log AS (INSERT INTO tandem_attempts (job_id, attempt, agent, started_at, rerun)
+         SELECT id, attempt, $3, $2, old_state = 'running' FROM upd)
+       SELECT * FROM upd`,
+      [ids, now, agent],
+    );
+    return new Map(r.rows.map((row) => [row.id, { job: fromRow(row), rerun: row.old_state === 'running' }]));
+  }
+
+  /** finish for many (job, attempt) pairs in one statement; returns the ids whose outcome landed. */
+  async finishMany(
+    items: readonly { id: string; attempt: number; o: ScaleFinish }[],
+    now = Date.now(),
+  ): Promise<Set<string>> {
+    const col = <T>(f: (x: { id: string; attempt: number; o: ScaleFinish }) => T) => items.map(f);
+    const r = await this.pool.query<{ id: string }>(
+      `WITH v AS (
+         SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[])
+           AS v(id, attempt, state, result, error, trace)),
+       upd AS (
+         UPDATE tandem_jobs j SET state = v.state, finished_at = $7, result = v.result, error = v.error,
+           progress = CASE WHEN v.state = 'succeeded' THEN 1 ELSE j.progress END
+         FROM v WHERE j.id = v.id AND j.state = 'running' AND j.attempt = v.attempt RETURNING j.id, j.attempt),
+       log AS (
+         UPDATE tandem_attempts a SET finished_at = $7, trace = v.trace,
+           outcome = CASE WHEN EXISTS (SELECT 1 FROM upd WHERE upd.id = v.id) THEN v.state ELSE 'superseded' END
+         FROM v WHERE a.job_id = v.id AND a.attempt = v.attempt AND a.outcome IS NULL),
+       lost AS (
+         UPDATE tandem_attempts a SET outcome = 'lost'
+         FROM upd WHERE a.job_id = upd.id AND a.attempt < upd.attempt AND a.outcome IS NULL)
+       SELECT id FROM upd`,
+      [
+        col((x) => x.id),
+        col((x) => x.attempt),
+        col((x) => x.o.state),
+        col((x) => (x.o.result === undefined ? null : JSON.stringify(x.o.result))),
+        col((x) => (x.o.error ? JSON.stringify(x.o.error) : null)),
+        col((x) => (x.o.trace === undefined ? null : JSON.stringify(x.o.trace))),
+        now,
+      ],
+    );
+    return new Set(r.rows.map((x) => x.id));
   }
 
   async setProgress(id: string, attempt: number, progress: number, message: string): Promise<boolean> {

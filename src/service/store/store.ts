@@ -42,6 +42,13 @@ export interface JobStoreApi {
   get(id: string): Promise<JobRecord | null>;
   list(q: ListQuery): Promise<JobRecord[]>;
   startAttempt(id: string, agent: string, now?: number): Promise<AttemptStart | null>;
+  /** startAttempt for many jobs at once (one round trip); jobs not started are absent from the map. */
+  startAttempts(ids: readonly string[], agent: string, now?: number): Promise<Map<string, AttemptStart>>;
+  /** finish for many attempts at once; returns the ids whose outcome was committed. */
+  finishMany(
+    items: readonly { id: string; attempt: number; o: ScaleFinish }[],
+    now?: number,
+  ): Promise<Set<string>>;
   setProgress(id: string, attempt: number, progress: number, message: string): Promise<boolean>;
   finish(id: string, attempt: number, o: ScaleFinish, now?: number): Promise<boolean>;
   /** Keeps a queued job queued with a reason shown in its message (no agent fits it yet). */
