@@ -24,7 +24,7 @@ import { openWebGpu } from './harness.js';
 const t = (shape: number[], dtype: DType): TensorDesc => ({
   shape,
   dtype,
-  bytes: shape.reduce((x, y) => x * y, 1) * (dtype === 'f16' ? 2 : 4),
+  bytes: shape.reduce((x, y) => x * y, 1) * (dtype === 'f16' || dtype === 'bf16' ? 2 : 4),
 });
 
 interface Variant {
@@ -36,7 +36,7 @@ interface Variant {
 
 function variants(): Variant[] {
   const out: Variant[] = [];
-  for (const dtype of ['f32', 'f16'] as const) {
+  for (const dtype of ['f32', 'f16', 'bf16'] as const) {
     for (const tiling of [GEMM_LARGE, GEMM_SMALL, { tm: 8, tn: 8, bk: 16 } as const]) {
       for (const [m, k, n] of [
         [64, 64, 64],
@@ -74,8 +74,8 @@ function variants(): Variant[] {
     out.push({ name: `scale ${dtype}`, kernel: scaleWebGpu, args: [v[0]!], scalars: { alpha: 2 } });
     out.push({ name: `fill ${dtype}`, kernel: fillWebGpu, args: [v[0]!], scalars: { value: 1.5 } });
   }
-  for (const from of ['f32', 'f16', 'i32'] as const)
-    for (const to of ['f32', 'f16', 'i32'] as const)
+  for (const from of ['f32', 'f16', 'bf16', 'i32'] as const)
+    for (const to of ['f32', 'f16', 'bf16', 'i32'] as const)
       if (from !== to)
         out.push({
           name: `cast ${from}->${to}`,

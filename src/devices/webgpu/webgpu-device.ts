@@ -79,11 +79,12 @@ export async function requestGpuDevice(found: FoundAdapter, log: (msg: string) =
 }
 
 /**
- * dtypes the built-in kernels compute on: no f64 or bf16 in WGSL; f16 natively with shader-f16 and
- * packed in u32 words without it. Used when the caller does not pass the implementation.
+ * dtypes the built-in kernels compute on: f32, i32, f16 (native with shader-f16, else packed in u32
+ * words) and bf16 (always packed). WGSL has no f64; u8 only moves (copy, fill). Used when the caller
+ * does not pass the implementation.
  */
 function wgslDType(dtype: DType): boolean {
-  return dtype === 'f32' || dtype === 'i32' || dtype === 'f16';
+  return dtype === 'f32' || dtype === 'i32' || dtype === 'f16' || dtype === 'bf16';
 }
 
 export class WebGpuDevice implements Device {

@@ -1,20 +1,22 @@
 /**
- * WGSL cast among f32, i32 and f16. Float to i32 truncates toward zero and saturates, NaN -> 0
+ * WGSL cast among f32, i32, f16 and bf16. Float to i32 truncates toward zero and saturates, NaN -> 0
  * (convert.ts): written out because WGSL's own conversion clamps to the largest f32 below 2^31 and
  * leaves NaN undefined; NaN is tested on the bits, which fast-math compilers cannot fold away. f16 is
- * native with shader-f16, otherwise packed two per word (common/webgpu.ts): one invocation then
- * converts a word's two elements. Same dtype: a buffer copy.
+ * native with shader-f16; packed f16 and bf16 travel two per u32 word (common/webgpu.ts), and a cast
+ * touching a packed side runs one invocation per word pair. Same dtype: a buffer copy.
  */
 import type { DType } from '../../core/dtype.js';
 import { numel } from '../../core/shape.js';
 import type { WebGpuFeatures, WebGpuKernel } from '../../devices/webgpu/kernel-api.js';
-import { LINEAR_MAIN, PACK_F16_WGSL } from '../common/webgpu.js';
+import { LINEAR_MAIN, isPacked, packingWgsl } from '../common/webgpu.js';
 
-type CastType = 'f32' | 'i32' | 'f16' | 'f16x2';
+type CastType = 'f32' | 'i32' | 'f16' | 'f16x2' | 'bf16x2';
+type Packed = 'f16x2' | 'bf16x2';
 
 function castType(d: DType, f: WebGpuFeatures): CastType | undefined {
   if (d === 'f32' || d === 'i32') return d;
   if (d === 'f16') return f.shaderF16 ? 'f16' : 'f16x2';
+  if (d === 'bf16') return 'bf16x2';
   return undefined;
 }
 
@@ -26,38 +28,47 @@ const TO_I32 = `fn to_i32(x: f32) -> i32 {
 }
 `;
 
-/** f32 -> stored element of type `to` (not packed). */
+/** f32 -> a stored element of an unpacked type. */
 function store(to: 'f32' | 'i32' | 'f16', v: string): string {
   return to === 'i32' ? `to_i32(${v})` : `${to}(${v})`;
 }
 
-export function castWgsl(from: CastType, to: CastType): string {
-  const word = (t: CastType): string => (t === 'f16x2' ? 'u32' : t);
-  let body: string;
-  if (from === 'f16x2') {
+function body(from: CastType, to: CastType): string {
+  const inP = isPacked(from as Packed);
+  const outP = isPacked(to as Packed);
+  if (inP && outP) return `if (2u * i >= P.n) { return; }\n  Y[i] = y_pack2(x_unpack2(X[i]));`;
+  if (inP) {
     // One word in, two elements out.
-    const t = to as 'f32' | 'i32';
-    body = `if (2u * i >= P.n) { return; }
-  let v = unpack2x16float(X[i]);
+    const t = to as 'f32' | 'i32' | 'f16';
+    return `if (2u * i >= P.n) { return; }
+  let v = x_unpack2(X[i]);
   Y[2u * i] = ${store(t, 'v.x')};
   if (2u * i + 1u < P.n) { Y[2u * i + 1u] = ${store(t, 'v.y')}; }`;
-  } else if (to === 'f16x2') {
-    // Two elements in, one word out (the odd tail packs a zero into the padding half).
-    body = `if (2u * i >= P.n) { return; }
-  let hi = select(0.0, f32(X[min(2u * i + 1u, P.n - 1u)]), 2u * i + 1u < P.n);
-  Y[i] = pack_f16x2(vec2<f32>(f32(X[2u * i]), hi));`;
-  } else {
-    const value = from === 'i32' ? `${to}(X[i])` : store(to, `f32(X[i])`);
-    body = `if (i >= P.n) { return; }
-  Y[i] = ${value};`;
   }
+  if (outP) {
+    // Two elements in, one word out (the odd tail packs a zero into the padding half).
+    return `if (2u * i >= P.n) { return; }
+  let hi = select(0.0, f32(X[min(2u * i + 1u, P.n - 1u)]), 2u * i + 1u < P.n);
+  Y[i] = y_pack2(vec2<f32>(f32(X[2u * i]), hi));`;
+  }
+  const value = from === 'i32' ? `${to}(X[i])` : store(to as 'f32' | 'i32' | 'f16', `f32(X[i])`);
+  return `if (i >= P.n) { return; }\n  Y[i] = ${value};`;
+}
+
+export function castWgsl(from: CastType, to: CastType): string {
+  const word = (t: CastType): string => (isPacked(t as Packed) ? 'u32' : t);
   const f16 = from === 'f16' || to === 'f16';
+  const helpers = [
+    to === 'i32' && from !== 'i32' ? TO_I32 : '',
+    isPacked(from as Packed) ? packingWgsl(from as Packed, 'x_') : '',
+    isPacked(to as Packed) ? packingWgsl(to as Packed, 'y_') : '',
+  ].join('');
   return `${f16 ? 'enable f16;\n' : ''}struct Params { n: u32 }
 @group(0) @binding(0) var<storage, read> X: array<${word(from)}>;
 @group(0) @binding(1) var<storage, read_write> Y: array<${word(to)}>;
 @group(0) @binding(2) var<uniform> P: Params;
-${to === 'i32' && from !== 'i32' ? TO_I32 : ''}${to === 'f16x2' ? PACK_F16_WGSL : ''}${LINEAR_MAIN}
-  ${body}
+${helpers}${LINEAR_MAIN}
+  ${body(from, to)}
 }
 `;
 }
@@ -74,7 +85,7 @@ export const castWebGpu: WebGpuKernel = {
     const from = castType(x.dtype, f)!;
     const to = castType(y.dtype, f)!;
     const n = numel(x.shape);
-    const invocations = from === 'f16x2' || to === 'f16x2' ? Math.ceil(n / 2) : n;
+    const pairs = isPacked(from as Packed) || isPacked(to as Packed);
     return [
       {
         kind: 'dispatch',
@@ -82,7 +93,7 @@ export const castWebGpu: WebGpuKernel = {
         entry: 'main',
         bind: [0, 1],
         uniforms: [{ type: 'u32', value: n }],
-        workgroups: { linear: Math.ceil(invocations / 256) },
+        workgroups: { linear: Math.ceil((pairs ? Math.ceil(n / 2) : n) / 256) },
       },
     ];
   },

@@ -1,6 +1,6 @@
 /**
- * WGSL GEMM: C = alpha * op(A) op(B) + beta * C, row-major, f32 or f16 storage (native with shader-f16,
- * else packed two per u32 word, with atomic half-word stores where neighbours share a word);
+ * WGSL GEMM: C = alpha * op(A) op(B) + beta * C, row-major, f32, f16 (native with shader-f16, else packed
+ * two per u32 word) or bf16 (packed), with atomic half-word stores where neighbours share a word);
  * accumulation is always f32. Register-tiled: a 16x16 workgroup computes a (16*TM) x (16*TN) tile of
  * C, each thread TM x TN outputs held in unrolled vec4 accumulators; A and B tiles of depth BK pass
  * through workgroup memory, A transposed so both operands are read as vec4. Global loads are vec4
@@ -10,7 +10,7 @@
  */
 import type { Scalars, TensorDesc } from '../../devices/device.js';
 import type { WebGpuFeatures, WebGpuKernel, WebGpuStep } from '../../devices/webgpu/kernel-api.js';
-import { type FloatStorage, PACK_F16_WGSL, floatStorage } from '../common/webgpu.js';
+import { type FloatStorage, floatStorage, isPacked, packingWgsl } from '../common/webgpu.js';
 import { gemmDims, gemmParams } from './params.js';
 
 export interface GemmTiling {
@@ -39,7 +39,7 @@ export const GEMM_SMALL: GemmTiling = { tm: 4, tn: 4, bk: 8 };
 function loader(name: string, buf: string, vec: boolean, packed: boolean): string {
   if (vec) {
     const value = packed
-      ? `vec4<f32>(unpack2x16float(${buf}[(r * cols + c) / 2u]), unpack2x16float(${buf}[(r * cols + c) / 2u + 1u]))`
+      ? `vec4<f32>(unpack2(${buf}[(r * cols + c) / 2u]), unpack2(${buf}[(r * cols + c) / 2u + 1u]))`
       : `vec4<f32>(${buf}[(r * cols + c) / 4u])`;
     return `fn ${name}(r: u32, c: u32, rows: u32, cols: u32) -> vec4<f32> {
   if (r < rows && c < cols) { return ${value}; }
@@ -48,7 +48,7 @@ function loader(name: string, buf: string, vec: boolean, packed: boolean): strin
   }
   const at = (j: number): string => `r * cols + c + ${j}u`;
   const value = (j: number): string =>
-    packed ? `unpack2x16float(${buf}[(${at(j)}) / 2u])[(${at(j)}) % 2u]` : `f32(${buf}[${at(j)}])`;
+    packed ? `unpack2(${buf}[(${at(j)}) / 2u])[(${at(j)}) % 2u]` : `f32(${buf}[${at(j)}])`;
   const el = (j: number): string => `select(0.0, ${value(j)}, r < rows && c + ${j}u < cols)`;
   return `fn ${name}(r: u32, c: u32, rows: u32, cols: u32) -> vec4<f32> {
   if (r >= rows) { return vec4<f32>(0.0); }
@@ -59,18 +59,18 @@ function loader(name: string, buf: string, vec: boolean, packed: boolean): strin
 /** Storing a thread's 4 consecutive results of row r from column c (skipping what lies outside C). */
 function storer(v: GemmVariant): string {
   const T = v.dtype;
-  if (v.dtype === 'f16x2' && v.vecC) {
-    const old = v.betaZero ? '' : ' + P.beta * vec4<f32>(unpack2x16float(C[w]), unpack2x16float(C[w + 1u]))';
+  if (isPacked(v.dtype) && v.vecC) {
+    const old = v.betaZero ? '' : ' + P.beta * vec4<f32>(unpack2(C[w]), unpack2(C[w + 1u]))';
     return `if (r < P.m && c < P.n) {
     let w = (r * P.n + c) / 2u;
     let v = P.alpha * acc${old};
-    C[w] = pack_f16x2(v.xy);
-    C[w + 1u] = pack_f16x2(v.zw);
+    C[w] = pack2(v.xy);
+    C[w + 1u] = pack2(v.zw);
   }`;
   }
-  if (v.dtype === 'f16x2') {
+  if (isPacked(v.dtype)) {
     // Neighbouring threads may share a word: each writes only its half, atomically.
-    const old = v.betaZero ? '' : ' + P.beta * unpack2x16float(atomicLoad(&C[i / 2u]))[i % 2u]';
+    const old = v.betaZero ? '' : ' + P.beta * unpack2(atomicLoad(&C[i / 2u]))[i % 2u]';
     return `if (r >= P.m) { return; }
   for (var e = 0u; e < 4u; e = e + 1u) {
     if (c + e < P.n) {
@@ -78,7 +78,7 @@ function storer(v: GemmVariant): string {
       let shift = (i % 2u) * 16u;
       let value = P.alpha * acc[e]${old};
       atomicAnd(&C[i / 2u], ~(0xffffu << shift));
-      atomicOr(&C[i / 2u], half_bits(value) << shift);
+      atomicOr(&C[i / 2u], bits16(value) << shift);
     }
   }`;
   }
@@ -145,7 +145,7 @@ export function gemmWgsl(v: GemmVariant): string {
   const T = v.dtype;
   const gm = tm / 4;
   const gn = tn / 4;
-  const packed = T === 'f16x2';
+  const packed = isPacked(T);
   const arr = (vec: boolean, atomic = false): string =>
     packed ? (atomic ? 'array<atomic<u32>>' : 'array<u32>') : vec ? `array<vec4<${T}>>` : `array<${T}>`;
   const accs: string[] = [];
@@ -188,7 +188,7 @@ const BK = ${v.bk}u;
 // Two buffers per operand: the next tile is written into one while the other is read (one barrier per step).
 var<workgroup> As: array<vec4<f32>, ${(2 * 16 * tm * v.bk) / 4}>;
 var<workgroup> Bs: array<vec4<f32>, ${(2 * 16 * tn * v.bk) / 4}>;
-${packed ? PACK_F16_WGSL : ''}${loader('ldA', 'A', v.vecA, packed)}
+${isPacked(T) ? packingWgsl(T) : ''}${loader('ldA', 'A', v.vecA, packed)}
 ${loader('ldB', 'B', v.vecB, packed)}
 fn store(r: u32, c: u32, acc: vec4<f32>) {
   ${storer(v)}
@@ -246,10 +246,10 @@ export function workgroupBytes(t: GemmTiling): number {
   return 2 * 16 * (t.tm + t.tn) * t.bk * 4;
 }
 
-function gemmDType(args: readonly TensorDesc[]): 'f32' | 'f16' | undefined {
+function gemmDType(args: readonly TensorDesc[]): 'f32' | 'f16' | 'bf16' | undefined {
   const d = args[0]?.dtype;
   if (args.length !== 3 || !args.every((a) => a.dtype === d)) return undefined;
-  return d === 'f32' || d === 'f16' ? d : undefined;
+  return d === 'f32' || d === 'f16' || d === 'bf16' ? d : undefined;
 }
 
 /** A GEMM kernel with a fixed tiling, or (no argument) the default choice by problem size. */

@@ -1,7 +1,7 @@
 /**
  * WGSL reduce (sum, max, mean) over one axis or all elements. x is seen as [outer, len, inner]
  * (params.ts); one workgroup of 256 per output strides over `len`, then combines in workgroup memory.
- * Accumulation is f32. f16 is native with shader-f16; otherwise packed two per u32 word
+ * Accumulation is f32. f16 is native with shader-f16; otherwise f16 and bf16 are packed two per u32 word
  * (common/webgpu.ts), and since neighbouring outputs then share a word, each result is written into
  * its half with atomicAnd + atomicOr (disjoint bits, so any interleaving is right). One shape of kernel
  * covers reduce-all (a single
@@ -9,28 +9,28 @@
  * when a workload needs it.
  */
 import type { WebGpuKernel } from '../../devices/webgpu/kernel-api.js';
-import { type FloatStorage, PACK_F16_WGSL, floatStorage } from '../common/webgpu.js';
+import { type FloatStorage, floatStorage, isPacked, packingWgsl } from '../common/webgpu.js';
 import { type ReduceOp, reduceLayout } from './params.js';
 
 export function reduceWgsl(op: ReduceOp, t: FloatStorage): string {
-  const packed = t === 'f16x2';
+  const packed = isPacked(t);
   const isMax = op === 'max';
   // -inf arrives as a uniform: WGSL rejects an infinite constant expression.
   const init = isMax ? 'P.neg_inf' : '0.0';
   const combine = (a: string, b: string): string => (isMax ? `max(${a}, ${b})` : `${a} + ${b}`);
-  const load = packed ? 'unpack2x16float(X[e / 2u])[e % 2u]' : 'f32(X[e])';
+  const load = packed ? 'unpack2(X[e / 2u])[e % 2u]' : 'f32(X[e])';
   const result = op === 'mean' ? 'part[0] / f32(P.len)' : 'part[0]';
   const write = packed
     ? `let shift = (o % 2u) * 16u;
     atomicAnd(&Y[o / 2u], ~(0xffffu << shift));
-    atomicOr(&Y[o / 2u], half_bits(${result}) << shift);`
+    atomicOr(&Y[o / 2u], bits16(${result}) << shift);`
     : `Y[o] = ${t}(${result});`;
   return `${t === 'f16' ? 'enable f16;\n' : ''}struct Params { outer: u32, len: u32, inner: u32, neg_inf: f32 }
 @group(0) @binding(0) var<storage, read> X: array<${packed ? 'u32' : t}>;
 @group(0) @binding(1) var<storage, read_write> Y: array<${packed ? 'atomic<u32>' : t}>;
 @group(0) @binding(2) var<uniform> P: Params;
 var<workgroup> part: array<f32, 256>;
-${packed ? PACK_F16_WGSL : ''}
+${isPacked(t) ? packingWgsl(t) : ''}
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) lid: u32) {
