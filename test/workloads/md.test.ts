@@ -133,6 +133,7 @@ void test('impossible MD parameters are rejected before running', () => {
     { cells: [4, 4] },
     { temprature: 1 },
     { preset: 'nope' },
+    { atoms: 1e12 },
   ];
   for (const p of bad) {
     assert.throws(

@@ -117,7 +117,13 @@ export function validateMdParams(input: unknown): MdConfig {
   }
   let cells: [number, number, number] = [...base.cells];
   if (p.atoms !== undefined) {
-    const atoms = num(p, 'atoms', undefined, { ge: 4, integer: true }, 'md.');
+    const atoms = num(
+      p,
+      'atoms',
+      undefined,
+      { ge: 4, le: 4 * MAX_CELLS_PER_SIDE ** 3, integer: true },
+      'md.',
+    );
     const c = cellsForAtoms(atoms);
     cells = [c, c, c];
   } else if (p.cells !== undefined) {
