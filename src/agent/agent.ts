@@ -12,6 +12,7 @@ import type { JobTypeRegistry } from '../service/jobs/registry.js';
 import { JobFailure, type Consumer, type JobQueue, type QueueJob } from '../service/queue/queue.js';
 import type { JobStoreApi, ScaleFinish } from '../service/store/store.js';
 import type { AgentDevice, AgentInfo, AgentRegistry } from './heartbeat.js';
+import { StoreBatcher } from './store-batcher.js';
 
 export interface AgentOptions {
   readonly name: string;
@@ -37,7 +38,11 @@ export class Agent {
   jobsDone = 0;
   reruns = 0;
 
-  constructor(private readonly o: AgentOptions) {}
+  private readonly batcher: StoreBatcher | null;
+
+  constructor(private readonly o: AgentOptions) {
+    this.batcher = o.store ? new StoreBatcher(o.store, o.name, o.log) : null;
+  }
 
   async start(): Promise<void> {
     await this.beat();
@@ -117,8 +122,8 @@ export class Agent {
   }
 
   private async runStored(job: QueueJob, signal: AbortSignal): Promise<unknown> {
-    const store = this.o.store!;
-    const started = await store.startAttempt(job.id, this.o.name);
+    const store = this.batcher!;
+    const started = await store.startAttempt(job.id);
     if (!started) return { skipped: 'final' }; // committed (or cancelled) already: nothing to do
     if (started.rerun) this.reruns++;
     const rec = started.job;
