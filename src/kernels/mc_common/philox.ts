@@ -18,10 +18,17 @@ const W1 = 0xbb67ae85;
 
 /** High 32 bits of the 64-bit product a*b of two u32 (JS numbers are exact only to 2^53). */
 function mulhi(a: number, b: number): number {
-  // Split b into 16-bit halves: every intermediate stays below 2^49, so the doubles are exact.
-  const t = a * (b & 0xffff);
-  const u = a * (b >>> 16) + Math.floor(t / 65536);
-  return Math.floor(u / 65536) >>> 0;
+  // 16-bit halves: every partial product stays below 2^32 and the carries are integer shifts (about
+  // twice as fast in V8 as splitting one operand and dividing by 2^16 in floating point).
+  const al = a & 0xffff;
+  const ah = a >>> 16;
+  const bl = b & 0xffff;
+  const bh = b >>> 16;
+  const ll = al * bl;
+  const m1 = ah * bl;
+  const m2 = al * bh;
+  const carry = ((ll >>> 16) + (m1 & 0xffff) + (m2 & 0xffff)) >>> 16;
+  return (ah * bh + (m1 >>> 16) + (m2 >>> 16) + carry) >>> 0;
 }
 
 /**
