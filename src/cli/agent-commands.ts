@@ -5,6 +5,7 @@
  * detected stalled and re-run elsewhere.
  */
 import { freemem, hostname } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { Agent } from '../agent/agent.js';
 import { RedisAgentRegistry, deviceClassOf, type AgentDevice } from '../agent/heartbeat.js';
 import { TandemError } from '../core/errors.js';
@@ -15,6 +16,8 @@ import { DeviceActivity } from '../service/obs/device-activity.js';
 import { BullQueue } from '../service/queue/bullmq-queue.js';
 import { openQueue } from '../service/queue/open.js';
 import { PgJobStore } from '../service/store/pg-store.js';
+import { LocalAutoscaler } from '../service/autoscale/local.js';
+import { DEFAULT_POLICY, ScaleSignal } from '../service/autoscale/signal.js';
 import { intOption, parse } from './output.js';
 
 const HELP = `tandem agent --queue redis://127.0.0.1:6379 [--pg postgres://...] [--name NAME]
@@ -116,5 +119,82 @@ export async function agentCommand(argv: string[]): Promise<number> {
   await store?.close();
   if (rt) await rt.close();
   process.stdout.write(`agent ${name} stopped after ${agent.jobsDone} jobs (${agent.reruns} re-runs)\n`);
+  return 0;
+}
+
+const AUTOSCALE_HELP = `tandem autoscale --queue redis://127.0.0.1:6379 [--pg postgres://...] [--min 0] [--max 4]
+  [--class cpu] [--jobs-per-agent 8] [--idle-ms 5000] [--prefix tandem] [--agent-args "--backends cpu --concurrency 8"]`;
+
+/** `tandem autoscale`: starts and stops agent processes on this machine from the scaling signal. */
+export async function autoscaleCommand(argv: string[]): Promise<number> {
+  const { values } = parse(argv, {
+    queue: { type: 'string' },
+    pg: { type: 'string' },
+    min: { type: 'string' },
+    max: { type: 'string' },
+    class: { type: 'string' },
+    'jobs-per-agent': { type: 'string' },
+    'idle-ms': { type: 'string' },
+    prefix: { type: 'string' },
+    'agent-args': { type: 'string' },
+  });
+  if (values['help']) {
+    process.stdout.write(`${AUTOSCALE_HELP}\n`);
+    return 0;
+  }
+  const queueUrl = values['queue'];
+  if (typeof queueUrl !== 'string' || !/^rediss?:/.test(queueUrl))
+    throw new TandemError(
+      'TANDEM_ERR_INVALID_ARGUMENT',
+      `--queue redis://... is required\n${AUTOSCALE_HELP}`,
+    );
+  const prefix = typeof values['prefix'] === 'string' ? values['prefix'] : 'tandem';
+  const min = intOption(values['min'], 'min', 0, 0, 256);
+  const max = intOption(values['max'], 'max', 4, 1, 256);
+  if (min > max) throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `--min ${min} is above --max ${max}`);
+  const policy = {
+    ...DEFAULT_POLICY,
+    min,
+    max,
+    jobsPerAgent: intOption(
+      values['jobs-per-agent'],
+      'jobs-per-agent',
+      DEFAULT_POLICY.jobsPerAgent,
+      1,
+      1 << 20,
+    ),
+    idleMs: intOption(values['idle-ms'], 'idle-ms', DEFAULT_POLICY.idleMs, 0, 3_600_000),
+  };
+  const queue = await BullQueue.open({ url: queueUrl, prefix });
+  const main = fileURLToPath(new URL('./main.js', import.meta.url));
+  const extra =
+    typeof values['agent-args'] === 'string' ? values['agent-args'].split(/\s+/).filter(Boolean) : [];
+  const scaler = new LocalAutoscaler({
+    queue,
+    agents: new RedisAgentRegistry(queue.redis, prefix),
+    signal: new ScaleSignal(policy),
+    deviceClass: typeof values['class'] === 'string' ? values['class'] : 'cpu',
+    agentCommand: [
+      process.execPath,
+      main,
+      'agent',
+      '--queue',
+      queueUrl,
+      '--prefix',
+      prefix,
+      ...(typeof values['pg'] === 'string' ? ['--pg', values['pg']] : []),
+      ...extra,
+    ],
+    tickMs: 500,
+    onEvent: (e) => process.stdout.write(`${new Date(e.at).toISOString()} ${JSON.stringify(e)}\n`),
+  });
+  scaler.start();
+  process.stdout.write(`autoscaler ready: ${min}..${max} agents, ${policy.jobsPerAgent} jobs per agent\n`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', () => resolve());
+    process.once('SIGINT', () => resolve());
+  });
+  await scaler.stop();
+  await queue.close();
   return 0;
 }
