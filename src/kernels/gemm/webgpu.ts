@@ -99,8 +99,10 @@ function storer(v: GemmVariant): string {
  * Moving one operand's tile from global memory into workgroup memory, split in two so the global
  * loads for the next tile are issued before computing on the current one (register prefetch):
  * `load` fills registers from k-offset `kn`, `store` writes them into the tile buffer at `buf`. A tile
- * is laid out [BK][extent], 4 tile rows per vec4. `alongTile`: the matrix's storage rows run along
- * the tile (A not transposed, B transposed), so each loaded vec4 is scattered over 4 depths.
+ * keeps the matrix's own layout, so every store is a whole vec4 (no per-component scatter, which
+ * would leave neighbouring invocations writing parts of one vec4): `alongTile` (A not transposed, B
+ * transposed) is [extent][BK/4] with k contiguous, otherwise [BK][extent/4]. The compute loop reads
+ * either layout in 4x4 register blocks with static swizzles.
  */
 function tileIO(
   name: string,
@@ -124,10 +126,8 @@ function tileIO(
       const r = `(${idx} / ${bk / 4}u)`;
       const kv = `((${idx} % ${bk / 4}u) * 4u)`;
       load.push(`${guard}{ ${reg} = ld${name}(${origin} + ${r}, kn + ${kv}, ${rows}, ${cols}); }`);
-      const writes = [0, 1, 2, 3].map(
-        (j) => `${name}s[buf + (${kv} + ${j}u) * ${extent / 4}u + ${r} / 4u][${r} % 4u] = ${reg}[${j}];`,
-      );
-      store.push(`${guard}{ ${writes.join(' ')} }`);
+      // [extent][BK/4]: row r, k-quad kv/4 sits at r * BK/4 + kv/4, which is idx itself.
+      store.push(`${guard}{ ${name}s[buf + ${idx}] = ${reg}; }`);
     } else {
       const kk = `(${idx} / ${extent / 4}u)`;
       const cv = `(${idx} % ${extent / 4}u)`;
@@ -148,29 +148,51 @@ export function gemmWgsl(v: GemmVariant): string {
   const packed = isPacked(T);
   const arr = (vec: boolean, atomic = false): string =>
     packed ? (atomic ? 'array<atomic<u32>>' : 'array<u32>') : vec ? `array<vec4<${T}>>` : `array<${T}>`;
+  // Per 4-deep k block: A(g, j, q) is the scalar for row g*64 + ty*4 + j at depth q, B(c, q) the vec4
+  // of columns c*64 + tx*4 .. +3 at depth q, both read from whichever tile layout the operand has.
+  const A = (g: number, j: number, q: number): string =>
+    v.transA ? `a${g}_${q}.${COMP[j]}` : `a${g}_${j}.${COMP[q]}`;
+  const B = (c: number, q: number): string => (v.transB ? `bb${c}_${q}` : `b${c}_${q}`);
   const accs: string[] = [];
-  const fmas: string[] = [];
   const stores: string[] = [];
-  for (let g = 0; g < gm; g++) {
-    for (let j = 0; j < 4; j++) {
-      const r = g * 4 + j;
+  const blockLoads: string[] = [];
+  const fmas: string[] = [];
+  for (let g = 0; g < gm; g++)
+    for (let i = 0; i < 4; i++)
+      blockLoads.push(
+        v.transA
+          ? `let a${g}_${i} = As[aBase + (kq * 4u + ${i}u) * (BM / 4u) + ${g * 16}u + ty];`
+          : `let a${g}_${i} = As[aBase + (${g * 64}u + ty * 4u + ${i}u) * (BK / 4u) + kq];`,
+      );
+  for (let c = 0; c < gn; c++) {
+    for (let i = 0; i < 4; i++)
+      blockLoads.push(
+        v.transB
+          ? `let b${c}_${i} = Bs[bBase + (${c * 64}u + tx * 4u + ${i}u) * (BK / 4u) + kq];`
+          : `let b${c}_${i} = Bs[bBase + (kq * 4u + ${i}u) * (BN / 4u) + ${c * 16}u + tx];`,
+      );
+    if (v.transB)
+      for (let q = 0; q < 4; q++)
+        blockLoads.push(
+          `let bb${c}_${q} = vec4<f32>(${[0, 1, 2, 3].map((e) => `b${c}_${e}.${COMP[q]}`).join(', ')});`,
+        );
+  }
+  for (let g = 0; g < gm; g++)
+    for (let j = 0; j < 4; j++)
       for (let c = 0; c < gn; c++) {
+        const r = g * 4 + j;
         accs.push(`var acc_${r}_${c} = vec4<f32>(0.0);`);
-        fmas.push(`acc_${r}_${c} = fma(vec4<f32>(a${g}.${COMP[j]}), b${c}, acc_${r}_${c});`);
         stores.push(
           `store(row0 + ${g * 64}u + ty * 4u + ${j}u, col0 + ${c * 64}u + tx * 4u, acc_${r}_${c});`,
         );
       }
-    }
-  }
-  const aLoads = Array.from(
-    { length: gm },
-    (_, g) => `let a${g} = As[aBase + kk * (BM / 4u) + ${g * 16}u + ty];`,
-  );
-  const bLoads = Array.from(
-    { length: gn },
-    (_, c) => `let b${c} = Bs[bBase + kk * (BN / 4u) + ${c * 16}u + tx];`,
-  );
+  for (let q = 0; q < 4; q++)
+    for (let g = 0; g < gm; g++)
+      for (let j = 0; j < 4; j++)
+        for (let c = 0; c < gn; c++)
+          fmas.push(
+            `acc_${g * 4 + j}_${c} = fma(vec4<f32>(${A(g, j, q)}), ${B(c, q)}, acc_${g * 4 + j}_${c});`,
+          );
   const ioA = v.transA
     ? tileIO('A', 16 * tm, v.bk, false, 'row0', 'P.k', 'P.m')
     : tileIO('A', 16 * tm, v.bk, true, 'row0', 'P.m', 'P.k');
@@ -223,9 +245,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
       ${ioA.load}
       ${ioB.load}
     }
-    for (var kk = 0u; kk < BK; kk = kk + 1u) {
-      ${aLoads.join('\n      ')}
-      ${bLoads.join('\n      ')}
+    for (var kq = 0u; kq < BK / 4u; kq = kq + 1u) {
+      ${blockLoads.join('\n      ')}
       ${fmas.join('\n      ')}
     }
     if (more) {
