@@ -106,7 +106,8 @@ export function parseHardwareRules(text: string): HardwareRule[] {
 
 /**
  * Builds the config from the environment (TANDEM_PORT, TANDEM_HOST, TANDEM_DATA_DIR, TANDEM_DURABILITY,
- * TANDEM_MAX_RUNNING, TANDEM_HW_RULES, TANDEM_BACKENDS ('none' for no runtime), TANDEM_CALIBRATE=0, TANDEM_LOG) with explicit overrides on top.
+ * TANDEM_MAX_RUNNING, TANDEM_HW_RULES, TANDEM_BACKENDS ('none' for no runtime), TANDEM_CPU_THREADS,
+ * TANDEM_CALIBRATE=0, TANDEM_RATE_LIMIT=rate[:burst], TANDEM_MAX_QUEUED (default tenant quota), TANDEM_LOG) with explicit overrides on top.
  */
 export function loadServiceConfig(
   env: Readonly<Record<string, string | undefined>>,
@@ -129,6 +130,21 @@ export function loadServiceConfig(
     const list = env['TANDEM_BACKENDS'].split(',').filter(Boolean);
     c.runtime = { ...DEFAULT_CONFIG.runtime, enabled: !list.includes('none'), backends: list };
   }
+  if (env['TANDEM_RATE_LIMIT']) {
+    const [rate, burst] = env['TANDEM_RATE_LIMIT'].split(':');
+    c.rateLimitPerSec = intIn('TANDEM_RATE_LIMIT', rate ?? '', 1, 1e9);
+    c.rateLimitBurst = intIn('TANDEM_RATE_LIMIT burst', burst ?? String(2 * c.rateLimitPerSec), 1, 2e9);
+  }
+  if (env['TANDEM_MAX_QUEUED'])
+    c.quotas = {
+      ...DEFAULT_CONFIG.quotas,
+      maxQueuedJobs: intIn('TANDEM_MAX_QUEUED', env['TANDEM_MAX_QUEUED'], 1, 1e9),
+    };
+  if (env['TANDEM_CPU_THREADS'])
+    c.runtime = {
+      ...(c.runtime ?? DEFAULT_CONFIG.runtime),
+      cpuThreads: intIn('TANDEM_CPU_THREADS', env['TANDEM_CPU_THREADS'], 1, 256),
+    };
   if (env['TANDEM_CALIBRATE'] === '0')
     c.runtime = { ...(c.runtime ?? DEFAULT_CONFIG.runtime), calibrate: false };
   if (env['TANDEM_LOG']) c.logLevel = env['TANDEM_LOG'] as ServiceConfig['logLevel'];

@@ -5,7 +5,6 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Runtime } from '../runtime/runtime.js';
 import type { ServiceConfig } from './config.js';
 import { createService, type Service, type ServiceRuntimeHost } from './service.js';
 
@@ -14,6 +13,8 @@ export async function openRuntime(
 ): Promise<{ rt: ServiceRuntimeHost | null; reason: string }> {
   if (!config.runtime.enabled) return { rt: null, reason: 'runtime disabled by configuration' };
   try {
+    // Imported here so that a service without devices (or still starting) does not pay for it.
+    const { Runtime } = await import('../runtime/runtime.js');
     const rt = await Runtime.create({
       backends: config.runtime.backends,
       calibrate: config.runtime.calibrate,

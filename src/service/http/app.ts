@@ -32,6 +32,12 @@ export async function buildApp(s: ServiceParts): Promise<FastifyInstance> {
     forceCloseConnections: true,
   });
   installErrorHandling(app, (code) => s.metrics.httpErrors.inc({ code }));
+  app.addHook('onResponse', async (req, reply) => {
+    s.metrics.httpDuration.observe(
+      { method: req.method, route: req.routeOptions.url ?? 'unmatched' },
+      reply.elapsedTime / 1000,
+    );
+  });
   installAuth(app, s.tenants, new TokenBuckets(s.config.rateLimitPerSec, s.config.rateLimitBurst));
   const openapi = collectOpenApi(app);
   await app.register(systemRoutes(s, openapi));

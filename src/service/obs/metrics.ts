@@ -30,6 +30,7 @@ export class ServiceMetrics implements Observer {
   readonly jobWait: Histogram<'type'>;
   readonly jobRun: Histogram<'type' | 'state'>;
   readonly httpErrors: Counter<'code'>;
+  readonly httpDuration: Histogram<'method' | 'route'>;
 
   constructor(src: MetricsSources) {
     const registers = [this.registry];
@@ -88,6 +89,13 @@ export class ServiceMetrics implements Observer {
       help: 'Time from start to final state',
       labelNames: ['type', 'state'],
       buckets: RUN_BUCKETS,
+      registers,
+    });
+    this.httpDuration = new Histogram({
+      name: 'tandem_http_request_duration_seconds',
+      help: 'Time from request received to response sent, inside the service',
+      labelNames: ['method', 'route'],
+      buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1, 5],
       registers,
     });
     this.httpErrors = new Counter({

@@ -118,11 +118,21 @@ function fromRow(r: JobRow): JobRecord {
   };
 }
 
+// Random bytes drawn in blocks: one syscall per 680 ids instead of one per id (it showed in profiles).
+let pool = Buffer.alloc(0);
+let poolAt = 0;
+
 /** Time-ordered, unguessable job id: 8 hex digits of seconds then 12 random hex digits. */
 export function newJobId(now = Date.now()): string {
+  if (poolAt + 6 > pool.length) {
+    pool = randomBytes(4080);
+    poolAt = 0;
+  }
+  const rand = pool.toString('hex', poolAt, poolAt + 6);
+  poolAt += 6;
   return `job_${Math.floor(now / 1000)
     .toString(16)
-    .padStart(8, '0')}${randomBytes(6).toString('hex')}`;
+    .padStart(8, '0')}${rand}`;
 }
 
 export interface ListQuery {
@@ -161,7 +171,9 @@ export class JobStore {
       ),
       requestCancel: db.prepare(`UPDATE jobs SET cancel_requested = 1 WHERE id = ? AND state = 'running'`),
       requeueRunning: db.prepare(`UPDATE jobs SET state = 'queued', device = NULL WHERE state = 'running'`),
-      queued: db.prepare(`SELECT * FROM jobs WHERE state = 'queued' ORDER BY seq`),
+      queued: db.prepare(
+        `SELECT id, seq, tenant_id AS tenantId, priority, mem_bytes AS memBytes FROM jobs WHERE state = 'queued' ORDER BY seq`,
+      ),
       counts: db.prepare(`SELECT state, COUNT(*) AS n FROM jobs GROUP BY state`),
     };
   }
@@ -303,8 +315,15 @@ export class JobStore {
     return this.stmts.requeueRunning.run().changes;
   }
 
-  queued(): JobRecord[] {
-    return (this.stmts.queued.all() as JobRow[]).map(fromRow);
+  /** The dispatch fields of every queued job (what a restart loads: no params, no JSON parsing). */
+  queued(): { id: string; seq: number; tenantId: string; priority: number; memBytes: number }[] {
+    return this.stmts.queued.all() as {
+      id: string;
+      seq: number;
+      tenantId: string;
+      priority: number;
+      memBytes: number;
+    }[];
   }
 
   countsByState(): Record<JobState, number> {

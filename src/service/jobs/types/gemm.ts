@@ -29,36 +29,53 @@ export interface GemmParams {
   readonly checkRows: number;
 }
 
-function randomHost(dtype: DType, count: number, seed: number): HostArray {
-  const vals = new Float64Array(count);
-  let s = seed >>> 0 || 1;
-  for (let i = 0; i < count; i++) {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    vals[i] = ((s >>> 0) / 2 ** 32) * 2 - 1 || 0.5; // never exactly zero: a zero input hides bugs
-  }
+/** Lets the event loop answer requests between slices of host-side work (health stays fast). */
+const yieldToLoop = (): Promise<void> => new Promise((r) => setImmediate(r));
+const SLICE = 1 << 18;
+
+async function randomHost(dtype: DType, count: number, seed: number): Promise<HostArray> {
   const out = hostView(dtype, new ArrayBuffer(count * bytesPerElement(dtype)), 0, count);
-  fromNumbers(dtype, vals, out);
+  const vals = new Float64Array(Math.min(SLICE, count));
+  let s = seed >>> 0 || 1;
+  for (let base = 0; base < count; base += SLICE) {
+    const len = Math.min(SLICE, count - base);
+    for (let i = 0; i < len; i++) {
+      s ^= s << 13;
+      s ^= s >>> 17;
+      s ^= s << 5;
+      vals[i] = ((s >>> 0) / 2 ** 32) * 2 - 1 || 0.5; // never exactly zero: a zero input hides bugs
+    }
+    fromNumbers(dtype, vals.subarray(0, len), out.subarray(base, base + len));
+    await yieldToLoop();
+  }
+  return out;
+}
+
+async function toNumbersSliced(dtype: DType, data: HostArray): Promise<Float64Array> {
+  const out = new Float64Array(data.length);
+  for (let base = 0; base < data.length; base += SLICE) {
+    out.set(toNumbers(dtype, data.subarray(base, Math.min(data.length, base + SLICE))), base);
+    await yieldToLoop();
+  }
   return out;
 }
 
 /** Max relative error (scaled by the row's largest reference value) of sampled rows of C. */
-export function checkRows(
+export async function checkRows(
   dtype: DType,
   n: number,
   a: HostArray,
   b: HostArray,
   rows: Map<number, Float64Array>,
 ) {
-  const A = toNumbers(dtype, a);
-  const B = toNumbers(dtype, b);
+  const B = await toNumbersSliced(dtype, b);
   const ref = new Float64Array(n);
   let maxRel = 0;
   for (const [i, got] of rows) {
+    const Ai = toNumbers(dtype, a.subarray(i * n, (i + 1) * n));
     ref.fill(0);
     for (let q = 0; q < n; q++) {
-      const aiq = A[i * n + q]!;
+      const aiq = Ai[q]!;
       for (let j = 0; j < n; j++) ref[j] += aiq * B[q * n + j]!;
     }
     let scale = 1e-30;
@@ -67,6 +84,7 @@ export function checkRows(
       const err = Math.abs(got[j]! - ref[j]!) / scale;
       maxRel = Number.isNaN(err) ? Infinity : Math.max(maxRel, err);
     }
+    await yieldToLoop();
   }
   const accEps = dtype === 'f64' ? epsilon('f64') : epsilon('f32');
   // Output rounding plus ~sqrt(k) ulps of accumulation; tf32 tensor cores get the wider tf32 epsilon.
@@ -77,8 +95,8 @@ export function checkRows(
 async function runGemm(ctx: JobContext<GemmParams>) {
   const rt: ServiceRuntime = requireRuntime(ctx);
   const { n, dtype, panels, seed } = ctx.params;
-  const a = randomHost(dtype, n * n, seed);
-  const b = randomHost(dtype, n * n, seed + 1);
+  const a = await randomHost(dtype, n * n, seed);
+  const b = await randomHost(dtype, n * n, seed + 1);
   const rowsPer = Math.ceil(n / panels);
   const tensors: Tensor[] = [];
   const bT = rt.tensor([n, n], dtype, b);
@@ -131,7 +149,7 @@ async function runGemm(ctx: JobContext<GemmParams>) {
     }
     const checkStart = Date.now() * 1000;
     ctx.span('read sampled rows', readStart, checkStart, { rows: sampled.size });
-    const check = checkRows(dtype, n, a, b, sampled);
+    const check = await checkRows(dtype, n, a, b, sampled);
     ctx.span('reference check (float64)', checkStart, Date.now() * 1000, { rows: check.rowsChecked });
     ctx.progress(1, 'checked');
     const devices = [...new Set(pieces.map((p) => p.device()).filter((d): d is string => d !== null))];

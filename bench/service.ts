@@ -1,0 +1,233 @@
+/**
+ * Service benchmarks with autocannon against a real `tandem serve` process on loopback:
+ *   submit   durable submissions per second (jobs queue behind long sleeps, full fsync durability)
+ *   latency  p50/p99 submit latency at a fixed 1,000 submissions per second
+ *   health   /healthz latency while a long gemm job computes on the CPU device
+ *   restart  10,000 queued jobs, kill -9, time until the restarted service answers; none lost
+ * Usage: node dist/bench/service.js [submit|latency|health|restart|all] [--seconds 10]
+ */
+import autocannon from 'autocannon';
+import Database from 'better-sqlite3';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
+
+const MAIN = join(process.cwd(), 'dist', 'src', 'cli', 'main.js');
+
+interface Server {
+  child: ChildProcess;
+  url: string;
+  key: string;
+  startedMs: number;
+}
+
+async function serve(dataDir: string, args: string[], env: Record<string, string> = {}): Promise<Server> {
+  const t0 = performance.now();
+  const child = spawn(
+    process.execPath,
+    [MAIN, 'serve', '--port', '0', '--data-dir', dataDir, '--json', ...args],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: {
+        ...process.env,
+        TANDEM_LOG: 'silent',
+        TANDEM_RATE_LIMIT: '1000000',
+        TANDEM_MAX_QUEUED: '10000000',
+        ...env,
+      },
+    },
+  );
+  const line = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', resolve);
+    child.once('exit', (c) => reject(new Error(`serve exited with ${c}`)));
+  });
+  const url = (JSON.parse(line) as { url: string }).url;
+  const key = readFileSync(join(dataDir, 'admin-key.txt'), 'utf8').trim();
+  return { child, url, key, startedMs: performance.now() - t0 };
+}
+
+async function stop(s: Server, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  if (s.child.exitCode !== null) return;
+  const exited = new Promise((r) => s.child.once('exit', r));
+  s.child.kill(signal);
+  await exited;
+}
+
+const SUBMIT_BODY = JSON.stringify({ type: 'sleep', params: { ms: 600_000 } });
+
+function submitLoad(s: Server, opts: Partial<autocannon.Options>): Promise<autocannon.Result> {
+  return autocannon({
+    url: `${s.url}/v1/jobs`,
+    method: 'POST',
+    headers: { authorization: `Bearer ${s.key}`, 'content-type': 'application/json' },
+    body: SUBMIT_BODY,
+    ...opts,
+  });
+}
+
+function summary(name: string, r: autocannon.Result): Record<string, number | string> {
+  return {
+    name,
+    requests: r.requests.total,
+    rps: Math.round(r.requests.average),
+    p50ms: r.latency.p50,
+    p99ms: r.latency.p99,
+    maxms: r.latency.max,
+    non2xx: r.non2xx,
+    errors: r.errors,
+  };
+}
+
+function countJobs(dataDir: string): number {
+  const db = new Database(join(dataDir, 'tandem.sqlite'), { readonly: true });
+  const n = (db.prepare('SELECT COUNT(*) AS n FROM jobs').get() as { n: number }).n;
+  db.close();
+  return n;
+}
+
+async function benchSubmit(
+  seconds: number,
+  connections: number,
+  durability: string,
+): Promise<Record<string, number | string>> {
+  const dir = mkdtempSync(join(tmpdir(), 'tandem-bench-'));
+  const s = await serve(dir, ['--backends', 'none', '--max-running', '2'], { TANDEM_DURABILITY: durability });
+  try {
+    await submitLoad(s, { connections, duration: 2 }); // warm-up (JIT, page cache)
+    const before = countJobs(dir);
+    const r = await submitLoad(s, { connections, duration: seconds });
+    const stored = countJobs(dir) - before;
+    return { ...summary(`submit (${connections} connections, durability ${durability})`, r), stored };
+  } finally {
+    await stop(s);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** p99 of the service's own request-duration histogram for POST /v1/jobs (bucket upper bound, ms). */
+async function serverSideP99(s: Server): Promise<number> {
+  const text = await (await fetch(`${s.url}/metrics`)).text();
+  const re =
+    /^tandem_http_request_duration_seconds_bucket\{le="([^"]+)",method="POST",route="\/v1\/jobs"\} (\d+)/gm;
+  const buckets = [...text.matchAll(re)].map((m) => ({ le: Number(m[1]), n: Number(m[2]) }));
+  const total = buckets.at(-1)?.n ?? 0;
+  return (buckets.find((b) => b.n >= 0.99 * total)?.le ?? NaN) * 1000;
+}
+
+async function benchLatency(seconds: number): Promise<Record<string, number | string>> {
+  const dir = mkdtempSync(join(tmpdir(), 'tandem-bench-'));
+  const s = await serve(dir, ['--backends', 'none', '--max-running', '2']);
+  try {
+    await submitLoad(s, { connections: 16, duration: 2, overallRate: 1000 });
+    const r = await submitLoad(s, { connections: 16, duration: seconds, overallRate: 1000 });
+    return { ...summary('submit at 1,000/s', r), serverP99msAtMost: await serverSideP99(s) };
+  } finally {
+    await stop(s);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function benchHealth(seconds: number, n: number): Promise<Record<string, number | string>> {
+  const dir = mkdtempSync(join(tmpdir(), 'tandem-bench-'));
+  const s = await serve(dir, ['--backends', 'cpu', '--no-calibrate'], { TANDEM_CPU_THREADS: '1' });
+  try {
+    const call = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+      const res = await fetch(`${s.url}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${s.key}`,
+          ...(body ? { 'content-type': 'application/json' } : {}),
+        },
+        ...(body ? { body: JSON.stringify(body) } : {}),
+      });
+      return (await res.json()) as T;
+    };
+    for (
+      let i = 0;
+      i < 200 && (await call<{ runtime: string }>('GET', '/healthz')).runtime === 'opening';
+      i++
+    )
+      await new Promise((r) => setTimeout(r, 100));
+    const job = await call<{ id: string }>('POST', '/v1/jobs', { type: 'gemm', params: { n, panels: 8 } });
+    const r = await autocannon({
+      url: `${s.url}/healthz`,
+      connections: 2,
+      duration: seconds,
+      overallRate: 200,
+    });
+    const after = await call<{ state: string; runSeconds: number | null; progress: number }>(
+      'GET',
+      `/v1/jobs/${job.id}`,
+    );
+    return { ...summary(`/healthz during gemm n=${n}`, r), job: after.state, jobProgress: after.progress };
+  } finally {
+    await stop(s);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function benchRestart(jobs: number): Promise<Record<string, number | string>> {
+  const dir = mkdtempSync(join(tmpdir(), 'tandem-bench-'));
+  let s = await serve(dir, ['--backends', 'none', '--max-running', '1']);
+  try {
+    await submitLoad(s, { connections: 16, amount: jobs });
+    const stored = countJobs(dir);
+    await stop(s, 'SIGKILL');
+    const t0 = performance.now();
+    s = await serve(dir, ['--backends', 'none', '--max-running', '1']);
+    const listening = performance.now() - t0;
+    const res = await fetch(`${s.url}/v1/jobs?limit=1`, { headers: { authorization: `Bearer ${s.key}` } });
+    const firstAnswer = performance.now() - t0;
+    const health = (await (await fetch(`${s.url}/healthz`)).json()) as { queued: number; running: number };
+    return {
+      name: `restart with ${jobs} queued`,
+      stored,
+      listeningMs: Math.round(listening),
+      firstApiAnswerMs: Math.round(firstAnswer),
+      status: res.status,
+      queuedAfter: health.queued,
+      runningAfter: health.running,
+      lost: stored - (health.queued + health.running),
+    };
+  } finally {
+    await stop(s);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: {
+      seconds: { type: 'string' },
+      n: { type: 'string' },
+      jobs: { type: 'string' },
+      connections: { type: 'string' },
+      durability: { type: 'string' },
+    },
+    allowPositionals: true,
+  });
+  const which = positionals[0] ?? 'all';
+  const seconds = Number(values.seconds ?? 10);
+  const results: Record<string, number | string>[] = [];
+  if (which === 'submit' || which === 'all')
+    results.push(await benchSubmit(seconds, Number(values.connections ?? 64), values.durability ?? 'full'));
+  if (which === 'latency' || which === 'all') results.push(await benchLatency(seconds));
+  if (which === 'health' || which === 'all')
+    results.push(await benchHealth(seconds, Number(values.n ?? 2048)));
+  if (which === 'restart' || which === 'all') results.push(await benchRestart(Number(values.jobs ?? 10_000)));
+  for (const r of results) process.stdout.write(`${JSON.stringify(r)}\n`);
+  return 0;
+}
+
+if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href)
+  main(process.argv.slice(2)).then(
+    (code) => (process.exitCode = code),
+    (e: unknown) => {
+      console.error(e);
+      process.exitCode = 1;
+    },
+  );
