@@ -34,23 +34,24 @@ function residual(l: Float64Array, n: number, a: (i: number, j: number) => numbe
   return worst;
 }
 
-test('tiled Cholesky on the CPU matches A = L·Lᵀ (f64 and f32)', async () => {
-  const rt = await runtime({ backends: ['cpu'], scheduler: 'dmdas' });
-  try {
-    for (const dtype of ['f64', 'f32'] as const) {
-      const n = 96;
-      const value = spdValue(n, 3);
-      const a = tileMatrix(rt, n, 24, dtype, value, true);
-      const run = submitCholesky(rt, a);
-      await run.wait();
-      const l = await readTiles(rt, a, true);
-      const r = residual(l, n, value);
-      assert.ok(r < (dtype === 'f64' ? 1e-12 : 1e-5), `${dtype} residual ${r}`);
+for (const scheduler of ['dmdas', 'ws'])
+  test(`tiled Cholesky on the CPU matches A = L·Lᵀ (f64 and f32, ${scheduler})`, async () => {
+    const rt = await runtime({ backends: ['cpu'], scheduler });
+    try {
+      for (const dtype of ['f64', 'f32'] as const) {
+        const n = 96;
+        const value = spdValue(n, 3);
+        const a = tileMatrix(rt, n, 24, dtype, value, true);
+        const run = submitCholesky(rt, a);
+        await run.wait();
+        const l = await readTiles(rt, a, true);
+        const r = residual(l, n, value);
+        assert.ok(r < (dtype === 'f64' ? 1e-12 : 1e-5), `${dtype} residual ${r}`);
+      }
+    } finally {
+      await rt.close();
     }
-  } finally {
-    await rt.close();
-  }
-});
+  });
 
 test('a non positive definite tile fails potrf and its successors with the cause', async () => {
   const rt = await runtime({ backends: ['cpu'] });

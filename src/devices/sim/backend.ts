@@ -43,8 +43,24 @@ export interface SimBackendOptions {
   readonly devices: readonly SimDeviceSpec[];
   /** Run the kernels (default true). */
   readonly compute?: boolean;
-  /** Host <-> sim copy figures reported as the copy's duration is not simulated: copies are memcpy. */
+  /** Copies complete on a later turn of the event loop instead of at once. */
   readonly asyncCopies?: boolean;
+  /**
+   * Emulation instead of simulation: tasks and copies complete at the wall-clock time their model
+   * says (without blocking the thread), so these devices can run beside real ones (the mixed-graph
+   * bench on a machine without a GPU). Copies cost latency + bytes / bandwidth, one at a time per link.
+   */
+  readonly paced?: { readonly bandwidth: number; readonly latencyUs: number };
+}
+
+const nowUs = (): number => performance.now() * 1000;
+
+/** Runs `fn` once the clock reaches `dueUs`: a timer for the bulk, event-loop turns for the rest. */
+function at(dueUs: number, fn: () => void): void {
+  const left = dueUs - nowUs();
+  if (left > 1500) setTimeout(() => at(dueUs, fn), (left - 1000) / 1000);
+  else if (left > 0) setImmediate(() => at(dueUs, fn));
+  else setImmediate(fn);
 }
 
 interface SimBuffer extends DeviceBuffer {
@@ -108,6 +124,7 @@ class SimQueue implements ExecQueue {
     private readonly spec: SimDeviceSpec,
     private readonly compute: boolean,
     private readonly isDown: () => string | null,
+    private readonly paced: boolean,
   ) {}
 
   durationUs(req: LaunchRequest): number {
@@ -120,7 +137,13 @@ class SimQueue implements ExecQueue {
   launch(req: LaunchRequest, done: (err: Error | null, timing?: LaunchTiming) => void): void {
     const after = [...req.after];
     const us = this.durationUs(req);
-    setImmediate(() => {
+    const begin = Math.max(this.clock, nowUs());
+    if (this.paced) this.clock = begin + us;
+    const schedule = (fn: () => void): void => {
+      if (this.paced) at(begin + us, fn);
+      else setImmediate(fn);
+    };
+    schedule(() => {
       const down = this.isDown();
       let err: Error | null = null;
       if (down) err = new TandemError('TANDEM_ERR_DEVICE_FAULT', `${this.id}: ${down}`);
@@ -139,8 +162,8 @@ class SimQueue implements ExecQueue {
         }
       }
       if (err) this.failed.add(req.taskId);
-      const now = performance.now() * 1000;
-      const start = Math.max(this.clock, now);
+      if (this.paced) return done(err, { startUs: begin, endUs: begin + us });
+      const start = Math.max(this.clock, nowUs());
       this.clock = start + us;
       done(err, { startUs: start, endUs: start + us });
     });
@@ -158,10 +181,11 @@ class SimDevice implements Device {
     readonly node: SimNode,
     spec: SimDeviceSpec,
     compute: boolean,
+    paced: boolean,
   ) {
     this.queues = Array.from(
       { length: spec.queues ?? 1 },
-      (_, i) => new SimQueue(`${info.id}.q${i}`, spec, compute, () => this.down),
+      (_, i) => new SimQueue(`${info.id}.q${i}`, spec, compute, () => this.down, paced),
     );
   }
 
@@ -185,7 +209,13 @@ class SimDevice implements Device {
   }
 }
 
-function copyRoute(from: 'host' | 'sim', to: 'host' | 'sim', async: boolean): CopyRoute {
+function copyRoute(
+  from: 'host' | 'sim',
+  to: 'host' | 'sim',
+  async: boolean,
+  paced?: SimBackendOptions['paced'],
+): CopyRoute {
+  let linkFree = 0;
   return {
     from,
     to,
@@ -199,7 +229,11 @@ function copyRoute(from: 'host' | 'sim', to: 'host' | 'sim', async: boolean): Co
           done(e as Error);
         }
       };
-      if (async) setImmediate(run);
+      if (paced) {
+        const start = Math.max(linkFree, nowUs());
+        linkFree = start + paced.latencyUs + (bytes / paced.bandwidth) * 1e6;
+        at(linkFree, run);
+      } else if (async) setImmediate(run);
       else run();
     },
   };
@@ -225,14 +259,19 @@ export function simBackend(opts: SimBackendOptions): Backend & { readonly device
             : {},
           details: { type: spec.type ?? 'gpu', simulated: true },
         };
-        devices.push(new SimDevice(info, node, spec, compute));
+        devices.push(new SimDevice(info, node, spec, compute, !!opts.paced));
       }
       const a = opts.asyncCopies ?? false;
+      const p = opts.paced;
       return Promise.resolve({
         kind: 'sim',
         available: true,
         devices,
-        copies: [copyRoute('host', 'sim', a), copyRoute('sim', 'host', a), copyRoute('sim', 'sim', a)],
+        copies: [
+          copyRoute('host', 'sim', a, p),
+          copyRoute('sim', 'host', a, p),
+          copyRoute('sim', 'sim', a, p),
+        ],
       });
     },
   };

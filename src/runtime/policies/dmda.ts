@@ -40,8 +40,13 @@ export interface DmdaOptions {
   readonly sorted: boolean;
   /** Weight of the transfer term (StarPU's beta; 1 = as predicted). */
   readonly beta?: number;
-  /** Launches a worker may hold beyond the policy queue (1 running + 1 staged hides launch latency). */
+  /**
+   * A worker takes more work while it holds fewer than `lookahead` launches (1 running + 1 staged
+   * hides launch latency) or less than `lookaheadUs` of expected work (tiny tasks need a deeper
+   * queue to amortize messaging). Beyond that, tasks wait in the policy, where priorities still act.
+   */
   readonly lookahead?: number;
+  readonly lookaheadUs?: number;
   /**
    * Record the per-candidate expectations on each task (shown in traces): 'observed' (default) only
    * while an observer listens, as formatting costs more than the decision itself.
@@ -62,6 +67,9 @@ export class DmdaPolicy implements SchedulerPolicy {
   private count = 0;
   private readonly beta: number;
   private readonly lookahead: number;
+  private readonly lookaheadUs: number;
+  /** Expected work (µs) already handed to each worker's device queue. */
+  private inflightUs: number[] = [];
   private readonly explain: boolean | 'observed';
   /** Scratch per candidate (no allocation per decision). */
   private run = new Float64Array(8);
@@ -71,6 +79,7 @@ export class DmdaPolicy implements SchedulerPolicy {
     this.name = opts.sorted ? 'dmdas' : 'dmda';
     this.beta = opts.beta ?? 1;
     this.lookahead = opts.lookahead ?? 2;
+    this.lookaheadUs = opts.lookaheadUs ?? 1000;
     this.explain = opts.explain ?? 'observed';
   }
 
@@ -81,6 +90,7 @@ export class DmdaPolicy implements SchedulerPolicy {
     );
     this.expEnd = ctx.workers.map(() => 0);
     this.remaining = ctx.workers.map(() => 0);
+    this.inflightUs = ctx.workers.map(() => 0);
   }
 
   push(task: SchedTask): void {
@@ -146,9 +156,13 @@ export class DmdaPolicy implements SchedulerPolicy {
   }
 
   pop(worker: WorkerSlot): SchedTask | undefined {
-    if (worker.inflight >= this.lookahead) return undefined;
-    const t = this.queues[worker.index]?.pop();
-    if (t) this.count--;
+    const i = worker.index;
+    if (worker.inflight >= this.lookahead && this.inflightUs[i]! >= this.lookaheadUs) return undefined;
+    const t = this.queues[i]?.pop();
+    if (t) {
+      this.count--;
+      this.inflightUs[i]! += this.placed.get(t) ?? 0;
+    }
     return t;
   }
 
@@ -161,6 +175,7 @@ export class DmdaPolicy implements SchedulerPolicy {
     if (added === undefined) return;
     this.placed.delete(task);
     const i = worker.index;
+    this.inflightUs[i] = Math.max(0, this.inflightUs[i]! - added);
     const rem = Math.max(0, this.remaining[i]! - added);
     this.remaining[i] = rem;
     // Re-anchor on the clock: what is left is the predicted length of the unfinished work.
