@@ -116,3 +116,16 @@ export async function main(argv: string[]): Promise<number> {
   });
   return 0;
 }
+
+// `node dist/bench/sched.js ...` runs it directly (the lead's H200 run); `tandem bench sched` imports main.
+if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (e: unknown) => {
+      process.stderr.write(`${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}
