@@ -112,7 +112,7 @@ export interface Device {
   readonly queues: readonly ExecQueue[];
   readonly caps: DeviceCaps;
   /** Optional finer check than "has an implementation of op" (e.g. WebGPU has no f64). */
-  supports?(op: string, args: readonly TensorDesc[], scalars: Scalars): boolean;
+  supports?(op: string, args: readonly TensorDesc[], scalars: Scalars, impl?: unknown): boolean;
   /**
    * Optional: `listener` runs when the device lost all its memory (a fault reset the GPU context),
    * before the tasks in flight are failed; the runtime drops replicas on `node` (coherence.dropNode).
@@ -130,6 +130,8 @@ export interface BackendContext {
   readonly calibrate: boolean;
   readonly options: Readonly<Record<string, unknown>>;
   readonly log: (msg: string) => void;
+  /** This runtime's implementation of `op` for the backend's kind (for calibration runs). */
+  readonly kernelImpl?: (op: string) => unknown;
 }
 
 export interface BackendStatus {

@@ -68,6 +68,8 @@ export class MemoryManager {
     try {
       buf = node.alloc(bytes);
     } catch (first) {
+      // A backend's own refusal (over an adapter limit, device lost) is not an out-of-memory case.
+      if (first instanceof TandemError && first.code !== 'TANDEM_ERR_OUT_OF_MEMORY') throw first;
       // The device itself is out: drop cached blocks and clean replicas, then try once more.
       node.trim?.();
       if (this.evictor) this.evictor.evict(node, bytes);

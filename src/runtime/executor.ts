@@ -15,6 +15,7 @@ import { NO_TASKS, type Task } from './task.js';
 import type { TaskModels } from './task-models.js';
 
 const NO_ARGS: LaunchArg[] = [];
+const MAX_FORWARDED_INFLIGHT = 8192;
 const NO_IDS: number[] = [];
 const ignore = (): void => undefined;
 
@@ -24,6 +25,8 @@ export class Executor {
   private pumping = false;
   private pumpAgain = false;
   private readonly oneId = [0];
+  private forwardWork: Task[] = [];
+  private forwarding = false;
   tasksCompleted = 0;
   tasksFailed = 0;
 
@@ -83,7 +86,7 @@ export class Executor {
       return;
     }
     if (task.pending === 0) this.makeReady(task);
-    else this.maybeForward(task);
+    else this.offerForward(task);
   }
 
   private mergeForward(task: Task, w: WorkerSlot): void {
@@ -105,7 +108,9 @@ export class Executor {
       task.forwardMixed ||
       !w ||
       task.hostFn ||
-      !task.eligible.includes(w.index)
+      !task.eligible.includes(w.index) ||
+      // Bound what runs ahead in one queue; past this, followers wait for completions as usual.
+      w.inflight >= MAX_FORWARDED_INFLIGHT
     )
       return;
     // All unfinished predecessors must be in w, and w must be free for a follower of each.
@@ -254,7 +259,23 @@ export class Executor {
       if (s.state !== 'waiting') continue;
       s.undispatched--;
       this.mergeForward(s, w);
-      this.maybeForward(s);
+      this.offerForward(s);
+    }
+  }
+
+  /**
+   * Forwarding runs from a work list, not by recursion: launching a follower may release its own
+   * follower, and a chain of 100,000 tasks must not become 100,000 stack frames.
+   */
+  private offerForward(task: Task): void {
+    this.forwardWork.push(task);
+    if (this.forwarding) return;
+    this.forwarding = true;
+    try {
+      for (let i = 0; i < this.forwardWork.length; i++) this.maybeForward(this.forwardWork[i]!);
+    } finally {
+      this.forwardWork = [];
+      this.forwarding = false;
     }
   }
 

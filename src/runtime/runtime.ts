@@ -123,7 +123,10 @@ export class Runtime {
       }
       let status: BackendStatus;
       try {
-        status = await backend.open(ctxBase);
+        // Calibration runs the backend's own kernels from this runtime's table.
+        const kernelImpl = (op: string): unknown =>
+          this.kernels.has(op) ? this.kernels.get(op).impls.get(backend.kind) : undefined;
+        status = await backend.open({ ...ctxBase, kernelImpl });
       } catch (e) {
         status = {
           kind: backend.kind,
@@ -239,7 +242,8 @@ export class Runtime {
       const info = w.device.info;
       if (!impls.has(info.kind)) continue;
       if (task.constraint && task.constraint !== info.kind && task.constraint !== info.id) continue;
-      if (w.device.supports && !w.device.supports(task.op, descs, task.scalars)) continue;
+      if (w.device.supports && !w.device.supports(task.op, descs, task.scalars, impls.get(info.kind)))
+        continue;
       out.push(w.index);
     }
     if (!anySupports) this.eligibleCache.set(key, out);

@@ -150,3 +150,23 @@ test('a long dependency chain completes in order (chain forwarding)', async () =
     await rt.close();
   }
 });
+
+test('a long chain released all at once is forwarded without deep recursion', async () => {
+  const rt = await cpuRuntime();
+  try {
+    const n = 256;
+    const a = rt.tensor([n, n], 'f32', randomValues(n * n, 3));
+    const c = rt.tensor([n, n], 'f32');
+    rt.submit({ kernel: 'gemm', args: { a, b: a, c } });
+    // The host read waits for the gemm; 20,000 followers pile up behind it and are released at once.
+    const first = rt.read(c);
+    for (let i = 0; i < 20_000; i++)
+      rt.submit({ kernel: 'scale', args: { x: c }, scalars: { alpha: i % 2 === 0 ? 2 : 0.5 } });
+    const before = await first;
+    const after = await rt.read(c);
+    assert.equal(rt.stats.tasksFailed, 0);
+    assert.deepEqual(Array.from(after.slice(0, 8)), Array.from(before.slice(0, 8)));
+  } finally {
+    await rt.close();
+  }
+});
