@@ -18,6 +18,8 @@ import { openQueue } from '../service/queue/open.js';
 import { PgJobStore } from '../service/store/pg-store.js';
 import { LocalAutoscaler } from '../service/autoscale/local.js';
 import { DEFAULT_POLICY, ScaleSignal } from '../service/autoscale/signal.js';
+import { loadServiceConfig } from '../service/config.js';
+import { buildControlPlane, parseApiKeys } from '../service/queue/control-plane.js';
 import { intOption, parse } from './output.js';
 
 const HELP = `tandem agent --queue redis://127.0.0.1:6379 [--pg postgres://...] [--name NAME]
@@ -196,5 +198,72 @@ export async function autoscaleCommand(argv: string[]): Promise<number> {
   });
   await scaler.stop();
   await queue.close();
+  return 0;
+}
+
+/**
+ * `tandem serve --queue redis://... --pg postgres://...`: the scaled-out control plane (`serve` hands
+ * over here when --queue is given). API keys come from TANDEM_API_KEYS ("tenant=key,...").
+ */
+export async function controlPlaneCommand(argv: string[]): Promise<number> {
+  const { values } = parse(argv, {
+    queue: { type: 'string' },
+    pg: { type: 'string' },
+    host: { type: 'string' },
+    port: { type: 'string' },
+    prefix: { type: 'string' },
+    'reconcile-ms': { type: 'string' },
+  });
+  const queueUrl = values['queue'];
+  const pgUrl = values['pg'];
+  if (typeof queueUrl !== 'string' || !/^rediss?:/.test(queueUrl) || typeof pgUrl !== 'string')
+    throw new TandemError(
+      'TANDEM_ERR_INVALID_ARGUMENT',
+      'scaled-out serve needs --queue redis://... and --pg postgres://...',
+    );
+  const keysText = process.env['TANDEM_API_KEYS'];
+  if (!keysText)
+    throw new TandemError(
+      'TANDEM_ERR_CONFIG',
+      'TANDEM_API_KEYS ("tenant=key,...") is required in scaled-out mode',
+    );
+  const config = loadServiceConfig(process.env, {
+    ...(typeof values['host'] === 'string' ? { host: values['host'] } : {}),
+    ...(values['port'] !== undefined ? { port: intOption(values['port'], 'port', 8080, 0, 65535) } : {}),
+  });
+  const prefix = typeof values['prefix'] === 'string' ? values['prefix'] : 'tandem';
+  const queue = await BullQueue.open({ url: queueUrl, prefix });
+  const store = await PgJobStore.open(pgUrl);
+  const registry = new JobTypeRegistry();
+  await registerBuiltinJobTypes(registry);
+  const cp = await buildControlPlane({
+    store,
+    queue,
+    registry,
+    prefix,
+    rules: config.hardwareRules,
+    keys: parseApiKeys(keysText),
+    reconcileMs: intOption(values['reconcile-ms'], 'reconcile-ms', 30_000, 100, 3_600_000),
+    bodyLimitBytes: config.bodyLimitBytes,
+  });
+  const url = await cp.app.listen({ host: config.host, port: config.port });
+  const line = {
+    url,
+    mode: 'scaled-out',
+    queue: queueUrl.replace(/:[^:@/]*@/, ':***@'),
+    store: 'postgresql',
+  };
+  process.stdout.write(
+    values['json']
+      ? `${JSON.stringify(line)}\n`
+      : `tandem control plane on ${url} (queue ${line.queue}, PostgreSQL store)\n`,
+  );
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', () => resolve());
+    process.once('SIGINT', () => resolve());
+  });
+  await cp.close();
+  await queue.close();
+  await store.close();
   return 0;
 }

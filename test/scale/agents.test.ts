@@ -4,59 +4,21 @@
  * a job no agent can fit held with a reason, and unreachable servers named in the error.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { isTandemError } from '../../src/core/errors.js';
 import { RedisAgentRegistry } from '../../src/agent/heartbeat.js';
 import { BullQueue } from '../../src/service/queue/bullmq-queue.js';
 import { placeJobs } from '../../src/service/queue/placement.js';
 import { PgJobStore } from '../../src/service/store/pg-store.js';
-import { freePort, startPostgres, startRedis, type Server } from './harness.js';
+import { freePort, spawnAgent, startPostgres, startRedis, type Server } from './harness.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const MAIN = join(process.cwd(), 'dist', 'src', 'cli', 'main.js');
 
 const r = await startRedis();
 const p = r.ok ? await startPostgres() : r;
 const skip = !r.ok ? r.reason : !p.ok ? p.reason : false;
 if (skip) console.log(`# skip agent tests: ${skip}`);
-
-export function spawnAgent(
-  redisUrl: string,
-  pgUrl: string,
-  name: string,
-  prefix: string,
-  extra: string[] = [],
-): Promise<ChildProcess> {
-  const child = spawn(
-    process.execPath,
-    [
-      MAIN,
-      'agent',
-      '--queue',
-      redisUrl,
-      '--pg',
-      pgUrl,
-      '--name',
-      name,
-      '--backends',
-      'none',
-      '--prefix',
-      prefix,
-      ...extra,
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (b: Buffer) => {
-      out += b.toString();
-      if (out.includes('ready')) resolve(child);
-    });
-    child.once('exit', (code) => reject(new Error(`agent ${name} exited ${code}: ${out}`)));
-  });
-}
 
 describe('agents on Redis + PostgreSQL', { skip }, () => {
   let redis: Server;

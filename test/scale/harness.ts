@@ -45,10 +45,10 @@ function stopChild(p: ChildProcess): Promise<void> {
   });
 }
 
-export async function startRedis(): Promise<Started> {
+export async function startRedis(fixedPort?: number): Promise<Started> {
   const bin = which('redis-server');
   if (!bin) return { ok: false, reason: 'redis-server is not installed (apt-get install redis-server)' };
-  const port = await freePort();
+  const port = fixedPort ?? (await freePort());
   const p = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
     stdio: 'ignore',
   });
@@ -103,4 +103,43 @@ export async function startPostgres(): Promise<Started> {
       },
     },
   };
+}
+
+const MAIN = join(process.cwd(), 'dist', 'src', 'cli', 'main.js');
+
+/** Starts `tandem agent` (no devices: sleep-type jobs only) and resolves once it says it is ready. */
+export function spawnAgent(
+  redisUrl: string,
+  pgUrl: string,
+  name: string,
+  prefix: string,
+  extra: string[] = [],
+): Promise<ChildProcess> {
+  const child = spawn(
+    process.execPath,
+    [
+      MAIN,
+      'agent',
+      '--queue',
+      redisUrl,
+      '--pg',
+      pgUrl,
+      '--name',
+      name,
+      '--backends',
+      'none',
+      '--prefix',
+      prefix,
+      ...extra,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (b: Buffer) => {
+      out += b.toString();
+      if (out.includes('ready')) resolve(child);
+    });
+    child.once('exit', (code) => reject(new Error(`agent ${name} exited ${code}: ${out}`)));
+  });
 }
