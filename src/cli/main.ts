@@ -44,6 +44,7 @@ const COMMANDS: Record<string, Command> = {
   trace: lazy('./service-commands.js', 'traceCommand'),
   keys: lazy('./service-commands.js', 'keysCommand'),
   agent: lazy('./agent-commands.js', 'agentCommand'),
+  autoscale: lazy('./agent-commands.js', 'autoscaleCommand'),
 };
 
 const HELP = `tandem — CPUs, CUDA GPUs and WebGPU devices working in tandem
@@ -53,6 +54,8 @@ const HELP = `tandem — CPUs, CUDA GPUs and WebGPU devices working in tandem
   tandem bench overhead | gemm --device cpu --n 2048 | sched
   tandem serve [--port 8080] [--data-dir .tandem/data]
   tandem submit <type> [--param k=v ...] [--wait]    tandem jobs | status <id> | cancel <id> | trace <id> -o f.json
+  tandem serve --queue redis://... --pg postgres://...   tandem agent --queue redis://... [--pg ...]
+  tandem autoscale --queue redis://... --min 0 --max 4
 
 Every command takes --json.`;
 

@@ -44,6 +44,8 @@ const secs = (v: number | null | undefined): string =>
   v === null || v === undefined ? '-' : `${v.toFixed(2)}s`;
 
 export const serveCommand: Command = async (argv) => {
+  // Scaled-out mode (issue 8): with --queue the control plane runs over Redis + PostgreSQL instead.
+  if (argv.includes('--queue')) return (await import('./agent-commands.js')).controlPlaneCommand(argv);
   const { values } = parse(argv, {
     port: { type: 'string' },
     host: { type: 'string' },
