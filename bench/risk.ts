@@ -98,7 +98,7 @@ console.log(
 const v = await portfolioVar(rt, {
   portfolio: EXAMPLE_PORTFOLIO,
   scenarios: gpu ? 1_000_000 : 100_000,
-  device: device === 'webgpu' ? 'cpu' : device,
+  device,
 });
 console.log(
   `VaR 99% of the example portfolio: ${v.valueAtRisk.toFixed(2)} (ES ${v.expectedShortfall.toFixed(2)}), ${v.scenarios} scenarios, ${v.scenariosPerSecond.toExponential(3)} scenarios/s`,
