@@ -93,7 +93,7 @@ for (let k = 0; k < runs; k++) {
 lat.sort((a, b) => a - b);
 const q = (p: number): number => lat[Math.min(lat.length - 1, Math.ceil(p * lat.length) - 1)]!;
 console.log(
-  `1e6-path price end to end over ${runs} runs: p50 ${q(0.5).toFixed(3)} ms, p99 ${q(0.99).toFixed(3)} ms`,
+  `${p99Paths}-path price end to end over ${runs} runs: p50 ${q(0.5).toFixed(3)} ms, p99 ${q(0.99).toFixed(3)} ms`,
 );
 const v = await portfolioVar(rt, {
   portfolio: EXAMPLE_PORTFOLIO,
