@@ -31,7 +31,7 @@ export interface GemmParams {
 
 /** Lets the event loop answer requests between slices of host-side work (health stays fast). */
 const yieldToLoop = (): Promise<void> => new Promise((r) => setImmediate(r));
-const SLICE = 1 << 18;
+const SLICE = 1 << 16;
 
 async function randomHost(dtype: DType, count: number, seed: number): Promise<HostArray> {
   const out = hostView(dtype, new ArrayBuffer(count * bytesPerElement(dtype)), 0, count);
@@ -51,7 +51,9 @@ async function randomHost(dtype: DType, count: number, seed: number): Promise<Ho
   return out;
 }
 
-async function toNumbersSliced(dtype: DType, data: HostArray): Promise<Float64Array> {
+/** f32/f64 are read as they are; 16-bit types are widened slice by slice. */
+async function readable(dtype: DType, data: HostArray): Promise<ArrayLike<number>> {
+  if (data instanceof Float32Array || data instanceof Float64Array) return data;
   const out = new Float64Array(data.length);
   for (let base = 0; base < data.length; base += SLICE) {
     out.set(toNumbers(dtype, data.subarray(base, Math.min(data.length, base + SLICE))), base);
@@ -68,15 +70,21 @@ export async function checkRows(
   b: HostArray,
   rows: Map<number, Float64Array>,
 ) {
-  const B = await toNumbersSliced(dtype, b);
+  const B = await readable(dtype, b);
   const ref = new Float64Array(n);
   let maxRel = 0;
+  // Yield every few k-steps: one row of the reference is n² multiply-adds.
+  const qStep = Math.max(1, Math.floor(SLICE / n));
   for (const [i, got] of rows) {
     const Ai = toNumbers(dtype, a.subarray(i * n, (i + 1) * n));
     ref.fill(0);
-    for (let q = 0; q < n; q++) {
-      const aiq = Ai[q]!;
-      for (let j = 0; j < n; j++) ref[j] += aiq * B[q * n + j]!;
+    for (let q0 = 0; q0 < n; q0 += qStep) {
+      for (let q = q0; q < Math.min(n, q0 + qStep); q++) {
+        const aiq = Ai[q]!;
+        const off = q * n;
+        for (let j = 0; j < n; j++) ref[j] += aiq * B[off + j]!;
+      }
+      await yieldToLoop();
     }
     let scale = 1e-30;
     for (let j = 0; j < n; j++) scale = Math.max(scale, Math.abs(ref[j]!));
@@ -84,7 +92,6 @@ export async function checkRows(
       const err = Math.abs(got[j]! - ref[j]!) / scale;
       maxRel = Number.isNaN(err) ? Infinity : Math.max(maxRel, err);
     }
-    await yieldToLoop();
   }
   const accEps = dtype === 'f64' ? epsilon('f64') : epsilon('f32');
   // Output rounding plus ~sqrt(k) ulps of accumulation; tf32 tensor cores get the wider tf32 epsilon.

@@ -1,10 +1,66 @@
 /**
- * Workload job types (md, option, var) wrap the library functions of src/workloads. They are looked up
- * at start so that the service builds and runs while a workload is still being written; a missing one
- * is simply not offered.
+ * Workload job types (md, option, var) wrap src/workloads' WORKLOAD_JOB_TYPES: their own validators
+ * check the parameters (TANDEM_ERR_INVALID_ARGUMENT naming the field) and their runners return JSON.
+ * The module is imported when the service starts, so a build without it still serves the other types.
  */
-import type { AnyJobType } from '../job-type.js';
+import { TandemError } from '../../../core/errors.js';
+import type { Runtime } from '../../../runtime/runtime.js';
+import type { WorkloadJobType } from '../../../workloads/index.js';
+import { defineJobType, type AnyJobType, type JobContext } from '../job-type.js';
+import { requireRuntime } from './task-helpers.js';
+
+type Params = Readonly<Record<string, unknown>>;
+
+/** Job classes for the operator's hardware rules: Monte Carlo risk is latency-bound, MD is throughput. */
+const JOB_CLASS: Record<WorkloadJobType['name'], string> = {
+  md: 'throughput',
+  option: 'latency',
+  var: 'latency',
+};
+const KINDS = new Set(['cpu', 'cuda', 'webgpu']);
+
+function wrap(w: WorkloadJobType): AnyJobType {
+  return defineJobType<Params>({
+    name: w.name,
+    description: w.summary,
+    // The workload's validator is the authority; the schema only bounds the shape.
+    paramsSchema: { type: 'object', maxProperties: 32 },
+    parse(raw) {
+      w.validate(raw);
+      return raw;
+    },
+    // Their footprints are small next to device memory (MD: ~100 B/atom; risk: streamed in tasks).
+    memoryBytes: (p) =>
+      w.name === 'md' ? 128 * Number(p['atoms'] ?? 4 * Number(p['cells'] ?? 10) ** 3) : 64 << 20,
+    jobClass: () => JOB_CLASS[w.name],
+    requestedDevice: (p) =>
+      typeof p['device'] === 'string' && p['device'] !== 'auto' ? p['device'] : undefined,
+    async run(ctx: JobContext<Params>) {
+      // The workloads run on the full Runtime (the service always holds one when a device is open).
+      const rt = requireRuntime(ctx) as unknown as Runtime;
+      const device =
+        ctx.params['device'] ??
+        (ctx.placement.device && KINDS.has(ctx.placement.device) ? ctx.placement.device : undefined);
+      const params = device === undefined ? ctx.params : { ...ctx.params, device };
+      const steps = Number(ctx.params['steps'] ?? 0);
+      const result = await w.run(rt, params, (row) => {
+        const step = Number(row['Step'] ?? row['step'] ?? NaN);
+        if (steps > 0 && Number.isFinite(step)) ctx.progress(step / steps, `step ${step}/${steps}`);
+      });
+      // No cancellation point inside a workload run: a cancel takes effect when it returns.
+      if (ctx.signal.aborted) throw new TandemError('TANDEM_ERR_CANCELLED', 'cancelled while running');
+      return result;
+    },
+  });
+}
 
 export async function loadWorkloadJobTypes(): Promise<AnyJobType[]> {
-  return [];
+  try {
+    const mod = await import('../../../workloads/index.js');
+    return Object.values(mod.WORKLOAD_JOB_TYPES).map(wrap);
+  } catch (e) {
+    // Only a missing module is tolerated (a partial build); anything else is a real error.
+    if ((e as { code?: string }).code === 'ERR_MODULE_NOT_FOUND') return [];
+    throw e;
+  }
 }

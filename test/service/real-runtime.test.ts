@@ -1,0 +1,63 @@
+/**
+ * Job types against the real Runtime on the CPU device: gemm (checked against float64), a Monte Carlo
+ * option price and an MD run from src/workloads, plus a workload's own parameter validation at submit.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { loadServiceConfig } from '../../src/service/config.js';
+import { openRuntime } from '../../src/service/server.js';
+import { tempDir, testService, waitForJob } from './helpers.js';
+
+void test('gemm, option and md jobs on the real CPU runtime', { timeout: 120_000 }, async (t) => {
+  const dir = tempDir();
+  const cfg = loadServiceConfig(
+    {},
+    {
+      dataDir: dir,
+      runtime: {
+        enabled: true,
+        backends: ['cpu'],
+        cpuThreads: 1,
+        calibrate: false,
+        cacheDir: join(dir, 'cache'),
+      },
+    },
+  );
+  const { rt, reason } = await openRuntime(cfg);
+  if (!rt || rt.devices.length === 0) {
+    await rt?.close();
+    t.skip(`no CPU device: ${reason}`);
+    return;
+  }
+  const s = await testService({}, rt, dir);
+  try {
+    const submit = async (payload: object) =>
+      s.svc.app.inject({ method: 'POST', url: '/v1/jobs', headers: s.auth(), payload });
+    const bad = await submit({ type: 'md', params: { density: -1 } });
+    assert.equal(bad.statusCode, 400);
+    assert.match(bad.body, /md\.density/);
+    const jobs = await Promise.all([
+      submit({ type: 'gemm', params: { n: 96, panels: 2, dtype: 'f64' } }),
+      submit({ type: 'option', params: { paths: 50_000 } }),
+      submit({ type: 'md', params: { preset: 'lj-small', steps: 20, thermoEvery: 10 } }),
+    ]);
+    for (const res of jobs) {
+      assert.equal(res.statusCode, 202, res.body);
+      const done = await waitForJob(s, (res.json() as { id: string }).id, s.admin, 100_000);
+      assert.equal(done.state, 'succeeded', `${done['type'] as string}: ${JSON.stringify(done.error)}`);
+    }
+    const option = (
+      await s.svc.app.inject({
+        url: `/v1/jobs/${(jobs[1]!.json() as { id: string }).id}/result`,
+        headers: s.auth(),
+      })
+    ).json() as {
+      result: { price: number; analytic: number; stdError: number };
+    };
+    assert.ok(Math.abs(option.result.price - option.result.analytic) < 5 * option.result.stdError + 1e-9);
+  } finally {
+    await s.close();
+    await rt.close();
+  }
+});
