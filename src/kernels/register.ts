@@ -53,6 +53,9 @@ import { trsmDef } from './trsm/def.js';
 import { trsmCpu } from './trsm/cpu.js';
 import { syrkDef } from './syrk/def.js';
 import { syrkCpu } from './syrk/cpu.js';
+import { potrfCuda } from './potrf/cuda.js';
+import { trsmCuda } from './trsm/cuda.js';
+import { syrkCuda } from './syrk/cuda.js';
 
 // Workload ops (issue 7: MD and Monte Carlo risk): src/kernels/workloads-table.ts
 import { WORKLOAD_KERNEL_DEFS, WORKLOAD_KERNEL_IMPLS } from './workloads-table.js';
@@ -108,6 +111,9 @@ export const KERNEL_IMPLS: KernelImplEntry[] = [
   { op: 'copy', backend: 'cuda', impl: copyCuda },
   { op: 'cast', backend: 'cuda', impl: castCuda },
   { op: 'noop', backend: 'cuda', impl: noopCuda },
+  { op: 'potrf', backend: 'cuda', impl: potrfCuda },
+  { op: 'trsm', backend: 'cuda', impl: trsmCuda },
+  { op: 'syrk', backend: 'cuda', impl: syrkCuda },
   ...WORKLOAD_KERNEL_IMPLS,
 ];
 

@@ -26,6 +26,7 @@ import {
   type LoadedLibrary,
 } from './ffi/loader.js';
 import { CublasLt } from './ffi/cublaslt.js';
+import { CUSOLVER_SONAMES, Cusolver } from './ffi/cusolver.js';
 import { Nvrtc } from './ffi/nvrtc.js';
 import { ProgramCache } from './program-cache.js';
 
@@ -73,6 +74,7 @@ async function openDevice(
   lt: LoadedLibrary | null,
   ctx: BackendContext,
   opts: CudaBackendOptions,
+  cusolver: Cusolver | null,
 ): Promise<CudaDevice> {
   const dev = driver.out1('cuDeviceGet', (o) => driver.api.cuDeviceGet(o, ordinal));
   const name = deviceName(driver, dev);
@@ -82,6 +84,7 @@ async function openDevice(
   const minor = deviceAttribute(driver, ATTR.ccMinor, dev);
   const arch = `sm_${major}${minor}`;
   const context = new CudaContext(driver, cublas, dev, lt ? new CublasLt(lt.lib, lt.path) : null);
+  context.cusolver = cusolver;
   context.open();
   const id = `cuda${ordinal}`;
   const device = new CudaDevice({
@@ -126,6 +129,7 @@ async function openDevice(
       libnvrtc: nvrtc.path,
       libcublas: cublas.path,
       libcublasLt: lt?.path ?? 'not loaded',
+      libcusolver: cusolver?.path ?? 'not loaded (potrf fails on this device)',
       gemmEngines: JSON.stringify(cal?.gemmEngines ?? {}),
       ...(cal
         ? { h2dBandwidth: cal.h2dBandwidth, d2hBandwidth: cal.d2hBandwidth, calibratedAt: cal.measuredAt }
@@ -179,10 +183,17 @@ export function createCudaBackend(): Backend {
       } catch (e) {
         return unavailable(`a CUDA toolkit library could not be loaded: ${describeLoadFailure(e)}`);
       }
+      let cusolver: Cusolver | null = null;
+      try {
+        const s = loadLibrary(CUSOLVER_SONAMES, dirs);
+        cusolver = new Cusolver(s.lib, s.path);
+      } catch (e) {
+        ctx.log(`cuda: cuSOLVER not loaded, potrf will fail on CUDA: ${describeLoadFailure(e)}`);
+      }
       const devices: CudaDevice[] = [];
       try {
         for (let i = 0; i < count; i++)
-          devices.push(await openDevice(i, driver, nvrtc, cublas, lt, ctx, opts));
+          devices.push(await openDevice(i, driver, nvrtc, cublas, lt, ctx, opts, cusolver));
       } catch (e) {
         for (const d of devices) await d.close();
         return unavailable(`opening the GPUs failed: ${e instanceof Error ? e.message : String(e)}`);

@@ -7,6 +7,7 @@ import { TandemError } from '../../core/errors.js';
 import type { Cublas } from './ffi/cublas.js';
 import type { CublasLt } from './ffi/cublaslt.js';
 import type { CudaDriver } from './ffi/driver.js';
+import type { Cusolver } from './ffi/cusolver.js';
 
 const CU_STREAM_NON_BLOCKING = 1;
 /** cuBLAS workspace: 32 MiB, what PyTorch gives cuBLAS on Hopper, so both pick the same kernels. */
@@ -26,6 +27,9 @@ export class CudaContext {
   streams: Streams = { compute: 0, h2d: 0, d2h: 0 };
   cublasHandle = 0;
   workspace = 0;
+  /** cuSOLVER (optional library, set by the backend after loading it); its handle is made on first use. */
+  cusolver: Cusolver | null = null;
+  solverHandle = 0;
   private retains = 0;
 
   constructor(
@@ -70,6 +74,21 @@ export class CudaContext {
     return h;
   }
 
+  /** The cuSOLVER handle, created on first use (and again after a reset), bound to the compute stream. */
+  solver(): number {
+    if (this.solverHandle !== 0) return this.solverHandle;
+    if (!this.cusolver)
+      throw new TandemError(
+        'TANDEM_ERR_KERNEL_FAILED',
+        'cuSOLVER (libcusolver) was not found: potrf needs it',
+      );
+    this.makeCurrent();
+    const h = this.cusolver.create();
+    this.cusolver.setStream(h, this.streams.compute);
+    this.solverHandle = h;
+    return h;
+  }
+
   makeCurrent(): void {
     if (currentContext === this.ctx) return;
     this.driver.check(this.driver.api.cuCtxSetCurrent(this.ctx), 'cuCtxSetCurrent');
@@ -87,6 +106,8 @@ export class CudaContext {
     // Destroying the old handle may fail on a faulted context; the reset below frees it anyway.
     if (this.cublasHandle !== 0) this.cublas.destroy(this.cublasHandle);
     this.cublasHandle = 0;
+    if (this.solverHandle !== 0) this.cusolver?.destroy(this.solverHandle);
+    this.solverHandle = 0;
     this.cublasLt?.forget();
     d.api.cuCtxSetCurrent(0);
     currentContext = 0;
@@ -119,6 +140,8 @@ export class CudaContext {
     this.makeCurrent();
     d.api.cuCtxSynchronize();
     if (this.cublasHandle !== 0) this.cublas.destroy(this.cublasHandle);
+    if (this.solverHandle !== 0) this.cusolver?.destroy(this.solverHandle);
+    this.solverHandle = 0;
     for (const s of [this.streams.compute, this.streams.h2d, this.streams.d2h]) d.api.cuStreamDestroy_v2(s);
     d.api.cuMemFree_v2(this.workspace);
     if (this.owned) d.api.cuCtxDestroy_v2(this.ctx);

@@ -43,7 +43,8 @@ export class CudaDevice implements Device {
   info!: DeviceInfo;
   readonly node: CudaMemoryNode;
   readonly queues: readonly ExecQueue[];
-  readonly caps: DeviceCaps = { peerCopy: false, customSource: ['cuda'] };
+  /** peerCopy becomes true when the backend enabled peer access to another GPU (peer.ts). */
+  caps: DeviceCaps = { peerCopy: false, customSource: ['cuda'] };
   readonly id: string;
   readonly context: CudaContext;
   readonly poller: CompletionPoller;
@@ -135,11 +136,13 @@ export class CudaDevice implements Device {
       scratch = null;
     };
     const impl = req.impl;
+    // A check to make once the work has finished (cuSOLVER reports failure in device memory).
+    let check: (() => Error | null) | null = null;
     try {
       if (impl.kind === 'program')
         this.launcher.launchProgram(impl, args, req.scalars, this.context.streams.compute);
       else {
-        this.launcher.run(impl, args, req.scalars, this.context.streams.compute, (bytes) => {
+        check = this.launcher.run(impl, args, req.scalars, this.context.streams.compute, (bytes) => {
           const b = this.node.alloc(bytes);
           (scratch ??= []).push(b);
           return b.ptr;
@@ -155,7 +158,15 @@ export class CudaDevice implements Device {
       return fail(asTandemError(e, 'TANDEM_ERR_KERNEL_FAILED', `${req.op} on ${this.id}`));
     }
     const taskId = req.taskId;
-    this.poller.watch(this.context.streams.compute, (err) => {
+    this.poller.watch(this.context.streams.compute, (err0) => {
+      let err = err0;
+      if (!err && check) {
+        try {
+          err = check();
+        } catch (e) {
+          err = asTandemError(e, 'TANDEM_ERR_KERNEL_FAILED', `${req.op} on ${this.id}`);
+        }
+      }
       if (scratch) releaseScratch();
       if (err) this.rememberFailure(taskId);
       done(err);

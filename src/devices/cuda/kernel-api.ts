@@ -68,6 +68,34 @@ export interface CudaGemmRequest {
   readonly c: number;
 }
 
+/**
+ * Row-major dense tile routines with the CPU ops' semantics (src/kernels/{potrf,trsm,syrk}/def.ts);
+ * the launcher maps them onto column-major cuBLAS/cuSOLVER calls. Addresses are device pointers.
+ */
+export type CudaTileRequest =
+  /** Lower triangle of the n x n tile a := L with a = L·Lᵀ (upper triangle untouched). */
+  | { readonly op: 'potrf'; readonly dtype: 'f32' | 'f64'; readonly n: number; readonly a: number }
+  /** b (m x n) := b · L⁻ᵀ, L the lower triangle of the n x n tile a. */
+  | {
+      readonly op: 'trsm';
+      readonly dtype: 'f32' | 'f64';
+      readonly m: number;
+      readonly n: number;
+      readonly a: number;
+      readonly b: number;
+    }
+  /** Lower triangle of c (n x n) := beta·c + alpha·a·aᵀ, a n x k. */
+  | {
+      readonly op: 'syrk';
+      readonly dtype: 'f32' | 'f64';
+      readonly n: number;
+      readonly k: number;
+      readonly alpha: number;
+      readonly beta: number;
+      readonly a: number;
+      readonly c: number;
+    };
+
 /** A tensor argument as a native impl sees it: its device address and description. */
 export interface CudaArg extends CudaArgDesc {
   readonly ptr: number;
@@ -88,6 +116,11 @@ export interface CudaKernelContext {
   scratch(bytes: number): number;
   /** Device-to-device copy on the compute stream. */
   memcpy(dst: number, src: number, bytes: number): void;
+  /**
+   * cuBLAS trsm/syrk or cuSOLVER potrf on the compute stream. A potrf that finds the matrix not
+   * positive definite fails the launch (TANDEM_ERR_KERNEL_FAILED) when it completes.
+   */
+  tile(req: CudaTileRequest): void;
 }
 
 export interface CudaNative {

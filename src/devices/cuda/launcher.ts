@@ -8,6 +8,7 @@ import { TandemError } from '../../core/errors.js';
 import type { Scalars } from '../device.js';
 import { CUBLAS_WORKSPACE_BYTES, type CudaContext } from './context.js';
 import { CUBLAS_COMPUTE, CUBLAS_OP, CUDA_R } from './ffi/cublas.js';
+import { runTile, type TileCheck } from './tile-ops.js';
 import type {
   CudaArg,
   CudaGemmRequest,
@@ -57,19 +58,24 @@ export class Launcher {
     this.u32[slot * 2 + 1] = Math.floor(v / TWO32);
   }
 
-  /** Runs a kernel implementation on `stream`; `scratch` hands out device memory tied to this launch. */
+  /**
+   * Runs a kernel implementation on `stream`; `scratch` hands out device memory tied to this launch.
+   * Returns a check to call once the stream has finished this work (before scratch is released), or
+   * null: cuSOLVER reports a failed factorization in device memory, not in its return code.
+   */
   run(
     impl: CudaKernelImpl,
     args: readonly CudaArg[],
     scalars: Scalars,
     stream: number,
     scratch: (bytes: number) => number,
-  ): void {
+  ): TileCheck | null {
     this.context.makeCurrent();
     if (impl.kind === 'program') {
       this.launchProgram(impl, args, scalars, stream);
-      return;
+      return null;
     }
+    let check: TileCheck | null = null;
     const ctx: CudaKernelContext = {
       arch: this.programs.arch,
       smCount: this.smCount,
@@ -83,8 +89,16 @@ export class Launcher {
             'cuMemcpyAsync(d2d)',
           );
       },
+      tile: (req) => {
+        const c = runTile(this.context, req, scratch);
+        if (c) {
+          const prev = check;
+          check = prev ? () => prev() ?? c() : c;
+        }
+      },
     };
     impl.run(ctx, args, scalars);
+    return check;
   }
 
   launchProgram(program: CudaProgram, args: readonly CudaArg[], scalars: Scalars, stream: number): void {

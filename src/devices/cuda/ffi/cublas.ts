@@ -39,6 +39,60 @@ interface CublasApi {
     algo: number,
   ): number;
   cublasGetStatusString(rc: number): string;
+  cublasStrsm_v2(
+    h: number,
+    side: number,
+    uplo: number,
+    trans: number,
+    diag: number,
+    m: number,
+    n: number,
+    alpha: Float32Array,
+    a: number,
+    lda: number,
+    b: number,
+    ldb: number,
+  ): number;
+  cublasDtrsm_v2(
+    h: number,
+    side: number,
+    uplo: number,
+    trans: number,
+    diag: number,
+    m: number,
+    n: number,
+    alpha: Float64Array,
+    a: number,
+    lda: number,
+    b: number,
+    ldb: number,
+  ): number;
+  cublasSsyrk_v2(
+    h: number,
+    uplo: number,
+    trans: number,
+    n: number,
+    k: number,
+    alpha: Float32Array,
+    a: number,
+    lda: number,
+    beta: Float32Array,
+    c: number,
+    ldc: number,
+  ): number;
+  cublasDsyrk_v2(
+    h: number,
+    uplo: number,
+    trans: number,
+    n: number,
+    k: number,
+    alpha: Float64Array,
+    a: number,
+    lda: number,
+    beta: Float64Array,
+    c: number,
+    ldc: number,
+  ): number;
 }
 
 const DECLS: Record<keyof CublasApi, string> = {
@@ -50,7 +104,20 @@ const DECLS: Record<keyof CublasApi, string> = {
   cublasGemmEx:
     'int cublasGemmEx(uint64_t h, int ta, int tb, int m, int n, int k, const void *alpha, uint64_t a, int atype, int lda, uint64_t b, int btype, int ldb, const void *beta, uint64_t c, int ctype, int ldc, int compute, int algo)',
   cublasGetStatusString: 'const char *cublasGetStatusString(int rc)',
+  cublasStrsm_v2:
+    'int cublasStrsm_v2(uint64_t h, int side, int uplo, int trans, int diag, int m, int n, const float *alpha, uint64_t a, int lda, uint64_t b, int ldb)',
+  cublasDtrsm_v2:
+    'int cublasDtrsm_v2(uint64_t h, int side, int uplo, int trans, int diag, int m, int n, const double *alpha, uint64_t a, int lda, uint64_t b, int ldb)',
+  cublasSsyrk_v2:
+    'int cublasSsyrk_v2(uint64_t h, int uplo, int trans, int n, int k, const float *alpha, uint64_t a, int lda, const float *beta, uint64_t c, int ldc)',
+  cublasDsyrk_v2:
+    'int cublasDsyrk_v2(uint64_t h, int uplo, int trans, int n, int k, const double *alpha, uint64_t a, int lda, const double *beta, uint64_t c, int ldc)',
 };
+
+/** cublasSideMode_t, cublasFillMode_t, cublasDiagType_t. */
+export const CUBLAS_SIDE = { left: 0, right: 1 } as const;
+export const CUBLAS_FILL = { lower: 0, upper: 1 } as const;
+export const CUBLAS_DIAG = { nonUnit: 0, unit: 1 } as const;
 
 export class Cublas {
   private readonly api: CublasApi;
@@ -142,5 +209,72 @@ export class Cublas {
       CUBLAS_GEMM_DEFAULT,
     );
     if (rc !== 0) this.check(rc, 'cublasGemmEx');
+  }
+
+  /** Column-major triangular solve op(A) X = alpha B (left) or X op(A) = alpha B (right), X over B. */
+  trsm(
+    handle: number,
+    f64: boolean,
+    side: number,
+    uplo: number,
+    trans: number,
+    diag: number,
+    m: number,
+    n: number,
+    alpha: Float32Array | Float64Array,
+    a: number,
+    lda: number,
+    b: number,
+    ldb: number,
+  ): void {
+    const rc = f64
+      ? this.api.cublasDtrsm_v2(handle, side, uplo, trans, diag, m, n, alpha as Float64Array, a, lda, b, ldb)
+      : this.api.cublasStrsm_v2(handle, side, uplo, trans, diag, m, n, alpha as Float32Array, a, lda, b, ldb);
+    if (rc !== 0) this.check(rc, f64 ? 'cublasDtrsm_v2' : 'cublasStrsm_v2');
+  }
+
+  /** Column-major C := alpha op(A) op(A)^T + beta C on the `uplo` triangle of C (n x n). */
+  syrk(
+    handle: number,
+    f64: boolean,
+    uplo: number,
+    trans: number,
+    n: number,
+    k: number,
+    alpha: Float32Array | Float64Array,
+    a: number,
+    lda: number,
+    beta: Float32Array | Float64Array,
+    c: number,
+    ldc: number,
+  ): void {
+    const rc = f64
+      ? this.api.cublasDsyrk_v2(
+          handle,
+          uplo,
+          trans,
+          n,
+          k,
+          alpha as Float64Array,
+          a,
+          lda,
+          beta as Float64Array,
+          c,
+          ldc,
+        )
+      : this.api.cublasSsyrk_v2(
+          handle,
+          uplo,
+          trans,
+          n,
+          k,
+          alpha as Float32Array,
+          a,
+          lda,
+          beta as Float32Array,
+          c,
+          ldc,
+        );
+    if (rc !== 0) this.check(rc, f64 ? 'cublasDsyrk_v2' : 'cublasSsyrk_v2');
   }
 }
