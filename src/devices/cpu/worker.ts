@@ -29,8 +29,15 @@ const customs = new Map<string, CpuKernel>();
 
 const blasLoad = config.gemmEngine === 'wasm' || config.gemmEngine === 'ts' ? null : loadOpenBlas();
 const blas = blasLoad?.blas ?? null;
+// auto: OpenBLAS when the system has it, else the WebAssembly SIMD engine, else plain TypeScript.
 const engine: CpuKernelContext['gemmEngine'] =
-  config.gemmEngine === 'auto' ? (blas ? 'openblas' : 'wasm') : config.gemmEngine;
+  config.gemmEngine !== 'auto'
+    ? config.gemmEngine
+    : blas
+      ? 'openblas'
+      : wasmGemmStatus().available
+        ? 'wasm'
+        : 'ts';
 const ctx: CpuKernelContext = {
   blas,
   lapack: blasLoad?.blas?.lapack ?? null,
@@ -148,5 +155,7 @@ port.on('message', (m: ToWorker) => {
 post({
   t: 'ready',
   engine,
-  blasReason: blasLoad?.reason ?? `OpenBLAS not used (engine ${config.gemmEngine})`,
+  blasReason:
+    (blasLoad?.reason ?? `OpenBLAS not used (engine ${config.gemmEngine})`) +
+    (engine === 'ts' ? `; wasm: ${wasmGemmStatus().reason ?? 'not used'}` : ''),
 });
