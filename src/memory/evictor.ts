@@ -26,6 +26,10 @@ export class LruEvictor implements Evictor {
   evictions = 0;
   writebacks = 0;
   bytesEvicted = 0;
+  /** Write-backs started and not finished (asynchronous copy routes). */
+  inFlight = 0;
+  /** Called when a write-back finished: its device copy is clean and evictable now. */
+  onWriteback: (() => void) | null = null;
 
   constructor(
     private readonly coherence: Coherence,
@@ -56,7 +60,11 @@ export class LruEvictor implements Evictor {
       if (freed >= bytes) break;
       if (c.cls === 2) {
         this.writebacks++;
-        this.coherence.acquireRead(c.t, host, () => undefined);
+        this.inFlight++;
+        this.coherence.acquireRead(c.t, host, () => {
+          this.inFlight--;
+          this.onWriteback?.();
+        });
         // A synchronous route has finished: the device copy is clean now.
         if (c.r.state === 'I' || c.r.pending || c.r.users > 0) continue;
         const hostCopy = c.t.replicas[host.index];

@@ -29,6 +29,13 @@ export class Executor {
   private forwarding = false;
   tasksCompleted = 0;
   tasksFailed = 0;
+  /**
+   * Optional admission check by memory: 'wait' when the worker's node has no room for the task's
+   * data yet but room is being made (write-backs, tasks in flight there). Such tasks go back to the
+   * policy when memory frees up, instead of failing with TANDEM_ERR_OUT_OF_MEMORY.
+   */
+  memoryGate: ((task: Task, w: WorkerSlot) => 'ok' | 'wait') | null = null;
+  private deferred: Task[] = [];
 
   constructor(
     readonly workers: readonly WorkerSlot[],
@@ -185,6 +192,11 @@ export class Executor {
           while (w.inflight < w.queue.depth) {
             const t = this.policy.pop(w) as Task | undefined;
             if (!t) break;
+            // No room on w's node yet, but room is being made: try again when memory frees up.
+            if (this.memoryGate !== null && this.memoryGate(t, w) === 'wait') {
+              this.deferred.push(t);
+              break;
+            }
             this.dispatch(t, w);
           }
         }
@@ -192,6 +204,15 @@ export class Executor {
     } finally {
       this.pumping = false;
     }
+  }
+
+  /** Gives tasks deferred for memory back to the policy (memory was freed) and pumps. */
+  retryDeferred(): void {
+    if (this.deferred.length === 0) return;
+    const d = this.deferred;
+    this.deferred = [];
+    for (const t of d) this.policy.push(t);
+    this.pump();
   }
 
   private dispatch(task: Task, w: WorkerSlot): void {
@@ -351,6 +372,11 @@ export class Executor {
     }
     if (this.observers.length) this.emit(task, error);
     if (w) this.policy.onComplete?.(task, w, task.endUs - task.startUs, !error);
+    if (w && this.deferred.length) {
+      const d = this.deferred;
+      this.deferred = [];
+      for (const t of d) this.policy.push(t);
+    }
     if (error) {
       this.failCascade(task, error);
     } else {

@@ -90,6 +90,8 @@ export class Runtime {
     const models = new TaskModels(rt.models, rt.bus, rt.coherence, rt.workers);
     models.bindWorkers();
     rt.executor = new Executor(rt.workers, rt.policy, rt.coherence, rt.observers, models);
+    rt.executor.memoryGate = (task, w) => rt.memoryGate(task, w);
+    rt.evictor.onWriteback = () => rt.executor.retryDeferred();
     return rt;
   }
 
@@ -156,6 +158,26 @@ export class Runtime {
       deviceKey: nodeKey,
       log: this.config.log,
     });
+  }
+
+  /**
+   * Room for a task's data on its worker's node: evict (clean copies now, dirty ones written back)
+   * and, when write-backs or tasks on that node will free more, make it wait rather than fail.
+   */
+  private memoryGate(task: Task, w: WorkerSlot): 'ok' | 'wait' {
+    const node = w.node;
+    let need = 0;
+    for (let i = 0; i < task.tensors.length; i++) {
+      const t = task.tensors[i]!;
+      if (task.tensors.indexOf(t) === i && !t.replicas[node.index]?.buffer) need += t.bytes;
+    }
+    if (need === 0) return 'ok';
+    const room = (): number => this.memory.budgetBytes(node) - this.memory.usedBytes(node);
+    if (need <= room()) return 'ok';
+    this.evictor.evict(node, need - room());
+    if (need <= room()) return 'ok';
+    const busy = this.workers.some((x) => x.node === node && x.inflight > 0);
+    return this.evictor.inFlight > 0 || busy ? 'wait' : 'ok';
   }
 
   /** Writes the performance models to disk (also done by close when they changed). */

@@ -135,41 +135,47 @@ test('a task whose input was lost with a faulted device fails with TANDEM_ERR_DA
   }
 });
 
-test('twice a device budget of data completes: LRU eviction with write-back, no livelock', async () => {
-  const kib = 1024;
-  const sim = simBackend({ devices: [{ id: 'gpu0', memoryBytes: 1 << 30 }] });
-  const rt = await runtime({ backends: ['cpu', sim], memoryBudget: { gpu0: 256 * kib }, scheduler: 'dmdas' });
-  try {
-    // 16 tensors of 32 KiB = 512 KiB, twice the budget; three rounds of in-place updates on gpu0,
-    // then pairs read together (two inputs pinned at once).
-    const xs = Array.from({ length: 16 }, (_, i) =>
-      rt.tensor([8 * kib], 'f32', new Float32Array(8 * kib).fill(i + 1)),
-    );
-    for (let round = 0; round < 3; round++)
-      for (const x of xs) rt.submit({ kernel: 'scale', args: { x }, scalars: { alpha: 2 }, device: 'gpu0' });
-    for (let i = 0; i + 1 < xs.length; i += 2)
-      rt.submit({
-        kernel: 'axpy',
-        args: { x: xs[i]!, y: xs[i + 1]! },
-        scalars: { alpha: 1 },
-        device: 'gpu0',
-      });
-    const watchdog = setTimeout(() => assert.fail('no progress for 20 s: livelock'), 20_000);
-    await rt.idle();
-    clearTimeout(watchdog);
-    assert.equal(rt.stats.tasksFailed, 0);
-    for (let i = 0; i < xs.length; i++) {
-      const v = (await rt.read(xs[i]!))[0];
-      const expect = i % 2 === 1 ? 8 * (i + 1) + 8 * i : 8 * (i + 1);
-      assert.equal(v, expect, `tensor ${i}`);
+for (const asyncCopies of [false, true])
+  test(`twice a device budget of data completes: LRU eviction with write-back, no livelock (${asyncCopies ? 'async' : 'sync'} copies)`, async () => {
+    const kib = 1024;
+    const sim = simBackend({ devices: [{ id: 'gpu0', memoryBytes: 1 << 30 }], asyncCopies });
+    const rt = await runtime({
+      backends: ['cpu', sim],
+      memoryBudget: { gpu0: 256 * kib },
+      scheduler: 'dmdas',
+    });
+    try {
+      // 16 tensors of 32 KiB = 512 KiB, twice the budget; three rounds of in-place updates on gpu0,
+      // then pairs read together (two inputs pinned at once).
+      const xs = Array.from({ length: 16 }, (_, i) =>
+        rt.tensor([8 * kib], 'f32', new Float32Array(8 * kib).fill(i + 1)),
+      );
+      for (let round = 0; round < 3; round++)
+        for (const x of xs)
+          rt.submit({ kernel: 'scale', args: { x }, scalars: { alpha: 2 }, device: 'gpu0' });
+      for (let i = 0; i + 1 < xs.length; i += 2)
+        rt.submit({
+          kernel: 'axpy',
+          args: { x: xs[i]!, y: xs[i + 1]! },
+          scalars: { alpha: 1 },
+          device: 'gpu0',
+        });
+      const watchdog = setTimeout(() => assert.fail('no progress for 20 s: livelock'), 20_000);
+      await rt.idle();
+      clearTimeout(watchdog);
+      assert.equal(rt.stats.tasksFailed, 0);
+      for (let i = 0; i < xs.length; i++) {
+        const v = (await rt.read(xs[i]!))[0];
+        const expect = i % 2 === 1 ? 8 * (i + 1) + 8 * i : 8 * (i + 1);
+        assert.equal(v, expect, `tensor ${i}`);
+      }
+      const gpu = rt.memoryUsage().find((u) => u.node === 'gpu0')!;
+      assert.ok(gpu.peakBytes <= 256 * kib, `peak ${gpu.peakBytes}`);
+      assert.ok(
+        rt.evictor.evictions > 0 && rt.evictor.writebacks > 0,
+        'dirty replicas written back then evicted',
+      );
+    } finally {
+      await rt.close();
     }
-    const gpu = rt.memoryUsage().find((u) => u.node === 'gpu0')!;
-    assert.ok(gpu.peakBytes <= 256 * kib, `peak ${gpu.peakBytes}`);
-    assert.ok(
-      rt.evictor.evictions > 0 && rt.evictor.writebacks > 0,
-      'dirty replicas written back then evicted',
-    );
-  } finally {
-    await rt.close();
-  }
-});
+  });

@@ -64,6 +64,8 @@ export class DmdaPolicy implements SchedulerPolicy {
   /** Sum of the expected lengths placed on each worker and not finished. */
   private remaining: number[] = [];
   private readonly placed = new Map<SchedTask, number>();
+  /** Worker each popped, unfinished task was handed to. */
+  private readonly poppedFor = new Map<SchedTask, number>();
   private count = 0;
   private readonly beta: number;
   private readonly lookahead: number;
@@ -95,6 +97,8 @@ export class DmdaPolicy implements SchedulerPolicy {
 
   push(task: SchedTask): void {
     const ctx = this.ctx;
+    const again = this.placed.get(task);
+    if (again !== undefined) this.forget(task, again); // handed back (it waited for memory)
     const now = ctx.now();
     const el = task.eligible;
     const n = el.length;
@@ -162,6 +166,7 @@ export class DmdaPolicy implements SchedulerPolicy {
     if (t) {
       this.count--;
       this.inflightUs[i]! += this.placed.get(t) ?? 0;
+      this.poppedFor.set(t, i);
     }
     return t;
   }
@@ -170,10 +175,21 @@ export class DmdaPolicy implements SchedulerPolicy {
     return this.count;
   }
 
+  /** Drops a placed task's share from its worker's expectations (it was handed back by the executor). */
+  private forget(task: SchedTask, added: number): void {
+    this.placed.delete(task);
+    const w = this.poppedFor.get(task);
+    if (w === undefined) return;
+    this.poppedFor.delete(task);
+    this.inflightUs[w] = Math.max(0, this.inflightUs[w]! - added);
+    this.remaining[w] = Math.max(0, this.remaining[w]! - added);
+  }
+
   onComplete(task: SchedTask, worker: WorkerSlot): void {
     const added = this.placed.get(task);
     if (added === undefined) return;
     this.placed.delete(task);
+    this.poppedFor.delete(task);
     const i = worker.index;
     this.inflightUs[i] = Math.max(0, this.inflightUs[i]! - added);
     const rem = Math.max(0, this.remaining[i]! - added);
