@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadServiceConfig } from '../../src/service/config.js';
@@ -19,8 +19,14 @@ const ROOT = process.cwd();
 const WEB_DIST = join(ROOT, 'web', 'dist');
 const ARTIFACTS = join(ROOT, 'dist', 'test-artifacts');
 
+/** Builds web/ when web/dist is missing or older than any of its sources. */
 function ensureDashboardBuilt(): void {
-  if (existsSync(join(WEB_DIST, 'index.html'))) return;
+  const built = join(WEB_DIST, 'index.html');
+  const sources = [
+    join(ROOT, 'web', 'index.html'),
+    ...readdirSync(join(ROOT, 'web', 'src')).map((f) => join(ROOT, 'web', 'src', f)),
+  ];
+  if (existsSync(built) && sources.every((f) => statSync(f).mtimeMs <= statSync(built).mtimeMs)) return;
   const r = spawnSync(
     process.execPath,
     [join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', 'web', '--logLevel', 'warn'],
