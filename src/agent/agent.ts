@@ -153,6 +153,15 @@ export class Agent {
     if (signal.aborted) throw new Error('agent stopping'); // leave it to be re-run elsewhere
     const trace = { agent: this.o.name, attempt: rec.attempt, startedAt: t0, finishedAt: Date.now(), spans };
     const committed = await store.finish(rec.id, rec.attempt, { ...outcome, trace });
+    if (!committed) {
+      // Normally another attempt won or the job was cancelled. If the store still has the job open
+      // (a crash lost our start), fail the delivery so the queue brings it back.
+      const now = await this.o.store!.get(rec.id);
+      if (now && (now.state === 'queued' || (now.state === 'running' && now.attempt <= rec.attempt)))
+        throw new Error(
+          `job ${rec.id} attempt ${rec.attempt}: outcome not committed and the job is still open`,
+        );
+    }
     this.jobsDone++;
     // A job's own failure is final in the store; the queue sees success so it does not retry it.
     return { committed, state: outcome.state };

@@ -94,7 +94,7 @@ describe('agents on Redis + PostgreSQL', { skip }, () => {
       Array.from({ length: 20 }, (_, i) => ({
         tenantId: 't',
         type: 'sleep',
-        params: { ms: i === 0 ? 1500 : 10 },
+        params: { ms: i === 0 ? 8000 : 10 },
         priority: i === 0 ? 10 : 0,
         jobClass: 'latency',
         memBytes: 0,
@@ -107,10 +107,12 @@ describe('agents on Redis + PostgreSQL', { skip }, () => {
     );
     const long = jobs[0]!.id;
     for (let i = 0; i < 200 && (await store.get(long))?.state !== 'running'; i++) await sleep(20);
-    a.kill('SIGKILL');
-    const killedAt = Date.now();
+    // The rescuer is up before the kill, so the figure is detection + re-run, not process start-up.
     const b = await spawnAgent(redis.url, pgs.url, 'rescuer', prefix);
     children.push(b);
+    assert.equal((await store.get(long))?.state, 'running');
+    a.kill('SIGKILL');
+    const killedAt = Date.now();
     for (let i = 0; i < 300; i++) {
       const s = await store.stats();
       if (s.counts.succeeded >= 1 + jobs.length) break;
@@ -127,6 +129,42 @@ describe('agents on Redis + PostgreSQL', { skip }, () => {
     );
     assert.ok(recovery <= 5000, `recovery ${recovery} ms`);
     assert.ok((await store.stats()).duplicateExecutions >= 1);
+  });
+
+  it('rides out PostgreSQL going away mid-work: agents retry, every job still commits once', async () => {
+    const ins = await store.insertMany(
+      Array.from({ length: 30 }, () => ({
+        tenantId: 't',
+        type: 'sleep',
+        params: { ms: 300 },
+        priority: 0,
+        jobClass: 'latency',
+        memBytes: 0,
+        idempotencyKey: null,
+      })),
+    );
+    const jobs = ins.map((o) => (o.ok ? o.job : assert.fail('insert')));
+    await queue.add(jobs.map((j) => ({ id: j.id, deviceClass: 'cpu', priority: 0, memBytes: 0, data: {} })));
+    await sleep(300);
+    await pgs.bounce!(1500);
+    const t0 = Date.now();
+    for (;;) {
+      const states = await Promise.all(jobs.map((j) => store.get(j.id).catch(() => null)));
+      if (states.every((s) => s?.state === 'succeeded')) break;
+      if (Date.now() - t0 > 45_000) {
+        const { Job, Queue } = await import('bullmq');
+        const bq = new Queue('jobs-cpu', { connection: queue.redis, prefix });
+        for (const j of jobs.filter((_, i) => states[i]?.state !== 'succeeded')) {
+          const bj = await Job.fromId(bq, j.id);
+          const st = bj ? await bj.getState() : 'none';
+          console.log(`# stuck ${j.id}: ${st} ${JSON.stringify(bj?.returnvalue)} ${bj?.failedReason ?? ''}`);
+        }
+        assert.fail(`not all succeeded: ${states.map((s) => s?.state).join(',')}`);
+      }
+      await sleep(200);
+    }
+    for (const j of jobs)
+      assert.equal((await store.attempts(j.id)).filter((a) => a.outcome === 'succeeded').length, 1, j.id);
   });
 
   it('holds a job no live agent can fit, with the reason, and never drops it', async () => {

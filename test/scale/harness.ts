@@ -1,7 +1,8 @@
 /**
  * Throwaway Redis and PostgreSQL servers on loopback for the scale tests and benchmarks: a free port,
  * no persistence, a temp directory, stopped at the end. PostgreSQL refuses to run as root, so as root
- * it runs as the `postgres` user (runuser) on a data directory owned by it. When a binary is missing,
+ * it runs as the `postgres` user (runuser) on a data directory owned by it. fsync is off (a crash of the
+ * machine may lose data, a crash of the server may not: commits stay synchronous). When a binary is missing,
  * `reason` says which, and the tests skip with it.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -13,6 +14,8 @@ import { join } from 'node:path';
 export interface Server {
   readonly url: string;
   stop(): Promise<void>;
+  /** Stops the server abruptly, keeps it down `downMs`, starts it again on the same port and data. */
+  bounce?(downMs: number): Promise<void>;
 }
 
 export type Started = { ok: true; server: Server } | { ok: false; reason: string };
@@ -89,13 +92,18 @@ export async function startPostgres(): Promise<Started> {
   const init = run('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
   if (init.status !== 0) return { ok: false, reason: `initdb failed: ${init.stderr.slice(0, 300)}` };
   const port = await freePort();
-  const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c max_connections=200`;
+  const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`;
   const start = run('pg_ctl', ['-D', data, '-o', opts, '-l', join(dir, 'log'), '-w', 'start']);
   if (start.status !== 0) return { ok: false, reason: `pg_ctl start failed: ${start.stderr.slice(0, 300)}` };
   return {
     ok: true,
     server: {
       url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+      bounce: async (downMs: number) => {
+        run('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']);
+        await sleep(downMs);
+        run('pg_ctl', ['-D', data, '-o', opts, '-l', join(dir, 'log'), '-w', 'start']);
+      },
       stop: () => {
         run('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']);
         rmSync(dir, { recursive: true, force: true });

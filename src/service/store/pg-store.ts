@@ -124,7 +124,15 @@ export class PgJobStore implements JobStoreApi {
   /** Connects and creates the tables; an unreachable server is TANDEM_ERR_UNAVAILABLE naming the URL. */
   static async open(url: string, poolSize = 8): Promise<PgJobStore> {
     // Waiting for a pooled connection under load is normal; only the first connect has a short timeout.
-    const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 30_000 });
+    // query_timeout: a query caught by a server restart can hang on a half-dead socket; give up on it
+    // (callers retry) instead of holding a job forever.
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: poolSize,
+      connectionTimeoutMillis: 10_000,
+      query_timeout: 10_000,
+      keepAlive: true,
+    });
     // An idle client losing its server must not crash the process; the next query reconnects.
     pool.on('error', () => undefined);
     try {
