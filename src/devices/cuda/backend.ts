@@ -28,6 +28,7 @@ import {
 import { CublasLt } from './ffi/cublaslt.js';
 import { CUSOLVER_SONAMES, Cusolver } from './ffi/cusolver.js';
 import { Nvrtc } from './ffi/nvrtc.js';
+import { PeerLinks } from './peer.js';
 import { ProgramCache } from './program-cache.js';
 
 export interface CudaBackendOptions {
@@ -37,6 +38,8 @@ export interface CudaBackendOptions {
   readonly libraryPaths?: readonly string[];
   /** Page-lock host SharedArrayBuffers in place (default true); false: always copy through staging. */
   readonly registerHostMemory?: boolean;
+  /** Enable peer access between GPUs where the driver allows it (default true); false: stage copies. */
+  readonly peerAccess?: boolean;
 }
 
 function parseOptions(all: Readonly<Record<string, unknown>>): CudaBackendOptions {
@@ -51,6 +54,7 @@ function parseOptions(all: Readonly<Record<string, unknown>>): CudaBackendOption
     ...(cudaPath ? { cudaPath } : {}),
     libraryPaths,
     registerHostMemory: o['registerHostMemory'] !== false,
+    peerAccess: o['peerAccess'] !== false,
   };
 }
 
@@ -199,7 +203,8 @@ export function createCudaBackend(): Backend {
         return unavailable(`opening the GPUs failed: ${e instanceof Error ? e.message : String(e)}`);
       }
       ctx.log(`cuda: ${devices.map((d) => `${d.id} ${d.info.name} (${d.info.details['arch']})`).join(', ')}`);
-      return { kind: 'cuda', available: true, devices, copies: cudaCopyRoutes(devices) };
+      const peers = new PeerLinks(devices, driver, { peerAccess: opts.peerAccess !== false, log: ctx.log });
+      return { kind: 'cuda', available: true, devices, copies: cudaCopyRoutes(devices, peers) };
     },
   };
 }

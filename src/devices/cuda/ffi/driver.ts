@@ -15,6 +15,7 @@ export const CUDA_SUCCESS = 0;
 export const CUDA_ERROR_NOT_READY = 600;
 export const CUDA_ERROR_OUT_OF_MEMORY = 2;
 export const CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712;
+export const CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704;
 
 export const ATTR = {
   smCount: 16,
@@ -86,6 +87,16 @@ export interface CudaDriverApi {
   cuGraphDestroy(graph: number): number;
   cuGetErrorName(rc: number, name: Out<string | null>): number;
   cuGetErrorString(rc: number, text: Out<string | null>): number;
+  cuDeviceCanAccessPeer(can: Out<number>, dev: number, peerDev: number): number;
+  cuCtxEnablePeerAccess(peerCtx: number, flags: number): number;
+  cuMemcpyPeerAsync(
+    dst: number,
+    dstCtx: number,
+    src: number,
+    srcCtx: number,
+    bytes: number,
+    stream: number,
+  ): number;
 }
 
 const DECLS: Record<keyof CudaDriverApi, string> = {
@@ -138,6 +149,10 @@ const DECLS: Record<keyof CudaDriverApi, string> = {
   cuGraphDestroy: 'int cuGraphDestroy(uint64_t graph)',
   cuGetErrorName: 'int cuGetErrorName(int rc, _Out_ const char **name)',
   cuGetErrorString: 'int cuGetErrorString(int rc, _Out_ const char **text)',
+  cuDeviceCanAccessPeer: 'int cuDeviceCanAccessPeer(_Out_ int *can, int dev, int peerDev)',
+  cuCtxEnablePeerAccess: 'int cuCtxEnablePeerAccess(uint64_t peerCtx, uint flags)',
+  cuMemcpyPeerAsync:
+    'int cuMemcpyPeerAsync(uint64_t dst, uint64_t dstCtx, uint64_t src, uint64_t srcCtx, size_t bytes, uint64_t stream)',
 };
 
 /** The raw koffi function objects, for the few places that use `.async` (the completion probe). */
