@@ -52,14 +52,11 @@ export async function startServer(
   out(
     `tandem service on ${url} (dashboard ${config.webDir ? `${url}/` : 'not configured'}, API ${url}/openapi.json) in ${ms} ms`,
   );
-  out(
-    `data dir ${config.dataDir}; devices: ${
-      service
-        .devices()
-        .map((d) => d.id)
-        .join(', ') || 'none'
-    }`,
-  );
+  out(`data dir ${config.dataDir}`);
+  void opening.then(({ reason }) => {
+    const ids = service.devices().map((d) => d.id);
+    out(`devices: ${ids.join(', ') || 'none'}${reason ? ` (${reason})` : ''}`);
+  });
   if (service.recovered.queued > 0 || service.recovered.requeued > 0)
     out(
       `recovered ${service.recovered.queued} queued jobs (${service.recovered.requeued} were running and were re-queued)`,
