@@ -4,8 +4,11 @@ import { gemmJob } from './types/gemm.js';
 import { sleepJob } from './types/sleep.js';
 import { loadWorkloadJobTypes } from './types/workloads.js';
 
-export async function registerBuiltinJobTypes(registry: JobTypeRegistry): Promise<void> {
+export async function registerBuiltinJobTypes(
+  registry: JobTypeRegistry,
+  warn: (msg: string) => void = (msg) => process.stderr.write(`[tandem warn] ${msg}\n`),
+): Promise<void> {
   registry.register(gemmJob);
   registry.register(sleepJob);
-  for (const t of await loadWorkloadJobTypes()) registry.register(t);
+  for (const t of await loadWorkloadJobTypes(warn)) registry.register(t);
 }
