@@ -7,6 +7,8 @@ export const MAIN = join(process.cwd(), 'dist', 'src', 'cli', 'main.js');
 export interface AgentProc {
   readonly name: string;
   readonly child: ChildProcess;
+  /** Everything the agent printed so far (its last line says how many jobs it ran). */
+  output(): string;
 }
 
 export function startAgent(name: string, args: readonly string[]): Promise<AgentProc> {
@@ -15,12 +17,12 @@ export function startAgent(name: string, args: readonly string[]): Promise<Agent
   });
   return new Promise((resolve, reject) => {
     let out = '';
+    let ready = false;
     const onData = (b: Buffer) => {
       out += b.toString();
-      if (out.includes('ready')) {
-        child.stdout!.off('data', onData);
-        child.stdout!.resume();
-        resolve({ name, child });
+      if (!ready && out.includes('ready')) {
+        ready = true;
+        resolve({ name, child, output: () => out });
       }
     };
     child.stdout!.on('data', onData);
@@ -42,4 +44,10 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export function pct(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/** Jobs an agent says it ran, from its closing line ("stopped after N jobs"). */
+export function jobsRan(a: AgentProc): number {
+  const m = /stopped after (\d+) jobs/.exec(a.output());
+  return m ? Number(m[1]) : 0;
 }

@@ -11,7 +11,7 @@ import { BullQueue } from '../src/service/queue/bullmq-queue.js';
 import type { QueueJobSpec } from '../src/service/queue/queue.js';
 import { PgJobStore } from '../src/service/store/pg-store.js';
 import { startPostgres, startRedis, type Server } from '../test/scale/harness.js';
-import { sleep, startAgent, stopAgent, type AgentProc } from './scale-common.js';
+import { jobsRan, sleep, startAgent, stopAgent, type AgentProc } from './scale-common.js';
 
 const { values } = parseArgs({
   options: {
@@ -35,7 +35,12 @@ async function main(): Promise<void> {
     pgs = p.server;
   }
   const prefix = 'bench';
-  const queue = await BullQueue.open({ url: r.server.url, prefix, keepCompleted: 0, pack: Number(values.pack) });
+  const queue = await BullQueue.open({
+    url: r.server.url,
+    prefix,
+    keepCompleted: 0,
+    pack: Number(values.pack),
+  });
   const store = pgs ? await PgJobStore.open(pgs.url, 4) : null;
   const agents: AgentProc[] = [];
   for (let i = 0; i < AGENTS; i++)
@@ -105,8 +110,8 @@ async function main(): Promise<void> {
     jobsPerSecond: Math.round(N / secs),
     committed,
   };
-  console.log(JSON.stringify(row));
   await Promise.all(agents.map((a) => stopAgent(a)));
+  console.log(JSON.stringify({ ...row, ranByAgents: agents.reduce((s, a) => s + jobsRan(a), 0) }));
   await queue.close();
   await store?.close();
   await r.server.stop();
