@@ -24,9 +24,10 @@ void test(
       },
     );
     try {
-      const line = await new Promise<string>((resolve) =>
-        createInterface({ input: child.stdout }).once('line', resolve),
-      );
+      const line = await new Promise<string>((resolve, reject) => {
+        createInterface({ input: child.stdout }).once('line', resolve);
+        child.once('exit', (code) => reject(new Error(`tandem serve exited with ${code} before answering`)));
+      });
       const url = (JSON.parse(line) as { url: string }).url;
       const key = readFileSync(join(dir, 'admin-key.txt'), 'utf8').trim();
       const env = { ...process.env, TANDEM_URL: url, TANDEM_KEY: key };
