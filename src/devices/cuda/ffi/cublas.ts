@@ -105,13 +105,13 @@ const DECLS: Record<keyof CublasApi, string> = {
     'int cublasGemmEx(uint64_t h, int ta, int tb, int m, int n, int k, const void *alpha, uint64_t a, int atype, int lda, uint64_t b, int btype, int ldb, const void *beta, uint64_t c, int ctype, int ldc, int compute, int algo)',
   cublasGetStatusString: 'const char *cublasGetStatusString(int rc)',
   cublasStrsm_v2:
-    'int cublasStrsm_v2(uint64_t h, int side, int uplo, int trans, int diag, int m, int n, const float *alpha, uint64_t a, int lda, uint64_t b, int ldb)',
+    'int cublasStrsm_v2(uint64_t h, int side, int uplo, int trans, int diag, int m, int n, const void *alpha, uint64_t a, int lda, uint64_t b, int ldb)',
   cublasDtrsm_v2:
-    'int cublasDtrsm_v2(uint64_t h, int side, int uplo, int trans, int diag, int m, int n, const double *alpha, uint64_t a, int lda, uint64_t b, int ldb)',
+    'int cublasDtrsm_v2(uint64_t h, int side, int uplo, int trans, int diag, int m, int n, const void *alpha, uint64_t a, int lda, uint64_t b, int ldb)',
   cublasSsyrk_v2:
-    'int cublasSsyrk_v2(uint64_t h, int uplo, int trans, int n, int k, const float *alpha, uint64_t a, int lda, const float *beta, uint64_t c, int ldc)',
+    'int cublasSsyrk_v2(uint64_t h, int uplo, int trans, int n, int k, const void *alpha, uint64_t a, int lda, const void *beta, uint64_t c, int ldc)',
   cublasDsyrk_v2:
-    'int cublasDsyrk_v2(uint64_t h, int uplo, int trans, int n, int k, const double *alpha, uint64_t a, int lda, const double *beta, uint64_t c, int ldc)',
+    'int cublasDsyrk_v2(uint64_t h, int uplo, int trans, int n, int k, const void *alpha, uint64_t a, int lda, const void *beta, uint64_t c, int ldc)',
 };
 
 /** cublasSideMode_t, cublasFillMode_t, cublasDiagType_t. */
