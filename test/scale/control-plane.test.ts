@@ -108,6 +108,12 @@ describe('scaled-out control plane', { skip }, () => {
     assert.equal(done.attempts.length, 1);
   });
 
+  it('exports the autoscaling signal on /metrics', async () => {
+    const text = (await cp.app.inject({ method: 'GET', url: '/metrics' })).body;
+    assert.match(text, /tandem_autoscale_desired_agents\{device_class="cpu"\} \d+/);
+    assert.match(text, /tandem_autoscale_agents\{device_class="cpu"\} 1/);
+  });
+
   it('holds a job no agent can fit, with the reason visible', async () => {
     const res = await submit({ type: 'huge' });
     const id = res.json<{ id: string }>().id;

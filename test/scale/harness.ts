@@ -39,6 +39,12 @@ function which(bin: string): string | null {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Servers still running when this process exits (a failed test or benchmark) are stopped here. */
+const leftovers = new Set<() => void>();
+process.once('exit', () => {
+  for (const f of leftovers) f();
+});
+
 function stopChild(p: ChildProcess): Promise<void> {
   return new Promise((resolve) => {
     if (p.exitCode !== null || p.signalCode !== null) return resolve();
@@ -56,6 +62,9 @@ export async function startRedis(fixedPort?: number): Promise<Started> {
     stdio: 'ignore',
   });
   const url = `redis://127.0.0.1:${port}`;
+  const kill = () => void p.kill('SIGKILL');
+  leftovers.add(kill);
+  p.once('exit', () => leftovers.delete(kill));
   for (let i = 0; i < 100; i++) {
     const r = spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' });
     if (r.stdout?.trim() === 'PONG') return { ok: true, server: { url, stop: () => stopChild(p) } };
@@ -95,6 +104,11 @@ export async function startPostgres(): Promise<Started> {
   const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`;
   const start = run('pg_ctl', ['-D', data, '-o', opts, '-l', join(dir, 'log'), '-w', 'start']);
   if (start.status !== 0) return { ok: false, reason: `pg_ctl start failed: ${start.stderr.slice(0, 300)}` };
+  const halt = () => {
+    run('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  leftovers.add(halt);
   return {
     ok: true,
     server: {
@@ -105,8 +119,8 @@ export async function startPostgres(): Promise<Started> {
         run('pg_ctl', ['-D', data, '-o', opts, '-l', join(dir, 'log'), '-w', 'start']);
       },
       stop: () => {
-        run('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']);
-        rmSync(dir, { recursive: true, force: true });
+        leftovers.delete(halt);
+        halt();
         return Promise.resolve();
       },
     },

@@ -245,3 +245,35 @@ for (const t of targets) {
     });
   });
 }
+
+describe(
+  'bullmq: small jobs packed into envelopes',
+  { skip: redisStart.ok ? false : redisStart.reason },
+  () => {
+    it('delivers every packed job once, with a completed event per job, and keeps big jobs single', async () => {
+      const q = await BullQueue.open({ url: redis!.url, prefix: `pack${++n}`, pack: 10, tuning: TUNING });
+      await q.eventsReady(['cpu']);
+      const events = collect(q);
+      const ran: string[] = [];
+      const c = q.consume({
+        deviceClasses: ['cpu'],
+        concurrency: 2,
+        handler: async (j) => {
+          ran.push(j.id);
+          return j.id.toUpperCase();
+        },
+      });
+      await q.add([
+        ...Array.from({ length: 25 }, (_, i) => spec(`p${i}`)),
+        spec('big', { memBytes: 1 << 20 }),
+      ]);
+      await until(() => events.filter((e) => e.type === 'completed').length >= 26, 8000, '26 completions');
+      await c.close();
+      assert.equal(ran.length, 26);
+      assert.equal(new Set(ran).size, 26);
+      const done = events.find((e) => e.type === 'completed' && e.id === 'p7');
+      assert.equal(done?.type === 'completed' && done.result, 'P7');
+      await q.close();
+    });
+  },
+);
