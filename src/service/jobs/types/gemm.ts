@@ -124,6 +124,7 @@ async function runGemm(ctx: JobContext<GemmParams>) {
       const aT = rt.tensor([rows, n], dtype, a.subarray(row0 * n, (row0 + rows) * n));
       const cT = rt.tensor([rows, n], dtype);
       tensors.push(aT, cT);
+      await yieldToLoop(); // each host copy into a tensor blocks for a while: let requests through
       const task = rt.submit({
         kernel: 'gemm',
         args: { a: aT, b: bT, c: cT },
@@ -151,8 +152,11 @@ async function runGemm(ctx: JobContext<GemmParams>) {
     for (const p of pieces) {
       const inPanel = [...wanted].filter((r) => r >= p.row0 && r < p.row0 + p.rows);
       if (inPanel.length === 0) continue;
-      const c = toNumbers(dtype, await rt.read(p.c));
-      for (const r of inPanel) sampled.set(r, c.slice((r - p.row0) * n, (r - p.row0 + 1) * n));
+      const c = await rt.read(p.c);
+      for (const r of inPanel)
+        sampled.set(r, toNumbers(dtype, c.subarray((r - p.row0) * n, (r - p.row0 + 1) * n)));
+      // rt.read may settle without a macrotask in between: yield so that reads do not chain into one block.
+      await yieldToLoop();
     }
     const checkStart = Date.now() * 1000;
     ctx.span('read sampled rows', readStart, checkStart, { rows: sampled.size });
