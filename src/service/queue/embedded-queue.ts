@@ -7,14 +7,13 @@
  * process whose queue object made the change.
  */
 import Database from 'better-sqlite3';
-import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { TandemError } from '../../core/errors.js';
+import { EmbeddedConsumer } from './embedded-consumer.js';
 import {
   DEFAULT_TUNING,
-  JobFailure,
   clampPriority,
   emptyCounts,
   errorMessage,
@@ -51,7 +50,7 @@ CREATE INDEX IF NOT EXISTS qjobs_ready ON qjobs (lane, state, priority DESC, seq
 CREATE INDEX IF NOT EXISTS qjobs_locks ON qjobs (state, lock_until) WHERE state = 'active';
 CREATE TABLE IF NOT EXISTS qrate (lane TEXT PRIMARY KEY, window_start INTEGER NOT NULL, used INTEGER NOT NULL);`;
 
-interface Row {
+export interface Row {
   id: string;
   lane: string;
   priority: number;
@@ -60,7 +59,7 @@ interface Row {
   attempts_made: number;
 }
 
-type Outcome =
+export type Outcome =
   | { kind: 'done'; id: string; owner: string; result: unknown }
   | { kind: 'fail'; id: string; owner: string; error: string; retry: boolean };
 
@@ -323,128 +322,5 @@ export class EmbeddedQueue implements JobQueue {
     this.flush();
     this.closed = true;
     this.db.close();
-  }
-}
-
-/** One consumer: a pump per lane, a lease renewer and a stalled-job checker. */
-class EmbeddedConsumer implements Consumer {
-  readonly id = `c_${randomBytes(4).toString('hex')}`;
-  private readonly running = new Map<string, Promise<void>>();
-  private readonly abort = new AbortController();
-  private readonly timers: NodeJS.Timeout[] = [];
-  private stopping = false;
-  private pumping = false;
-
-  constructor(
-    private readonly q: EmbeddedQueue,
-    private readonly o: ConsumeOptions,
-  ) {}
-
-  start(): void {
-    this.timers.push(
-      setInterval(() => this.wake(), this.q.pollMs),
-      setInterval(() => this.guard(() => this.q.renew(this.id)), this.q.lockMs / 2),
-      setInterval(
-        () =>
-          this.guard(() => {
-            this.q.recoverStalled();
-            this.q.trim();
-          }),
-        this.q.stalledCheckMs,
-      ),
-    );
-    this.wake();
-  }
-
-  private guard(f: () => void): void {
-    if (this.stopping) return;
-    try {
-      f();
-    } catch {
-      // SQLITE_BUSY under heavy contention: the next tick tries again
-    }
-  }
-
-  wake(): void {
-    if (this.stopping || this.pumping) return;
-    this.pumping = true;
-    try {
-      for (const lane of this.o.deviceClasses) {
-        const room = this.o.concurrency - this.countLane(lane);
-        if (room <= 0) continue;
-        for (const r of this.q.take(lane, room, this.id, this.o)) this.run(r);
-      }
-    } catch {
-      // busy database: try again on the next poll
-    } finally {
-      this.pumping = false;
-    }
-  }
-
-  private readonly lanes = new Map<string, string>();
-
-  private countLane(lane: string): number {
-    let n = 0;
-    for (const l of this.lanes.values()) if (l === lane) n++;
-    return n;
-  }
-
-  private run(r: Row): void {
-    this.lanes.set(r.id, r.lane);
-    const p = (async () => {
-      try {
-        const result = await this.o.handler(
-          {
-            id: r.id,
-            deviceClass: r.lane,
-            priority: r.priority,
-            memBytes: r.mem_bytes,
-            data: JSON.parse(r.data) as Record<string, unknown>,
-            attemptsMade: r.attempts_made,
-            progress: (fraction, message = '') => {
-              this.q.emit({ type: 'progress', id: r.id, progress: fraction, message });
-              return Promise.resolve();
-            },
-          },
-          this.abort.signal,
-        );
-        if (!this.abort.signal.aborted) this.q.settle({ kind: 'done', id: r.id, owner: this.id, result });
-      } catch (e) {
-        if (!this.abort.signal.aborted)
-          this.q.settle({
-            kind: 'fail',
-            id: r.id,
-            owner: this.id,
-            error: errorMessage(e),
-            retry: !(e instanceof JobFailure && !e.retry),
-          });
-      } finally {
-        this.running.delete(r.id);
-        this.lanes.delete(r.id);
-        setImmediate(() => this.wake());
-      }
-    })();
-    this.running.set(r.id, p);
-  }
-
-  async close(graceMs = 5000): Promise<void> {
-    if (this.stopping) return;
-    this.stopping = true;
-    for (const t of this.timers) clearInterval(t);
-    const all = Promise.allSettled([...this.running.values()]);
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = await Promise.race([
-      all.then(() => false),
-      new Promise<boolean>((res) => {
-        timer = setTimeout(() => res(true), graceMs);
-      }),
-    ]);
-    clearTimeout(timer);
-    if (timedOut) {
-      this.abort.abort();
-      await all;
-    }
-    this.q.release(this.id);
-    this.q.forget(this);
   }
 }
