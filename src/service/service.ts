@@ -106,6 +106,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
         name: d.info.name,
         memoryBytes: d.info.memoryBytes,
         peakFlops: d.info.peakFlops,
+        software: d.info.details['software'] === true,
         utilization: activity.utilization(d.info.id),
         memoryUsed: u?.usedBytes ?? 0,
         busySeconds: activity.busySeconds(d.info.id),

@@ -69,6 +69,12 @@ void test('hardware rules: class → device class, strict rules, requested devic
   assert.equal(pref.device, undefined, 'a preference falls back to the scheduler');
   assert.match(pref.reason, /none here/);
   assert.throws(() => parseHardwareRules('training'), /TANDEM_ERR_CONFIG/);
+  // A software rasterizer (llvmpipe behind WebGPU) is not what a GPU rule asks for.
+  const withSoftware: DeviceView[] = [
+    ...cpuOnly,
+    { id: 'webgpu0', kind: 'webgpu', memoryBytes: 8e9, peakFlops: {}, software: true },
+  ];
+  assert.equal(selectPlacement(rules, 'training', undefined, withSoftware).device, undefined);
 });
 
 void test('job store: commits fenced by attempt (exactly once), requeue after a crash, idempotency', () => {

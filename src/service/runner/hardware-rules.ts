@@ -12,9 +12,11 @@ export interface DeviceView {
   readonly kind: string;
   readonly memoryBytes: number;
   readonly peakFlops: Readonly<Record<string, number | undefined>>;
+  /** A software rasterizer posing as a GPU (llvmpipe): never what a GPU rule means. */
+  readonly software?: boolean;
 }
 
-const isGpu = (d: DeviceView): boolean => d.kind === 'cuda' || d.kind === 'webgpu';
+const isGpu = (d: DeviceView): boolean => (d.kind === 'cuda' || d.kind === 'webgpu') && !d.software;
 const flops32 = (d: DeviceView): number => d.peakFlops['f32'] ?? 0;
 
 function pickDevice(deviceClass: string, devices: readonly DeviceView[]): string | undefined {
