@@ -1,5 +1,6 @@
 /** The job types a service starts with. Workload types are added when their module exists in this build. */
 import type { JobTypeRegistry } from './registry.js';
+import { customKernelJob } from './types/custom-kernel.js';
 import { gemmJob } from './types/gemm.js';
 import { sleepJob } from './types/sleep.js';
 import { loadWorkloadJobTypes } from './types/workloads.js';
@@ -10,5 +11,6 @@ export async function registerBuiltinJobTypes(
 ): Promise<void> {
   registry.register(gemmJob);
   registry.register(sleepJob);
+  registry.register(customKernelJob);
   for (const t of await loadWorkloadJobTypes(warn)) registry.register(t);
 }
