@@ -2,6 +2,7 @@
  * Service configuration, parsed once (from defaults, the environment and CLI flags) and validated here,
  * then passed down. Nothing else in src/service reads process.env.
  */
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { TandemError } from '../core/errors.js';
 
@@ -71,7 +72,8 @@ export const DEFAULT_CONFIG: ServiceConfig = {
   runtime: {
     enabled: true,
     backends: ['cpu', 'cuda', 'webgpu'],
-    cpuThreads: 2,
+    // Leave one core to the event loop (see server.ts).
+    cpuThreads: Math.max(1, availableParallelism() - 1),
     calibrate: true,
     cacheDir: '.tandem/cache',
   },

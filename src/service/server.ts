@@ -19,7 +19,9 @@ export async function openRuntime(
       backends: config.runtime.backends,
       calibrate: config.runtime.calibrate,
       cacheDir: config.runtime.cacheDir,
-      options: { cpu: { threads: config.runtime.cpuThreads } },
+      // One BLAS thread per CPU worker: with cpuThreads = cores - 1 the event loop keeps a core of its
+      // own, so health checks and submissions are answered in milliseconds during long CPU kernels.
+      options: { cpu: { threads: config.runtime.cpuThreads, blasThreads: 1 } },
     });
     if (rt.devices.length === 0) {
       const why = rt.backends.map((b) => `${b.kind}: ${b.reason ?? 'no device'}`).join('; ');

@@ -23,6 +23,8 @@ export interface CpuOptions {
   /** Launches a worker may hold at once (default 16). */
   readonly depth?: number;
   readonly gemmEngine?: WorkerConfig['gemmEngine'];
+  /** OpenBLAS threads per call; a service sets 1 so that the event loop keeps a core (see service config). */
+  readonly blasThreads?: number;
 }
 
 export class CpuDevice implements Device {
@@ -62,7 +64,7 @@ export const cpuBackend: Backend = {
     const threads = Math.max(1, Math.min(opts.threads ?? availableParallelism(), 256));
     const queues = Array.from(
       { length: threads },
-      (_, i) => new CpuQueue('cpu0', i, opts.depth ?? 256, opts.gemmEngine ?? 'auto'),
+      (_, i) => new CpuQueue('cpu0', i, opts.depth ?? 256, opts.gemmEngine ?? 'auto', opts.blasThreads),
     );
     try {
       await Promise.all(queues.map((q) => q.ready));

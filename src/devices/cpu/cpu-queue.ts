@@ -50,10 +50,16 @@ export class CpuQueue implements ExecQueue {
   blasReason = '';
   readonly ready: Promise<void>;
 
-  constructor(deviceId: string, index: number, maxDepth: number, gemmEngine: WorkerConfig['gemmEngine']) {
+  constructor(
+    deviceId: string,
+    index: number,
+    maxDepth: number,
+    gemmEngine: WorkerConfig['gemmEngine'],
+    blasThreads?: number,
+  ) {
     this.id = `${deviceId}.w${index}`;
     this.maxDepth = maxDepth;
-    const config: WorkerConfig = { index, gemmEngine };
+    const config: WorkerConfig = { index, gemmEngine, ...(blasThreads ? { blasThreads } : {}) };
     this.worker = new Worker(workerUrl, { workerData: config });
     this.worker.unref();
     this.ready = new Promise((resolve, reject) => {

@@ -53,4 +53,6 @@ export type FromWorker =
 export interface WorkerConfig {
   readonly index: number;
   readonly gemmEngine: 'auto' | 'openblas' | 'wasm' | 'ts';
+  /** OpenBLAS threads per call (process-wide); unset keeps OpenBLAS's default (all cores). */
+  readonly blasThreads?: number;
 }

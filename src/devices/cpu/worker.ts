@@ -29,6 +29,7 @@ const customs = new Map<string, CpuKernel>();
 
 const blasLoad = config.gemmEngine === 'wasm' || config.gemmEngine === 'ts' ? null : loadOpenBlas();
 const blas = blasLoad?.blas ?? null;
+if (blas && config.blasThreads) blas.setThreads(config.blasThreads);
 // auto: OpenBLAS when the system has it, else the WebAssembly SIMD engine, else plain TypeScript.
 const engine: CpuKernelContext['gemmEngine'] =
   config.gemmEngine !== 'auto'
