@@ -193,7 +193,7 @@ export class Executor {
             const t = this.policy.pop(w) as Task | undefined;
             if (!t) break;
             // No room on w's node yet, but room is being made: try again when memory frees up.
-            if (this.memoryGate !== null && this.memoryGate(t, w) === 'wait') {
+            if (this.memoryGate !== null && t.tensors.length > 0 && this.memoryGate(t, w) === 'wait') {
               this.deferred.push(t);
               break;
             }

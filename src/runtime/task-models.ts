@@ -30,7 +30,19 @@ export function queuePeaks(d: Device): DevicePeaks {
   };
 }
 
+/** Tasks without tensors (barriers, noop) share one shape per op: no string building per task. */
+const bareShapes = new Map<string, TaskShape>();
+
 export function taskShape(task: Task): TaskShape {
+  if (task.tensors.length === 0 && !task.cost?.flops) {
+    let s = bareShapes.get(task.op);
+    if (!s)
+      bareShapes.set(
+        task.op,
+        (s = { op: task.op, footprint: '', size: 0, flops: 0, bytes: 0, dtype: 'f32', key: `${task.op}|` }),
+      );
+    return s;
+  }
   let fp = '';
   let dtype = 'f32';
   for (let i = 0; i < task.tensors.length; i++) {
@@ -52,7 +64,6 @@ export function taskShape(task: Task): TaskShape {
 }
 
 export class TaskModels {
-  private readonly shapes = new WeakMap<Task, TaskShape>();
   private slots: number[] = [];
 
   constructor(
@@ -67,13 +78,9 @@ export class TaskModels {
     this.slots = this.workers.map((w) => this.perf.device(deviceKey(w.device), queuePeaks(w.device)));
   }
 
+  /** Computed once per task and kept on it (a WeakMap of 100,000s of live tasks slows every GC). */
   shape(task: Task): TaskShape {
-    let s = this.shapes.get(task);
-    if (!s) {
-      s = taskShape(task);
-      this.shapes.set(task, s);
-    }
-    return s;
+    return (task.modelShape ??= taskShape(task));
   }
 
   expectedUs(task: Task, w: WorkerSlot): number {

@@ -7,6 +7,7 @@ import type { TandemError } from '../core/errors.js';
 import type { Scalars } from '../devices/device.js';
 import type { AccessMode, Cost, KernelDef } from '../kernels/kernel.js';
 import type { AccessRecord, Tensor } from '../memory/tensor.js';
+import type { TaskShape } from './perf-model.js';
 import type { WorkerSlot } from './policies/policy.js';
 
 export type TaskState = 'waiting' | 'ready' | 'dispatched' | 'done' | 'failed';
@@ -54,6 +55,8 @@ export class Task implements TaskHandle, AccessRecord {
   startUs = 0;
   endUs = 0;
   cost: Cost | null = null;
+  /** The performance models' key for this task (op + data footprint), computed on first use. */
+  modelShape: TaskShape | undefined = undefined;
   placement: string | undefined;
   /** Internal: result of host-side tasks (reads). */
   result: unknown = undefined;
