@@ -55,7 +55,7 @@ export class Bucket {
   private rejectRun: number[] = [];
   rejected = 0;
   total = 0;
-  /** Counts samples offered once the history is full: only every DECIMATE-th is kept (see add). */
+  /** Accepted samples since the history filled (the statistics refresh every DECIMATE-th, see add). */
   private offered = 0;
   medianUs = NaN;
   madUs = NaN;
@@ -78,9 +78,6 @@ export class Bucket {
   /** Adds a measurement; returns false when it was rejected as an outlier. */
   add(us: number): boolean {
     if (!Number.isFinite(us) || us < 0) return false;
-    // A full history is refreshed with every DECIMATE-th sample: the statistics stay current while a
-    // stream of tiny tasks (100,000s per second) costs no sort per task.
-    if (this.ring.length >= HISTORY && this.offered++ % DECIMATE !== 0) return true;
     this.total++;
     if (this.ring.length >= MIN_SAMPLES + 2 && this.isOutlier(us)) {
       this.rejected++;
@@ -100,7 +97,9 @@ export class Bucket {
       this.ring[this.next] = us;
       this.next = (this.next + 1) % HISTORY;
     }
-    this.refresh();
+    // Every sample is checked against the median, but a full history re-sorts only every DECIMATE-th
+    // accepted one: a stream of tiny tasks (100,000s per second) then costs no sort per task.
+    if (this.ring.length < HISTORY || ++this.offered % DECIMATE === 0) this.refresh();
     return true;
   }
 
