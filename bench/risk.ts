@@ -10,6 +10,8 @@ import { writeFileSync } from 'node:fs';
 import { Runtime } from '../src/runtime/runtime.js';
 import { portfolioVar, priceOption } from '../src/workloads/risk/run.js';
 import { EXAMPLE_PORTFOLIO } from '../src/workloads/risk/params.js';
+import { mcRows, mcScalars } from '../src/kernels/mc_common/def.js';
+import { mcSpec, streamCount } from '../src/kernels/mc_common/engine.js';
 
 const arg = (name: string, def: string): string => {
   const i = process.argv.indexOf(name);
@@ -59,6 +61,14 @@ if (!status?.available) {
 }
 console.log(`device ${rt.devices.map((d) => d.info.name).join(', ')}; node ${process.version}`);
 const base = { spot: 100, strike: 100, rate: 0.05, vol: 0.2, maturity: 1, device };
+// CUDA completion polling: how many polls came from setImmediate and how many waited on the 1 ms timer.
+const pollStats = (): { immediatePolls: number; timerPolls: number } | null =>
+  (rt.devices[0] as { poller?: { stats?: { immediatePolls: number; timerPolls: number } } } | undefined)
+    ?.poller?.stats ?? null;
+const polls = (): string => {
+  const p = pollStats();
+  return p ? ` [polls: ${p.immediatePolls} immediate, ${p.timerPolls} timer]` : '';
+};
 const tput: Record<string, number> = {};
 for (const antithetic of [false, true]) {
   await priceOption(rt, { ...base, paths: Math.min(paths, 1 << 20), antithetic });
@@ -72,9 +82,66 @@ for (const antithetic of [false, true]) {
   times.sort((a, b) => a - b);
   tput[antithetic ? 'antithetic' : 'plain'] = paths / times[2]!;
   console.log(
-    `european ${antithetic ? 'antithetic' : 'plain'}: ${paths} paths, median ${(times[2]! * 1e3).toFixed(2)} ms, ${(paths / times[2]!).toExponential(3)} paths/s, price ${last.price.toFixed(5)} ± ${last.stdError.toExponential(2)}`,
+    `european ${antithetic ? 'antithetic' : 'plain'}: ${paths} paths, median ${(times[2]! * 1e3).toFixed(2)} ms (min ${(times[0]! * 1e3).toFixed(2)}), ${(paths / times[2]!).toExponential(3)} paths/s${antithetic ? ` (${(paths / 2 / times[2]!).toExponential(3)} antithetic pairs/s)` : ''}, price ${last.price.toFixed(5)} ± ${last.stdError.toExponential(2)}${polls()}`,
   );
 }
+// Where the time goes: the kernel alone (20 back-to-back tasks on one output, chained in the GPU queue,
+// so launches and completion polling overlap the kernels) against one price end to end.
+const kernelOnly: Record<string, number> = {};
+if (gpu) {
+  for (const antithetic of [false, true]) {
+    const spec = mcSpec({
+      kind: 'european',
+      right: 'call',
+      spot: 100,
+      strike: 100,
+      rate: 0.05,
+      vol: 0.2,
+      maturity: 1,
+      dividend: 0,
+      steps: 1,
+      paths,
+      antithetic,
+      seed: 7,
+    });
+    const streams = streamCount(spec);
+    const o = rt.tensor([mcRows(streams), 3], 'f32');
+    const scalars = mcScalars(spec, 0, streams);
+    const batch = async (n: number): Promise<number> => {
+      const t0 = performance.now();
+      const hs = [];
+      for (let k = 0; k < n; k++)
+        hs.push(rt.submit({ kernel: 'mc_european', args: { out: o }, scalars, device }));
+      await Promise.all(hs.map((h) => h.done));
+      return (performance.now() - t0) / n;
+    };
+    await batch(3);
+    const per = await batch(20);
+    kernelOnly[antithetic ? 'antithetic' : 'plain'] = per;
+    // One price's task alone, then its read: submit → done and done → partial sums on the host.
+    const one: number[] = [];
+    const rd: number[] = [];
+    for (let k = 0; k < 7; k++) {
+      const t0 = performance.now();
+      await rt.submit({ kernel: 'mc_european', args: { out: o }, scalars, device }).done;
+      const t1 = performance.now();
+      await rt.read(o);
+      rd.push(performance.now() - t1);
+      one.push(t1 - t0);
+    }
+    one.sort((a, b) => a - b);
+    rd.sort((a, b) => a - b);
+    console.log(
+      `  one task: submit→done median ${(one[3]! * 1e3).toFixed(1)} us (min ${(one[0]! * 1e3).toFixed(1)}), read median ${(rd[3]! * 1e3).toFixed(1)} us${polls()}`,
+    );
+    console.log(
+      `kernel only (20 back to back), ${antithetic ? 'antithetic' : 'plain'}: ${(per * 1e3).toFixed(1)} us per ${paths}-path price, ${(paths / (per / 1e3)).toExponential(3)} paths/s`,
+    );
+    rt.free(o);
+  }
+}
+// The first call compiles (or loads) the kernel: time the second.
+await priceOption(rt, { ...base, type: 'asian', steps: 64, paths: 1 << 12 });
 const asian = await priceOption(rt, {
   ...base,
   type: 'asian',
@@ -91,9 +158,52 @@ for (let k = 0; k < runs; k++) {
   lat.push(performance.now() - t0);
 }
 lat.sort((a, b) => a - b);
+// The same price taken apart: submit → task done (kernel + completion) and task done → partial sums on
+// the host (with eager read-back, a host memcpy).
+const lat1: number[] = [];
+const lat2: number[] = [];
+{
+  const spec = mcSpec({
+    kind: 'european',
+    right: 'call',
+    spot: 100,
+    strike: 100,
+    rate: 0.05,
+    vol: 0.2,
+    maturity: 1,
+    dividend: 0,
+    steps: 1,
+    paths: p99Paths,
+    antithetic: false,
+    seed: 3,
+  });
+  const streams = streamCount(spec);
+  for (let k = 0; k < runs; k++) {
+    const t0 = performance.now();
+    const o = rt.tensor([mcRows(streams), 3], 'f32');
+    const h = rt.submit({
+      kernel: 'mc_european',
+      args: { out: o },
+      scalars: mcScalars(spec, 0, streams),
+      device,
+    });
+    await h.done;
+    const t1 = performance.now();
+    await rt.read(o);
+    lat2.push(performance.now() - t1);
+    lat1.push(t1 - t0);
+    rt.free(o);
+  }
+  lat1.sort((a, b) => a - b);
+  lat2.sort((a, b) => a - b);
+}
+const qq = (l: number[], p: number): number => l[Math.min(l.length - 1, Math.ceil(p * l.length) - 1)]!;
+console.log(
+  `  parts: submit→done p50 ${qq(lat1, 0.5).toFixed(3)} p99 ${qq(lat1, 0.99).toFixed(3)} ms; done→read p50 ${qq(lat2, 0.5).toFixed(3)} p99 ${qq(lat2, 0.99).toFixed(3)} ms`,
+);
 const q = (p: number): number => lat[Math.min(lat.length - 1, Math.ceil(p * lat.length) - 1)]!;
 console.log(
-  `${p99Paths}-path price end to end over ${runs} runs: p50 ${q(0.5).toFixed(3)} ms, p99 ${q(0.99).toFixed(3)} ms`,
+  `${p99Paths}-path price end to end over ${runs} runs: p50 ${q(0.5).toFixed(3)} ms, p99 ${q(0.99).toFixed(3)} ms, max ${lat[lat.length - 1]!.toFixed(3)} ms${polls()}`,
 );
 const v = await portfolioVar(rt, {
   portfolio: EXAMPLE_PORTFOLIO,
@@ -105,6 +215,7 @@ console.log(
 );
 Object.assign(out, {
   throughput: tput,
+  kernelOnlyMs: kernelOnly,
   asian: { paths: asian.paths, seconds: asian.seconds },
   p50Ms: q(0.5),
   p99Ms: q(0.99),
@@ -124,5 +235,7 @@ if (baseline) {
     `| 1e6-path p99 ms | ${q(0.99).toFixed(3)} | ${baseline.p99Ms!.toFixed(3)} | ${(baseline.p99Ms! / q(0.99)).toFixed(2)} |`,
   );
 }
+const cudaStats = (rt.devices[0] as { transfers?: { stats?: unknown } } | undefined)?.transfers?.stats;
+if (cudaStats) console.log(`cuda transfers: ${JSON.stringify(cudaStats)}`);
 if (json) writeFileSync(json, JSON.stringify(out, null, 2));
 await rt.close();

@@ -18,7 +18,7 @@ import { CompletionPoller } from './completion.js';
 import type { CudaContext } from './context.js';
 import type { CudaDriver } from './ffi/driver.js';
 import { CudaGraph, type GraphLaunch } from './graph.js';
-import { HostTransfers } from './host-transfer.js';
+import { EAGER_MAX_BYTES, HostTransfers, type Eager } from './host-transfer.js';
 import { isCudaKernelImpl, type CudaArg } from './kernel-api.js';
 import { Launcher } from './launcher.js';
 import { CudaBuffer, CudaMemoryNode } from './memory-node.js';
@@ -27,6 +27,11 @@ import type { ProgramCache } from './program-cache.js';
 /** CUresults after which the context is unusable until reset (illegal address, launch failure, ...). */
 const STICKY = new Set([700, 702, 714, 715, 716, 717, 718, 719, 720, 999]);
 const QUEUE_DEPTH = 256;
+/**
+ * Open CUDA devices in this process. Eager read-back is used only with one: copies between GPUs
+ * (peer.ts) write buffers without going through this device, so they could not drop a stale entry.
+ */
+let openDevices = 0;
 
 export interface CudaDeviceParts {
   readonly id: string;
@@ -57,6 +62,7 @@ export class CudaDevice implements Device {
   private readonly resetListeners: ((reason: string) => void)[] = [];
   private closed = false;
   private resetting = false;
+  private counted = true;
 
   constructor(parts: CudaDeviceParts) {
     this.id = parts.id;
@@ -73,6 +79,7 @@ export class CudaDevice implements Device {
       parts.view,
       parts.registerSabs,
     );
+    openDevices++;
     this.queues = [
       { id: `${parts.id}.compute`, depth: QUEUE_DEPTH, launch: (req, done) => this.launch(req, done) },
     ];
@@ -123,6 +130,8 @@ export class CudaDevice implements Device {
         );
       }
       args.push({ ptr: buf.ptr, desc: a.desc });
+      // The kernel may write it: an eager copy of its old contents is stale from here on.
+      this.transfers.dropEager(buf);
     }
     // After the lost-data check, so a task on lost memory says so even when the GPU is gone.
     if (this.closed) {
@@ -158,7 +167,19 @@ export class CudaDevice implements Device {
       return fail(asTandemError(e, 'TANDEM_ERR_KERNEL_FAILED', `${req.op} on ${this.id}`));
     }
     const taskId = req.taskId;
+    // Small results the host reads next: copy them to pinned memory under the same completion event.
+    let eagerBuf: CudaBuffer | null = null;
+    let eager: Eager | null = null;
+    if (impl.kind === 'program' && impl.readback && openDevices === 1) {
+      const i = impl.readback[0];
+      const buf = i === undefined ? undefined : req.args[i]?.buffer;
+      if (buf instanceof CudaBuffer && buf.bytes <= EAGER_MAX_BYTES) {
+        eager = this.transfers.stageEager(buf, buf.ptr, buf.bytes, this.context.streams.compute);
+        if (eager) eagerBuf = buf;
+      }
+    }
     this.poller.watch(this.context.streams.compute, (err0) => {
+      if (eager) this.transfers.eagerDone(eagerBuf!, eager, !err0);
       let err = err0;
       if (!err && check) {
         try {
@@ -180,6 +201,7 @@ export class CudaDevice implements Device {
 
   /** Host → device on the h2d stream; `done` runs once the bytes are on the GPU. */
   upload(src: HostBuffer, dst: CudaBuffer, bytes: number, done: Done): void {
+    this.transfers.dropEager(dst);
     if (this.node.isLost(dst))
       return done(
         new TandemError('TANDEM_ERR_DATA_LOST', `${this.id}: the destination was lost in a device reset`),
@@ -193,11 +215,17 @@ export class CudaDevice implements Device {
       return done(
         new TandemError('TANDEM_ERR_DATA_LOST', `${this.id}: the source was lost in a device reset`),
       );
+    // Copied to pinned memory right after the kernel that wrote it: no GPU round trip.
+    if (this.transfers.takeEager(src, dst.sab, bytes)) {
+      queueMicrotask(() => done(null));
+      return;
+    }
     this.guard(done, () => this.transfers.download(src.ptr, dst.sab, bytes, this.context.streams.d2h, done));
   }
 
   /** Device → device (same GPU) on the compute stream, ordered with kernels. */
   copyWithin(src: CudaBuffer, dst: CudaBuffer, bytes: number, done: Done): void {
+    this.transfers.dropEager(dst);
     if (this.node.isLost(src) || this.node.isLost(dst))
       return done(new TandemError('TANDEM_ERR_DATA_LOST', `${this.id}: a buffer was lost in a device reset`));
     this.guard(done, () => {
@@ -270,6 +298,10 @@ export class CudaDevice implements Device {
   }
 
   async close(): Promise<void> {
+    if (this.counted) {
+      this.counted = false;
+      openDevices--;
+    }
     if (this.closed) return;
     try {
       await this.sync();

@@ -4,6 +4,12 @@
  * the GPU (cached per SAB, unregistered when the SAB is collected), so cuMemcpyAsync reads it directly.
  * Small copies, and large ones whose registration failed, go through a pool of pinned staging chunks
  * (cuMemHostAlloc) with a JS memcpy on the host side.
+ *
+ * Eager read-back: a program that declares `readback` (small results the host reads next, such as the
+ * Monte Carlo partial sums) gets those outputs copied into a pinned slot on its own stream right after
+ * the kernel, covered by the same completion event. A download of that buffer then costs a host memcpy
+ * and no second GPU round trip. Entries are keyed by buffer object (a new one per allocation), used
+ * once, and dropped when the buffer is written again (launch, upload, device copy) or the slot is needed.
  */
 import { CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, addressOf, type CudaDriver } from './ffi/driver.js';
 import type { Completion, CompletionPoller } from './completion.js';
@@ -14,6 +20,20 @@ const STAGING_CHUNK = 8 << 20;
 const STAGING_MAX_CHUNKS = 8;
 const CU_MEMHOSTREGISTER_PORTABLE = 1;
 const CU_MEMHOSTALLOC_PORTABLE = 1;
+/** Eager read-back: outputs up to this size, in this many pinned slots. */
+export const EAGER_MAX_BYTES = 64 << 10;
+const EAGER_SLOTS = 16;
+
+export interface Eager {
+  readonly slot: number;
+  readonly bytes: number;
+  /** The copy's completion event has been seen (eagerDone). */
+  ready: boolean;
+  /** Dropped while its copy was in flight: the slot comes back at eagerDone. */
+  dropped: boolean;
+  /** Which pinned arena the slot belongs to (a reset makes a new one). */
+  readonly arena: number;
+}
 
 interface Registration {
   readonly ok: boolean;
@@ -32,6 +52,8 @@ export interface TransferStats {
   lastRegisterFailure?: string;
   stagedBytes: number;
   directBytes: number;
+  /** Downloads served from an eager read-back slot. */
+  eagerHits: number;
 }
 
 export class HostTransfers {
@@ -49,7 +71,18 @@ export class HostTransfers {
   private chunks: Chunk[] = [];
   private freeChunks: Chunk[] = [];
   private readonly waiting: ((c: Chunk) => void)[] = [];
-  readonly stats: TransferStats = { registered: 0, registerFailures: 0, stagedBytes: 0, directBytes: 0 };
+  readonly stats: TransferStats = {
+    registered: 0,
+    registerFailures: 0,
+    stagedBytes: 0,
+    directBytes: 0,
+    eagerHits: 0,
+  };
+  private eagerArena: Chunk | null = null;
+  private eagerFree: number[] = [];
+  private arenaGen = 0;
+  /** Insertion order is age order: the oldest ready entry is evicted when no slot is free. */
+  private eager = new Map<object, Eager>();
 
   constructor(
     private readonly driver: CudaDriver,
@@ -187,6 +220,85 @@ export class HostTransfers {
     else this.freeChunks.push(chunk);
   }
 
+  /**
+   * Enqueues on `stream` (after the work just launched there) a copy of `bytes` at device address `src`
+   * into a pinned slot, remembered under `key`. Returns the entry, to hand to eagerDone once the stream's
+   * completion event covering the copy has been seen, or null when it is not worth it or no slot is
+   * free; errors leave things as they were (the normal download path still works).
+   */
+  stageEager(key: object, src: number, bytes: number, stream: number): Eager | null {
+    if (bytes === 0 || bytes > EAGER_MAX_BYTES) return null;
+    this.dropEager(key);
+    const slot = this.takeEagerSlot();
+    if (slot < 0) return null;
+    this.makeCurrent();
+    const rc = this.driver.api.cuMemcpyAsync(this.eagerArena!.ptr + slot, src, bytes, stream);
+    if (rc !== 0) {
+      this.eagerFree.push(slot);
+      return null;
+    }
+    const e: Eager = { slot, bytes, ready: false, dropped: false, arena: this.arenaGen };
+    this.eager.set(key, e);
+    return e;
+  }
+
+  /** Forgets the eager copy of `key` (it is being written again, or its copy failed). */
+  dropEager(key: object): void {
+    const e = this.eager.get(key);
+    if (!e) return;
+    this.eager.delete(key);
+    // A slot whose copy is still in flight comes back when the copy has finished.
+    if (e.ready) this.eagerFree.push(e.slot);
+    else e.dropped = true;
+  }
+
+  /** The completion event covering an eager copy was seen (ok) or the work failed. */
+  eagerDone(key: object, e: Eager, ok: boolean): void {
+    if (ok && !e.dropped) {
+      e.ready = true;
+      return;
+    }
+    if (this.eager.get(key) === e) this.eager.delete(key);
+    // After a reset the arena died with the context (forgetAll): its slots are not given back.
+    if (e.arena === this.arenaGen) this.eagerFree.push(e.slot);
+  }
+
+  /** Serves a download from a completed eager copy: true when `sab` now holds the bytes. */
+  takeEager(key: object, sab: SharedArrayBuffer, bytes: number): boolean {
+    if (this.eager.size === 0) return false;
+    const e = this.eager.get(key);
+    if (!e || !e.ready || bytes > e.bytes) return false;
+    new Uint8Array(sab, 0, bytes).set(this.eagerArena!.view.subarray(e.slot, e.slot + bytes));
+    this.eager.delete(key);
+    this.eagerFree.push(e.slot);
+    this.stats.eagerHits++;
+    return true;
+  }
+
+  private takeEagerSlot(): number {
+    if (!this.eagerArena) {
+      try {
+        const bytes = EAGER_MAX_BYTES * EAGER_SLOTS;
+        const ptr = this.driver.out1('cuMemHostAlloc', (o) =>
+          this.driver.api.cuMemHostAlloc(o, bytes, CU_MEMHOSTALLOC_PORTABLE),
+        );
+        this.eagerArena = { ptr, view: this.view(ptr, bytes) };
+        for (let i = EAGER_SLOTS - 1; i >= 0; i--) this.eagerFree.push(i * EAGER_MAX_BYTES);
+      } catch {
+        return -1;
+      }
+    }
+    const free = this.eagerFree.pop();
+    if (free !== undefined) return free;
+    // Evict the oldest entry whose copy has finished (results nobody read).
+    for (const [key, e] of this.eager) {
+      if (!e.ready) continue;
+      this.eager.delete(key);
+      return e.slot;
+    }
+    return -1;
+  }
+
   private registration(sab: SharedArrayBuffer): Registration {
     const known = this.registrations.get(sab);
     if (known) return known;
@@ -248,13 +360,22 @@ export class HostTransfers {
     this.live = new Map();
     this.chunks = [];
     this.freeChunks = [];
+    this.eagerArena = null;
+    this.eagerFree = [];
+    this.eager = new Map();
+    this.arenaGen++;
   }
 
   /** Frees staging memory (registrations end when their SABs are collected). */
   close(): void {
     this.makeCurrent();
     for (const c of this.chunks) this.driver.api.cuMemFreeHost(c.ptr);
+    if (this.eagerArena) this.driver.api.cuMemFreeHost(this.eagerArena.ptr);
     this.chunks = [];
     this.freeChunks = [];
+    this.eagerArena = null;
+    this.eagerFree = [];
+    this.eager = new Map();
+    this.arenaGen++;
   }
 }

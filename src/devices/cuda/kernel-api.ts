@@ -35,6 +35,12 @@ export interface CudaProgram {
   readonly source: string;
   readonly entry: string;
   /**
+   * Arguments (indices) holding small results the host reads right after the kernel (at most 64 KiB
+   * each): they are copied into pinned memory on the same stream, under the kernel's completion event,
+   * so reading them back needs no second GPU round trip.
+   */
+  readonly readback?: readonly number[];
+  /**
    * true: prepend the prelude, which defines for each `dtypes()` name N the storage type `N_t`, the
    * compute type `N_c` (float for f16/bf16/f32, double for f64, int for i32/u8) and `ldN(p, i)` /
    * `stN(p, i, v)` converting loads and stores. false: the source is compiled as is (custom kernels).

@@ -1,8 +1,12 @@
 /**
  * Fused CUDA programs for mc_european / mc_asian: each thread generates its Philox blocks, turns them
  * into normals and payoffs in registers (random numbers never touch memory), and each block writes one
- * row of partial sums. Fast intrinsics (__expf, __logf, __sincosf) are accurate to a few ulps in f32,
- * far below the Monte Carlo error.
+ * row of partial sums (warp shuffles, then one value per warp). Same streams and uniforms as the CPU
+ * and WGSL kernels bit for bit; the transcendentals are the approximate PTX ones (one MUFU op each,
+ * accurate to a few ulps, far below the Monte Carlo error), and the payoff is one fma and a max:
+ *   S = A 2^(scale z) with A = spot e^mu, scale = sigma log2(e);  call: max(A e - K, 0), put: max(K - A e, 0).
+ * The antithetic path is 2^(-scale z) (one more MUFU op). Full streams (4 samples) run in a branch-free
+ * loop; only the last stream of a price can be partial.
  */
 import type { CudaArgDesc, CudaParam, CudaProgram } from '../../devices/cuda/kernel-api.js';
 import type { Scalars } from '../../devices/device.js';
@@ -18,58 +22,89 @@ const PROLOGUE = `
   const long long per = (streams + gridDim.x - 1) / gridDim.x;
   const long long b0 = first + min(streams, (long long)blockIdx.x * per);
   const long long b1 = first + min(streams, ((long long)blockIdx.x + 1) * per);
-  float a1 = 0.f, a2 = 0.f, cnt = 0.f;
-#define PAYOFF(s) (call ? fmaxf((s) - strike, 0.f) : fmaxf(strike - (s), 0.f))`;
+  // Signed payoff terms: call max(A e - K, 0), put max(K - A e, 0) = max(-A e + K, 0).
+  const float sgn = call ? 1.f : -1.f;
+  const float sK = -sgn * strike;
+  const float scale = sigma * 1.4426950408889634f;
+  float a1 = 0.f, a2 = 0.f;
+  int cnt = 0;`;
 
 const EPILOGUE = `
-  tdm_block_sum3(out, (double)a1, (double)a2, (double)cnt);`;
+  tdm_block_sum3f(out, blockIdx.x, a1, a2, cnt);`;
 
 export const MC_EUROPEAN_CUDA_SOURCE = `${PHILOX_CUDA}
-extern "C" __global__ void __launch_bounds__(${THREADS}) tdm_mc_european${PARAMS} {
-${PROLOGUE}
-  const float A = spot * __expf(mu);
-  for (long long s = b0 + threadIdx.x; s < b1; s += blockDim.x) {
-    const uint4 w = tdm_philox(make_uint4((unsigned)s, 0u, (unsigned)(s >> 32), 0u), k0, k1);
-    float z[4];
-    tdm_boxmuller(w.x, w.y, z[0], z[1]);
-    tdm_boxmuller(w.z, w.w, z[2], z[3]);
-    const long long left = samples - 4 * s;
-    const int lanes = left < 4 ? (int)left : 4;
+template <bool ANTI>
+static __device__ __forceinline__ float tdm_eu_payoff(float x, float sA, float sK) {
+  float p = fmaxf(fmaf(sA, tdm_ex2(x), sK), 0.f);
+  if (ANTI) p = 0.5f * (p + fmaxf(fmaf(sA, tdm_ex2(-x), sK), 0.f));
+  return p;
+}
+template <bool ANTI>
+static __device__ __forceinline__ void tdm_eu_stream(long long s, unsigned k0, unsigned k1, float scale,
+    float sA, float sK, int lanes, float& a1, float& a2) {
+  const uint4 w = tdm_philox(make_uint4((unsigned)s, 0u, (unsigned)(s >> 32), 0u), k0, k1);
+  float r0, c0, s0, r1, c1, s1;
+  tdm_bm_fast(w.x, w.y, scale, r0, c0, s0);
+  tdm_bm_fast(w.z, w.w, scale, r1, c1, s1);
+  const float x[4] = {r0 * c0, r0 * s0, r1 * c1, r1 * s1};
 #pragma unroll
-    for (int k = 0; k < 4; k++) {
-      if (k < lanes) {
-        const float e = __expf(sigma * z[k]);
-        float p = PAYOFF(A * e);
-        // The antithetic path exp(mu - sigma z) = A / e: a division instead of a second exponential.
-        if (anti) p = 0.5f * (p + PAYOFF(__fdividef(A, e)));
-        a1 += p; a2 += p * p; cnt += 1.f;
-      }
+  for (int k = 0; k < 4; k++) {
+    if (k < lanes) {
+      const float p = tdm_eu_payoff<ANTI>(x[k], sA, sK);
+      a1 += p; a2 = fmaf(p, p, a2);
     }
   }
+}
+template <bool ANTI>
+static __device__ __forceinline__ void tdm_eu_run(long long b0, long long b1, long long samples,
+    unsigned k0, unsigned k1, float scale, float sA, float sK, float& a1, float& a2, int& cnt) {
+  const long long full = min(b1, samples >> 2);
+  long long s = b0 + threadIdx.x;
+  for (; s < full; s += blockDim.x) {
+    tdm_eu_stream<ANTI>(s, k0, k1, scale, sA, sK, 4, a1, a2);
+    cnt += 4;
+  }
+  // The one partial stream of a price (samples not a multiple of 4), if it falls in this block.
+  if (s < b1 && 4 * s < samples) {
+    const int lanes = (int)(samples - 4 * s);
+    tdm_eu_stream<ANTI>(s, k0, k1, scale, sA, sK, lanes, a1, a2);
+    cnt += lanes;
+  }
+}
+// 8 blocks of 256 per SM (32 registers, no spills): a full SM of warps hides the MUFU and IMAD latency.
+extern "C" __global__ void __launch_bounds__(${THREADS}, 8) tdm_mc_european${PARAMS} {
+${PROLOGUE}
+  const float sA = sgn * spot * expf(mu);
+  if (anti) tdm_eu_run<true>(b0, b1, samples, k0, k1, scale, sA, sK, a1, a2, cnt);
+  else tdm_eu_run<false>(b0, b1, samples, k0, k1, scale, sA, sK, a1, a2, cnt);
 ${EPILOGUE}
 }`;
 
 export const MC_ASIAN_CUDA_SOURCE = `${PHILOX_CUDA}
 extern "C" __global__ void __launch_bounds__(${THREADS}) tdm_mc_asian${PARAMS} {
 ${PROLOGUE}
-  const float E2 = __expf(2.f * mu);
+  const float muL = mu * 1.4426950408889634f;
   const float inv = 1.f / (float)steps;
   for (long long s = b0 + threadIdx.x; s < b1; s += blockDim.x) {
     float S = spot, Sb = spot, acc = 0.f, accb = 0.f;
-    float z[4];
-    for (int j = 0; j < steps; j++) {
-      if ((j & 3) == 0) {
-        const uint4 w = tdm_philox(make_uint4((unsigned)s, (unsigned)(j >> 2), (unsigned)(s >> 32), 0u), k0, k1);
-        tdm_boxmuller(w.x, w.y, z[0], z[1]);
-        tdm_boxmuller(w.z, w.w, z[2], z[3]);
+    // Four monitoring dates per Philox block, unrolled so the variates stay in registers.
+    for (int j = 0; j < steps; j += 4) {
+      const uint4 w = tdm_philox(make_uint4((unsigned)s, (unsigned)(j >> 2), (unsigned)(s >> 32), 0u), k0, k1);
+      float r0, c0, s0, r1, c1, s1;
+      tdm_bm_fast(w.x, w.y, scale, r0, c0, s0);
+      tdm_bm_fast(w.z, w.w, scale, r1, c1, s1);
+      const float x[4] = {r0 * c0, r0 * s0, r1 * c1, r1 * s1};
+#pragma unroll
+      for (int k = 0; k < 4; k++) {
+        if (j + k < steps) {
+          S *= tdm_ex2(muL + x[k]); acc += S;
+          if (anti) { Sb *= tdm_ex2(muL - x[k]); accb += Sb; }
+        }
       }
-      const float g = __expf(mu + sigma * z[j & 3]);
-      S *= g; acc += S;
-      if (anti) { Sb *= __fdividef(E2, g); accb += Sb; }
     }
-    float p = PAYOFF(acc * inv);
-    if (anti) p = 0.5f * (p + PAYOFF(accb * inv));
-    a1 += p; a2 += p * p; cnt += 1.f;
+    float p = fmaxf(fmaf(sgn, acc * inv, sK), 0.f);
+    if (anti) p = 0.5f * (p + fmaxf(fmaf(sgn, accb * inv, sK), 0.f));
+    a1 += p; a2 = fmaf(p, p, a2); cnt += 1;
   }
 ${EPILOGUE}
 }`;
@@ -99,6 +134,8 @@ function program(op: 'mc_european' | 'mc_asian', source: string): CudaProgram {
     source,
     entry: `tdm_${op}`,
     prelude: false,
+    // The partial sums (12 bytes a row) are what the host reads next: copy them back with the kernel.
+    readback: [0],
     defines: (args: readonly CudaArgDesc[]) => ({
       OUT_T: args[0]!.desc.dtype === 'f64' ? 'double' : 'float',
     }),

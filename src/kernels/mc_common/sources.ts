@@ -25,6 +25,50 @@ static __device__ __forceinline__ void tdm_boxmuller(unsigned a, unsigned b, flo
   __sincosf(6.283185307179586f * (tdm_u01(b) - 0.5f), &s, &c);
   z0 = r * c; z1 = r * s;
 }
+// The fast path of the option kernels (mc_european, mc_asian): the same uniforms bit for bit, built
+// without an int->float conversion (the conversion unit is a quarter-rate pipe): 1.m (m = x >> 9) minus
+// (1 - 2^-24) is exactly (2m + 1) 2^-24, and the approximate PTX transcendentals (.ftz, one MUFU op
+// each) replace the IEEE sqrt and the non-ftz intrinsics. lg2 and the 2 ln 2 factor fold into one
+// multiply, the angle into one fma on the [1, 2) float.
+static __device__ __forceinline__ float tdm_lg2(float x) { float y; asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
+static __device__ __forceinline__ float tdm_ex2(float x) { float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
+static __device__ __forceinline__ float tdm_sqrt(float x) { float y; asm("sqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
+static __device__ __forceinline__ float tdm_sin(float x) { float y; asm("sin.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
+static __device__ __forceinline__ float tdm_cos(float x) { float y; asm("cos.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
+static __device__ __forceinline__ float tdm_one_two(unsigned x) { return __uint_as_float(0x3f800000u | (x >> 9)); }
+// Box-Muller as tdm_boxmuller, scaled: returns r*scale in rs and the angle's cosine/sine in c/s, so a
+// caller that only needs scale*z pays one multiply per variate.
+static __device__ __forceinline__ void tdm_bm_fast(unsigned a, unsigned b, float scale, float& rs, float& c, float& s) {
+  const float u = tdm_one_two(a) - 0.99999994f;            // (2(a>>9)+1) 2^-24, exact
+  const float r2 = fmaxf(-1.3862943611198906f * tdm_lg2(u), 0.0f); // -2 ln u
+  rs = tdm_sqrt(r2) * scale;
+  // 2 pi (u_b - 1/2) with u_b = f - (1 - 2^-24), f in [1, 2): 2 pi f - 2 pi (3/2 - 2^-24)
+  const float t = fmaf(tdm_one_two(b), 6.283185307179586f, -9.424777586f);
+  c = tdm_cos(t); s = tdm_sin(t);
+}
+// Sums per-thread (sum, sum of squares, count) over the block (warp shuffles, then the warps' sums in
+// double) and
+// writes it as row 'row' of out.
+template <typename T>
+static __device__ __forceinline__ void tdm_block_sum3f(T* out, long long row, float a, float b, int c) {
+  __shared__ float shf[2][32];
+  __shared__ int shc[32];
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    a += __shfl_xor_sync(0xffffffffu, a, o);
+    b += __shfl_xor_sync(0xffffffffu, b, o);
+    c += __shfl_xor_sync(0xffffffffu, c, o);
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) { shf[0][warp] = a; shf[1][warp] = b; shc[warp] = c; }
+  __syncthreads();
+  if (threadIdx.x < 3) {
+    double t = 0.0;
+    const int nw = blockDim.x >> 5;
+    for (int w = 0; w < nw; w++) t += threadIdx.x < 2 ? (double)shf[threadIdx.x][w] : (double)shc[w];
+    out[3 * row + threadIdx.x] = (T)t;
+  }
+}
 // Sums a per-thread triple over the block in double and writes it as row blockIdx.x of out.
 template <typename T>
 static __device__ __forceinline__ void tdm_block_sum3(T* out, double a, double b, double c) {
