@@ -4,6 +4,7 @@
  * and within a tenant the highest priority first, then submission order. SQLite stays the truth; this
  * is rebuilt from it at start.
  */
+import { Heap } from '../../runtime/policies/queues.js';
 
 export interface QueuedJob {
   readonly id: string;
@@ -11,52 +12,6 @@ export interface QueuedJob {
   readonly tenantId: string;
   readonly priority: number;
   readonly memBytes: number;
-}
-
-class Heap<T> {
-  private readonly items: T[] = [];
-  constructor(private readonly before: (a: T, b: T) => boolean) {}
-
-  get size(): number {
-    return this.items.length;
-  }
-
-  peek(): T | undefined {
-    return this.items[0];
-  }
-
-  push(x: T): void {
-    const a = this.items;
-    a.push(x);
-    let i = a.length - 1;
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      if (!this.before(a[i]!, a[p]!)) break;
-      [a[i], a[p]] = [a[p]!, a[i]!];
-      i = p;
-    }
-  }
-
-  pop(): T | undefined {
-    const a = this.items;
-    const top = a[0];
-    const last = a.pop();
-    if (a.length > 0 && last !== undefined) {
-      a[0] = last;
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let m = i;
-        if (l < a.length && this.before(a[l]!, a[m]!)) m = l;
-        if (r < a.length && this.before(a[r]!, a[m]!)) m = r;
-        if (m === i) break;
-        [a[i], a[m]] = [a[m]!, a[i]!];
-        i = m;
-      }
-    }
-    return top;
-  }
 }
 
 const byPriorityThenAge = (a: QueuedJob, b: QueuedJob): boolean =>
