@@ -39,6 +39,8 @@ void test('gemm, option and md jobs on the real CPU runtime', { timeout: 120_000
     assert.match(bad.body, /md\.density/);
     const jobs = await Promise.all([
       submit({ type: 'gemm', params: { n: 96, panels: 2, dtype: 'f64' } }),
+      // Inputs made and checked by the job's own CPU-worker kernels, in a 16-bit type too.
+      submit({ type: 'gemm', params: { n: 80, panels: 3, dtype: 'bf16' } }),
       submit({ type: 'option', params: { paths: 50_000 } }),
       submit({ type: 'md', params: { preset: 'lj-small', steps: 20, thermoEvery: 10 } }),
     ]);
@@ -49,7 +51,7 @@ void test('gemm, option and md jobs on the real CPU runtime', { timeout: 120_000
     }
     const option = (
       await s.svc.app.inject({
-        url: `/v1/jobs/${(jobs[1]!.json() as { id: string }).id}/result`,
+        url: `/v1/jobs/${(jobs[2]!.json() as { id: string }).id}/result`,
         headers: s.auth(),
       })
     ).json() as {

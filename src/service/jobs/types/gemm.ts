@@ -3,18 +3,13 @@
  * spread them over devices, progress is meaningful and a cancel takes effect between panels. Sampled
  * rows of C are checked against a float64 reference of the same (rounded) inputs.
  */
-import {
-  bytesPerElement,
-  epsilon,
-  fromNumbers,
-  hostView,
-  toNumbers,
-  type DType,
-  type HostArray,
-} from '../../../core/dtype.js';
+import { bytesPerElement, hostView, toNumbers, type DType, type HostArray } from '../../../core/dtype.js';
 import { TandemError } from '../../../core/errors.js';
+import type { DeviceCaps } from '../../../devices/device.js';
+import type { KernelDef } from '../../../kernels/kernel.js';
 import type { Tensor } from '../../../runtime/runtime.js';
 import { defineJobType, type JobContext, type ServiceRuntime } from '../job-type.js';
+import { accumulateReference, compareRows, fillUniform, regenerateRow, streamKey } from './gemm-data.js';
 import { awaitOrAbort, requireRuntime } from './task-helpers.js';
 
 export const GEMM_MAX_N = 8192;
@@ -33,99 +28,109 @@ export interface GemmParams {
 const yieldToLoop = (): Promise<void> => new Promise((r) => setImmediate(r));
 const SLICE = 1 << 16;
 
-async function randomHost(dtype: DType, count: number, seed: number): Promise<HostArray> {
+const CPU_MODULE = new URL('./gemm-cpu.js', import.meta.url).href;
+const FILL = 'gemm_job.fill';
+const CHECK = 'gemm_job.check';
+
+const fillDef: KernelDef = {
+  name: FILL,
+  args: [{ name: 'x', mode: 'w' }],
+  validate: () => undefined,
+  cost: (args) => ({ flops: 0, bytes: args['x']!.bytes }),
+};
+
+const checkDef: KernelDef = {
+  name: CHECK,
+  args: [
+    { name: 'c', mode: 'r' },
+    { name: 'b', mode: 'r' },
+    { name: 'out', mode: 'w' },
+  ],
+  validate(args) {
+    if (args['out']!.dtype !== 'f64' || args['c']!.dtype !== args['b']!.dtype)
+      throw new TandemError('TANDEM_ERR_DTYPE', `${CHECK}: out must be f64 and c, b of one dtype`);
+  },
+  cost: (args) => {
+    const [k, n] = args['b']!.shape as [number, number];
+    return { flops: args['out']!.shape[0]! * k * n, bytes: args['b']!.bytes };
+  },
+};
+
+const withWorkerKernels = new WeakSet<object>();
+
+/**
+ * True when a CPU device can run the job's own worker kernels (generate the inputs, compute the
+ * reference): then the service's event loop never holds or copies the matrices. Registered once per runtime.
+ */
+function useWorkerKernels(rt: ServiceRuntime): boolean {
+  if (withWorkerKernels.has(rt)) return true;
+  const caps = (d: ServiceRuntime['devices'][number]): DeviceCaps | undefined => d.caps;
+  if (!rt.devices.some((d) => d.info.kind === 'cpu' && caps(d)?.customSource?.includes('cpu-module')))
+    return false;
+  rt.registerKernel(fillDef, { cpu: { module: CPU_MODULE, export: 'gemmJobFill' } });
+  rt.registerKernel(checkDef, { cpu: { module: CPU_MODULE, export: 'gemmJobCheck' } });
+  withWorkerKernels.add(rt);
+  return true;
+}
+
+/** Host fallback: the same stream as the worker kernel, generated slice by slice between requests. */
+async function uniformHost(dtype: DType, count: number, key: number): Promise<HostArray> {
   const out = hostView(dtype, new ArrayBuffer(count * bytesPerElement(dtype)), 0, count);
-  const vals = new Float64Array(Math.min(SLICE, count));
-  let s = seed >>> 0 || 1;
   for (let base = 0; base < count; base += SLICE) {
-    const len = Math.min(SLICE, count - base);
-    for (let i = 0; i < len; i++) {
-      s ^= s << 13;
-      s ^= s >>> 17;
-      s ^= s << 5;
-      vals[i] = ((s >>> 0) / 2 ** 32) * 2 - 1 || 0.5; // never exactly zero: a zero input hides bugs
-    }
-    fromNumbers(dtype, vals.subarray(0, len), out.subarray(base, base + len));
+    fillUniform(dtype, out.subarray(base, Math.min(count, base + SLICE)), key, base);
     await yieldToLoop();
   }
   return out;
 }
 
-/** f32/f64 are read as they are; 16-bit types are widened slice by slice. */
-async function readable(dtype: DType, data: HostArray): Promise<ArrayLike<number>> {
-  if (data instanceof Float32Array || data instanceof Float64Array) return data;
-  const out = new Float64Array(data.length);
-  for (let base = 0; base < data.length; base += SLICE) {
-    out.set(toNumbers(dtype, data.subarray(base, Math.min(data.length, base + SLICE))), base);
+/** Host fallback of the check: reference rows from A's regenerated rows and B on the host, in slices. */
+async function referenceOnHost(dtype: DType, n: number, keyA: number, b: HostArray, rows: number[]) {
+  const aRows = rows.map((r) => regenerateRow(dtype, n, keyA, r));
+  const refs = rows.map(() => new Float64Array(n));
+  const qStep = Math.max(1, Math.floor(SLICE / n / Math.max(1, rows.length)));
+  for (let q = 0; q < n; q += qStep) {
+    accumulateReference(dtype, n, aRows, b, refs, q, Math.min(n, q + qStep));
     await yieldToLoop();
   }
-  return out;
+  return refs;
 }
 
-/** Max relative error (scaled by the row's largest reference value) of sampled rows of C. */
-export async function checkRows(
-  dtype: DType,
-  n: number,
-  a: HostArray,
-  b: HostArray,
-  rows: Map<number, Float64Array>,
-) {
-  const B = await readable(dtype, b);
-  const ref = new Float64Array(n);
-  let maxRel = 0;
-  // Yield every few k-steps: one row of the reference is n² multiply-adds.
-  const qStep = Math.max(1, Math.floor(SLICE / n));
-  for (const [i, got] of rows) {
-    const Ai = toNumbers(dtype, a.subarray(i * n, (i + 1) * n));
-    ref.fill(0);
-    for (let q0 = 0; q0 < n; q0 += qStep) {
-      for (let q = q0; q < Math.min(n, q0 + qStep); q++) {
-        const aiq = Ai[q]!;
-        const off = q * n;
-        for (let j = 0; j < n; j++) ref[j] += aiq * B[off + j]!;
-      }
-      await yieldToLoop();
-    }
-    let scale = 1e-30;
-    for (let j = 0; j < n; j++) scale = Math.max(scale, Math.abs(ref[j]!));
-    for (let j = 0; j < n; j++) {
-      const err = Math.abs(got[j]! - ref[j]!) / scale;
-      maxRel = Number.isNaN(err) ? Infinity : Math.max(maxRel, err);
-    }
-  }
-  const accEps = dtype === 'f64' ? epsilon('f64') : epsilon('f32');
-  // Output rounding plus ~sqrt(k) ulps of accumulation. The job asks for plain f32 (never tf32), so no
-  // backend may round the inputs to 10-bit mantissas: a tf32-sized error would be a real failure here.
-  const tolerance = 4 * epsilon(dtype) + 8 * Math.sqrt(n) * accEps;
-  return { maxRelError: maxRel, tolerance, rowsChecked: rows.size, ok: maxRel <= tolerance };
+interface Piece {
+  row0: number;
+  rows: number;
+  c: Tensor;
+  done: Promise<void>;
+  device: () => string | null;
 }
 
 async function runGemm(ctx: JobContext<GemmParams>) {
   const rt: ServiceRuntime = requireRuntime(ctx);
   const { n, dtype, panels, seed } = ctx.params;
-  const a = await randomHost(dtype, n * n, seed);
-  const b = await randomHost(dtype, n * n, seed + 1);
+  const keyA = streamKey(seed, 0);
+  const keyB = streamKey(seed, 1);
+  const onWorker = useWorkerKernels(rt);
+  const fill = (x: Tensor, key: number, first: number, name: string) =>
+    rt.submit({ kernel: FILL, args: { x }, scalars: { key, first }, device: 'cpu', name, tags: ctx.tags });
+  const b = onWorker ? null : await uniformHost(dtype, n * n, keyB);
+  const a = onWorker ? null : await uniformHost(dtype, n * n, keyA);
   const rowsPer = Math.ceil(n / panels);
   const tensors: Tensor[] = [];
-  const bT = rt.tensor([n, n], dtype, b);
+  const bT = rt.tensor([n, n], dtype, b ?? undefined);
   tensors.push(bT);
-  const pieces: {
-    row0: number;
-    rows: number;
-    c: Tensor;
-    done: Promise<void>;
-    device: () => string | null;
-  }[] = [];
+  if (!b) fill(bT, keyB, 0, 'gemm input B');
+  const pieces: Piece[] = [];
   const t0 = performance.now();
   let finished = 0;
   try {
     for (let row0 = 0; row0 < n; row0 += rowsPer) {
       if (ctx.signal.aborted) break;
       const rows = Math.min(rowsPer, n - row0);
-      const aT = rt.tensor([rows, n], dtype, a.subarray(row0 * n, (row0 + rows) * n));
+      const aT = rt.tensor([rows, n], dtype, a?.subarray(row0 * n, (row0 + rows) * n));
       const cT = rt.tensor([rows, n], dtype);
       tensors.push(aT, cT);
-      await yieldToLoop(); // each host copy into a tensor blocks for a while: let requests through
+      if (a)
+        await yieldToLoop(); // each host copy into a tensor blocks for a while: let requests through
+      else fill(aT, keyA, row0 * n, `gemm input A rows ${row0}-${row0 + rows - 1}`);
       const task = rt.submit({
         kernel: 'gemm',
         args: { a: aT, b: bT, c: cT },
@@ -148,21 +153,54 @@ async function runGemm(ctx: JobContext<GemmParams>) {
     // Sample rows: first, last and a spread in between.
     const wanted = new Set<number>([0, n - 1]);
     for (let i = 1; wanted.size < Math.min(ctx.params.checkRows, n); i++) wanted.add((i * 2654435761) % n);
-    const sampled = new Map<number, Float64Array>();
-    const readStart = Date.now() * 1000;
-    for (const p of pieces) {
-      const inPanel = [...wanted].filter((r) => r >= p.row0 && r < p.row0 + p.rows);
-      if (inPanel.length === 0) continue;
-      const c = await rt.read(p.c);
-      for (const r of inPanel)
-        sampled.set(r, toNumbers(dtype, c.subarray((r - p.row0) * n, (r - p.row0 + 1) * n)));
-      // rt.read may settle without a macrotask in between: yield so that reads do not chain into one block.
-      await yieldToLoop();
-    }
     const checkStart = Date.now() * 1000;
-    ctx.span('read sampled rows', readStart, checkStart, { rows: sampled.size });
-    const check = await checkRows(dtype, n, a, b, sampled);
-    ctx.span('reference check (float64)', checkStart, Date.now() * 1000, { rows: check.rowsChecked });
+    const got: ArrayLike<number>[] = [];
+    const refs: ArrayLike<number>[] = [];
+    if (onWorker) {
+      // One check task per panel with sampled rows; only the rows and their references come back.
+      const outs: { out: Tensor; k: number }[] = [];
+      for (const p of pieces) {
+        const inPanel = [...wanted].filter((r) => r >= p.row0 && r < p.row0 + p.rows).map((r) => r - p.row0);
+        if (inPanel.length === 0) continue;
+        const out = rt.tensor([2 * inPanel.length, n], 'f64');
+        tensors.push(out);
+        rt.submit({
+          kernel: CHECK,
+          args: { c: p.c, b: bT, out },
+          scalars: { key: keyA, row0: p.row0, rows: inPanel.join(',') },
+          device: 'cpu',
+          name: `gemm check rows of ${p.row0}-${p.row0 + p.rows - 1}`,
+          tags: ctx.tags,
+        });
+        outs.push({ out, k: inPanel.length });
+      }
+      for (const { out, k } of outs) {
+        const data = (await rt.read(out)) as Float64Array;
+        for (let i = 0; i < k; i++) {
+          got.push(data.subarray(i * n, (i + 1) * n));
+          refs.push(data.subarray((k + i) * n, (k + i + 1) * n));
+        }
+      }
+    } else {
+      const rows: number[] = [];
+      for (const p of pieces) {
+        const inPanel = [...wanted].filter((r) => r >= p.row0 && r < p.row0 + p.rows);
+        if (inPanel.length === 0) continue;
+        const c = await rt.read(p.c);
+        for (const r of inPanel) {
+          rows.push(r);
+          got.push(toNumbers(dtype, c.subarray((r - p.row0) * n, (r - p.row0 + 1) * n)));
+        }
+        // rt.read may settle without a macrotask in between: yield so that reads do not chain into one block.
+        await yieldToLoop();
+      }
+      refs.push(...(await referenceOnHost(dtype, n, keyA, b!, rows)));
+    }
+    const check = compareRows(dtype, n, got, refs);
+    ctx.span('reference check (float64)', checkStart, Date.now() * 1000, {
+      rows: check.rowsChecked,
+      where: onWorker ? 'cpu worker' : 'host',
+    });
     ctx.progress(1, 'checked');
     const devices = [...new Set(pieces.map((p) => p.device()).filter((d): d is string => d !== null))];
     if (!check.ok)
