@@ -41,12 +41,18 @@ export interface BucketState {
   readonly total: number;
 }
 
-function median(sorted: readonly number[]): number {
-  const n = sorted.length;
+/** Median of the first n values of a sorted array. */
+function median(sorted: ArrayLike<number>, n: number): number {
   if (n === 0) return NaN;
   const m = n >> 1;
   return n & 1 ? sorted[m]! : (sorted[m - 1]! + sorted[m]!) / 2;
 }
+
+/**
+ * Scratch for the statistics: a typed array sorts numerically in native code, with no comparator
+ * calls and no copies to collect (this runs for a stream of tiny tasks).
+ */
+const scratch = new Float64Array(HISTORY);
 
 /** One (op, footprint, device) history. */
 export class Bucket {
@@ -59,6 +65,8 @@ export class Bucket {
   private offered = 0;
   medianUs = NaN;
   madUs = NaN;
+  /** Bumped whenever the statistics or the sample count change (cached estimates stay valid until then). */
+  version = 0;
 
   constructor(readonly size: number) {}
 
@@ -110,10 +118,25 @@ export class Bucket {
   }
 
   private refresh(): void {
-    const s = [...this.ring].sort((a, b) => a - b);
-    this.medianUs = median(s);
-    const dev = s.map((x) => Math.abs(x - this.medianUs)).sort((a, b) => a - b);
-    this.madUs = median(dev);
+    this.version++;
+    const n = this.ring.length;
+    if (n > scratch.length) {
+      const s = [...this.ring].sort((a, b) => a - b);
+      this.medianUs = median(s, n);
+      const dev = s.map((x) => Math.abs(x - this.medianUs)).sort((a, b) => a - b);
+      this.madUs = median(dev, n);
+      return;
+    }
+    // Unused slots hold +Infinity, which sorts last, so the first n are the sorted samples.
+    const s = scratch;
+    s.fill(Infinity);
+    for (let i = 0; i < n; i++) s[i] = this.ring[i]!;
+    s.sort();
+    const med = median(s, n);
+    for (let i = 0; i < n; i++) s[i] = Math.abs(s[i]! - med);
+    s.sort();
+    this.medianUs = med;
+    this.madUs = median(s, n);
   }
 
   state(): BucketState {
@@ -214,7 +237,7 @@ export class PerfModels {
   }
 
   private bucket(shape: TaskShape, slot: number, create: boolean): Bucket | undefined {
-    const key = `${shape.op}|${shape.footprint}`;
+    const key = shape.key ?? `${shape.op}|${shape.footprint}`;
     let row = this.byKey.get(key);
     if (!row) {
       if (!create) return undefined;
@@ -231,11 +254,14 @@ export class PerfModels {
 
   /** Records a measured run; returns false when the sample was rejected as an outlier. */
   record(shape: TaskShape, slot: number, us: number): boolean {
-    const ok = this.bucket(shape, slot, true)!.add(us);
-    if (ok) {
-      this.dirty = true;
+    const b = this.bucket(shape, slot, true)!;
+    const version = b.version;
+    const ok = b.add(us);
+    if (ok) this.dirty = true;
+    if (b.version !== version) {
       // The regression of every footprint of this op on this device may change.
-      for (const row of this.cachedByOp.get(shape.op) ?? []) row[slot] = undefined;
+      const rows = this.cachedByOp.get(shape.op);
+      if (rows) for (const row of rows) row[slot] = undefined;
     }
     return ok;
   }
