@@ -26,6 +26,11 @@ const originMs = performance.timeOrigin;
 /** Keep about this much work in flight per worker: deep for tiny tasks, shallow for big ones. */
 const TARGET_INFLIGHT_US = 2000;
 
+function hasKeys(o: object): boolean {
+  for (const k in o) if (Object.hasOwn(o, k)) return true;
+  return false;
+}
+
 export function isCustomCpuImpl(x: unknown): x is CustomCpuImpl {
   return !!x && typeof x === 'object' && typeof (x as CustomCpuImpl).module === 'string';
 }
@@ -34,7 +39,9 @@ export class CpuQueue implements ExecQueue {
   readonly id: string;
   private readonly worker: Worker;
   private readonly known = new Set<number>();
-  private readonly pending = new Fifo<{ id: number; done: Completion }>();
+  /** Launched, not yet completed, in launch order (two lists: no record per launch). */
+  private readonly pendingIds = new Fifo<number>();
+  private readonly pendingDone = new Fifo<Completion>();
   private readonly opIndex = new Map<string, number>();
   private newOps: string[] = [];
   private tasks: number[] = [];
@@ -94,7 +101,7 @@ export class CpuQueue implements ExecQueue {
     let extra = -1;
     const custom = isCustomCpuImpl(req.impl);
     const inlinePred = req.after.length === 1 ? req.after[0]! : -1;
-    if (req.args.length || req.after.length > 1 || custom || Object.keys(req.scalars).length) {
+    if (req.args.length || req.after.length > 1 || custom || hasKeys(req.scalars)) {
       const buffers: number[] = [];
       for (const a of req.args) {
         const hb = a.buffer as HostBuffer;
@@ -121,7 +128,8 @@ export class CpuQueue implements ExecQueue {
       });
     }
     this.tasks.push(req.taskId, op, extra, inlinePred);
-    this.pending.push({ id: req.taskId, done });
+    this.pendingIds.push(req.taskId);
+    this.pendingDone.push(done);
     if (this.tasks.length >= EARLY_FLUSH_TASKS * TASK_STRIDE) this.flush();
     else if (!this.flushScheduled) {
       this.flushScheduled = true;
@@ -151,32 +159,34 @@ export class CpuQueue implements ExecQueue {
 
   private onMessage(m: FromWorker): void {
     if (m.t !== 'done') return;
-    const errors = new Map(m.errors.map(([id, code, msg]) => [id, [code, msg] as const]));
+    const errors =
+      m.errors.length > 0 ? new Map(m.errors.map(([id, code, msg]) => [id, [code, msg] as const])) : null;
     const r = m.results;
     for (let i = 0; i < r.length; i += RESULT_STRIDE) {
-      const entry = this.pending.shift();
-      if (!entry) break;
+      const expected = this.pendingIds.shift();
+      if (expected === undefined) break;
+      const done = this.pendingDone.shift()!;
       const id = r[i]!;
-      if (entry.id !== id)
+      if (expected !== id)
         throw new TandemError(
           'TANDEM_ERR_INTERNAL',
-          `${this.id}: completion ${id} out of order (expected ${entry.id})`,
+          `${this.id}: completion ${id} out of order (expected ${expected})`,
         );
       const startUs = (r[i + 2]! - originMs) * 1000;
       const endUs = (r[i + 3]! - originMs) * 1000;
       this.ewmaUs = 0.9 * this.ewmaUs + 0.1 * Math.max(0.5, endUs - startUs);
       this.timing.startUs = startUs;
       this.timing.endUs = endUs;
-      if (r[i + 1] === 1) entry.done(null, this.timing);
+      if (r[i + 1] === 1) done(null, this.timing);
       else {
-        const [code, message] = errors.get(id) ?? ['TANDEM_ERR_KERNEL_FAILED', 'failed'];
+        const [code, message] = errors?.get(id) ?? ['TANDEM_ERR_KERNEL_FAILED', 'failed'];
         const c: ErrorCode = code.startsWith('TANDEM_ERR_')
           ? (code as ErrorCode)
           : 'TANDEM_ERR_KERNEL_FAILED';
-        entry.done(new TandemError(c, `${message} (on ${this.id})`, { queue: this.id }), this.timing);
+        done(new TandemError(c, `${message} (on ${this.id})`, { queue: this.id }), this.timing);
       }
     }
-    if (this.pending.length === 0) this.worker.unref();
+    if (this.pendingIds.length === 0) this.worker.unref();
   }
 
   release(buf: HostBuffer): void {
@@ -187,7 +197,10 @@ export class CpuQueue implements ExecQueue {
 
   private failAll(e: Error): void {
     const err = new TandemError('TANDEM_ERR_KERNEL_FAILED', `worker ${this.id} stopped: ${e.message}`);
-    for (let entry = this.pending.shift(); entry; entry = this.pending.shift()) entry.done(err);
+    for (let done = this.pendingDone.shift(); done; done = this.pendingDone.shift()) {
+      this.pendingIds.shift();
+      done(err);
+    }
   }
 
   async close(): Promise<void> {

@@ -46,7 +46,8 @@ const ctx: CpuKernelContext = {
   workerIndex: config.index,
 };
 
-const epoch = (): number => performance.timeOrigin + performance.now();
+const origin = performance.timeOrigin;
+const epoch = (): number => origin + performance.now();
 
 async function customKernel(c: CustomCpuImpl): Promise<CpuKernel> {
   const key = `${c.module}#${c.export}`;
