@@ -9,9 +9,9 @@ import type { LaunchArg, LaunchTiming } from '../devices/device.js';
 import type { Coherence } from '../memory/coherence.js';
 import type { Observer, TaskEvent } from '../obs/observer.js';
 import { nowUs } from '../obs/observer.js';
-import { collectPredecessors, readsFrom, writesTo } from './graph.js';
+import { collectPredecessors, readsFrom, writesTo, type PredecessorSink } from './graph.js';
 import type { PolicyContext, SchedTask, SchedulerPolicy, WorkerSlot } from './policies/policy.js';
-import { NO_TASKS, type Task } from './task.js';
+import { FORWARD_MIXED, FORWARDED_FOLLOWER, LAUNCHED, NO_TASKS, type Task } from './task.js';
 import type { TaskModels } from './task-models.js';
 
 const NO_ARGS: LaunchArg[] = [];
@@ -19,7 +19,7 @@ const MAX_FORWARDED_INFLIGHT = 8192;
 const NO_IDS: number[] = [];
 const ignore = (): void => undefined;
 
-export class Executor {
+export class Executor implements PredecessorSink {
   private outstanding = 0;
   private idleWaiters: Array<() => void> = [];
   private pumping = false;
@@ -27,6 +27,8 @@ export class Executor {
   private readonly oneId = [0];
   private forwardWork: Task[] = [];
   private forwarding = false;
+  /** The first failed predecessor met while linking the task being submitted. */
+  private failedPred: Task | null = null;
   tasksCompleted = 0;
   tasksFailed = 0;
   /**
@@ -72,21 +74,10 @@ export class Executor {
   submit(task: Task, explicitDeps: readonly Task[]): void {
     task.submitUs = nowUs();
     this.outstanding++;
-    const preds =
-      task.tensors.length || explicitDeps.length ? collectPredecessors(task, explicitDeps) : NO_TASKS;
-    let failedPred: Task | null = null;
-    for (const p of preds) {
-      if (p.state === 'failed') {
-        failedPred ??= p;
-        continue;
-      }
-      if (task.predecessors === NO_TASKS) task.predecessors = [];
-      task.predecessors.push(p);
-      p.successors.push(task);
-      task.pending++;
-      if (p.launched) this.mergeForward(task, p.worker!);
-      else task.undispatched++;
-    }
+    this.failedPred = null;
+    if (task.tensors.length || explicitDeps.length) collectPredecessors(task, explicitDeps, this);
+    const failedPred = this.failedPred;
+    this.failedPred = null;
     if (failedPred) {
       // Already-registered successors edges are harmless: a failed task ignores completions.
       this.failCascade(task, dependencyError(task, failedPred));
@@ -96,9 +87,27 @@ export class Executor {
     else this.offerForward(task);
   }
 
+  /** Links `task` to one predecessor (called back by collectPredecessors; `p` may repeat). */
+  addPredecessor(task: Task, p: Task): void {
+    if (p === task || p.state === 'done') return;
+    if (p.state === 'failed') {
+      this.failedPred ??= p;
+      return;
+    }
+    // Lists start as literals of one: most tasks have one predecessor and one successor.
+    if (task.predecessors === NO_TASKS) task.predecessors = [p];
+    else if (task.predecessors.includes(p)) return;
+    else task.predecessors.push(p);
+    if (p.successors === NO_TASKS) p.successors = [task];
+    else p.successors.push(task);
+    task.pending++;
+    if (p.flags & LAUNCHED) this.mergeForward(task, p.worker!);
+    else task.undispatched++;
+  }
+
   private mergeForward(task: Task, w: WorkerSlot): void {
     if (task.forwardQueue === null) task.forwardQueue = w;
-    else if (task.forwardQueue !== w) task.forwardMixed = true;
+    else if (task.forwardQueue !== w) task.flags |= FORWARD_MIXED;
   }
 
   /**
@@ -112,7 +121,7 @@ export class Executor {
       !this.policy.forwardChains ||
       task.state !== 'waiting' ||
       task.undispatched !== 0 ||
-      task.forwardMixed ||
+      task.flags & FORWARD_MIXED ||
       !w ||
       task.hostFn ||
       !task.eligible.includes(w.index) ||
@@ -124,7 +133,7 @@ export class Executor {
     let inFlight = 0;
     for (const p of task.predecessors) {
       if (p.isFinished()) continue;
-      if (p.worker !== w || p.forwardedFollower) return;
+      if (p.worker !== w || p.flags & FORWARDED_FOLLOWER) return;
       inFlight++;
     }
     for (let i = 0; i < task.tensors.length; i++) {
@@ -134,7 +143,7 @@ export class Executor {
       inFlight === task.predecessors.length
         ? task.predecessors
         : task.predecessors.filter((p) => !p.isFinished());
-    for (const p of preds) p.forwardedFollower = true;
+    for (const p of preds) p.flags |= FORWARDED_FOLLOWER;
     task.inQueuePreds = preds;
     task.readyUs = nowUs();
     this.policy.onForward?.(task, w);
@@ -263,7 +272,7 @@ export class Executor {
         {
           taskId: task.id,
           op: task.op,
-          impl: task.impls.get(w.device.info.kind),
+          impl: task.kernel.impls.get(w.device.info.kind),
           args,
           scalars: task.scalars,
           after: this.afterIds(task),
@@ -274,7 +283,7 @@ export class Executor {
       this.finishLaunch(task, e as Error, undefined);
       return;
     }
-    task.launched = true;
+    task.flags |= LAUNCHED;
     // Now that it sits in its in-order queue, successors may follow it there.
     for (const s of task.successors) {
       if (s.state !== 'waiting') continue;
@@ -317,7 +326,13 @@ export class Executor {
       task.endUs = timing.endUs;
     }
     // A follower whose in-queue predecessor failed is reported as such, naming the predecessor.
-    const failedPred = task.inQueuePreds.find((p) => p.state === 'failed');
+    let failedPred: Task | null = null;
+    for (const p of task.inQueuePreds) {
+      if (p.state === 'failed') {
+        failedPred = p;
+        break;
+      }
+    }
     const error = failedPred
       ? dependencyError(task, failedPred)
       : err
@@ -385,7 +400,7 @@ export class Executor {
       for (const s of task.successors) {
         if (--s.pending === 0 && s.state === 'waiting') this.makeReady(s);
       }
-      task.successors = [];
+      task.successors = NO_TASKS;
     }
     if (task.predecessors.length) task.predecessors = NO_TASKS;
     if (task.inQueuePreds.length) task.inQueuePreds = NO_TASKS;
@@ -404,7 +419,7 @@ export class Executor {
       for (const s of t.successors) {
         if (s.state === 'waiting' || s.state === 'ready') work.push([s, dependencyError(s, t)]);
       }
-      t.successors = [];
+      t.successors = NO_TASKS;
     }
   }
 

@@ -3,7 +3,6 @@
  * write-after-write, plus explicit ones. A tensor remembers its last writer and the readers since.
  */
 import type { AccessMode } from '../kernels/kernel.js';
-import type { Tensor } from '../memory/tensor.js';
 import type { Task } from './task.js';
 
 export function readsFrom(mode: AccessMode): boolean {
@@ -14,31 +13,31 @@ export function writesTo(mode: AccessMode): boolean {
   return mode !== 'r';
 }
 
+/** Receives a task's predecessors one by one (the executor links them; no list is built). */
+export interface PredecessorSink {
+  /** `pred` may repeat and may be finished or the task itself: the sink filters. */
+  addPredecessor(task: Task, pred: Task): void;
+}
+
 /**
- * Records `task`'s accesses and returns its predecessors (unique, unfinished ones and failed ones;
- * the caller decides what a failed predecessor means).
+ * Records `task`'s accesses on its tensors and hands its predecessors to `sink`: the explicit ones,
+ * then each tensor's last writer and, for a write, the readers since. Allocates nothing per call
+ * beyond a tensor's new reader list.
  */
-export function collectPredecessors(task: Task, explicit: readonly Task[]): Task[] {
-  const preds: Task[] = [];
-  const add = (t: Task | null): void => {
-    if (!t || t === task || t.state === 'done' || preds.includes(t)) return;
-    preds.push(t);
-  };
-  for (const d of explicit) add(d);
-  const seen: Tensor[] = [];
-  for (let i = 0; i < task.tensors.length; i++) {
-    const t = task.tensors[i]!;
+export function collectPredecessors(task: Task, explicit: readonly Task[], sink: PredecessorSink): void {
+  for (let i = 0; i < explicit.length; i++) sink.addPredecessor(task, explicit[i]!);
+  const tensors = task.tensors;
+  for (let i = 0; i < tensors.length; i++) {
+    const t = tensors[i]!;
+    // The same tensor passed twice: the union of its modes counts, recorded once.
+    if (tensors.indexOf(t) < i) continue;
     let mode = task.modes[i]!;
-    // The same tensor passed twice: the union of its modes counts.
-    const j = seen.indexOf(t);
-    if (j >= 0) continue;
-    for (let k = i + 1; k < task.tensors.length; k++) {
-      if (task.tensors[k] === t && task.modes[k] !== mode) mode = 'rw';
+    for (let k = i + 1; k < tensors.length; k++) {
+      if (tensors[k] === t && task.modes[k] !== mode) mode = 'rw';
     }
-    seen.push(t);
-    add(t.lastWriter as Task | null);
+    if (t.lastWriter) sink.addPredecessor(task, t.lastWriter as Task);
     if (writesTo(mode)) {
-      for (const r of t.readers) add(r as Task);
+      for (const r of t.readers) sink.addPredecessor(task, r as Task);
       t.lastWriter = task;
       t.readers = [];
     } else {
@@ -46,5 +45,4 @@ export function collectPredecessors(task: Task, explicit: readonly Task[]): Task
       t.readers.push(task);
     }
   }
-  return preds;
 }

@@ -7,7 +7,7 @@ import { assertDType } from '../core/dtype.js';
 import { TandemError } from '../core/errors.js';
 import { assertShape } from '../core/shape.js';
 import type { Backend, BackendStatus, Device, DeviceKind, Scalars } from '../devices/device.js';
-import type { KernelDef } from '../kernels/kernel.js';
+import type { AccessMode, KernelDef } from '../kernels/kernel.js';
 import { argMode } from '../kernels/kernel.js';
 import { KERNEL_DEFS, KERNEL_IMPLS } from '../kernels/register.js';
 import { Coherence } from '../memory/coherence.js';
@@ -20,7 +20,7 @@ import type { ResolvedConfig, RuntimeConfig } from './config.js';
 import { resolveConfig } from './config.js';
 import { Executor } from './executor.js';
 import { hostReadDef, hostWriteDef, readHost, validateHostData, writeHost } from './host-access.js';
-import { KernelRegistry } from './kernel-registry.js';
+import { KernelRegistry, type RegisteredKernel } from './kernel-registry.js';
 import { createPolicy } from './policies/index.js';
 import type { SchedulerPolicy, WorkerSlot } from './policies/policy.js';
 import type { TaskHandle } from './task.js';
@@ -34,6 +34,15 @@ import { submitGraph, type GraphNode } from './submit-graph.js';
 import { TaskModels, deviceKey } from './task-models.js';
 
 export type { SubmitRequest } from './submit.js';
+
+/** Eligible workers of one kernel per device constraint, valid while it has `implCount` impls. */
+interface EligibleEntry {
+  implCount: number;
+  readonly byConstraint: Map<string | null, readonly number[]>;
+}
+
+const NO_MODES: readonly AccessMode[] = Object.freeze([]);
+const NO_SCALARS: Scalars = Object.freeze({});
 export type { GraphNode } from './submit-graph.js';
 
 export class Runtime {
@@ -57,7 +66,12 @@ export class Runtime {
   private nextTensorId = 1;
   private nextTaskId = 1;
   private closed = false;
-  private readonly eligibleCache = new Map<string, readonly number[]>();
+  /** Eligible workers per kernel when no device filters by arguments (see eligibleFor). */
+  private readonly eligibleByKernel = new Map<RegisteredKernel, EligibleEntry>();
+  /** Whether some device decides per call (`Device.supports`); then eligibility is per task. */
+  private anySupports = false;
+  /** Access modes of kernels whose modes do not depend on scalars, shared by their tasks. */
+  private readonly staticModes = new WeakMap<KernelDef, readonly AccessMode[]>();
 
   private constructor(config: ResolvedConfig) {
     this.config = config;
@@ -203,6 +217,7 @@ export class Runtime {
     if (d.node !== this.host && !this.memory.nodes.includes(d.node))
       this.memory.attach(d.node, this.config.memoryBudget[d.node.name]);
     this.devices.push(d);
+    if (d.supports) this.anySupports = true;
     // A fault that wiped the device's memory: copies that lived only there are lost (tasks reading
     // them fail with TANDEM_ERR_DATA_LOST instead of reading garbage).
     d.onMemoryLost?.((reason) => this.coherence.dropNode(this.tensors.values(), d.node, reason));
@@ -234,30 +249,55 @@ export class Runtime {
     this.assertOpen();
     const k = this.kernels.get(req?.kernel);
     const v = validateSubmit(this, k.def, req);
-    const modes = k.def.args.map((_, i) => argMode(k.def, i, v.scalars));
     const task = new Task(
       this.nextTaskId++,
       req.name ?? k.def.name,
-      k.def,
-      k.impls,
+      k,
       v.tensors,
-      modes,
+      this.modesOf(k.def, v.scalars),
       v.scalars,
       v.priority,
       v.constraint,
       req.tags,
     );
     task.cost = v.cost;
-    task.eligible = this.eligibleFor(task, k.impls);
+    task.eligible = this.anySupports ? this.eligibleFor(task, k.impls) : this.eligibleOf(k, v.constraint);
     this.executor.submit(task, v.deps);
     return task;
   }
 
+  private modesOf(def: KernelDef, scalars: Scalars): readonly AccessMode[] {
+    if (def.args.length === 0) return NO_MODES;
+    if (def.modes) return def.args.map((_, i) => argMode(def, i, scalars));
+    let m = this.staticModes.get(def);
+    if (!m) this.staticModes.set(def, (m = Object.freeze(def.args.map((a) => a.mode))));
+    return m;
+  }
+
+  /** Eligibility when no device filters by arguments: by kernel and constraint only, kept per kernel. */
+  private eligibleOf(k: RegisteredKernel, constraint: string | null): readonly number[] {
+    let e = this.eligibleByKernel.get(k);
+    if (!e || e.implCount !== k.impls.size) {
+      // An implementation added since (kernels.implement): start over for this kernel.
+      e = { implCount: k.impls.size, byConstraint: new Map() };
+      this.eligibleByKernel.set(k, e);
+    }
+    let out = e.byConstraint.get(constraint);
+    if (!out) {
+      const list: number[] = [];
+      for (const w of this.workers) {
+        const info = w.device.info;
+        if (!k.impls.has(info.kind)) continue;
+        if (constraint && constraint !== info.kind && constraint !== info.id) continue;
+        list.push(w.index);
+      }
+      e.byConstraint.set(constraint, (out = list));
+    }
+    return out;
+  }
+
+  /** Eligibility per task: some device decides by the call's arguments (`Device.supports`). */
   private eligibleFor(task: Task, impls: ReadonlyMap<string, unknown>): readonly number[] {
-    const anySupports = this.devices.some((d) => d.supports);
-    const key = `${task.op}|${task.constraint ?? ''}|${anySupports ? task.tensors.map((t) => t.dtype).join(',') : ''}|${impls.size}`;
-    const cached = anySupports ? undefined : this.eligibleCache.get(key);
-    if (cached && this.eligibleCache.size < 10_000) return cached;
     const descs = task.tensors.map((t) => t.desc);
     const out: number[] = [];
     for (const w of this.workers) {
@@ -268,7 +308,6 @@ export class Runtime {
         continue;
       out.push(w.index);
     }
-    if (!anySupports) this.eligibleCache.set(key, out);
     return out;
   }
 
@@ -276,11 +315,12 @@ export class Runtime {
   async read(t: Tensor): Promise<HostArray> {
     this.assertOpen();
     this.checkTensor(t, 'read');
-    const task = this.hostTask(hostReadDef, t, (task) => {
-      task.result = readHost(t, this.coherence.bufferOn(t, this.host));
+    let result: HostArray | undefined;
+    const task = this.hostTask(hostReadDef, t, () => {
+      result = readHost(t, this.coherence.bufferOn(t, this.host));
     });
     await task.done;
-    return task.result as HostArray;
+    return result!;
   }
 
   /** Writes host data into a tensor after its pending readers and writers; device copies become stale. */
@@ -298,11 +338,10 @@ export class Runtime {
     const task = new Task(
       this.nextTaskId++,
       def.name,
-      def,
-      new Map(),
+      { def, impls: new Map() },
       [t],
       [def.args[0]!.mode],
-      {},
+      NO_SCALARS,
       0,
       null,
       undefined,
@@ -348,7 +387,7 @@ export class Runtime {
     this.kernels.define(def);
     for (const [kind, impl] of Object.entries(impls))
       if (impl !== undefined) this.kernels.implement(def.name, kind as DeviceKind, impl);
-    this.eligibleCache.clear();
+    this.eligibleByKernel.clear();
   }
 
   addObserver(o: Observer): void {

@@ -21,11 +21,11 @@ export interface SubmitRequest {
 }
 
 export interface ValidatedSubmit {
-  readonly tensors: Tensor[];
+  readonly tensors: readonly Tensor[];
   readonly scalars: Scalars;
   readonly priority: number;
   readonly constraint: string | null;
-  readonly deps: Task[];
+  readonly deps: readonly Task[];
   readonly cost: Cost;
 }
 
@@ -34,48 +34,69 @@ interface RuntimeView {
   readonly devices: ReadonlyArray<{ readonly info: { readonly id: string; readonly kind: string } }>;
 }
 
+/**
+ * Shared, frozen stand-ins for what most tiny tasks leave out (no tensors, no scalars, no deps): a
+ * submission then allocates nothing here that the task keeps.
+ */
+const EMPTY: Readonly<Record<string, never>> = Object.freeze({});
+const NO_TENSORS: readonly Tensor[] = Object.freeze([]);
+const NO_DEPS: readonly Task[] = Object.freeze([]);
+const ZERO_COST: Cost = Object.freeze({ flops: 0, bytes: 0 });
+
 function bad(msg: string, details: Record<string, unknown> = {}): TandemError {
   return new TandemError('TANDEM_ERR_INVALID_ARGUMENT', msg, details);
 }
 
+/** Built only for an error message, not once per task. */
+function what(def: KernelDef): string {
+  return `submit(${def.name})`;
+}
+
 export function validateSubmit(rt: RuntimeView, def: KernelDef, req: SubmitRequest): ValidatedSubmit {
-  const what = `submit(${def.name})`;
-  const args = req.args ?? {};
-  if (typeof args !== 'object' || args === null) throw bad(`${what}: args must be an object of tensors`);
-  for (const name of Object.keys(args)) {
-    if (!def.args.some((a) => a.name === name)) {
-      throw bad(
-        `${what}: unknown argument ${JSON.stringify(name)}; expected ${def.args.map((a) => a.name).join(', ') || 'none'}`,
-      );
+  const args = req.args ?? EMPTY;
+  if (typeof args !== 'object' || args === null) throw bad(`${what(def)}: args must be an object of tensors`);
+  if (args !== EMPTY)
+    for (const name of Object.keys(args)) {
+      if (!def.args.some((a) => a.name === name)) {
+        throw bad(
+          `${what(def)}: unknown argument ${JSON.stringify(name)}; expected ${def.args.map((a) => a.name).join(', ') || 'none'}`,
+        );
+      }
     }
+  let tensors = NO_TENSORS;
+  let descs: Record<string, TensorDesc> = EMPTY;
+  if (def.args.length > 0) {
+    const list: Tensor[] = [];
+    descs = {};
+    for (const spec of def.args) {
+      const t = args[spec.name];
+      if (t === undefined) throw bad(`${what(def)}: missing tensor argument ${JSON.stringify(spec.name)}`);
+      rt.checkTensor(t, `${what(def)} argument ${spec.name}`);
+      list.push(t);
+      descs[spec.name] = t.desc;
+    }
+    tensors = list;
   }
-  const tensors: Tensor[] = [];
-  const descs: Record<string, TensorDesc> = {};
-  for (const spec of def.args) {
-    const t = args[spec.name];
-    if (t === undefined) throw bad(`${what}: missing tensor argument ${JSON.stringify(spec.name)}`);
-    rt.checkTensor(t, `${what} argument ${spec.name}`);
-    tensors.push(t);
-    descs[spec.name] = t.desc;
-  }
-  const scalars = req.scalars ?? {};
+  const scalars = req.scalars ?? EMPTY;
   if (typeof scalars !== 'object' || scalars === null || Array.isArray(scalars))
-    throw bad(`${what}: scalars must be an object`);
-  for (const [k, v] of Object.entries(scalars)) {
-    const ok = (typeof v === 'number' && !Number.isNaN(v)) || typeof v === 'boolean' || typeof v === 'string';
-    if (!ok) throw bad(`${what}: scalar ${k} must be a number, boolean or string`);
-  }
+    throw bad(`${what(def)}: scalars must be an object`);
+  if (scalars !== EMPTY)
+    for (const [k, v] of Object.entries(scalars)) {
+      const ok =
+        (typeof v === 'number' && !Number.isNaN(v)) || typeof v === 'boolean' || typeof v === 'string';
+      if (!ok) throw bad(`${what(def)}: scalar ${k} must be a number, boolean or string`);
+    }
   def.validate(descs, scalars);
   const priority = req.priority ?? 0;
   if (typeof priority !== 'number' || !Number.isFinite(priority))
-    throw bad(`${what}: priority must be a finite number`);
+    throw bad(`${what(def)}: priority must be a finite number`);
   let constraint: string | null = null;
   if (req.device !== undefined) {
-    if (typeof req.device !== 'string') throw bad(`${what}: device must be a string`);
+    if (typeof req.device !== 'string') throw bad(`${what(def)}: device must be a string`);
     if (!rt.devices.some((d) => d.info.kind === req.device || d.info.id === req.device)) {
       throw new TandemError(
         'TANDEM_ERR_NO_DEVICE',
-        `${what}: no device ${JSON.stringify(req.device)} is open`,
+        `${what(def)}: no device ${JSON.stringify(req.device)} is open`,
         {
           devices: rt.devices.map((d) => d.info.id),
         },
@@ -83,10 +104,23 @@ export function validateSubmit(rt: RuntimeView, def: KernelDef, req: SubmitReque
     }
     constraint = req.device;
   }
-  const deps: Task[] = [];
-  for (const d of req.deps ?? []) {
-    if (!(d instanceof Task)) throw bad(`${what}: deps must be tasks returned by submit`);
-    deps.push(d);
+  let deps = NO_DEPS;
+  const given = req.deps;
+  if (Array.isArray(given)) {
+    // Used as given (only read during this submit): no copy per task.
+    for (let i = 0; i < given.length; i++)
+      if (!(given[i] instanceof Task)) throw bad(`${what(def)}: deps must be tasks returned by submit`);
+    deps = given as readonly Task[];
+  } else if (given !== undefined) {
+    const list: Task[] = [];
+    for (const d of given) {
+      if (!(d instanceof Task)) throw bad(`${what(def)}: deps must be tasks returned by submit`);
+      list.push(d);
+    }
+    deps = list;
   }
-  return { tensors, scalars, priority, constraint, deps, cost: def.cost(descs, scalars) };
+  const cost = def.cost(descs, scalars);
+  // Tasks that cost nothing (barriers, empty tasks) share one record instead of keeping one each.
+  const shared = cost.flops === 0 && cost.bytes === 0 ? ZERO_COST : cost;
+  return { tensors, scalars, priority, constraint, deps, cost: shared };
 }

@@ -2,6 +2,10 @@
  * A task: one kernel call with its tensors (and their access modes), scalars, priority and optional
  * device constraint. Its completion promise is created lazily, so a failed task that nobody awaits
  * never becomes an unhandled rejection; its error stays readable on `error`.
+ *
+ * Up to a few 100,000 tasks can be alive at once (all submitted up front), so a task is kept small:
+ * what only some tasks need (a promise, host-side work, more than one neighbour) is created on demand,
+ * and lists start as shared empty arrays.
  */
 import type { TandemError } from '../core/errors.js';
 import type { Scalars } from '../devices/device.js';
@@ -25,31 +29,58 @@ export interface TaskHandle {
 
 /** Shared empty list (never pushed to): most tasks have no predecessors left to remember. */
 export const NO_TASKS: Task[] = [];
+const NO_INDICES: readonly number[] = [];
+
+/** The kernel a task runs: its definition and its implementations per device kind. */
+export interface TaskKernel {
+  readonly def: KernelDef;
+  readonly impls: ReadonlyMap<string, unknown>;
+}
+
+/** Bits of `Task.flags`: in its queue (launched), so followers may now be forwarded behind it. */
+export const LAUNCHED = 1;
+/** A successor already followed this task into its queue (only the first one may). */
+export const FORWARDED_FOLLOWER = 2;
+/** Its dispatched-but-unfinished predecessors sit in more than one queue. */
+export const FORWARD_MIXED = 4;
+
+/** The promise of `done` and its settle functions, made only when someone asks for `done`. */
+interface Completion {
+  readonly promise: Promise<void>;
+  resolve(): void;
+  reject(e: TandemError): void;
+}
+
+/** What few tasks carry, kept apart (made on first need) so that the common task stays small. */
+class TaskRare {
+  name: string | undefined = undefined;
+  constraint: string | null = null;
+  tags: Readonly<Record<string, string>> | undefined = undefined;
+  error: TandemError | null = null;
+  placement: string | undefined = undefined;
+  hostFn: ((task: Task) => void) | null = null;
+  completion: Completion | null = null;
+}
 
 export class Task implements TaskHandle, AccessRecord {
   state: TaskState = 'waiting';
-  error: TandemError | null = null;
   /** Unfinished predecessors. */
   pending = 0;
   /** Predecessors not yet dispatched to a queue (for chain forwarding). */
   undispatched = 0;
-  /** The one queue all dispatched-but-unfinished predecessors sit in; null when several. */
+  /** LAUNCHED | FORWARDED_FOLLOWER | FORWARD_MIXED. */
+  flags = 0;
+  /** The one queue all dispatched-but-unfinished predecessors sit in (see FORWARD_MIXED). */
   forwardQueue: WorkerSlot | null = null;
-  forwardMixed = false;
-  successors: Task[] = [];
+  /** Tasks waiting for this one (cleared at completion). */
+  successors: Task[] = NO_TASKS;
   /** Unfinished predecessors at submission (cleared at completion so finished graphs can be collected). */
   predecessors: Task[] = NO_TASKS;
   /** Predecessors that were in flight on the same queue when this task was forwarded there. */
   inQueuePreds: Task[] = NO_TASKS;
-  /** In its queue (launched): followers may now be forwarded behind it. */
-  launched = false;
-  /** A successor already followed this task into its queue (only the first one may). */
-  forwardedFollower = false;
   worker: WorkerSlot | null = null;
   /** Eligible worker indices (computed once by the executor). */
-  eligible: readonly number[] = [];
-  /** Increases with submission order: FIFO tie-breaker. */
-  readonly seq: number;
+  eligible: readonly number[] = NO_INDICES;
   submitUs = 0;
   readyUs = 0;
   startUs = 0;
@@ -57,32 +88,75 @@ export class Task implements TaskHandle, AccessRecord {
   cost: Cost | null = null;
   /** The performance models' key for this task (op + data footprint), computed on first use. */
   modelShape: TaskShape | undefined = undefined;
-  placement: string | undefined;
-  /** Internal: result of host-side tasks (reads). */
-  result: unknown = undefined;
-  /** Internal: run on the main thread instead of a device queue (host reads/writes). */
-  hostFn: ((task: Task) => void) | null = null;
-  private promise: Promise<void> | null = null;
-  private resolveFn: (() => void) | null = null;
-  private rejectFn: ((e: TandemError) => void) | null = null;
+  private rare: TaskRare | null = null;
 
   constructor(
     readonly id: number,
-    readonly name: string,
-    readonly def: KernelDef,
-    readonly impls: ReadonlyMap<string, unknown>,
+    name: string,
+    readonly kernel: TaskKernel,
     readonly tensors: readonly Tensor[],
     readonly modes: readonly AccessMode[],
     readonly scalars: Scalars,
     readonly priority: number,
-    readonly constraint: string | null,
-    readonly tags: Readonly<Record<string, string>> | undefined,
+    constraint: string | null,
+    tags: Readonly<Record<string, string>> | undefined,
   ) {
-    this.seq = id;
+    if (name !== kernel.def.name) this.more().name = name;
+    if (constraint !== null) this.more().constraint = constraint;
+    if (tags !== undefined) this.more().tags = tags;
+  }
+
+  private more(): TaskRare {
+    return (this.rare ??= new TaskRare());
+  }
+
+  get name(): string {
+    return this.rare?.name ?? this.kernel.def.name;
+  }
+
+  /** A device kind or id the task must run on. */
+  get constraint(): string | null {
+    return this.rare?.constraint ?? null;
+  }
+
+  /** Labels carried into trace events. */
+  get tags(): Readonly<Record<string, string>> | undefined {
+    return this.rare?.tags;
+  }
+
+  get error(): TandemError | null {
+    return this.rare?.error ?? null;
+  }
+
+  /** Why the policy placed it where it did (shown in the trace). */
+  get placement(): string | undefined {
+    return this.rare?.placement;
+  }
+
+  set placement(p: string | undefined) {
+    if (p !== undefined || this.rare) this.more().placement = p;
+  }
+
+  /** Internal: run on the main thread instead of a device queue (host reads/writes). */
+  get hostFn(): ((task: Task) => void) | null {
+    return this.rare?.hostFn ?? null;
+  }
+
+  set hostFn(fn: ((task: Task) => void) | null) {
+    if (fn !== null || this.rare) this.more().hostFn = fn;
+  }
+
+  /** Increases with submission order: FIFO tie-breaker. */
+  get seq(): number {
+    return this.id;
+  }
+
+  get def(): KernelDef {
+    return this.kernel.def;
   }
 
   get op(): string {
-    return this.def.name;
+    return this.kernel.def.name;
   }
 
   get deviceId(): string | null {
@@ -94,28 +168,35 @@ export class Task implements TaskHandle, AccessRecord {
   }
 
   get done(): Promise<void> {
-    if (!this.promise) {
-      if (this.state === 'done') this.promise = Promise.resolve();
-      else if (this.state === 'failed') this.promise = Promise.reject(this.error!);
-      else
-        this.promise = new Promise<void>((resolve, reject) => {
-          this.resolveFn = resolve;
-          this.rejectFn = reject;
-        });
+    const rare = this.more();
+    if (rare.completion) return rare.completion.promise;
+    let promise: Promise<void>;
+    if (this.state === 'done') promise = Promise.resolve();
+    else if (this.state === 'failed') promise = Promise.reject(this.error!);
+    else {
+      let resolve!: () => void;
+      let reject!: (e: TandemError) => void;
+      promise = new Promise<void>((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
+      rare.completion = { promise, resolve, reject };
+      return promise;
     }
-    return this.promise;
+    rare.completion = { promise, resolve: noop, reject: noop };
+    return promise;
   }
 
   settle(error: TandemError | null): void {
     if (error) {
       this.state = 'failed';
-      this.error = error;
-      this.rejectFn?.(error);
+      this.more().error = error;
+      this.rare!.completion?.reject(error);
     } else {
       this.state = 'done';
-      this.resolveFn?.();
+      this.rare?.completion?.resolve();
     }
-    this.resolveFn = null;
-    this.rejectFn = null;
   }
 }
+
+function noop(): void {}
