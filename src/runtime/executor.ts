@@ -11,7 +11,16 @@ import type { Observer, TaskEvent } from '../obs/observer.js';
 import { nowUs } from '../obs/observer.js';
 import { collectPredecessors, readsFrom, writesTo, type PredecessorSink } from './graph.js';
 import type { PolicyContext, SchedTask, SchedulerPolicy, WorkerSlot } from './policies/policy.js';
-import { FORWARD_MIXED, FORWARDED_FOLLOWER, LAUNCHED, NO_TASKS, type Task } from './task.js';
+import {
+  countOf,
+  FORWARD_MIXED,
+  FORWARDED_FOLLOWER,
+  includesTask,
+  LAUNCHED,
+  nth,
+  withTask,
+  type Task,
+} from './task.js';
 import type { TaskModels } from './task-models.js';
 
 const NO_ARGS: LaunchArg[] = [];
@@ -94,12 +103,9 @@ export class Executor implements PredecessorSink {
       this.failedPred ??= p;
       return;
     }
-    // Lists start as literals of one: most tasks have one predecessor and one successor.
-    if (task.predecessors === NO_TASKS) task.predecessors = [p];
-    else if (task.predecessors.includes(p)) return;
-    else task.predecessors.push(p);
-    if (p.successors === NO_TASKS) p.successors = [task];
-    else p.successors.push(task);
+    if (includesTask(task.predecessors, p)) return;
+    task.predecessors = withTask(task.predecessors, p);
+    p.successors = withTask(p.successors, task);
     task.pending++;
     if (p.flags & LAUNCHED) this.mergeForward(task, p.worker!);
     else task.undispatched++;
@@ -130,8 +136,11 @@ export class Executor implements PredecessorSink {
     )
       return;
     // All unfinished predecessors must be in w, and w must be free for a follower of each.
+    const all = task.predecessors;
+    const n = countOf(all);
     let inFlight = 0;
-    for (const p of task.predecessors) {
+    for (let i = 0; i < n; i++) {
+      const p = nth(all, i);
       if (p.isFinished()) continue;
       if (p.worker !== w || p.flags & FORWARDED_FOLLOWER) return;
       inFlight++;
@@ -139,11 +148,12 @@ export class Executor implements PredecessorSink {
     for (let i = 0; i < task.tensors.length; i++) {
       if (readsFrom(task.modes[i]!) && !this.coherence.isLocal(task.tensors[i]!, w.node)) return;
     }
-    const preds =
-      inFlight === task.predecessors.length
-        ? task.predecessors
-        : task.predecessors.filter((p) => !p.isFinished());
-    for (const p of preds) p.flags |= FORWARDED_FOLLOWER;
+    let preds = all;
+    if (inFlight < n) {
+      preds = null;
+      for (let i = 0; i < n; i++) if (!nth(all, i).isFinished()) preds = withTask(preds, nth(all, i));
+    }
+    for (let i = 0; i < inFlight; i++) nth(preds, i).flags |= FORWARDED_FOLLOWER;
     task.inQueuePreds = preds;
     task.readyUs = nowUs();
     this.policy.onForward?.(task, w);
@@ -285,7 +295,9 @@ export class Executor implements PredecessorSink {
     }
     task.flags |= LAUNCHED;
     // Now that it sits in its in-order queue, successors may follow it there.
-    for (const s of task.successors) {
+    const succ = task.successors;
+    for (let i = 0, n = countOf(succ); i < n; i++) {
+      const s = nth(succ, i);
       if (s.state !== 'waiting') continue;
       s.undispatched--;
       this.mergeForward(s, w);
@@ -304,20 +316,23 @@ export class Executor implements PredecessorSink {
     try {
       for (let i = 0; i < this.forwardWork.length; i++) this.maybeForward(this.forwardWork[i]!);
     } finally {
-      this.forwardWork = [];
+      // Reused: a fresh list per submitted task would be garbage per task.
+      if (this.forwardWork.length > 1024) this.forwardWork = [];
+      else this.forwardWork.length = 0;
       this.forwarding = false;
     }
   }
 
   /** Ids of in-queue predecessors; the one-predecessor case reuses a scratch array (queues copy it). */
   private afterIds(task: Task): readonly number[] {
-    const n = task.inQueuePreds.length;
+    const preds = task.inQueuePreds;
+    const n = countOf(preds);
     if (n === 0) return NO_IDS;
     if (n === 1) {
-      this.oneId[0] = task.inQueuePreds[0]!.id;
+      this.oneId[0] = nth(preds, 0).id;
       return this.oneId;
     }
-    return task.inQueuePreds.map((p) => p.id);
+    return (preds as Task[]).map((p) => p.id);
   }
 
   private finishLaunch(task: Task, err: Error | null, timing: LaunchTiming | undefined): void {
@@ -327,9 +342,10 @@ export class Executor implements PredecessorSink {
     }
     // A follower whose in-queue predecessor failed is reported as such, naming the predecessor.
     let failedPred: Task | null = null;
-    for (const p of task.inQueuePreds) {
-      if (p.state === 'failed') {
-        failedPred = p;
+    const preds = task.inQueuePreds;
+    for (let i = 0, n = countOf(preds); i < n; i++) {
+      if (nth(preds, i).state === 'failed') {
+        failedPred = nth(preds, i);
         break;
       }
     }
@@ -397,13 +413,15 @@ export class Executor implements PredecessorSink {
     } else {
       task.settle(null);
       this.finished(task);
-      for (const s of task.successors) {
+      const succ = task.successors;
+      task.successors = null;
+      for (let i = 0, n = countOf(succ); i < n; i++) {
+        const s = nth(succ, i);
         if (--s.pending === 0 && s.state === 'waiting') this.makeReady(s);
       }
-      task.successors = NO_TASKS;
     }
-    if (task.predecessors.length) task.predecessors = NO_TASKS;
-    if (task.inQueuePreds.length) task.inQueuePreds = NO_TASKS;
+    task.predecessors = null;
+    task.inQueuePreds = null;
     this.pump();
   }
 
@@ -416,10 +434,12 @@ export class Executor implements PredecessorSink {
       if (t.state === 'dispatched' && t !== first) continue; // its queue reports it
       t.settle(err);
       this.finished(t);
-      for (const s of t.successors) {
+      const succ = t.successors;
+      t.successors = null;
+      for (let i = 0, n = countOf(succ); i < n; i++) {
+        const s = nth(succ, i);
         if (s.state === 'waiting' || s.state === 'ready') work.push([s, dependencyError(s, t)]);
       }
-      t.successors = NO_TASKS;
     }
   }
 

@@ -27,9 +27,34 @@ export interface TaskHandle {
   readonly deviceId: string | null;
 }
 
-/** Shared empty list (never pushed to): most tasks have no predecessors left to remember. */
-export const NO_TASKS: Task[] = [];
 const NO_INDICES: readonly number[] = [];
+
+/**
+ * A task's predecessors or successors: none, one (a chain link: no array at all), or a list (fan-in,
+ * fan-out). Read with `countOf`/`nth`, grown with `withTask`.
+ */
+export type Neighbours = Task | Task[] | null;
+
+export function countOf(n: Neighbours): number {
+  return n === null ? 0 : Array.isArray(n) ? n.length : 1;
+}
+
+/** The i-th of n (0 <= i < countOf(n)). */
+export function nth(n: Neighbours, i: number): Task {
+  return Array.isArray(n) ? n[i]! : n!;
+}
+
+export function includesTask(n: Neighbours, t: Task): boolean {
+  return n === t || (Array.isArray(n) && n.includes(t));
+}
+
+/** `n` with `t` appended (the list itself once there are two or more). */
+export function withTask(n: Neighbours, t: Task): Neighbours {
+  if (n === null) return t;
+  if (!Array.isArray(n)) return [n, t];
+  n.push(t);
+  return n;
+}
 
 /** The kernel a task runs: its definition and its implementations per device kind. */
 export interface TaskKernel {
@@ -73,11 +98,11 @@ export class Task implements TaskHandle, AccessRecord {
   /** The one queue all dispatched-but-unfinished predecessors sit in (see FORWARD_MIXED). */
   forwardQueue: WorkerSlot | null = null;
   /** Tasks waiting for this one (cleared at completion). */
-  successors: Task[] = NO_TASKS;
+  successors: Neighbours = null;
   /** Unfinished predecessors at submission (cleared at completion so finished graphs can be collected). */
-  predecessors: Task[] = NO_TASKS;
+  predecessors: Neighbours = null;
   /** Predecessors that were in flight on the same queue when this task was forwarded there. */
-  inQueuePreds: Task[] = NO_TASKS;
+  inQueuePreds: Neighbours = null;
   worker: WorkerSlot | null = null;
   /** Eligible worker indices (computed once by the executor). */
   eligible: readonly number[] = NO_INDICES;
