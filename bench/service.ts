@@ -2,7 +2,8 @@
  * Service benchmarks with autocannon against a real `tandem serve` process on loopback:
  *   submit   durable submissions per second (jobs queue behind long sleeps, full fsync durability)
  *   latency  p50/p99 submit latency at a fixed 1,000 submissions per second
- *   health   /healthz latency while a long gemm job computes on the CPU device
+ *   health   /healthz latency while a long gemm job computes on the CPU device (after the same load
+ *            without a job: the machine's floor), with the service's own event-loop delay
  *   restart  10,000 queued jobs, kill -9, time until the restarted service answers; none lost
  * Usage: node dist/bench/service.js [submit|latency|health|restart|all] [--seconds 10]
  */
@@ -107,14 +108,41 @@ async function benchSubmit(
   }
 }
 
-/** p99 of the service's own request-duration histogram for POST /v1/jobs (bucket upper bound, ms). */
-async function serverSideP99(s: Server): Promise<number> {
+type Buckets = { le: number; n: number }[];
+
+/** Cumulative buckets of one of the service's histograms (`labels` as printed, or '' for none). */
+async function histogram(s: Server, name: string, labels: string): Promise<Buckets> {
   const text = await (await fetch(`${s.url}/metrics`)).text();
-  const re =
-    /^tandem_http_request_duration_seconds_bucket\{le="([^"]+)",method="POST",route="\/v1\/jobs"\} (\d+)/gm;
-  const buckets = [...text.matchAll(re)].map((m) => ({ le: Number(m[1]), n: Number(m[2]) }));
-  const total = buckets.at(-1)?.n ?? 0;
-  return (buckets.find((b) => b.n >= 0.99 * total)?.le ?? NaN) * 1000;
+  const want = `${name}_bucket{le="`;
+  const out: Buckets = [];
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(want)) continue;
+    const m = /^[^{]+\{le="([^"]+)"(,?[^}]*)\} (\d+)/.exec(line);
+    if (m && m[2] === (labels ? `,${labels}` : '')) out.push({ le: Number(m[1]), n: Number(m[3]) });
+  }
+  return out;
+}
+
+/** Quantile q of the observations between two scrapes, as a bucket upper bound in ms. */
+function bucketQuantile(before: Buckets, after: Buckets, q: number): number {
+  const diff = after.map((b, i) => ({ le: b.le, n: b.n - (before[i]?.n ?? 0) }));
+  const total = diff.at(-1)?.n ?? 0;
+  return (diff.find((b) => b.n >= q * total)?.le ?? NaN) * 1000;
+}
+
+const POST_JOBS = ['tandem_http_request_duration_seconds', 'method="POST",route="/v1/jobs"'] as const;
+const COMMIT = ['tandem_submit_commit_seconds', ''] as const;
+
+/**
+ * The service's own event-loop delay since the previous scrape (prom-client resets it on each scrape), ms.
+ * prom-client samples with a 10 ms timer, so an idle loop reads about 10: the excess is the stall.
+ */
+async function serverLoopDelay(s: Server): Promise<{ p99: number; max: number }> {
+  const text = await (await fetch(`${s.url}/metrics`)).text();
+  const read = (name: string) =>
+    Number(new RegExp(`^tandem_process_nodejs_eventloop_lag_${name}_seconds (\\S+)`, 'm').exec(text)?.[1]) *
+    1000;
+  return { p99: Math.round(read('p99') * 10) / 10, max: Math.round(read('max') * 10) / 10 };
 }
 
 async function benchLatency(seconds: number): Promise<Record<string, number | string>> {
@@ -122,8 +150,21 @@ async function benchLatency(seconds: number): Promise<Record<string, number | st
   const s = await serve(dir, ['--backends', 'none', '--max-running', '2']);
   try {
     await submitLoad(s, { connections: 16, duration: 2, overallRate: 1000 });
+    await serverLoopDelay(s); // resets the service's event-loop delay histogram after the warm-up
+    const [http0, commit0] = [await histogram(s, ...POST_JOBS), await histogram(s, ...COMMIT)];
     const r = await submitLoad(s, { connections: 16, duration: seconds, overallRate: 1000 });
-    return { ...summary('submit at 1,000/s', r), serverP99msAtMost: await serverSideP99(s) };
+    const loop = await serverLoopDelay(s);
+    const [http1, commit1] = [await histogram(s, ...POST_JOBS), await histogram(s, ...COMMIT)];
+    return {
+      ...summary('submit at 1,000/s', r),
+      // Inside the service, measured window only (bucket upper bounds).
+      serverP99msAtMost: bucketQuantile(http0, http1, 0.99),
+      commits: (commit1.at(-1)?.n ?? 0) - (commit0.at(-1)?.n ?? 0),
+      commitP50msAtMost: bucketQuantile(commit0, commit1, 0.5),
+      commitP99msAtMost: bucketQuantile(commit0, commit1, 0.99),
+      serverLoopDelayP99ms: loop.p99,
+      serverLoopDelayMaxms: loop.max,
+    };
   } finally {
     await stop(s);
     rmSync(dir, { recursive: true, force: true });
@@ -151,18 +192,28 @@ async function benchHealth(seconds: number, n: number): Promise<Record<string, n
       i++
     )
       await new Promise((r) => setTimeout(r, 100));
+    const load = (): Promise<autocannon.Result> =>
+      autocannon({ url: `${s.url}/healthz`, connections: 2, duration: seconds, overallRate: 200 });
+    // The same load without a job first: this machine's floor at this moment (other processes, the
+    // client itself), so that the figure with the job can be read against it.
+    const floor = await load();
+    await serverLoopDelay(s); // resets the service's event-loop delay histogram
     const job = await call<{ id: string }>('POST', '/v1/jobs', { type: 'gemm', params: { n, panels: 8 } });
-    const r = await autocannon({
-      url: `${s.url}/healthz`,
-      connections: 2,
-      duration: seconds,
-      overallRate: 200,
-    });
+    const r = await load();
+    const loop = await serverLoopDelay(s);
     const after = await call<{ state: string; runSeconds: number | null; progress: number }>(
       'GET',
       `/v1/jobs/${job.id}`,
     );
-    return { ...summary(`/healthz during gemm n=${n}`, r), job: after.state, jobProgress: after.progress };
+    return {
+      ...summary(`/healthz during gemm n=${n}`, r),
+      job: after.state,
+      jobRunSeconds: after.runSeconds ?? NaN,
+      serverLoopDelayP99ms: loop.p99,
+      serverLoopDelayMaxms: loop.max,
+      noJobP99ms: floor.latency.p99,
+      noJobMaxms: floor.latency.max,
+    };
   } finally {
     await stop(s);
     rmSync(dir, { recursive: true, force: true });

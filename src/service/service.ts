@@ -139,10 +139,14 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     log,
   });
   dispatcherRef = dispatcher;
-  const submitter = new Submitter(store, (job) => {
-    metrics.jobsSubmitted.inc({ type: job.type });
-    dispatcher.enqueue(job);
-  });
+  const submitter = new Submitter(
+    store,
+    (job) => {
+      metrics.jobsSubmitted.inc({ type: job.type });
+      dispatcher.enqueue(job);
+    },
+    (seconds) => metrics.submitCommit.observe(seconds),
+  );
   const recovered = dispatcher.recover();
   const parts: ServiceParts = {
     config,

@@ -31,6 +31,7 @@ export class ServiceMetrics implements Observer {
   readonly jobRun: Histogram<'type' | 'state'>;
   readonly httpErrors: Counter<'code'>;
   readonly httpDuration: Histogram<'method' | 'route'>;
+  readonly submitCommit: Histogram;
 
   constructor(src: MetricsSources) {
     const registers = [this.registry];
@@ -96,6 +97,12 @@ export class ServiceMetrics implements Observer {
       help: 'Time from request received to response sent, inside the service',
       labelNames: ['method', 'route'],
       buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1, 5],
+      registers,
+    });
+    this.submitCommit = new Histogram({
+      name: 'tandem_submit_commit_seconds',
+      help: 'Duration of one group commit of submissions (SQLite insert + fsync under full durability)',
+      buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1],
       registers,
     });
     this.httpErrors = new Counter({

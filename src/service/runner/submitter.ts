@@ -20,6 +20,8 @@ export class Submitter {
   constructor(
     private readonly store: JobStore,
     private readonly onCreated: (job: JobRecord) => void,
+    /** Seconds one group commit took (insert + fsync: the part of a submission's latency the disk sets). */
+    private readonly onCommit: (seconds: number, jobs: number) => void = () => undefined,
     private readonly maxGroup = 512,
   ) {}
 
@@ -53,8 +55,10 @@ export class Submitter {
     if (group.length === 0) return;
     this.groups++;
     let outcomes: InsertOutcome[];
+    const t0 = performance.now();
     try {
       outcomes = this.store.insertMany(group.map((p) => p.job));
+      this.onCommit((performance.now() - t0) / 1000, group.length);
     } catch (e) {
       const error = asTandemError(e, 'TANDEM_ERR_UNAVAILABLE', 'storing the job');
       for (const p of group) p.resolve({ ok: false, error });
