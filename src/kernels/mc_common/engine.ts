@@ -139,6 +139,27 @@ export function combine(parts: readonly McPartial[]): McPartial {
 }
 
 /** Discounted mean and its standard error. */
+/**
+ * Adds the rows of a partial-sums tensor ([rows, 3]: sum, sum of squares, count) to `total`. A plain
+ * function with local accumulators: V8 optimizes it after a call or two, where the same loop written
+ * inline in the async workload (accumulating into object fields) ran ~50 ns a row for many calls
+ * (0.6 ms of a 1 ms 2^26-path price on the H200).
+ */
+export function addPartialRows(total: McPartial, rows: ArrayLike<number>): void {
+  let sum = 0;
+  let sumSq = 0;
+  let count = 0;
+  const n = rows.length - (rows.length % 3);
+  for (let r = 0; r < n; r += 3) {
+    sum += rows[r]!;
+    sumSq += rows[r + 1]!;
+    count += rows[r + 2]!;
+  }
+  total.sum += sum;
+  total.sumSq += sumSq;
+  total.count += count;
+}
+
 export function estimate(spec: McSpec, total: McPartial): { price: number; stdError: number } {
   const n = total.count;
   const mean = total.sum / n;

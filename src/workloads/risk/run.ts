@@ -8,7 +8,14 @@ import type { Runtime } from '../../runtime/runtime.js';
 import type { TaskHandle } from '../../runtime/task.js';
 import { mcRows, mcScalars } from '../../kernels/mc_common/def.js';
 import { blackScholes } from '../../kernels/mc_common/black-scholes.js';
-import { estimate, mcSpec, paths, streamCount, type McPartial } from '../../kernels/mc_common/engine.js';
+import {
+  addPartialRows,
+  estimate,
+  mcSpec,
+  paths,
+  streamCount,
+  type McPartial,
+} from '../../kernels/mc_common/engine.js';
 import { portfolioValue } from '../../kernels/mc_var/engine.js';
 import { packPortfolio } from '../../kernels/mc_var/layout.js';
 import { constraint, parallelSlots, placement, requireDevice, settleAll } from '../tasks.js';
@@ -68,15 +75,9 @@ export async function priceOption(rt: Runtime, params: unknown): Promise<OptionR
   try {
     await settleAll(handles);
     // Rows summed in place (a 2^26-path price has 4096 of them; an object per row would cost more
-    // than the kernel).
+    // than the kernel), in a small function the JIT optimizes early.
     const total: McPartial = { sum: 0, sumSq: 0, count: 0 };
-    for (const o of await Promise.all(reads)) {
-      for (let r = 0; r < o.length; r += 3) {
-        total.sum += o[r]!;
-        total.sumSq += o[r + 1]!;
-        total.count += o[r + 2]!;
-      }
-    }
+    for (const o of await Promise.all(reads)) addPartialRows(total, o);
     const { price, stdError } = estimate(spec, total);
     const seconds = (performance.now() - t0) / 1000;
     const n = paths(spec);
