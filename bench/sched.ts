@@ -5,6 +5,7 @@
  *              small/large graph on the real CPU + a GPU (real CUDA when present, else emulated)
  *   --table <name|all> --nt 40 --cpus 8 --gpus 2       simulation settings
  *   --skip-mixed                                       simulation and decision cost only
+ *   --small 3000 --large 16 --small-n 32 --large-n 768 (2048 with --device cuda)   mixed graph sizes
  *   --real --n 32768 --tile 2048 --device cuda         tiled Cholesky vs one potrf call, same run
  */
 import { availableParallelism } from 'node:os';
@@ -47,6 +48,8 @@ export async function main(argv: string[]): Promise<number> {
     scheduler: { type: 'string' },
     small: { type: 'string' },
     large: { type: 'string' },
+    'small-n': { type: 'string' },
+    'large-n': { type: 'string' },
     threads: { type: 'string' },
   });
   const json = values['json'] === true;
@@ -87,8 +90,10 @@ export async function main(argv: string[]): Promise<number> {
         cuda: device === 'cuda',
         small: intOption(values['small'], 'small', 3000, 1, 1e6),
         large: intOption(values['large'], 'large', 16, 1, 1e4),
-        smallN: 32,
-        largeN: 768,
+        smallN: intOption(values['small-n'], 'small-n', 32, 1, 4096),
+        // "Large" is relative to the GPU: 768² is worth moving to the emulated 20 TFLOP/s GPU, an H200
+        // needs 2048² before a GEMM is more than its launch and copies.
+        largeN: intOption(values['large-n'], 'large-n', device === 'cuda' ? 2048 : 768, 1, 16384),
         threads: intOption(values['threads'], 'threads', Math.max(1, availableParallelism() - 1), 1, 256),
       });
   print(json, { simulation: sims, decisionCost: cost, mixed }, () => {
