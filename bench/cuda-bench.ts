@@ -2,7 +2,7 @@
  * CUDA benchmarks beside PyTorch (bench/cuda_torch.py, run first in the same script so they never
  * share the GPU): GEMM through rt.submit with data resident, 1 GiB upload/download against pinned
  * copies, a 16-chunk copy/compute/copy pipeline, and tiny-kernel rates (runtime, raw queue, graph).
- *   node dist/bench/cuda-bench.js [--n 8192] [--json out.json]
+ *   node dist/bench/cuda-bench.js [--n 8192] [--only launch,gemm,copies,pipeline,tiny] [--json out.json]
  */
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -33,6 +33,9 @@ const arg = (name: string, def: string): string => {
   return i >= 0 ? process.argv[i + 1]! : def;
 };
 const N = Number(arg('--n', '8192'));
+/** --only a,b runs some sections: launch, gemm, copies, pipeline, tiny. */
+const only = arg('--only', '').split(',').filter(Boolean);
+const want = (name: string): boolean => only.length === 0 || only.includes(name);
 const impl = (op: string): unknown => KERNEL_IMPLS.find((e) => e.op === op && e.backend === 'cuda')!.impl;
 let taskId = 1 << 24;
 const launch = (d: CudaDevice, op: string, args: readonly LaunchArg[], scalars: Scalars): Promise<void> =>
@@ -44,8 +47,8 @@ const launch = (d: CudaDevice, op: string, args: readonly LaunchArg[], scalars: 
 const cb = (fn: (done: (e: Error | null) => void) => void): Promise<void> =>
   new Promise((res, rej) => fn((e) => (e ? rej(e) : res())));
 
-function torchBaseline(): Record<string, number> {
-  const r = spawnSync('python3', ['bench/cuda_torch.py', String(N)], { encoding: 'utf8' });
+function torchBaseline(parts: string[]): Record<string, number> {
+  const r = spawnSync('python3', ['bench/cuda_torch.py', String(N), parts.join(',')], { encoding: 'utf8' });
   const line = r.stdout.trim().split('\n').pop() ?? '';
   try {
     return JSON.parse(line) as Record<string, number>;
@@ -117,7 +120,7 @@ async function copies(d: CudaDevice, host: HostNode, torch: Record<string, numbe
   d.node.free(buf);
 }
 
-async function pipeline(d: CudaDevice, host: HostNode): Promise<void> {
+async function pipeline(d: CudaDevice, host: HostNode, torch: Record<string, number>): Promise<void> {
   const chunks = 16;
   const bytes = 64 << 20;
   const n = bytes / 4;
@@ -135,13 +138,40 @@ async function pipeline(d: CudaDevice, host: HostNode): Promise<void> {
       ],
       { op: 'sin' },
     );
-  const run = async (stage: 'all' | 'h2d' | 'kernel' | 'd2h'): Promise<number> => {
+  // Host-observed finish times (ms from the start) of each chunk's stages in the last run.
+  const seen = bufs.map(() => ({ h2d: 0, kernel: 0, d2h: 0 }));
+  // Each engine's busy time inside a run, from timing events recorded on its stream around every
+  // operation (the stream runs them in order, so end - start is the operation's own duration).
+  const drv = d.context.driver;
+  const streams = {
+    h2d: d.context.streams.h2d,
+    kernel: d.context.streams.compute,
+    d2h: d.context.streams.d2h,
+  };
+  const events: { stage: keyof typeof streams; start: number; end: number }[] = [];
+  const timed = async (stage: keyof typeof streams, fn: () => Promise<void>, on: boolean): Promise<void> => {
+    if (!on) return fn();
+    d.context.makeCurrent();
+    const start = drv.out1('cuEventCreate', (o) => drv.api.cuEventCreate(o, 0));
+    const end = drv.out1('cuEventCreate', (o) => drv.api.cuEventCreate(o, 0));
+    drv.check(drv.api.cuEventRecord(start, streams[stage]), 'cuEventRecord');
+    const p = fn();
+    drv.check(drv.api.cuEventRecord(end, streams[stage]), 'cuEventRecord');
+    events.push({ stage, start, end });
+    await p;
+  };
+  const run = async (stage: 'all' | 'h2d' | 'kernel' | 'd2h', timeEngines = false): Promise<number> => {
     const t0 = performance.now();
     await Promise.all(
       bufs.map(async (b, i) => {
-        if (stage === 'all' || stage === 'h2d') await cb((done) => d.upload(hs[i]!, b, bytes, done));
-        if (stage === 'all' || stage === 'kernel') await kernel(i);
-        if (stage === 'all' || stage === 'd2h') await cb((done) => d.download(b, outs[i]!, bytes, done));
+        if (stage === 'all' || stage === 'h2d')
+          await timed('h2d', () => cb((done) => d.upload(hs[i]!, b, bytes, done)), timeEngines);
+        seen[i]!.h2d = performance.now() - t0;
+        if (stage === 'all' || stage === 'kernel') await timed('kernel', () => kernel(i), timeEngines);
+        seen[i]!.kernel = performance.now() - t0;
+        if (stage === 'all' || stage === 'd2h')
+          await timed('d2h', () => cb((done) => d.download(b, outs[i]!, bytes, done)), timeEngines);
+        seen[i]!.d2h = performance.now() - t0;
       }),
     );
     return performance.now() - t0;
@@ -149,6 +179,32 @@ async function pipeline(d: CudaDevice, host: HostNode): Promise<void> {
   await run('all'); // warm-up: registers every SAB, compiles the kernel
   const engines = { h2d: await run('h2d'), kernel: await run('kernel'), d2h: await run('d2h') };
   const total = await run('all');
+  const timedTotal = await run('all', true);
+  const busy = { h2d: 0, kernel: 0, d2h: 0 };
+  for (const e of events) {
+    const ms: [number] = [0];
+    drv.check(drv.api.cuEventElapsedTime_v2(ms, e.start, e.end), 'cuEventElapsedTime');
+    busy[e.stage] += ms[0];
+    drv.api.cuEventDestroy_v2(e.start);
+    drv.api.cuEventDestroy_v2(e.end);
+  }
+  const busiestInRun = Math.max(busy.h2d, busy.kernel, busy.d2h);
+  note(
+    `pipeline engines busy inside one run (event-timed): h2d ${busy.h2d.toFixed(1)} ms, kernel ${busy.kernel.toFixed(1)} ms, d2h ${busy.d2h.toFixed(1)} ms; that run took ${timedTotal.toFixed(1)} ms = ${(timedTotal / busiestInRun).toFixed(3)}x its busiest engine`,
+  );
+  if (torch['pipeline_total_ms']) {
+    const tb = Math.max(torch['pipeline_h2d_ms']!, torch['pipeline_kernel_ms']!, torch['pipeline_d2h_ms']!);
+    note(
+      `PyTorch, same pipeline on three event-chained streams: total ${torch['pipeline_total_ms'].toFixed(1)} ms, engines alone h2d ${torch['pipeline_h2d_ms']!.toFixed(1)} / kernel ${torch['pipeline_kernel_ms']!.toFixed(1)} / d2h ${torch['pipeline_d2h_ms']!.toFixed(1)} ms = ${(torch['pipeline_total_ms'] / tb).toFixed(3)}x its busiest engine alone`,
+    );
+    addRow({
+      what: '16-chunk pipeline total, Tandem / PyTorch (ms)',
+      tandem: total,
+      baseline: torch['pipeline_total_ms'],
+      unit: 'ms',
+      target: 'report',
+    });
+  }
   const busiest = Math.max(engines.h2d, engines.kernel, engines.d2h);
   addRow({
     what: '16-chunk pipeline total / busiest engine',
@@ -160,6 +216,9 @@ async function pipeline(d: CudaDevice, host: HostNode): Promise<void> {
   note(
     `pipeline ms: total ${total.toFixed(1)}, h2d ${engines.h2d.toFixed(1)}, kernel ${engines.kernel.toFixed(1)}, d2h ${engines.d2h.toFixed(1)}`,
   );
+  const at = (x: { h2d: number; kernel: number; d2h: number }): string =>
+    `${x.h2d.toFixed(2)}/${x.kernel.toFixed(2)}/${x.d2h.toFixed(2)}`;
+  note(`pipeline chunks seen done (ms, h2d/kernel/d2h): ${seen.map(at).join(' ')}`);
   for (const b of bufs) d.node.free(b);
 }
 
@@ -308,7 +367,8 @@ async function asyncProbe(d: CudaDevice): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const torch = torchBaseline();
+  const torchParts = ['gemm', 'copies', 'pipeline'].filter(want);
+  const torch = torchParts.length > 0 ? torchBaseline(torchParts) : {};
   const rt = await Runtime.create({
     backends: ['cpu', 'cuda'],
     calibrate: true,
@@ -331,12 +391,13 @@ async function main(): Promise<void> {
       note(`${name} failed: ${e instanceof Error ? e.stack : String(e)}`);
     }
   };
-  await step('launch costs', () => launchCosts(d));
+  if (want('launch')) await step('launch costs', () => launchCosts(d));
   for (const [dtype, precision, key, reps] of [
     ['bf16', 'default', 'bf16', 60],
     ['f32', 'tf32', 'tf32', 30],
     ['f32', 'default', 'f32', 8],
   ] as const) {
+    if (!want('gemm')) break;
     await step(`gemm ${key}`, async () => {
       const rate = await gemmThroughRuntime(rt, dtype, precision, reps);
       addRow({
@@ -348,14 +409,14 @@ async function main(): Promise<void> {
       });
     });
   }
-  await step('async probe', () => asyncProbe(d));
+  if (want('launch')) await step('async probe', () => asyncProbe(d));
   const host = new HostNode();
-  await step('copies', () => copies(d, host, torch));
-  await step('pipeline', () => pipeline(d, host));
-  await step('tiny', () => tiny(rt, d));
+  if (want('copies')) await step('copies', () => copies(d, host, torch));
+  if (want('pipeline')) await step('pipeline', () => pipeline(d, host, torch));
+  if (want('tiny')) await step('tiny', () => tiny(rt, d));
   await rt.close();
-  const torchAfter = torchBaseline();
-  note(`torch again after Tandem's runs: ${JSON.stringify(torchAfter)}`);
+  if (want('gemm'))
+    note(`torch again after Tandem's runs: ${JSON.stringify(torchBaseline(['gemm', 'copies']))}`);
   console.log('\n| what | tandem | baseline | ratio | target |\n| --- | --- | --- | --- | --- |');
   for (const r of rows)
     console.log(
