@@ -81,7 +81,8 @@ export class Executor implements PredecessorSink {
   }
 
   submit(task: Task, explicitDeps: readonly Task[]): void {
-    task.submitUs = nowUs();
+    // Submission and ready times are for observers only: unobserved, a waiting task keeps no clock.
+    if (this.observers.length) task.timed().submitUs = nowUs();
     this.outstanding++;
     this.failedPred = null;
     if (task.tensors.length || explicitDeps.length) collectPredecessors(task, explicitDeps, this);
@@ -155,7 +156,7 @@ export class Executor implements PredecessorSink {
     }
     for (let i = 0; i < inFlight; i++) nth(preds, i).flags |= FORWARDED_FOLLOWER;
     task.inQueuePreds = preds;
-    task.readyUs = nowUs();
+    if (this.observers.length) task.timed().readyUs = nowUs();
     this.policy.onForward?.(task, w);
     this.dispatch(task, w);
   }
@@ -177,7 +178,7 @@ export class Executor implements PredecessorSink {
 
   private makeReady(task: Task): void {
     task.state = 'ready';
-    task.readyUs = nowUs();
+    if (this.observers.length) task.timed().readyUs = nowUs();
     if (task.hostFn) {
       this.dispatchHost(task);
       return;
@@ -274,7 +275,7 @@ export class Executor implements PredecessorSink {
   }
 
   private launch(task: Task, w: WorkerSlot, args: LaunchArg[]): void {
-    task.startUs = nowUs();
+    task.timed().startUs = nowUs();
     this.policy.onStart?.(task, w);
     if (this.observers.length) this.emitStart(task);
     try {
@@ -337,8 +338,9 @@ export class Executor implements PredecessorSink {
 
   private finishLaunch(task: Task, err: Error | null, timing: LaunchTiming | undefined): void {
     if (timing) {
-      task.startUs = timing.startUs;
-      task.endUs = timing.endUs;
+      const tt = task.timed();
+      tt.startUs = timing.startUs;
+      tt.endUs = timing.endUs;
     }
     // A follower whose in-queue predecessor failed is reported as such, naming the predecessor.
     let failedPred: Task | null = null;
@@ -368,7 +370,7 @@ export class Executor implements PredecessorSink {
       if (failed)
         return this.complete(task, asTandemError(failed, 'TANDEM_ERR_INTERNAL', `host access ${task.name}`));
       try {
-        task.startUs = nowUs();
+        task.timed().startUs = nowUs();
         task.hostFn!(task);
         this.complete(task, null);
       } catch (e) {
@@ -394,15 +396,17 @@ export class Executor implements PredecessorSink {
 
   private complete(task: Task, error: TandemError | null): void {
     if (task.isFinished()) return;
-    task.endUs = task.endUs > task.startUs ? task.endUs : nowUs();
+    const tt = task.timed();
+    tt.endUs = tt.endUs > tt.startUs ? tt.endUs : nowUs();
+    const us = tt.endUs - tt.startUs;
     const w = task.worker;
     if (w) {
       w.inflight--;
       for (const t of task.tensors) t.replica(w.node.index).users--;
-      if (!error && this.models) this.models.record(task, w, task.endUs - task.startUs);
+      if (!error && this.models) this.models.record(task, w, us);
     }
     if (this.observers.length) this.emit(task, error);
-    if (w) this.policy.onComplete?.(task, w, task.endUs - task.startUs, !error);
+    if (w) this.policy.onComplete?.(task, w, us, !error);
     if (w && this.deferred.length) {
       const d = this.deferred;
       this.deferred = [];
@@ -470,16 +474,19 @@ export class Executor implements PredecessorSink {
 
   private event(task: Task, error: TandemError | null): TaskEvent {
     const w = task.worker;
+    const tt = task.times;
+    const startUs = tt?.startUs ?? 0;
     return {
       taskId: task.id,
       name: task.name,
       op: task.op,
       deviceId: w ? w.device.info.id : 'host',
       queueId: w ? w.queue.id : 'host',
-      submitUs: task.submitUs,
-      readyUs: task.readyUs,
-      startUs: task.startUs,
-      endUs: task.endUs,
+      // A task submitted before its observer came has no submission or ready time: its start stands in.
+      submitUs: tt?.submitUs || tt?.readyUs || startUs,
+      readyUs: tt?.readyUs || startUs,
+      startUs,
+      endUs: tt?.endUs ?? 0,
       ok: !error,
       ...(error ? { errorCode: error.code } : {}),
       ...(task.placement ? { placement: task.placement } : {}),

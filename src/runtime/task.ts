@@ -76,6 +76,19 @@ interface Completion {
   reject(e: TandemError): void;
 }
 
+/**
+ * A task's timestamps (µs, runtime clock). Kept apart and made when first needed — at launch, or at
+ * submission while someone observes tasks — because every number field of a long-lived object is a
+ * separately allocated box that the garbage collector copies: 200,000 waiting tasks would carry
+ * 800,000 boxes of zeros.
+ */
+export class TaskTimes {
+  submitUs = 0;
+  readyUs = 0;
+  startUs = 0;
+  endUs = 0;
+}
+
 /** What few tasks carry, kept apart (made on first need) so that the common task stays small. */
 class TaskRare {
   name: string | undefined = undefined;
@@ -106,10 +119,8 @@ export class Task implements TaskHandle, AccessRecord {
   worker: WorkerSlot | null = null;
   /** Eligible worker indices (computed once by the executor). */
   eligible: readonly number[] = NO_INDICES;
-  submitUs = 0;
-  readyUs = 0;
-  startUs = 0;
-  endUs = 0;
+  /** See TaskTimes; `timed()` makes it. */
+  times: TaskTimes | null = null;
   cost: Cost | null = null;
   /** The performance models' key for this task (op + data footprint), computed on first use. */
   modelShape: TaskShape | undefined = undefined;
@@ -129,6 +140,10 @@ export class Task implements TaskHandle, AccessRecord {
     if (name !== kernel.def.name) this.more().name = name;
     if (constraint !== null) this.more().constraint = constraint;
     if (tags !== undefined) this.more().tags = tags;
+  }
+
+  timed(): TaskTimes {
+    return (this.times ??= new TaskTimes());
   }
 
   private more(): TaskRare {
