@@ -118,6 +118,25 @@ void test('job store: commits fenced by attempt (exactly once), requeue after a 
   }
 });
 
+void test('job store under full durability: progress is written without its own fsync, every other commit keeps it', () => {
+  const dir = tempDir();
+  try {
+    const db = openDatabase(dir, 'full');
+    const store = new JobStore(db);
+    const job = { tenantId: 't', type: 'sleep', params: {}, priority: 0, jobClass: 'latency', memBytes: 0 };
+    const [a] = store.insertMany([{ ...job, idempotencyKey: null }]);
+    assert.ok(a?.ok);
+    const run = store.claim(a.job.id, 'cpu')!;
+    assert.equal(store.setProgress(a.job.id, run.attempt, 0.5, 'half'), true);
+    assert.equal(store.setProgress(a.job.id, run.attempt + 1, 0.7, 'stale'), false, 'fenced by attempt');
+    assert.equal(db.pragma('synchronous', { simple: true }), 2, 'back to FULL for the next commits');
+    assert.equal(store.get(a.job.id)!.progress, 0.5);
+    db.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 void test('API keys are stored as salted hashes and verified; revoked keys stop working', () => {
   const dir = tempDir();
   try {
