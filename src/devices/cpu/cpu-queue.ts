@@ -25,6 +25,8 @@ const workerUrl = new URL('./worker.js', import.meta.url);
 const originMs = performance.timeOrigin;
 /** Keep about this much work in flight per worker: deep for tiny tasks, shallow for big ones. */
 const TARGET_INFLIGHT_US = 2000;
+/** Tasks a fresh batch buffer holds before it grows (it is sized like the previous batch). */
+const MIN_BATCH = 64;
 
 function hasKeys(o: object): boolean {
   for (const k in o) if (Object.hasOwn(o, k)) return true;
@@ -44,7 +46,9 @@ export class CpuQueue implements ExecQueue {
   private readonly pendingDone = new Fifo<Completion>();
   private readonly opIndex = new Map<string, number>();
   private newOps: string[] = [];
-  private tasks: number[] = [];
+  /** The batch being filled (its buffer is handed to the worker at flush). */
+  private tasks = new Float64Array(MIN_BATCH * TASK_STRIDE);
+  private taskCount = 0;
   private extras: WireExtra[] = [];
   private newBufs: Array<readonly [number, SharedArrayBuffer]> = [];
   private flushScheduled = false;
@@ -127,10 +131,21 @@ export class CpuQueue implements ExecQueue {
           : {}),
       });
     }
-    this.tasks.push(req.taskId, op, extra, inlinePred);
+    let o = this.taskCount * TASK_STRIDE;
+    if (o + TASK_STRIDE > this.tasks.length) {
+      const grown = new Float64Array(2 * this.tasks.length);
+      grown.set(this.tasks);
+      this.tasks = grown;
+    }
+    const tasks = this.tasks;
+    tasks[o++] = req.taskId;
+    tasks[o++] = op;
+    tasks[o++] = extra;
+    tasks[o] = inlinePred;
+    this.taskCount++;
     this.pendingIds.push(req.taskId);
     this.pendingDone.push(done);
-    if (this.tasks.length >= EARLY_FLUSH_TASKS * TASK_STRIDE) this.flush();
+    if (this.taskCount >= EARLY_FLUSH_TASKS) this.flush();
     else if (!this.flushScheduled) {
       this.flushScheduled = true;
       queueMicrotask(() => {
@@ -141,20 +156,24 @@ export class CpuQueue implements ExecQueue {
   }
 
   private flush(): void {
-    if (this.tasks.length === 0 || this.closed) return;
+    if (this.taskCount === 0 || this.closed) return;
+    const tasks = this.tasks;
     const msg: ToWorker = {
       t: 'run',
       newOps: this.newOps,
-      tasks: this.tasks,
+      count: this.taskCount,
+      tasks,
       extras: this.extras,
       bufs: this.newBufs,
     };
-    this.tasks = [];
+    const next = Math.min(EARLY_FLUSH_TASKS, Math.max(MIN_BATCH, this.taskCount));
+    this.tasks = new Float64Array(next * TASK_STRIDE);
+    this.taskCount = 0;
     this.extras = [];
     this.newBufs = [];
     this.newOps = [];
     this.worker.ref(); // keep the process alive while work is in flight
-    this.worker.postMessage(msg);
+    this.worker.postMessage(msg, [tasks.buffer]);
   }
 
   private onMessage(m: FromWorker): void {
@@ -162,7 +181,8 @@ export class CpuQueue implements ExecQueue {
     const errors =
       m.errors.length > 0 ? new Map(m.errors.map(([id, code, msg]) => [id, [code, msg] as const])) : null;
     const r = m.results;
-    for (let i = 0; i < r.length; i += RESULT_STRIDE) {
+    const end = m.count * RESULT_STRIDE;
+    for (let i = 0; i < end; i += RESULT_STRIDE) {
       const expected = this.pendingIds.shift();
       if (expected === undefined) break;
       const done = this.pendingDone.shift()!;

@@ -9,6 +9,7 @@ import type { CpuArg, CpuKernel, CpuKernelContext } from './kernel-api.js';
 import { loadOpenBlas } from './openblas.js';
 import { wasmGemmStatus } from './wasm/gemm-wasm.js';
 import {
+  RESULT_STRIDE,
   TASK_STRIDE,
   type CustomCpuImpl,
   type FromWorker,
@@ -88,11 +89,14 @@ function argsOf(x: WireExtra): CpuArg[] {
 const NO_ARGS: CpuArg[] = [];
 const NO_SCALARS = {};
 
-async function runBatch(tasks: readonly number[], extras: readonly WireExtra[]): Promise<void> {
-  let results: number[] = [];
+async function runBatch(count: number, tasks: Float64Array, extras: readonly WireExtra[]): Promise<void> {
+  // Results go back in a transferred buffer, sized for the tasks left in this batch.
+  let results = new Float64Array(count * RESULT_STRIDE);
+  let r = 0;
   let errors: Array<[number, string, string]> = [];
   let lastPost = epoch();
-  for (let i = 0; i < tasks.length; i += TASK_STRIDE) {
+  const n = count * TASK_STRIDE;
+  for (let i = 0; i < n; i += TASK_STRIDE) {
     const id = tasks[i]!;
     const extra = tasks[i + 2]! >= 0 ? extras[tasks[i + 2]!]! : null;
     const start = epoch();
@@ -118,15 +122,19 @@ async function runBatch(tasks: readonly number[], extras: readonly WireExtra[]):
     }
     if (!ok) failed.add(id);
     const end = epoch();
-    results.push(id, ok, start, end);
+    results[r++] = id;
+    results[r++] = ok;
+    results[r++] = start;
+    results[r++] = end;
     if (end - lastPost > 1) {
-      post({ t: 'done', results, errors });
-      results = [];
+      postResults(r / RESULT_STRIDE, results, errors);
+      results = new Float64Array(((n - i) / TASK_STRIDE - 1) * RESULT_STRIDE);
+      r = 0;
       errors = [];
       lastPost = end;
     }
   }
-  if (results.length) post({ t: 'done', results, errors });
+  if (r > 0) postResults(r / RESULT_STRIDE, results, errors);
   // Ids only matter while their followers are queued (right behind them): keep the newest.
   if (failed.size > 65536) {
     let drop = failed.size - 32768;
@@ -141,12 +149,17 @@ function post(m: FromWorker): void {
   port.postMessage(m);
 }
 
+function postResults(count: number, results: Float64Array, errors: Array<[number, string, string]>): void {
+  const m: FromWorker = { t: 'done', count, results, errors };
+  port.postMessage(m, [results.buffer as ArrayBuffer]);
+}
+
 let chain: Promise<void> = Promise.resolve();
 port.on('message', (m: ToWorker) => {
   if (m.t === 'run') {
     for (const op of m.newOps) ops.push(op);
     for (const [id, sab] of m.bufs) buffers.set(id, sab);
-    chain = chain.then(() => runBatch(m.tasks, m.extras));
+    chain = chain.then(() => runBatch(m.count, m.tasks, m.extras));
   } else if (m.t === 'release') {
     for (const id of m.ids) buffers.delete(id);
   } else if (m.t === 'stop') {
