@@ -49,6 +49,27 @@ function median(sorted: ArrayLike<number>, n: number): number {
 }
 
 /**
+ * Median absolute deviation from `med` of the first n values of a sorted array, without sorting the
+ * deviations: they grow outward from the median on both sides, so merging the two sides from the
+ * middle gives them in order (the same numbers as sorting |x - med|, exactly).
+ */
+function madOfSorted(s: ArrayLike<number>, n: number, med: number): number {
+  if (n === 0) return NaN;
+  let lo = 0;
+  while (lo + 1 < n && s[lo + 1]! <= med) lo++;
+  let hi = lo + 1;
+  const m = n >> 1;
+  let prev = NaN;
+  let cur = NaN;
+  for (let k = 0; k <= m; k++) {
+    prev = cur;
+    if (lo >= 0 && (hi >= n || med - s[lo]! <= s[hi]! - med)) cur = med - s[lo--]!;
+    else cur = s[hi++]! - med;
+  }
+  return n & 1 ? cur : (prev + cur) / 2;
+}
+
+/**
  * Scratch for the statistics: a typed array sorts numerically in native code, with no comparator
  * calls and no copies to collect (this runs for a stream of tiny tasks).
  */
@@ -132,11 +153,8 @@ export class Bucket {
     s.fill(Infinity);
     for (let i = 0; i < n; i++) s[i] = this.ring[i]!;
     s.sort();
-    const med = median(s, n);
-    for (let i = 0; i < n; i++) s[i] = Math.abs(s[i]! - med);
-    s.sort();
-    this.medianUs = med;
-    this.madUs = median(s, n);
+    this.medianUs = median(s, n);
+    this.madUs = madOfSorted(s, n, this.medianUs);
   }
 
   state(): BucketState {

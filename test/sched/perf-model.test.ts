@@ -104,3 +104,24 @@ test('the runtime warns about a corrupt model file, learns, and rewrites it', as
   assert.equal(saved.version, PERF_MODEL_VERSION);
   assert.ok(saved.entries.length >= 1);
 });
+
+test('median and MAD equal the sorted definitions for any history length (ties, odd and even)', () => {
+  const med = (xs: number[]): number => {
+    const s = [...xs].sort((a, b) => a - b);
+    const m = s.length >> 1;
+    return s.length & 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+  };
+  let seed = 12345;
+  const rnd = (): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 100;
+  for (let n = 1; n <= 32; n++) {
+    for (let trial = 0; trial < 20; trial++) {
+      // Some trials with ties (rounded values), some with spikes.
+      const ring = Array.from({ length: n }, () => (trial % 3 === 0 ? Math.round(rnd() / 10) : rnd()));
+      if (trial % 4 === 1) ring[0] = 1e6;
+      const b = Bucket.from({ size: 1, ring, rejected: 0, total: n });
+      const m = med(ring);
+      assert.equal(b.medianUs, m, `median n=${n}`);
+      assert.equal(b.madUs, med(ring.map((x) => Math.abs(x - m))), `MAD n=${n} ${ring.join(',')}`);
+    }
+  }
+});
