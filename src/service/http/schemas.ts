@@ -41,6 +41,24 @@ export const JOB_SCHEMA = {
   },
 } as const;
 
+/** The submit answer: a job, plus its inline result when `?wait` saw it succeed. */
+export const SUBMIT_ANSWER_SCHEMA = {
+  ...JOB_SCHEMA,
+  properties: {
+    ...JOB_SCHEMA.properties,
+    result: { description: "the job's result, on a waited submit that saw it succeed (inline results only)" },
+  },
+} as const;
+
+/** `POST /v1/jobs?wait=s`: hold the answer until the job has finished, at most s seconds. */
+export const SUBMIT_QUERY_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    wait: { type: 'string', pattern: '^(60(\\.0+)?|[1-5]?[0-9](\\.[0-9]+)?)$' },
+  },
+} as const;
+
 export const SUBMIT_BODY_SCHEMA = {
   type: 'object',
   additionalProperties: false,

@@ -6,7 +6,15 @@ import { buildJobTrace } from '../../obs/job-trace.js';
 import type { ServiceParts } from '../../service.js';
 import type { JobRecord, JobState } from '../../store/job-store.js';
 import { tenantOf } from '../auth.js';
-import { JOB_ID_PARAMS, JOB_SCHEMA, LIST_QUERY_SCHEMA, SUBMIT_BODY_SCHEMA } from '../schemas.js';
+import { isFinished, JobWaiters } from '../../runner/job-waiters.js';
+import {
+  JOB_ID_PARAMS,
+  JOB_SCHEMA,
+  LIST_QUERY_SCHEMA,
+  SUBMIT_ANSWER_SCHEMA,
+  SUBMIT_BODY_SCHEMA,
+  SUBMIT_QUERY_SCHEMA,
+} from '../schemas.js';
 
 interface SubmitBody {
   type: string;
@@ -78,15 +86,19 @@ function validateParams(s: ServiceParts, req: FastifyRequest, body: SubmitBody) 
 
 export function jobRoutes(s: ServiceParts) {
   return async function (app: FastifyInstance): Promise<void> {
-    app.post<{ Body: SubmitBody }>(
+    const waiters = new JobWaiters(s.dispatcher);
+    app.addHook('onClose', () => waiters.close());
+    app.post<{ Body: SubmitBody; Querystring: { wait?: string } }>(
       '/v1/jobs',
       {
         schema: {
           summary:
-            'Submit a job (durable once answered). Idempotency-Key header or body field de-duplicates.',
+            'Submit a job (durable once answered). Idempotency-Key header or body field de-duplicates. ' +
+            '?wait=s holds the answer until the job has finished (at most s seconds) and includes an inline result.',
           tags: ['jobs'],
           body: SUBMIT_BODY_SCHEMA,
-          response: { 200: JOB_SCHEMA, 202: JOB_SCHEMA },
+          querystring: SUBMIT_QUERY_SCHEMA,
+          response: { 200: SUBMIT_ANSWER_SCHEMA, 202: SUBMIT_ANSWER_SCHEMA },
         },
       },
       async (req, reply) => {
@@ -128,7 +140,17 @@ export function jobRoutes(s: ServiceParts) {
           idempotencyKey: idem,
         });
         if (!out.ok) throw out.error;
-        return reply.code(out.created ? 202 : 200).send(jobView(s, out.job));
+        const waitMs = Number(req.query.wait ?? 0) * 1000;
+        if (waitMs <= 0) return reply.code(out.created ? 202 : 200).send(jobView(s, out.job));
+        // Held until the job finishes (a request/response compute call), or answered as it stands then.
+        // A job cannot finish between the commit and here (no macrotask ran); a duplicate submit
+        // (idempotency key) may name one that already has.
+        const id = out.job.id;
+        const finished = isFinished(out.job) ? out.job : await waiters.wait(id, waitMs);
+        const job = finished ?? s.store.get(id) ?? out.job;
+        const view = jobView(s, job);
+        const inline = job.state === 'succeeded' && !job.resultFile ? { result: job.result } : {};
+        return reply.code(out.created ? 202 : 200).send({ ...view, ...inline });
       },
     );
 
