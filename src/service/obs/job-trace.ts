@@ -5,7 +5,8 @@
  * TraceRecorder: job-level spans (queued, placement, run, commit) on a "job" track above the
  * runtime's per-queue and per-copy-engine tracks.
  */
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Observer, TaskEvent, TransferEvent } from '../../obs/observer.js';
 import { TraceRecorder, type ChromeTrace } from '../../obs/trace.js';
@@ -31,6 +32,11 @@ export interface JobEvents {
 
 export class JobTraceCollector implements Observer {
   private readonly live = new Map<string, JobEvents>();
+  /** Traces being written, by file name (served from here until the file is in place). */
+  private readonly writing = new Map<string, string>();
+  private readonly flushing = new Set<Promise<void>>();
+  /** Where a failed background write is reported (the service logs it). */
+  onWriteError: (jobId: string, e: unknown) => void = () => undefined;
 
   constructor(private readonly dir: string) {
     mkdirSync(dir, { recursive: true });
@@ -83,16 +89,35 @@ export class JobTraceCollector implements Observer {
     return join(this.dir, `${jobId}.json`);
   }
 
-  /** Writes the trace atomically (tmp + rename) and returns the file name relative to the dir. */
+  /**
+   * Writes the trace atomically (tmp + rename) in the background and returns the file name relative to
+   * the dir. A synchronous write cost ~0.6 ms on every job's commit path; until the file is in place,
+   * `read` answers from memory.
+   */
   write(jobId: string, trace: ChromeTrace): string {
+    const name = `${jobId}.json`;
     const file = this.pathFor(jobId);
-    writeFileSync(`${file}.tmp`, JSON.stringify(trace));
-    renameSync(`${file}.tmp`, file);
-    return `${jobId}.json`;
+    const text = JSON.stringify(trace);
+    this.writing.set(name, text);
+    const done = writeFile(`${file}.tmp`, text)
+      .then(() => rename(`${file}.tmp`, file))
+      .catch((e: unknown) => this.onWriteError(jobId, e))
+      .finally(() => {
+        if (this.writing.get(name) === text) this.writing.delete(name);
+        this.flushing.delete(done);
+      });
+    this.flushing.add(done);
+    return name;
   }
 
   read(name: string): ChromeTrace {
-    return JSON.parse(readFileSync(join(this.dir, name), 'utf8')) as ChromeTrace;
+    const pending = this.writing.get(name);
+    return JSON.parse(pending ?? readFileSync(join(this.dir, name), 'utf8')) as ChromeTrace;
+  }
+
+  /** Resolves once every trace written so far is on disk (or has failed). */
+  async flush(): Promise<void> {
+    while (this.flushing.size > 0) await Promise.all([...this.flushing]);
   }
 }
 

@@ -54,6 +54,8 @@ export class Dispatcher {
 
   constructor(private readonly d: DispatcherDeps) {
     this.queue = new FairQueue((id) => d.tenants.get(id)?.weight ?? 1);
+    d.traces.onWriteError = (jobId, e) =>
+      d.log('warn', `writing the trace of job ${jobId}: ${e instanceof Error ? e.message : String(e)}`);
   }
 
   /** At start: jobs that were running when the process died go back to the queue; all queued load. */
@@ -288,5 +290,6 @@ export class Dispatcher {
     for (const r of this.running.values()) r.abort.abort();
     const all = Promise.allSettled([...this.running.values()].map((r) => r.done));
     await Promise.race([all, new Promise((res) => setTimeout(res, timeoutMs).unref())]);
+    await this.d.traces.flush(); // traces are written in the background
   }
 }
