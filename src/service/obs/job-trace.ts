@@ -6,10 +6,10 @@
  * runtime's per-queue and per-copy-engine tracks.
  */
 import { mkdirSync, readFileSync } from 'node:fs';
-import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Observer, TaskEvent, TransferEvent } from '../../obs/observer.js';
 import { TraceRecorder, type ChromeTrace } from '../../obs/trace.js';
+import { BackgroundFileWriter } from './file-writer.js';
 import type { JobRecord } from '../store/job-store.js';
 
 /** performance.now()-based µs → epoch µs. */
@@ -35,6 +35,7 @@ export class JobTraceCollector implements Observer {
   /** Traces being written, by file name (served from here until the file is in place). */
   private readonly writing = new Map<string, string>();
   private readonly flushing = new Set<Promise<void>>();
+  private readonly writer = new BackgroundFileWriter();
   /** Where a failed background write is reported (the service logs it). */
   onWriteError: (jobId: string, e: unknown) => void = () => undefined;
 
@@ -90,22 +91,19 @@ export class JobTraceCollector implements Observer {
   }
 
   /**
-   * Writes the trace atomically (tmp + rename) in the background and returns the file name relative to
+   * Writes the trace atomically (tmp + rename) on a writer thread and returns the file name relative to
    * the dir. A synchronous write cost ~0.6 ms on every job's commit path; until the file is in place,
    * `read` answers from memory.
    */
   write(jobId: string, trace: ChromeTrace): string {
     const name = `${jobId}.json`;
-    const file = this.pathFor(jobId);
     const text = JSON.stringify(trace);
     this.writing.set(name, text);
-    const done = writeFile(`${file}.tmp`, text)
-      .then(() => rename(`${file}.tmp`, file))
-      .catch((e: unknown) => this.onWriteError(jobId, e))
-      .finally(() => {
-        if (this.writing.get(name) === text) this.writing.delete(name);
-        this.flushing.delete(done);
-      });
+    const done: Promise<void> = this.writer.write(this.pathFor(jobId), text).then((e) => {
+      if (e) this.onWriteError(jobId, e);
+      if (this.writing.get(name) === text) this.writing.delete(name);
+      this.flushing.delete(done);
+    });
     this.flushing.add(done);
     return name;
   }
@@ -118,6 +116,12 @@ export class JobTraceCollector implements Observer {
   /** Resolves once every trace written so far is on disk (or has failed). */
   async flush(): Promise<void> {
     while (this.flushing.size > 0) await Promise.all([...this.flushing]);
+  }
+
+  /** Flushes, then stops the writer thread (a later write starts it again). */
+  async close(): Promise<void> {
+    await this.flush();
+    await this.writer.close();
   }
 }
 

@@ -41,6 +41,8 @@ interface RunningJob {
 
 const PROGRESS_WRITE_MS = 250;
 
+export type FinishedListener = (jobId: string, read: () => JobRecord | null) => void;
+
 export class Dispatcher {
   readonly queue: FairQueue;
   private readonly running = new Map<string, RunningJob>();
@@ -50,7 +52,7 @@ export class Dispatcher {
   private stopping = false;
   /** Paused until the runtime has opened (or failed to), so placement sees the real devices. */
   private paused = true;
-  private readonly finishedListeners = new Set<(job: JobRecord) => void>();
+  private readonly finishedListeners = new Set<FinishedListener>();
 
   constructor(private readonly d: DispatcherDeps) {
     this.queue = new FairQueue((id) => d.tenants.get(id)?.weight ?? 1);
@@ -71,7 +73,8 @@ export class Dispatcher {
     this.schedulePump();
   }
 
-  onJobFinished(cb: (job: JobRecord) => void): () => void {
+  /** `cb(jobId, read)` after each committed outcome; `read()` gives the committed record. */
+  onJobFinished(cb: FinishedListener): () => void {
     this.finishedListeners.add(cb);
     return () => this.finishedListeners.delete(cb);
   }
@@ -280,8 +283,12 @@ export class Dispatcher {
     this.d.metrics.jobsFinished.inc({ type: job.type, state: o.state });
     if (job.startedAt !== null)
       this.d.metrics.jobRun.observe({ type: job.type, state: o.state }, (finishedAt - job.startedAt) / 1000);
-    const committed = this.d.store.get(job.id);
-    if (committed) for (const cb of this.finishedListeners) cb(committed);
+    if (this.finishedListeners.size === 0) return;
+    // Read back (one SQLite query) only if a listener wants this job.
+    let committed: JobRecord | null | undefined;
+    const read = (): JobRecord | null =>
+      committed === undefined ? (committed = this.d.store.get(job.id)) : committed;
+    for (const cb of this.finishedListeners) cb(job.id, read);
   }
 
   /** Stops dispatching and aborts running jobs without committing them (they re-run after restart). */
@@ -290,6 +297,6 @@ export class Dispatcher {
     for (const r of this.running.values()) r.abort.abort();
     const all = Promise.allSettled([...this.running.values()].map((r) => r.done));
     await Promise.race([all, new Promise((res) => setTimeout(res, timeoutMs).unref())]);
-    await this.d.traces.flush(); // traces are written in the background
+    await this.d.traces.close(); // traces are written on a background thread
   }
 }

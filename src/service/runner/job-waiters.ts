@@ -5,7 +5,7 @@
 import type { JobRecord } from '../store/job-store.js';
 
 export interface FinishedSource {
-  onJobFinished(cb: (job: JobRecord) => void): () => void;
+  onJobFinished(cb: (jobId: string, read: () => JobRecord | null) => void): () => void;
 }
 
 type Waiter = (job: JobRecord | null) => void;
@@ -15,10 +15,11 @@ export class JobWaiters {
   private readonly off: () => void;
 
   constructor(source: FinishedSource) {
-    this.off = source.onJobFinished((job) => {
-      const set = this.waiting.get(job.id);
+    this.off = source.onJobFinished((jobId, read) => {
+      const set = this.waiting.get(jobId);
       if (!set) return;
-      this.waiting.delete(job.id);
+      this.waiting.delete(jobId);
+      const job = read();
       for (const w of set) w(job);
     });
   }
