@@ -159,7 +159,8 @@ export class JobStore {
       byId: db.prepare('SELECT * FROM jobs WHERE id = ?'),
       claim: db.prepare(
         `UPDATE jobs SET state = 'running', attempt = attempt + 1, started_at = ?, device = ?, placement = ?, progress = 0, message = ''
-         WHERE id = ? AND state = 'queued' AND cancel_requested = 0`,
+         WHERE id = ? AND state = 'queued' AND cancel_requested = 0
+         RETURNING *`,
       ),
       progress: db.prepare(
         `UPDATE jobs SET progress = ?, message = ? WHERE id = ? AND state = 'running' AND attempt = ?`,
@@ -276,8 +277,9 @@ export class JobStore {
     placement: string | null = null,
     now = Date.now(),
   ): JobRecord | null {
-    const info = this.stmts.claim.run(now, device, placement, id);
-    return info.changes === 1 ? this.get(id) : null;
+    // RETURNING: the claimed row in the same statement (no second query on the dispatch path).
+    const r = this.stmts.claim.get(now, device, placement, id) as JobRow | undefined;
+    return r ? fromRow(r) : null;
   }
 
   setProgress(id: string, attempt: number, progress: number, message: string): boolean {
