@@ -2,8 +2,8 @@
  * Service benchmarks with autocannon against a real `tandem serve` process on loopback:
  *   submit   durable submissions per second (jobs queue behind long sleeps, full fsync durability)
  *   latency  p50/p99 submit latency at a fixed 1,000 submissions per second
- *   health   /healthz latency while a long gemm job computes on the CPU device (after the same load
- *            without a job: the machine's floor), with the service's own event-loop delay
+ *   health   /healthz latency while a long gemm job computes on the CPU device, with the service's own
+ *            event-loop delay; then the same load without a job (the machine's floor at that moment)
  *   restart  10,000 queued jobs, kill -9, time until the restarted service answers; none lost
  * Usage: node dist/bench/service.js [submit|latency|health|restart|all] [--seconds 10]
  */
@@ -194,9 +194,6 @@ async function benchHealth(seconds: number, n: number): Promise<Record<string, n
       await new Promise((r) => setTimeout(r, 100));
     const load = (): Promise<autocannon.Result> =>
       autocannon({ url: `${s.url}/healthz`, connections: 2, duration: seconds, overallRate: 200 });
-    // The same load without a job first: this machine's floor at this moment (other processes, the
-    // client itself), so that the figure with the job can be read against it.
-    const floor = await load();
     await serverLoopDelay(s); // resets the service's event-loop delay histogram
     const job = await call<{ id: string }>('POST', '/v1/jobs', { type: 'gemm', params: { n, panels: 8 } });
     const r = await load();
@@ -205,6 +202,10 @@ async function benchHealth(seconds: number, n: number): Promise<Record<string, n
       'GET',
       `/v1/jobs/${job.id}`,
     );
+    // The same load once the job is done: this machine's floor at this moment (other processes, the
+    // client itself), to read the figure against. Measured after, so the figure above is taken right
+    // after start-up as before (nothing warmed up for it).
+    const floor = await load();
     return {
       ...summary(`/healthz during gemm n=${n}`, r),
       job: after.state,
@@ -249,6 +250,15 @@ async function benchRestart(jobs: number): Promise<Record<string, number | strin
   }
 }
 
+/** Linux PSI: share of the last 10 s in which some runnable task waited for a CPU (other load on the box). */
+function cpuPressure(): number | string {
+  try {
+    return Number(/avg10=([\d.]+)/.exec(readFileSync('/proc/pressure/cpu', 'utf8'))?.[1]);
+  } catch {
+    return 'n/a';
+  }
+}
+
 export async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -270,7 +280,8 @@ export async function main(argv: string[]): Promise<number> {
   if (which === 'health' || which === 'all')
     results.push(await benchHealth(seconds, Number(values.n ?? 2048)));
   if (which === 'restart' || which === 'all') results.push(await benchRestart(Number(values.jobs ?? 10_000)));
-  for (const r of results) process.stdout.write(`${JSON.stringify(r)}\n`);
+  for (const r of results)
+    process.stdout.write(`${JSON.stringify({ ...r, cpuPressureAvg10: cpuPressure() })}\n`);
   return 0;
 }
 
