@@ -34,6 +34,7 @@ import { submitGraph, type GraphNode } from './submit-graph.js';
 import { TaskModels, deviceKey } from './task-models.js';
 
 export type { SubmitRequest } from './submit.js';
+export type { GraphNode } from './submit-graph.js';
 
 /** Eligible workers of one kernel per device constraint, valid while it has `implCount` impls. */
 interface EligibleEntry {
@@ -43,7 +44,6 @@ interface EligibleEntry {
 
 const NO_MODES: readonly AccessMode[] = Object.freeze([]);
 const NO_SCALARS: Scalars = Object.freeze({});
-export type { GraphNode } from './submit-graph.js';
 
 export class Runtime {
   readonly config: ResolvedConfig;
