@@ -16,7 +16,7 @@ import { Worker, isMainThread, parentPort, workerData } from 'node:worker_thread
 import { loadOpenBlas } from '../src/devices/cpu/openblas.js';
 import { gemmTs } from '../src/kernels/gemm/ts-engine.js';
 import { loadWasmGemm } from '../src/devices/cpu/wasm/gemm-wasm.js';
-import { seededRandom } from '../src/kernels/conformance.js';
+import { seededRandom } from '../src/core/seeded-random.js';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);

@@ -7,6 +7,7 @@
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import type { DType } from '../src/core/dtype.js';
+import { fillRandom } from '../src/core/seeded-random.js';
 import type { CudaDevice } from '../src/devices/cuda/cuda-device.js';
 import type { CudaKernelImpl } from '../src/devices/cuda/kernel-api.js';
 import type { LaunchArg, Scalars } from '../src/devices/device.js';
@@ -64,13 +65,9 @@ async function gemmThroughRuntime(
   precision: 'default' | 'tf32',
   reps: number,
 ): Promise<number> {
-  const rand = (n: number): Float32Array => {
-    const x = new Float32Array(n);
-    for (let i = 0; i < n; i++) x[i] = ((Math.imul(i, 2654435761) >>> 8) % 1000) / 1000 - 0.5 || 0.25;
-    return x;
-  };
-  const a = rt.tensor([N, N], dtype, rand(N * N));
-  const b = rt.tensor([N, N], dtype, rand(N * N));
+  const rand = (n: number, seed: number): Float32Array => fillRandom(new Float32Array(n), seed, -0.5, 0.5);
+  const a = rt.tensor([N, N], dtype, rand(N * N, 1));
+  const b = rt.tensor([N, N], dtype, rand(N * N, 2));
   const c = rt.tensor([N, N], dtype);
   const scalars = { alpha: 1, beta: 0, transA: false, transB: false, precision };
   await rt.submit({ kernel: 'gemm', args: { a, b, c }, scalars, device: 'cuda' }).done; // moves a, b to the GPU

@@ -9,6 +9,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fillRandom } from '../src/core/seeded-random.js';
 import { simBackend } from '../src/devices/sim/backend.js';
 import type { Backend } from '../src/devices/device.js';
 import type { TaskEvent } from '../src/obs/observer.js';
@@ -58,16 +59,6 @@ async function openMixed(
   });
 }
 
-function rand(n: number, seed: number): Float32Array {
-  const a = new Float32Array(n);
-  let s = seed >>> 0 || 1;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    a[i] = s / 2 ** 32 - 0.5;
-  }
-  return a;
-}
-
 async function mixedOnce(
   rt: Runtime,
   gpuKind: string,
@@ -78,8 +69,8 @@ async function mixedOnce(
   ln: number,
 ): Promise<MixedRow> {
   const mk = (n: number, i: number): Tensor[] => [
-    rt.tensor([n, n], 'f32', rand(n * n, i)),
-    rt.tensor([n, n], 'f32', rand(n * n, i + 7)),
+    rt.tensor([n, n], 'f32', fillRandom(new Float32Array(n * n), i, -0.5, 0.5)),
+    rt.tensor([n, n], 'f32', fillRandom(new Float32Array(n * n), i + 7, -0.5, 0.5)),
     rt.tensor([n, n], 'f32'),
   ];
   const smalls = Array.from({ length: small }, (_, i) => mk(sn, i));

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { flops, intOption, parse, print, table } from '../src/cli/output.js';
+import { fillRandom } from '../src/core/seeded-random.js';
 import type {
   Backend,
   BackendStatus,
@@ -56,15 +57,7 @@ const TILINGS: readonly { name: string; tiling: GemmTiling }[] = [
   { name: '128x64 tile, 8x4/thread, bk 16', tiling: { tm: 8, tn: 4, bk: 16 } },
 ];
 
-function randomMatrix(n: number, seed: number): Float32Array {
-  const out = new Float32Array(n * n);
-  let s = seed >>> 0;
-  for (let i = 0; i < out.length; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out[i] = (s / 2 ** 32) * 2 - 1 || 0.5; // never zero
-  }
-  return out;
-}
+const randomMatrix = (n: number, seed: number): Float32Array => fillRandom(new Float32Array(n * n), seed);
 
 const desc = (n: number): TensorDesc => ({ shape: [n, n], dtype: 'f32', bytes: 4 * n * n });
 

@@ -1,19 +1,12 @@
 /** Random GEMM operands and a float64 check of sampled rows (a full reference at n=8192 would take hours). */
 import type { DType, HostArray } from '../core/dtype.js';
 import { fromNumbers, hostView, toNumbers, epsilon, bytesPerElement } from '../core/dtype.js';
+import { fillRandom } from '../core/seeded-random.js';
 
+/** n seeded values in [-1, 1), never zero, rounded to the dtype (16-bit types as raw words). */
 export function randomData(dtype: DType, n: number, seed: number): HostArray {
   const out = hostView(dtype, new ArrayBuffer(n * bytesPerElement(dtype)), 0, n);
-  let s = seed >>> 0 || 1;
-  const vals = new Float64Array(n);
-  for (let i = 0; i < n; i++) {
-    // xorshift32: fast, deterministic, never exactly zero after the shift to [-1, 1) \ {0}
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    vals[i] = ((s >>> 0) / 2 ** 32) * 2 - 1 || 0.5;
-  }
-  fromNumbers(dtype, vals, out);
+  fromNumbers(dtype, fillRandom(new Float64Array(n), seed), out);
   return out;
 }
 

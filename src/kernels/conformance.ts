@@ -12,6 +12,7 @@ import {
   isFloat,
   toNumbers,
 } from '../core/dtype.js';
+import { seededRandom } from '../core/seeded-random.js';
 import { numel } from '../core/shape.js';
 import type { TensorDesc } from '../devices/device.js';
 import type { RefArg } from './common/reference.js';
@@ -26,18 +27,6 @@ export interface PreparedCase {
   /** Names of the arguments the op writes (w or rw), in the op's argument order. */
   readonly outputs: readonly string[];
   readonly expected: Readonly<Record<string, Float64Array>>;
-}
-
-/** mulberry32: small, fast, and reproducible from a seed. */
-export function seededRandom(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function draw(range: ValueRange, rnd: () => number): number {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { loadOpenBlas } from '../../src/devices/cpu/openblas.js';
 import { loadWasmGemm } from '../../src/devices/cpu/wasm/gemm-wasm.js';
-import { seededRandom } from '../../src/kernels/conformance.js';
+import { seededRandom } from '../../src/core/seeded-random.js';
 import { gemmValues } from '../../src/kernels/gemm/reference.js';
 
 function random(count: number, seed: number): Float32Array {

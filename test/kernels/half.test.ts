@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from '../../src/core/dtype.js';
 import { decodeHalf, encodeHalf } from '../../src/kernels/common/cpu-float.js';
-import { seededRandom } from '../../src/kernels/conformance.js';
+import { seededRandom } from '../../src/core/seeded-random.js';
 
 /** Specials (zeros, infinities, NaN, overflow, subnormals, ties) plus random bit patterns of every exponent. */
 function probeValues(): Float32Array {

@@ -1,4 +1,5 @@
 /** Shared setup for runtime tests: an isolated CPU runtime with no calibration runs. */
+import { fillRandom } from '../../src/core/seeded-random.js';
 import { Runtime } from '../../src/runtime/runtime.js';
 import type { RuntimeConfig } from '../../src/runtime/config.js';
 
@@ -14,13 +15,5 @@ export function cpuRuntime(extra: RuntimeConfig = {}): Promise<Runtime> {
 
 /** Deterministic random values in [-1, 1) without zeros. */
 export function randomValues(n: number, seed: number): Float64Array {
-  let s = seed >>> 0 || 1;
-  const out = new Float64Array(n);
-  for (let i = 0; i < n; i++) {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    out[i] = ((s >>> 0) / 2 ** 32) * 2 - 1 || 0.25;
-  }
-  return out;
+  return fillRandom(new Float64Array(n), seed);
 }

@@ -6,18 +6,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { InjectOptions } from 'fastify';
 import { ERROR_CATALOGUE } from '../../src/core/errors.js';
+import { seededRandom } from '../../src/core/seeded-random.js';
 import { createTenant, testService } from './helpers.js';
-
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const WEIRD: unknown[] = [
   null,
@@ -51,7 +41,7 @@ void test(
     });
     try {
       const user = await createTenant(t, 'fuzzer');
-      const rand = rng(12345);
+      const rand = seededRandom(12345);
       const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
       const accepted = new Set<string>();
       const knownIds: string[] = ['job_00000000000000000000'];

@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto';
 import { type DType, fromNumbers, hostView, bytesPerElement, toNumbers } from '../../../core/dtype.js';
 import { TandemError } from '../../../core/errors.js';
+import { fillRandom, unitAt } from '../../../core/seeded-random.js';
 import type { CudaParam, CudaProgram } from '../../../devices/cuda/kernel-api.js';
 import type { WgslCustomKernel } from '../../../devices/webgpu/kernel-api.js';
 import type { AccessMode, KernelDef } from '../../../kernels/kernel.js';
@@ -104,18 +105,12 @@ function parse(raw: Readonly<Record<string, unknown>>): CustomKernelParams {
 function initial(t: TensorSpec, seed: number): ArrayLike<number> {
   const n = t.shape.reduce((a, b) => a * b, 1);
   const out = new Float64Array(n);
-  let s = seed >>> 0 || 1;
-  for (let i = 0; i < n; i++) {
-    if (t.init === 'zeros') out[i] = 0;
-    else if (t.init === 'ones') out[i] = 1;
-    else if (t.init === 'range') out[i] = i;
-    else {
-      s ^= s << 13;
-      s ^= s >>> 17;
-      s ^= s << 5;
-      const u = (s >>> 0) / 2 ** 32;
-      out[i] = t.dtype === 'f32' || t.dtype === 'f64' ? u * 2 - 1 || 0.5 : 1 + Math.floor(u * 100);
-    }
+  if (t.init === 'ones') out.fill(1);
+  else if (t.init === 'range') for (let i = 0; i < n; i++) out[i] = i;
+  else if (t.init === 'random') {
+    // Floats in [-1, 1) and integers in 1..100, never zero (a zero input hides a skipped element).
+    if (t.dtype === 'f32' || t.dtype === 'f64') fillRandom(out, seed);
+    else for (let i = 0; i < n; i++) out[i] = 1 + Math.floor(unitAt(seed, i) * 100);
   }
   const stored = hostView(t.dtype, new ArrayBuffer(n * bytesPerElement(t.dtype)), 0, n);
   fromNumbers(t.dtype, out, stored);

@@ -1,27 +1,20 @@
 /**
  * The gemm job's data and its float64 check, shared by the CPU worker kernels (gemm-cpu.ts) and the
- * host fallback in gemm.ts. Inputs come from a counter-based hash, so any element can be made anywhere
- * (inside a worker next to the data, or again on the host) without copying matrices around.
+ * host fallback in gemm.ts. Inputs come from the counter-based generator of core/seeded-random.ts, so
+ * any element can be made anywhere (inside a worker next to the data, or again on the host) without
+ * copying matrices around.
  */
 import { epsilon, fromNumbers, toNumbers, type DType, type HostArray } from '../../../core/dtype.js';
+import { bitsAt, unitAt } from '../../../core/seeded-random.js';
 
-function fmix32(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  return h ^ (h >>> 16);
-}
-
-/** The key of one matrix of a job: `which` is 0 for A, 1 for B. */
+/** The key of one matrix of a job: `which` is 0 for A, 1 for B (values 0 and 1 of the seed's stream). */
 export function streamKey(seed: number, which: 0 | 1): number {
-  return fmix32(((seed >>> 0) * 2 + which) ^ 0x5bd1e995);
+  return bitsAt(seed, which);
 }
 
 /** Element `index` of a stream: uniform in [-1, 1), never exactly zero (a zero input hides bugs). */
 export function uniformAt(key: number, index: number): number {
-  const h = fmix32((Math.imul(index, 0x9e3779b1) + key) | 0);
-  return (h >>> 0) * (2 / 2 ** 32) - 1 || 0.5;
+  return -1 + 2 * unitAt(key, index) || 0.5;
 }
 
 const CHUNK = 4096;
