@@ -13,18 +13,20 @@
  */
 import { availableParallelism } from 'node:os';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { intOption, parse } from '../src/cli/output.js';
 import { loadOpenBlas } from '../src/devices/cpu/openblas.js';
 import { gemmTs } from '../src/kernels/gemm/ts-engine.js';
 import { loadWasmGemm } from '../src/devices/cpu/wasm/gemm-wasm.js';
 import { seededRandom } from '../src/core/seeded-random.js';
 
-function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
-}
+const { values } = parse(process.argv.slice(2), {
+  n: { type: 'string' },
+  reps: { type: 'string' },
+  threads: { type: 'string' },
+});
 
-const n = arg('n', 512);
-const reps = arg('reps', 30);
+const n = intOption(values['n'], 'n', 512, 1, 1 << 14);
+const reps = intOption(values['reps'], 'reps', 30);
 const flops = 2 * n ** 3;
 
 function sharedF32(count: number): Float32Array {
@@ -212,7 +214,7 @@ function float64Rows(): void {
 if (isMainThread) {
   sideBySide();
   float64Rows();
-  await concurrentWasm(arg('threads', availableParallelism()));
+  await concurrentWasm(intOption(values['threads'], 'threads', availableParallelism(), 1, 1024));
 } else if (workerData === 'wasm') {
   wasmWorker();
 }

@@ -6,6 +6,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { intOption, parse } from '../src/cli/output.js';
 import type { DType } from '../src/core/dtype.js';
 import { fillRandom } from '../src/core/seeded-random.js';
 import type { CudaDevice } from '../src/devices/cuda/cuda-device.js';
@@ -29,13 +30,16 @@ const note = (n: string): void => {
   notes.push(n);
   console.log(`note: ${n}`);
 };
-const arg = (name: string, def: string): string => {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? process.argv[i + 1]! : def;
-};
-const N = Number(arg('--n', '8192'));
+// --json names the file to write (not the CLI's boolean --json).
+const { values } = parse(process.argv.slice(2), {
+  n: { type: 'string' },
+  only: { type: 'string', default: '' },
+  cache: { type: 'string', default: '.tandem/cache' },
+  json: { type: 'string' },
+});
+const N = intOption(values['n'], 'n', 8192, 1, 1 << 16);
 /** --only a,b runs some sections: launch, gemm, copies, pipeline, tiny. */
-const only = arg('--only', '').split(',').filter(Boolean);
+const only = String(values['only']).split(',').filter(Boolean);
 const want = (name: string): boolean => only.length === 0 || only.includes(name);
 const impl = (op: string): unknown => KERNEL_IMPLS.find((e) => e.op === op && e.backend === 'cuda')!.impl;
 let taskId = 1 << 24;
@@ -369,7 +373,7 @@ async function main(): Promise<void> {
   const rt = await Runtime.create({
     backends: ['cpu', 'cuda'],
     calibrate: true,
-    cacheDir: arg('--cache', '.tandem/cache'),
+    cacheDir: values['cache'] as string,
   });
   const st = rt.backends.find((b) => b.kind === 'cuda');
   const d = st?.devices[0] as CudaDevice | undefined;
@@ -419,7 +423,7 @@ async function main(): Promise<void> {
     console.log(
       `| ${r.what} | ${r.tandem.toFixed(2)} | ${r.baseline.toFixed(2)} | ${(r.tandem / r.baseline).toFixed(3)} | ${r.target} |`,
     );
-  const json = arg('--json', '');
+  const json = values['json'] as string | undefined;
   if (json)
     writeFileSync(
       json,

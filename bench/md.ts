@@ -7,21 +7,25 @@
  */
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
+import { intOption, parse } from '../src/cli/output.js';
 import { Runtime } from '../src/runtime/runtime.js';
 import { runMd, type MdResult } from '../src/workloads/md/run.js';
 import { runLocal } from '../src/workloads/md/simulate.js';
 import { validateMdParams } from '../src/workloads/md/params.js';
 
-const arg = (name: string, def: string): string => {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? process.argv[i + 1]! : def;
-};
-const device = arg('--device', 'cpu') as 'cpu' | 'cuda' | 'webgpu';
-const steps = Number(arg('--steps', '100'));
-const sizes = arg('--atoms', device === 'cpu' ? '32000' : '32000,1000000,4000000,16000000')
+// --json names the file to write (not the CLI's boolean --json).
+const { values } = parse(process.argv.slice(2), {
+  device: { type: 'string', default: 'cpu' },
+  atoms: { type: 'string' },
+  steps: { type: 'string' },
+  json: { type: 'string' },
+});
+const device = values['device'] as 'cpu' | 'cuda' | 'webgpu';
+const steps = intOption(values['steps'], 'steps', 100);
+const sizes = String(values['atoms'] ?? (device === 'cpu' ? '32000' : '32000,1000000,4000000,16000000'))
   .split(',')
   .map(Number);
-const json = arg('--json', '');
+const json = values['json'] as string | undefined;
 
 interface Row {
   atoms: number;

@@ -7,22 +7,28 @@
  */
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { intOption, parse } from '../src/cli/output.js';
 import { Runtime } from '../src/runtime/runtime.js';
 import { portfolioVar, priceOption } from '../src/workloads/risk/run.js';
 import { EXAMPLE_PORTFOLIO } from '../src/workloads/risk/params.js';
 import { mcRows, mcScalars } from '../src/kernels/mc_common/def.js';
 import { mcSpec, streamCount } from '../src/kernels/mc_common/engine.js';
 
-const arg = (name: string, def: string): string => {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? process.argv[i + 1]! : def;
-};
-const device = arg('--device', 'cpu') as 'cpu' | 'cuda' | 'webgpu';
+// --json names the file to write (not the CLI's boolean --json).
+const { values } = parse(process.argv.slice(2), {
+  device: { type: 'string', default: 'cpu' },
+  paths: { type: 'string' },
+  runs: { type: 'string' },
+  'p99-paths': { type: 'string' },
+  torch: { type: 'boolean' },
+  json: { type: 'string' },
+});
+const device = values['device'] as 'cpu' | 'cuda' | 'webgpu';
 const gpu = device !== 'cpu';
-const paths = Number(arg('--paths', gpu ? String(2 ** 26) : String(2 ** 22)));
-const runs = Number(arg('--runs', gpu ? '1000' : '20'));
-const p99Paths = Number(arg('--p99-paths', '1000000'));
-const json = arg('--json', '');
+const paths = intOption(values['paths'], 'paths', gpu ? 2 ** 26 : 2 ** 22, 1, 2 ** 40);
+const runs = intOption(values['runs'], 'runs', gpu ? 1000 : 20);
+const p99Paths = intOption(values['p99-paths'], 'p99-paths', 1_000_000, 1, 2 ** 40);
+const json = values['json'] as string | undefined;
 const out: Record<string, unknown> = { device, paths, runs, p99Paths };
 
 function torch(): Record<string, number> | null {
@@ -48,7 +54,7 @@ function torch(): Record<string, number> | null {
 }
 
 // PyTorch first so the two never share the GPU.
-const baseline = process.argv.includes('--torch') ? torch() : null;
+const baseline = values['torch'] === true ? torch() : null;
 const rt = await Runtime.create({
   backends: [device],
   calibrate: false,
