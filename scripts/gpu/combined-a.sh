@@ -4,10 +4,9 @@
 # PyTorch). Carry: dist .gpu .gl. Logs under $OUT; a summary last.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-export OUT=${OUT:-/tmp/tandem-out} NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-mkdir -p "$OUT"
+source scripts/gpu/env.sh
+export OUT
 bash scripts/gpu/run.sh tests > "$OUT/run-tests.txt" 2>&1
-export PATH=/tmp:$PATH LD_LIBRARY_PATH=/usr/local/cuda-13.0/targets/x86_64-linux/lib TANDEM_CACHE_DIR=/tmp/tandem-cache
 timeout 120 node dist/src/cli/main.js devices > "$OUT/devices.txt" 2>&1
 timeout 150 node dist/bench/md.js --device cuda --atoms 32000,1000000,4000000,16000000 --steps 100 --json "$OUT/md-cuda.json" > "$OUT/md-cuda.txt" 2>&1
 echo "md rc=$?" >> "$OUT/md-cuda.txt"

@@ -1,23 +1,14 @@
 #!/usr/bin/env bash
 # Tile kernels, Cholesky vs cuSOLVER and multi-GPU (issues 4 and 9) on the GPU machine; same setup as
-# run.sh (unpacked Node, node_modules from .gpu/). About 2 minutes on one H200:
+# run.sh (scripts/gpu/env.sh). About 2 minutes on one H200:
 #   tests  ~40 s: cuda-tiles, cuda-peer, multi-gpu (test/gpu) + the fake-driver peer-route suite
 #   chol   ~60 s: bench/cholesky-cuda n=32768, tiles 4096 and 2048, vs one cuSOLVER potrf
 #   multi   ~1 s on one GPU (prints why it skips); ~90 s on two
 #   scripts/gpu/run-tiles.sh [tests] [chol] [multi]     (default: all three)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/tandem-out}
-mkdir -p "$OUT"
+source scripts/gpu/env.sh
 steps=${*:-tests chol multi}
-if [ ! -x /tmp/node ]; then xz -dc .gpu/node.xz > /tmp/node && chmod +x /tmp/node; fi
-export PATH=/tmp:$PATH
-[ -e node_modules ] || ln -s .gpu/node_modules node_modules
-export LD_LIBRARY_PATH=/usr/local/cuda-13.0/targets/x86_64-linux/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export TANDEM_CACHE_DIR=${TANDEM_CACHE_DIR:-/tmp/tandem-cache}
-# No NVLink multicast anywhere (issue 9).
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-mkdir -p "$TANDEM_CACHE_DIR"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu-tiles.txt"
 ls /usr/local/cuda-13.0/targets/x86_64-linux/lib/libcusolver.so* 2>&1 | head -3
 summary=()

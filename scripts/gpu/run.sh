@@ -4,16 +4,8 @@
 #   scripts/gpu/run.sh [tests] [example] [bench]     (default: all three)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/tandem-out}
-mkdir -p "$OUT"
+source scripts/gpu/env.sh
 steps=${*:-tests example bench}
-if [ ! -x /tmp/node ]; then xz -dc .gpu/node.xz > /tmp/node && chmod +x /tmp/node; fi
-export PATH=/tmp:$PATH
-[ -e node_modules ] || ln -s .gpu/node_modules node_modules
-for f in .gpu/node_modules/webgpu/dist/linux-x64/*.node.xz; do [ -f "$f" ] && [ ! -f "${f%.xz}" ] && xz -dk "$f"; done
-export LD_LIBRARY_PATH=/usr/local/cuda-13.0/targets/x86_64-linux/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export TANDEM_CACHE_DIR=/tmp/tandem-cache
-mkdir -p "$TANDEM_CACHE_DIR"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 summary=()
 if [[ " $steps " == *" tests "* ]]; then

@@ -1,0 +1,15 @@
+# Sourced by the scripts in scripts/gpu/ on the H200 machine, which has no Node of its own: unpacks
+# the Node and node_modules that pack.sh left in .gpu/ (carried with dist/), puts CUDA's libraries on
+# the loader path and sets the kernel cache dir and $OUT. Run from the repository root.
+OUT=${OUT:-/tmp/tandem-out}
+mkdir -p "$OUT"
+if [ ! -x /tmp/node ]; then xz -dc .gpu/node.xz > /tmp/node && chmod +x /tmp/node; fi
+export PATH=/tmp:$PATH
+[ -e node_modules ] || ln -s .gpu/node_modules node_modules
+# dawn.node travels xz'd (the carry limit); unpack it once beside the original.
+for f in .gpu/node_modules/webgpu/dist/linux-x64/*.node.xz; do [ -f "$f" ] && [ ! -f "${f%.xz}" ] && xz -dk "$f"; done
+export LD_LIBRARY_PATH=/usr/local/cuda-13.0/targets/x86_64-linux/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export TANDEM_CACHE_DIR=${TANDEM_CACHE_DIR:-/tmp/tandem-cache}
+mkdir -p "$TANDEM_CACHE_DIR"
+# No NVLink multicast anywhere (issue 9).
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
