@@ -16,37 +16,26 @@ export interface CpuArg {
 export type Transpose = boolean;
 
 /** Row-major BLAS/LAPACK entry points (bound to OpenBLAS through koffi inside the worker). */
+/** C = alpha * op(A) op(B) + beta * C, row-major, in one element type. */
+export type Gemm<T extends Float32Array | Float64Array> = (
+  ta: Transpose,
+  tb: Transpose,
+  m: number,
+  n: number,
+  k: number,
+  alpha: number,
+  a: T,
+  lda: number,
+  b: T,
+  ldb: number,
+  beta: number,
+  c: T,
+  ldc: number,
+) => void;
+
 export interface CpuBlas {
-  sgemm(
-    ta: Transpose,
-    tb: Transpose,
-    m: number,
-    n: number,
-    k: number,
-    alpha: number,
-    a: Float32Array,
-    lda: number,
-    b: Float32Array,
-    ldb: number,
-    beta: number,
-    c: Float32Array,
-    ldc: number,
-  ): void;
-  dgemm(
-    ta: Transpose,
-    tb: Transpose,
-    m: number,
-    n: number,
-    k: number,
-    alpha: number,
-    a: Float64Array,
-    lda: number,
-    b: Float64Array,
-    ldb: number,
-    beta: number,
-    c: Float64Array,
-    ldc: number,
-  ): void;
+  readonly sgemm: Gemm<Float32Array>;
+  readonly dgemm: Gemm<Float64Array>;
 }
 
 export interface CpuKernelContext {

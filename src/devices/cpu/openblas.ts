@@ -7,7 +7,7 @@
  * the loader's message), for `tandem devices` to print.
  */
 import koffi, { type LibraryHandle } from 'koffi';
-import type { CpuBlas } from './kernel-api.js';
+import type { CpuBlas, Gemm } from './kernel-api.js';
 
 /** CBLAS enum values (cblas.h). */
 const ROW_MAJOR = 101;
@@ -34,62 +34,44 @@ export type Side = 'left' | 'right';
 type F = Float32Array;
 type D = Float64Array;
 
-/** Cholesky pieces, row-major. potrf returns LAPACK's info: 0 = done, i > 0 = leading minor i is not positive definite. */
+/** potrf: LAPACK's info: 0 = done, i > 0 = leading minor i is not positive definite. */
+type Potrf<T extends F | D> = (uplo: Uplo, n: number, a: T, lda: number) => number;
+/** B = alpha * op(A)^-1 B (side 'left') or alpha * B op(A)^-1 (side 'right'), A triangular. */
+type Trsm<T extends F | D> = (
+  side: Side,
+  uplo: Uplo,
+  transA: boolean,
+  unitDiag: boolean,
+  m: number,
+  n: number,
+  alpha: number,
+  a: T,
+  lda: number,
+  b: T,
+  ldb: number,
+) => void;
+/** C = alpha * A A^T + beta * C (trans: A^T A), only the `uplo` triangle of C is touched. */
+type Syrk<T extends F | D> = (
+  uplo: Uplo,
+  trans: boolean,
+  n: number,
+  k: number,
+  alpha: number,
+  a: T,
+  lda: number,
+  beta: number,
+  c: T,
+  ldc: number,
+) => void;
+
+/** Cholesky pieces, row-major, in float (s) and double (d). */
 export interface CpuLapack {
-  spotrf(uplo: Uplo, n: number, a: F, lda: number): number;
-  dpotrf(uplo: Uplo, n: number, a: D, lda: number): number;
-  /** B = alpha * op(A)^-1 B (side 'left') or alpha * B op(A)^-1 (side 'right'), A triangular. */
-  strsm(
-    side: Side,
-    uplo: Uplo,
-    transA: boolean,
-    unitDiag: boolean,
-    m: number,
-    n: number,
-    alpha: number,
-    a: F,
-    lda: number,
-    b: F,
-    ldb: number,
-  ): void;
-  dtrsm(
-    side: Side,
-    uplo: Uplo,
-    transA: boolean,
-    unitDiag: boolean,
-    m: number,
-    n: number,
-    alpha: number,
-    a: D,
-    lda: number,
-    b: D,
-    ldb: number,
-  ): void;
-  /** C = alpha * A A^T + beta * C (trans: A^T A), only the `uplo` triangle of C is touched. */
-  ssyrk(
-    uplo: Uplo,
-    trans: boolean,
-    n: number,
-    k: number,
-    alpha: number,
-    a: F,
-    lda: number,
-    beta: number,
-    c: F,
-    ldc: number,
-  ): void;
-  dsyrk(
-    uplo: Uplo,
-    trans: boolean,
-    n: number,
-    k: number,
-    alpha: number,
-    a: D,
-    lda: number,
-    beta: number,
-    c: D,
-    ldc: number,
-  ): void;
+  readonly spotrf: Potrf<F>;
+  readonly dpotrf: Potrf<D>;
+  readonly strsm: Trsm<F>;
+  readonly dtrsm: Trsm<D>;
+  readonly ssyrk: Syrk<F>;
+  readonly dsyrk: Syrk<D>;
 }
 
 export interface OpenBlas extends CpuBlas {
@@ -105,7 +87,8 @@ export interface OpenBlas extends CpuBlas {
 export type OpenBlasLoad =
   { readonly blas: OpenBlas; readonly reason?: undefined } | { readonly blas: null; readonly reason: string };
 
-type GemmFn = (
+/** The C entry points as koffi calls them (enums as ints, arrays as pointers). */
+type CblasGemm = (
   order: number,
   ta: number,
   tb: number,
@@ -121,7 +104,7 @@ type GemmFn = (
   c: F | D,
   ldc: number,
 ) => void;
-type TrsmFn = (
+type CblasTrsm = (
   order: number,
   side: number,
   uplo: number,
@@ -135,7 +118,7 @@ type TrsmFn = (
   b: F | D,
   ldb: number,
 ) => void;
-type SyrkFn = (
+type CblasSyrk = (
   order: number,
   uplo: number,
   trans: number,
@@ -149,65 +132,76 @@ type SyrkFn = (
   ldc: number,
 ) => void;
 /** Fortran LAPACK: every argument by pointer. */
-type PotrfFn = (uplo: string, n: Int32Array, a: F | D, lda: Int32Array, info: Int32Array) => void;
+type FortranPotrf = (uplo: string, n: Int32Array, a: F | D, lda: Int32Array, info: Int32Array) => void;
+
+const tr = (t: boolean): number => (t ? TRANS : NO_TRANS);
+const ul = (u: Uplo): number => (u === 'upper' ? UPPER : LOWER);
+const sd = (s: Side): number => (s === 'left' ? LEFT : RIGHT);
+const dg = (unit: boolean): number => (unit ? UNIT : NON_UNIT);
+
+/** The row-major wrappers of one precision's routines. */
+interface Precision<T extends F | D> {
+  readonly gemm: Gemm<T>;
+  readonly potrf: Potrf<T>;
+  readonly trsm: Trsm<T>;
+  readonly syrk: Syrk<T>;
+}
+
+/**
+ * Binds the four routines of one precision ('s' float, 'd' double): the koffi function objects are
+ * made here, once, and each wrapper only maps the enums and calls them (they run per GEMM tile).
+ */
+function bindPrecision<T extends F | D>(lib: LibraryHandle, p: 's' | 'd'): Precision<T> {
+  const t = p === 's' ? 'float' : 'double';
+  const gemm = lib.func(
+    `void cblas_${p}gemm(int, int, int, int, int, int, ${t}, const ${t} *, int, const ${t} *, int, ${t}, ${t} *, int)`,
+  ) as CblasGemm;
+  const trsm = lib.func(
+    `void cblas_${p}trsm(int, int, int, int, int, int, int, ${t}, const ${t} *, int, ${t} *, int)`,
+  ) as CblasTrsm;
+  const syrk = lib.func(
+    `void cblas_${p}syrk(int, int, int, int, int, ${t}, const ${t} *, int, ${t}, ${t} *, int)`,
+  ) as CblasSyrk;
+  // The Fortran entry points ship inside libopenblas itself (LAPACKE is a separate Debian package).
+  const potrf = lib.func(
+    `void ${p}potrf_(const char *, const int *, ${t} *, const int *, int *)`,
+  ) as FortranPotrf;
+  return {
+    gemm: (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) =>
+      gemm(ROW_MAJOR, tr(ta), tr(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc),
+    // Row-major A is column-major A^T: the lower triangle of one is the upper triangle of the other.
+    potrf: (uplo, n, a, lda) => {
+      const info = new Int32Array(1);
+      potrf(uplo === 'lower' ? 'U' : 'L', Int32Array.of(n), a, Int32Array.of(lda), info);
+      return info[0]!;
+    },
+    trsm: (side, uplo, ta, unit, m, n, alpha, a, lda, b, ldb) =>
+      trsm(ROW_MAJOR, sd(side), ul(uplo), tr(ta), dg(unit), m, n, alpha, a, lda, b, ldb),
+    syrk: (uplo, trans, n, k, alpha, a, lda, beta, c, ldc) =>
+      syrk(ROW_MAJOR, ul(uplo), tr(trans), n, k, alpha, a, lda, beta, c, ldc),
+  };
+}
 
 function bind(lib: LibraryHandle, path: string): OpenBlas {
-  const sgemm = lib.func(
-    'void cblas_sgemm(int, int, int, int, int, int, float, const float *, int, const float *, int, float, float *, int)',
-  ) as GemmFn;
-  const dgemm = lib.func(
-    'void cblas_dgemm(int, int, int, int, int, int, double, const double *, int, const double *, int, double, double *, int)',
-  ) as GemmFn;
-  const strsm = lib.func(
-    'void cblas_strsm(int, int, int, int, int, int, int, float, const float *, int, float *, int)',
-  ) as TrsmFn;
-  const dtrsm = lib.func(
-    'void cblas_dtrsm(int, int, int, int, int, int, int, double, const double *, int, double *, int)',
-  ) as TrsmFn;
-  const ssyrk = lib.func(
-    'void cblas_ssyrk(int, int, int, int, int, float, const float *, int, float, float *, int)',
-  ) as SyrkFn;
-  const dsyrk = lib.func(
-    'void cblas_dsyrk(int, int, int, int, int, double, const double *, int, double, double *, int)',
-  ) as SyrkFn;
-  // The Fortran entry points ship inside libopenblas itself (LAPACKE is a separate Debian package).
-  const spotrf = lib.func('void spotrf_(const char *, const int *, float *, const int *, int *)') as PotrfFn;
-  const dpotrf = lib.func('void dpotrf_(const char *, const int *, double *, const int *, int *)') as PotrfFn;
+  const s = bindPrecision<F>(lib, 's');
+  const d = bindPrecision<D>(lib, 'd');
   const getThreads = lib.func('int openblas_get_num_threads(void)') as () => number;
   const setThreads = lib.func('void openblas_set_num_threads(int)') as (n: number) => void;
   const getConfig = lib.func('const char *openblas_get_config(void)') as () => string;
-
-  const tr = (t: boolean): number => (t ? TRANS : NO_TRANS);
-  const ul = (u: Uplo): number => (u === 'upper' ? UPPER : LOWER);
-  const sd = (s: Side): number => (s === 'left' ? LEFT : RIGHT);
-  const dg = (unit: boolean): number => (unit ? UNIT : NON_UNIT);
-  // Row-major A is column-major A^T: the lower triangle of one is the upper triangle of the other.
-  const potrf = (fn: PotrfFn, uplo: Uplo, n: number, a: F | D, lda: number): number => {
-    const info = new Int32Array(1);
-    fn(uplo === 'lower' ? 'U' : 'L', Int32Array.of(n), a, Int32Array.of(lda), info);
-    return info[0]!;
-  };
-
   return {
     path,
     config: getConfig(),
     getThreads,
     setThreads,
-    sgemm: (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) =>
-      sgemm(ROW_MAJOR, tr(ta), tr(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc),
-    dgemm: (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) =>
-      dgemm(ROW_MAJOR, tr(ta), tr(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc),
+    sgemm: s.gemm,
+    dgemm: d.gemm,
     lapack: {
-      spotrf: (uplo, n, a, lda) => potrf(spotrf, uplo, n, a, lda),
-      dpotrf: (uplo, n, a, lda) => potrf(dpotrf, uplo, n, a, lda),
-      strsm: (side, uplo, ta, unit, m, n, alpha, a, lda, b, ldb) =>
-        strsm(ROW_MAJOR, sd(side), ul(uplo), tr(ta), dg(unit), m, n, alpha, a, lda, b, ldb),
-      dtrsm: (side, uplo, ta, unit, m, n, alpha, a, lda, b, ldb) =>
-        dtrsm(ROW_MAJOR, sd(side), ul(uplo), tr(ta), dg(unit), m, n, alpha, a, lda, b, ldb),
-      ssyrk: (uplo, trans, n, k, alpha, a, lda, beta, c, ldc) =>
-        ssyrk(ROW_MAJOR, ul(uplo), tr(trans), n, k, alpha, a, lda, beta, c, ldc),
-      dsyrk: (uplo, trans, n, k, alpha, a, lda, beta, c, ldc) =>
-        dsyrk(ROW_MAJOR, ul(uplo), tr(trans), n, k, alpha, a, lda, beta, c, ldc),
+      spotrf: s.potrf,
+      dpotrf: d.potrf,
+      strsm: s.trsm,
+      dtrsm: d.trsm,
+      ssyrk: s.syrk,
+      dsyrk: d.syrk,
     },
   };
 }

@@ -3,27 +3,13 @@
  * multiplied by the f32 engine and rounded back once. Every engine covers f32 and f64.
  */
 import { TandemError } from '../../core/errors.js';
-import type { CpuArg, CpuKernel, CpuKernelContext } from '../../devices/cpu/kernel-api.js';
+import type { CpuArg, CpuKernel, CpuKernelContext, Gemm } from '../../devices/cpu/kernel-api.js';
 import { wasmGemm, wasmSgemm } from '../../devices/cpu/wasm/gemm-wasm.js';
 import { encodeHalf, floatCopyOf, isHalf, type FloatArray } from '../common/cpu-float.js';
 import { gemmDims, gemmParams, type GemmParams } from './params.js';
 import { type GemmCall, gemmTs, scaleC } from './ts-engine.js';
 
-type Sgemm = (
-  ta: boolean,
-  tb: boolean,
-  m: number,
-  n: number,
-  k: number,
-  alpha: number,
-  a: Float32Array,
-  lda: number,
-  b: Float32Array,
-  ldb: number,
-  beta: number,
-  c: Float32Array,
-  ldc: number,
-) => void;
+type Sgemm = Gemm<Float32Array>;
 
 function requireBlas(ctx: CpuKernelContext): NonNullable<CpuKernelContext['blas']> {
   if (ctx.blas === null) {
