@@ -2,6 +2,7 @@
  * The Runtime owns everything it uses: devices (through their backends), memory nodes, the kernel
  * registry, the scheduler policy and observers. Tests build as many isolated runtimes as they like.
  */
+import { freshPagesForLargeBuffers } from '../devices/host-pages.js';
 import type { DType, HostArray } from '../core/dtype.js';
 import { assertDType } from '../core/dtype.js';
 import { TandemError } from '../core/errors.js';
@@ -98,6 +99,8 @@ export class Runtime {
   }
 
   static async create(config?: RuntimeConfig): Promise<Runtime> {
+    // Big host tensors from fresh pages, never zero-filled on this thread (see host-pages.ts).
+    freshPagesForLargeBuffers();
     const rt = new Runtime(resolveConfig(config));
     await rt.openBackends();
     await rt.openModels();
