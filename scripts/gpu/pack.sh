@@ -30,3 +30,12 @@ fi
 # better-sqlite3: drop sources and build intermediates.
 rm -rf .gpu/node_modules/better-sqlite3/deps .gpu/node_modules/better-sqlite3/src .gpu/node_modules/better-sqlite3/build/Release/obj* .gpu/node_modules/better-sqlite3/build/Release/.deps
 du -sh .gpu/node.xz .gpu/node_modules
+# The service's production dependencies (Fastify, better-sqlite3, prom-client, ...) for the service and
+# risk-service benchmarks, as one xz'd tar (~5 MB; ~65 MB unpacked would not fit the carry limit).
+# verify.sh unpacks it into .gpu/node_modules on the GPU machine.
+npm ls --omit=dev --all --parseable 2>/dev/null | sed "s|^$PWD/node_modules/||" | grep -v "^$PWD\$" |
+  grep -Ev '^(webgpu|koffi|@koromix|better-sqlite3)(/|$)' > .gpu/svc-list.txt
+(cd node_modules && tar -cf - $(sed 's|^|./|' ../.gpu/svc-list.txt) ./better-sqlite3/package.json \
+  ./better-sqlite3/lib ./better-sqlite3/build/Release/better_sqlite3.node) | xz -T2 -6 > .gpu/svc.tar.xz
+rm -f .gpu/svc-list.txt
+du -sh .gpu/svc.tar.xz
