@@ -10,7 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { intOption, parse } from '../src/cli/output.js';
 import { Runtime } from '../src/runtime/runtime.js';
 import { portfolioVar, priceOption } from '../src/workloads/risk/run.js';
-import { EXAMPLE_PORTFOLIO } from '../src/workloads/risk/params.js';
+import { EXAMPLE_PORTFOLIO, validateOptionParams } from '../src/workloads/risk/params.js';
 import { mcRows, mcScalars } from '../src/kernels/mc_common/def.js';
 import { mcSpec, streamCount } from '../src/kernels/mc_common/engine.js';
 
@@ -122,20 +122,7 @@ if (gpu) {
 const kernelOnly: Record<string, number> = {};
 if (gpu) {
   for (const antithetic of [false, true]) {
-    const spec = mcSpec({
-      kind: 'european',
-      right: 'call',
-      spot: 100,
-      strike: 100,
-      rate: 0.05,
-      vol: 0.2,
-      maturity: 1,
-      dividend: 0,
-      steps: 1,
-      paths,
-      antithetic,
-      seed: 7,
-    });
+    const spec = mcSpec(validateOptionParams({ ...base, paths, antithetic, seed: 7 }));
     const streams = streamCount(spec);
     const o = rt.tensor([mcRows(streams), 3], 'f32');
     const scalars = mcScalars(spec, 0, streams);
@@ -195,20 +182,7 @@ lat.sort((a, b) => a - b);
 const lat1: number[] = [];
 const lat2: number[] = [];
 {
-  const spec = mcSpec({
-    kind: 'european',
-    right: 'call',
-    spot: 100,
-    strike: 100,
-    rate: 0.05,
-    vol: 0.2,
-    maturity: 1,
-    dividend: 0,
-    steps: 1,
-    paths: p99Paths,
-    antithetic: false,
-    seed: 3,
-  });
+  const spec = mcSpec(validateOptionParams({ ...base, paths: p99Paths, antithetic: false, seed: 3 }));
   const streams = streamCount(spec);
   for (let k = 0; k < runs; k++) {
     const t0 = performance.now();
