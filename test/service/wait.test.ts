@@ -31,7 +31,7 @@ void test('submit ?wait answers once the job has finished, with its inline resul
 });
 
 void test('submit ?wait gives up after the wait and answers with the job as it stands', async () => {
-  const t = await testService();
+  const t = await testService({ maxRunningJobs: 1 }); // the second job queues behind the first
   try {
     const t0 = performance.now();
     const res = await t.svc.app.inject({
@@ -46,13 +46,35 @@ void test('submit ?wait gives up after the wait and answers with the job as it s
     assert.ok(job.state === 'queued' || job.state === 'running', job.state);
     assert.equal(job.result, undefined);
     assert.ok(waited >= 290 && waited < 4000, `waited ${waited} ms`);
-    // A failed job ends the wait too, without a result.
-    const bad = await t.svc.app.inject({
+    // A job that ends any other way ends the wait too, without a result: cancel one, queued behind the
+    // first, while it is waited on.
+    const t1 = performance.now();
+    const waiting = t.svc.app.inject({
       method: 'POST',
-      url: `/v1/jobs/${job.id}/cancel`,
+      url: '/v1/jobs?wait=20',
+      headers: t.auth(),
+      payload: { type: 'sleep', params: { ms: 10_000 } },
+    });
+    let other: JobJson | undefined;
+    for (let i = 0; i < 200 && !other; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      const list = (await t.svc.app.inject({ url: '/v1/jobs', headers: t.auth() })).json() as {
+        jobs: JobJson[];
+      };
+      other = list.jobs.find((j) => j.id !== job.id);
+    }
+    assert.ok(other, 'the waited job is listed');
+    const cancel = await t.svc.app.inject({
+      method: 'POST',
+      url: `/v1/jobs/${other.id}/cancel`,
       headers: t.auth(),
     });
-    assert.equal(bad.statusCode, 200, bad.body);
+    assert.equal(cancel.statusCode, 200, cancel.body);
+    const ended = (await waiting).json() as Answer;
+    assert.equal(ended.id, other.id);
+    assert.equal(ended.state, 'cancelled', JSON.stringify(ended));
+    assert.equal(ended.result, undefined);
+    assert.ok(performance.now() - t1 < 9000, 'answered at the cancel, not after the sleep or the wait');
   } finally {
     await t.close();
   }

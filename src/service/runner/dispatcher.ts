@@ -100,6 +100,7 @@ export class Dispatcher {
     if (job.state === 'queued' && this.d.store.cancelQueued(job.id)) {
       this.queue.remove(job.id);
       this.d.metrics.jobsFinished.inc({ type: job.type, state: 'cancelled' });
+      this.notifyFinished(job.id);
       return 'cancelled';
     }
     const r = this.running.get(job.id);
@@ -283,12 +284,16 @@ export class Dispatcher {
     this.d.metrics.jobsFinished.inc({ type: job.type, state: o.state });
     if (job.startedAt !== null)
       this.d.metrics.jobRun.observe({ type: job.type, state: o.state }, (finishedAt - job.startedAt) / 1000);
+    this.notifyFinished(job.id);
+  }
+
+  /** Tells the listeners a job reached a final state; `read()` (one SQLite query) only if one asks. */
+  private notifyFinished(jobId: string): void {
     if (this.finishedListeners.size === 0) return;
-    // Read back (one SQLite query) only if a listener wants this job.
     let committed: JobRecord | null | undefined;
     const read = (): JobRecord | null =>
-      committed === undefined ? (committed = this.d.store.get(job.id)) : committed;
-    for (const cb of this.finishedListeners) cb(job.id, read);
+      committed === undefined ? (committed = this.d.store.get(jobId)) : committed;
+    for (const cb of this.finishedListeners) cb(jobId, read);
   }
 
   /** Stops dispatching and aborts running jobs without committing them (they re-run after restart). */
