@@ -26,7 +26,17 @@ const paths = Number(values.paths);
 const dir = mkdtempSync(join(tmpdir(), 'tandem-risk-svc-'));
 const child = spawn(
   process.execPath,
-  [join(process.cwd(), 'dist', 'src', 'cli', 'main.js'), 'serve', '--port', '0', '--data-dir', dir, '--json'],
+  [
+    // Extra node flags for the server only (e.g. --cpu-prof to profile it): TANDEM_BENCH_SERVE_NODE_ARGS.
+    ...(process.env.TANDEM_BENCH_SERVE_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+    join(process.cwd(), 'dist', 'src', 'cli', 'main.js'),
+    'serve',
+    '--port',
+    '0',
+    '--data-dir',
+    dir,
+    '--json',
+  ],
   {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: {
