@@ -20,6 +20,7 @@ import type { CudaDriver } from './ffi/driver.js';
 import { CudaGraph, type GraphLaunch } from './graph.js';
 import { EAGER_MAX_BYTES, HostTransfers, type Eager } from './host-transfer.js';
 import { isCudaKernelImpl, type CudaArg } from './kernel-api.js';
+import { LaunchBatcher } from './launch-batcher.js';
 import { Launcher } from './launcher.js';
 import { CudaBuffer, CudaMemoryNode } from './memory-node.js';
 import type { ProgramCache } from './program-cache.js';
@@ -54,6 +55,8 @@ export class CudaDevice implements Device {
   readonly context: CudaContext;
   readonly poller: CompletionPoller;
   readonly launcher: Launcher;
+  /** Holds program launches to the end of the turn and replays repeated runs of them as graphs. */
+  readonly batcher: LaunchBatcher;
   readonly transfers: HostTransfers;
   readonly programs: ProgramCache;
   /** How many faults this device has recovered from. */
@@ -72,6 +75,13 @@ export class CudaDevice implements Device {
     this.poller = new CompletionPoller(parts.driver, makeCurrent, (rc, call) => this.fault(rc, call));
     this.node = new CudaMemoryNode(parts.id, parts.memoryBytes, parts.context);
     this.launcher = new Launcher(parts.context, parts.programs, parts.smCount);
+    this.batcher = new LaunchBatcher({
+      context: parts.context,
+      launcher: this.launcher,
+      poller: this.poller,
+      epoch: () => this.node.epoch,
+      launchError: (e, label) => this.launchError(e, label),
+    });
     this.transfers = new HostTransfers(
       parts.driver,
       this.poller,
@@ -138,13 +148,33 @@ export class CudaDevice implements Device {
       const why = this.node.unusable ? `: ${this.node.unusable}` : '';
       return fail(new TandemError('TANDEM_ERR_CLOSED', `${this.id} is closed${why}`));
     }
+    const impl = req.impl;
+    const taskId = req.taskId;
+    // Small results the host reads next: copied to pinned memory under the same completion event.
+    const readback =
+      impl.kind === 'program' && impl.readback && openDevices === 1 ? impl.readback[0] : undefined;
+    const eagerBuf = readback === undefined ? undefined : req.args[readback]?.buffer;
+    if (impl.kind === 'program' && !(eagerBuf instanceof CudaBuffer && eagerBuf.bytes <= EAGER_MAX_BYTES)) {
+      // Held to the end of the turn: repeated runs of small launches replay as CUDA graphs.
+      this.batcher.push({
+        program: impl,
+        args,
+        scalars: req.scalars,
+        label: `${req.op} on ${this.id}`,
+        done: (err) => {
+          if (err) this.rememberFailure(taskId);
+          done(err);
+        },
+      });
+      return;
+    }
+    this.batcher.flush();
     // Scratch memory (native kernels only) goes back to the pool once the launch has finished.
     let scratch: CudaBuffer[] | null = null;
     const releaseScratch = (): void => {
       if (scratch) for (const b of scratch) this.node.free(b);
       scratch = null;
     };
-    const impl = req.impl;
     // A check to make once the work has finished (cuSOLVER reports failure in device memory).
     let check: (() => Error | null) | null = null;
     try {
@@ -159,27 +189,13 @@ export class CudaDevice implements Device {
       }
     } catch (e) {
       releaseScratch();
-      const rc = e instanceof TandemError ? e.details['cuResult'] : undefined;
-      if (typeof rc === 'number' && STICKY.has(rc)) {
-        this.fault(rc, 'launch');
-        return fail(this.faultError(rc, 'launch'));
-      }
-      return fail(asTandemError(e, 'TANDEM_ERR_KERNEL_FAILED', `${req.op} on ${this.id}`));
+      return fail(this.launchError(e, `${req.op} on ${this.id}`));
     }
-    const taskId = req.taskId;
-    // Small results the host reads next: copy them to pinned memory under the same completion event.
-    let eagerBuf: CudaBuffer | null = null;
     let eager: Eager | null = null;
-    if (impl.kind === 'program' && impl.readback && openDevices === 1) {
-      const i = impl.readback[0];
-      const buf = i === undefined ? undefined : req.args[i]?.buffer;
-      if (buf instanceof CudaBuffer && buf.bytes <= EAGER_MAX_BYTES) {
-        eager = this.transfers.stageEager(buf, buf.ptr, buf.bytes, this.context.streams.compute);
-        if (eager) eagerBuf = buf;
-      }
-    }
+    if (eagerBuf instanceof CudaBuffer && impl.kind === 'program')
+      eager = this.transfers.stageEager(eagerBuf, eagerBuf.ptr, eagerBuf.bytes, this.context.streams.compute);
     this.poller.watch(this.context.streams.compute, (err0) => {
-      if (eager) this.transfers.eagerDone(eagerBuf!, eager, !err0);
+      if (eager) this.transfers.eagerDone(eagerBuf as CudaBuffer, eager, !err0);
       let err = err0;
       if (!err && check) {
         try {
@@ -192,6 +208,16 @@ export class CudaDevice implements Device {
       if (err) this.rememberFailure(taskId);
       done(err);
     });
+  }
+
+  /** A failed enqueue as the task's error; a sticky driver error starts fault recovery first. */
+  private launchError(e: unknown, label: string): Error {
+    const rc = e instanceof TandemError ? e.details['cuResult'] : undefined;
+    if (typeof rc === 'number' && STICKY.has(rc)) {
+      this.fault(rc, 'launch');
+      return this.faultError(rc, 'launch');
+    }
+    return asTandemError(e, 'TANDEM_ERR_KERNEL_FAILED', label);
   }
 
   private rememberFailure(taskId: number): void {
@@ -240,6 +266,7 @@ export class CudaDevice implements Device {
   }
 
   private guard(done: Done, body: () => void): void {
+    this.batcher.flush(); // kernels launched earlier in this turn go first
     if (this.closed) return done(new TandemError('TANDEM_ERR_CLOSED', `${this.id} is closed`));
     try {
       body();
@@ -250,6 +277,7 @@ export class CudaDevice implements Device {
 
   /** Resolves when everything enqueued so far on every stream has finished (never blocks the loop). */
   async sync(): Promise<void> {
+    this.batcher.flush();
     const s = this.context.streams;
     await Promise.all(
       [s.compute, s.h2d, s.d2h].map(
@@ -261,6 +289,7 @@ export class CudaDevice implements Device {
 
   /** Records the launches made by `body` once as a CUDA graph, to replay with one call each time. */
   captureGraph(body: (launch: GraphLaunch) => void): CudaGraph {
+    this.batcher.flush();
     return CudaGraph.capture(this, body);
   }
 
@@ -289,6 +318,7 @@ export class CudaDevice implements Device {
     }
     const err = this.faultError(rc, call, extra);
     this.programs.clear(false);
+    this.batcher.failAll(err);
     this.transfers.forgetAll();
     this.poller.forgetEvents();
     this.node.markReset();
@@ -309,6 +339,7 @@ export class CudaDevice implements Device {
       // closing after a fault: nothing left to wait for
     }
     this.closed = true;
+    this.batcher.dropGraphs(true);
     this.programs.clear(true);
     this.transfers.close();
     this.node.trim();

@@ -16,6 +16,7 @@ import type {
   CudaKernelImpl,
   CudaParam,
   CudaProgram,
+  Dim3,
 } from './kernel-api.js';
 import type { ProgramCache } from './program-cache.js';
 
@@ -102,17 +103,34 @@ export class Launcher {
   }
 
   launchProgram(program: CudaProgram, args: readonly CudaArg[], scalars: Scalars, stream: number): void {
+    const p = this.prepare(program, args, scalars);
+    if (p) this.launchPrepared(p, args, stream);
+  }
+
+  /** Resolves a program launch (function, geometry, parameters) without enqueueing it; null: empty grid. */
+  prepare(program: CudaProgram, args: readonly CudaArg[], scalars: Scalars): PreparedLaunch | null {
     this.context.makeCurrent();
     const fn = this.programs.function(program, args, scalars);
-    const params = program.params(args, scalars);
-    this.writeParams(params, args);
-    const [gx, gy, gz] = program.grid(args, scalars);
-    const [bx, by, bz] = program.block(args, scalars);
-    if (gx * gy * gz === 0) return; // empty tensors: nothing to launch
-    const shmem = program.sharedBytes?.(args, scalars) ?? 0;
+    const grid = program.grid(args, scalars);
+    if (grid[0] * grid[1] * grid[2] === 0) return null; // empty tensors: nothing to launch
+    return {
+      entry: program.entry,
+      fn,
+      grid,
+      block: program.block(args, scalars),
+      shmem: program.sharedBytes?.(args, scalars) ?? 0,
+      params: program.params(args, scalars),
+    };
+  }
+
+  /** Enqueues a prepared launch on `stream` (also inside a stream capture, which records it instead). */
+  launchPrepared(p: PreparedLaunch, args: readonly CudaArg[], stream: number): void {
+    this.writeParams(p.params, args);
+    const [gx, gy, gz] = p.grid;
+    const [bx, by, bz] = p.block;
     const d = this.context.driver;
-    const rc = d.api.cuLaunchKernel(fn, gx, gy, gz, bx, by, bz, shmem, stream, this.blockAddr, 0);
-    if (rc !== 0) d.check(rc, `cuLaunchKernel(${program.entry})`);
+    const rc = d.api.cuLaunchKernel(p.fn, gx, gy, gz, bx, by, bz, p.shmem, stream, this.blockAddr, 0);
+    if (rc !== 0) d.check(rc, `cuLaunchKernel(${p.entry})`);
   }
 
   private writeParams(params: readonly CudaParam[], args: readonly CudaArg[]): void {
@@ -244,6 +262,47 @@ export class Launcher {
       compute,
     );
   }
+}
+
+/** A program launch resolved to its CUfunction, geometry and parameter values. */
+export interface PreparedLaunch {
+  readonly entry: string;
+  readonly fn: number;
+  readonly grid: Dim3;
+  readonly block: Dim3;
+  readonly shmem: number;
+  readonly params: readonly CudaParam[];
+}
+
+/** Longest signature one launch writes (see writeSignature). */
+export const SIGNATURE_MAX = 9 + MAX_PARAMS;
+
+/**
+ * Writes everything that decides what a prepared launch does — function, geometry, shared memory and
+ * every parameter value (device addresses for tensors) — as numbers at `out[at...]`; returns how many.
+ * Two launches with equal signatures do the same thing, so a recorded graph can stand in for them.
+ */
+export function writeSignature(
+  p: PreparedLaunch,
+  args: readonly CudaArg[],
+  out: Float64Array,
+  at: number,
+): number {
+  out[at] = p.fn;
+  out[at + 1] = p.grid[0];
+  out[at + 2] = p.grid[1];
+  out[at + 3] = p.grid[2];
+  out[at + 4] = p.block[0];
+  out[at + 5] = p.block[1];
+  out[at + 6] = p.block[2];
+  out[at + 7] = p.shmem;
+  const params = p.params;
+  out[at + 8] = params.length;
+  for (let i = 0; i < params.length; i++) {
+    const q = params[i]!;
+    out[at + 9 + i] = q.kind === 'ptr' ? (args[q.arg]?.ptr ?? -1) : q.value;
+  }
+  return 9 + params.length;
 }
 
 export type GemmEngine = 'cublas' | 'cublaslt';
