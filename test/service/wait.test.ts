@@ -25,6 +25,12 @@ void test('submit ?wait answers once the job has finished, with its inline resul
       result: unknown;
     };
     assert.deepEqual(r.result, job.result);
+    // The answer's record is built in memory at the commit; it is the record the database holds.
+    const stored = (
+      await t.svc.app.inject({ url: `/v1/jobs/${job.id}`, headers: t.auth() })
+    ).json() as Answer;
+    const { result: _result, ...answered } = job;
+    assert.deepEqual(answered, stored);
   } finally {
     await t.close();
   }

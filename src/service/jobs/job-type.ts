@@ -26,6 +26,11 @@ export interface JobContext<P> {
   readonly params: P;
   /** Aborted when the job is cancelled (or the service shuts down): stop submitting and throw. */
   readonly signal: AbortSignal;
+  /**
+   * `signal.aborted` without making the signal (the service makes it on first use: an AbortSignal costs
+   * several µs on a job's path); a job that only checks for a cancel at its end reads this.
+   */
+  readonly aborted?: boolean;
   /** null when no runtime could be opened; jobs that need one fail with TANDEM_ERR_DEVICE_UNAVAILABLE. */
   readonly rt: ServiceRuntime | null;
   readonly placement: Placement;

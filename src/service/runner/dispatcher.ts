@@ -32,11 +32,18 @@ export interface DispatcherDeps {
 
 interface RunningJob {
   readonly job: JobRecord;
-  readonly abort: AbortController;
   readonly placement: Placement;
   readonly done: Promise<void>;
   progress: number;
   message: string;
+  /** What the database holds (written at most every PROGRESS_WRITE_MS), for the final record. */
+  savedProgress: number;
+  savedMessage: string;
+  /** Made when the job first looks at its signal: an AbortSignal costs several µs a job. */
+  abort: AbortController | null;
+  /** A cancel or shutdown asked the job to stop (its signal is, or will be made, aborted). */
+  stopRequested: boolean;
+  cancelRequested: boolean;
 }
 
 const PROGRESS_WRITE_MS = 250;
@@ -68,12 +75,17 @@ export class Dispatcher {
     return { requeued, queued: this.queue.size };
   }
 
-  enqueue(job: QueuedJob): void {
-    this.queue.push(job);
+  /** A job just inserted as queued. */
+  enqueue(job: JobRecord): void {
+    const { id, seq, tenantId, priority, memBytes } = job;
+    this.queue.push({ id, seq, tenantId, priority, memBytes, record: job });
     this.schedulePump();
   }
 
-  /** `cb(jobId, read)` after each committed outcome; `read()` gives the committed record. */
+  /**
+   * `cb(jobId, read)` after each committed outcome; `read()` gives the committed record (the one the
+   * commit wrote, built in memory: no query).
+   */
   onJobFinished(cb: FinishedListener): () => void {
     this.finishedListeners.add(cb);
     return () => this.finishedListeners.delete(cb);
@@ -105,7 +117,8 @@ export class Dispatcher {
     }
     const r = this.running.get(job.id);
     if (r && this.d.store.requestCancel(job.id)) {
-      r.abort.abort();
+      r.cancelRequested = true;
+      this.stopJob(r);
       return 'cancelling';
     }
     return 'final';
@@ -156,7 +169,8 @@ export class Dispatcher {
     let type: AnyJobType;
     let params: unknown;
     let placement: Placement;
-    const record = this.d.store.get(q.id);
+    // A job queued by this process carries its record; one loaded at restart is read here.
+    const record = q.record ?? this.d.store.get(q.id);
     if (!record || record.state !== 'queued') return;
     try {
       type = this.d.registry.get(record.type);
@@ -178,7 +192,7 @@ export class Dispatcher {
         );
       return;
     }
-    const job = this.d.store.claim(q.id, placement.device ?? 'auto', placement.reason);
+    const job = this.d.store.claim(q.id, placement.device ?? 'auto', placement.reason, Date.now(), record);
     if (!job) return;
     this.d.metrics.jobWait.observe(
       { type: job.type },
@@ -189,13 +203,16 @@ export class Dispatcher {
     u.mem += job.memBytes;
     this.perTenant.set(job.tenantId, u);
     this.runningMem += job.memBytes;
-    const abort = new AbortController();
     const entry: RunningJob = {
       job,
-      abort,
       placement,
       progress: 0,
       message: '',
+      savedProgress: 0,
+      savedMessage: '',
+      abort: null,
+      stopRequested: false,
+      cancelRequested: false,
       done: Promise.resolve(),
     };
     (entry as { done: Promise<void> }).done = this.execute(entry, type, params);
@@ -211,7 +228,16 @@ export class Dispatcher {
       tenantId: job.tenantId,
       attempt: job.attempt,
       params,
-      signal: r.abort.signal,
+      get signal(): AbortSignal {
+        if (!r.abort) {
+          r.abort = new AbortController();
+          if (r.stopRequested) r.abort.abort();
+        }
+        return r.abort.signal;
+      },
+      get aborted(): boolean {
+        return r.stopRequested;
+      },
       rt: this.d.rt(),
       placement: r.placement,
       tags: { job: job.id, tenant: job.tenantId },
@@ -221,7 +247,10 @@ export class Dispatcher {
         const now = Date.now();
         if (now - lastWrite >= PROGRESS_WRITE_MS) {
           lastWrite = now;
-          this.d.store.setProgress(job.id, job.attempt, r.progress, r.message);
+          if (this.d.store.setProgress(job.id, job.attempt, r.progress, r.message)) {
+            r.savedProgress = r.progress;
+            r.savedMessage = r.message;
+          }
         }
       },
       span: (name, startUs, endUs, args) => {
@@ -235,13 +264,13 @@ export class Dispatcher {
       outcome = { state: 'succeeded', result };
     } catch (e) {
       const err = asTandemError(e, 'TANDEM_ERR_INTERNAL', `job ${job.type}`);
-      const cancelled = r.abort.signal.aborted || isTandemError(e, 'TANDEM_ERR_CANCELLED');
+      const cancelled = r.stopRequested || isTandemError(e, 'TANDEM_ERR_CANCELLED');
       outcome = { state: cancelled ? 'cancelled' : 'failed', error: err.toJSON() };
     }
     try {
       // Shutting down: leave the job 'running' in the database; the next start re-queues it.
       if (this.stopping) return;
-      this.commit(job, outcome, ev);
+      this.commit(job, outcome, ev, r);
     } catch (e) {
       this.d.log('error', `committing job ${job.id}: ${e instanceof Error ? e.message : String(e)}`);
     } finally {
@@ -261,6 +290,7 @@ export class Dispatcher {
     job: JobRecord,
     outcome: FinishOutcome,
     ev: ReturnType<JobTraceCollector['begin']> | undefined,
+    r?: RunningJob,
   ): void {
     const finishedAt = Date.now();
     let o = outcome;
@@ -268,38 +298,57 @@ export class Dispatcher {
       const stored = this.d.results.store(job.id, o.result);
       o = { ...o, result: stored.inline, resultFile: stored.file };
     }
-    const placement = this.running.get(job.id)?.placement.reason;
-    const final: JobRecord = { ...job, state: o.state, finishedAt, error: o.error ?? null };
+    const placement = r?.placement.reason;
+    // The record exactly as finish() below writes it (the columns it sets, the rest as claimed), so
+    // the listeners (a ?wait answer) need not read it back.
+    const base: JobRecord = {
+      ...job,
+      state: o.state,
+      finishedAt,
+      error: o.error ?? null,
+      result: o.result ?? null,
+      resultFile: o.resultFile ?? null,
+      progress: o.state === 'succeeded' ? 1 : (r?.savedProgress ?? job.progress),
+      message: r?.savedMessage ?? job.message,
+      cancelRequested: job.cancelRequested || (r?.cancelRequested ?? false),
+    };
     const trace = buildJobTrace(
-      final,
+      base,
       ev,
       { resultStoredAt: Date.now(), ...(placement ? { placement } : {}) },
       finishedAt,
     );
-    const traceFile = this.d.traces.write(job.id, trace);
-    if (!this.d.store.finish(job.id, job.attempt, { ...o, traceFile }, finishedAt)) {
+    const final: JobRecord = { ...base, traceFile: this.d.traces.write(job.id, trace) };
+    if (!this.d.store.finish(job.id, job.attempt, { ...o, traceFile: final.traceFile }, finishedAt)) {
       this.d.log('warn', `job ${job.id} attempt ${job.attempt}: outcome not committed (superseded)`);
       return;
     }
     this.d.metrics.jobsFinished.inc({ type: job.type, state: o.state });
     if (job.startedAt !== null)
       this.d.metrics.jobRun.observe({ type: job.type, state: o.state }, (finishedAt - job.startedAt) / 1000);
-    this.notifyFinished(job.id);
+    this.notifyFinished(job.id, final);
   }
 
-  /** Tells the listeners a job reached a final state; `read()` (one SQLite query) only if one asks. */
-  private notifyFinished(jobId: string): void {
+  /**
+   * Tells the listeners a job reached a final state. `read()` gives `committed` when the caller has the
+   * record it committed, else reads it (one SQLite query) only if a listener asks.
+   */
+  private notifyFinished(jobId: string, committed?: JobRecord): void {
     if (this.finishedListeners.size === 0) return;
-    let committed: JobRecord | null | undefined;
-    const read = (): JobRecord | null =>
-      committed === undefined ? (committed = this.d.store.get(jobId)) : committed;
+    let rec: JobRecord | null | undefined = committed;
+    const read = (): JobRecord | null => (rec === undefined ? (rec = this.d.store.get(jobId)) : rec);
     for (const cb of this.finishedListeners) cb(jobId, read);
+  }
+
+  private stopJob(r: RunningJob): void {
+    r.stopRequested = true;
+    r.abort?.abort();
   }
 
   /** Stops dispatching and aborts running jobs without committing them (they re-run after restart). */
   async stop(timeoutMs = 5000): Promise<void> {
     this.stopping = true;
-    for (const r of this.running.values()) r.abort.abort();
+    for (const r of this.running.values()) this.stopJob(r);
     const all = Promise.allSettled([...this.running.values()].map((r) => r.done));
     await Promise.race([all, new Promise((res) => setTimeout(res, timeoutMs).unref())]);
     await this.d.traces.close(); // traces are written on a background thread

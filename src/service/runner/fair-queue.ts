@@ -5,6 +5,7 @@
  * is rebuilt from it at start.
  */
 import { Heap } from '../../runtime/policies/queues.js';
+import type { JobRecord } from '../store/job-store.js';
 
 export interface QueuedJob {
   readonly id: string;
@@ -12,6 +13,8 @@ export interface QueuedJob {
   readonly tenantId: string;
   readonly priority: number;
   readonly memBytes: number;
+  /** The record as inserted, when this process queued it (the dispatcher then reads nothing back). */
+  readonly record?: JobRecord;
 }
 
 const byPriorityThenAge = (a: QueuedJob, b: QueuedJob): boolean =>

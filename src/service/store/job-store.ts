@@ -53,6 +53,12 @@ export interface NewJob {
   readonly idempotencyKey: string | null;
 }
 
+/** Where a job inserted already running goes (`insertMany`'s claims). */
+export interface InsertClaim {
+  readonly device: string | null;
+  readonly placement: string | null;
+}
+
 export type InsertOutcome =
   { ok: true; job: JobRecord; created: boolean } | { ok: false; error: TandemError };
 
@@ -162,6 +168,20 @@ export class JobStore {
          WHERE id = ? AND state = 'queued' AND cancel_requested = 0
          RETURNING *`,
       ),
+      // The same claim when the caller holds the queued record: only the attempt comes back (no JSON).
+      claimAttempt: db
+        .prepare(
+          `UPDATE jobs SET state = 'running', attempt = attempt + 1, started_at = ?, device = ?, placement = ?, progress = 0, message = ''
+         WHERE id = ? AND state = 'queued' AND cancel_requested = 0
+         RETURNING attempt`,
+        )
+        .pluck(),
+      // A job inserted already claimed (attempt 1): what insert + claim commit, in one statement.
+      insertRunning: db.prepare(
+        `INSERT INTO jobs (id, tenant_id, type, params, priority, job_class, mem_bytes, state, idempotency_key, created_at,
+           attempt, started_at, device, placement)
+         VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, 1, ?, ?, ?)`,
+      ),
       progress: db.prepare(
         `UPDATE jobs SET progress = ?, message = ? WHERE id = ? AND state = 'running' AND attempt = ?`,
       ),
@@ -182,15 +202,24 @@ export class JobStore {
     };
   }
 
-  /** Inserts a group of submissions in one transaction (one fsync for all of them). */
-  insertMany(jobs: readonly NewJob[], now = Date.now()): InsertOutcome[] {
+  /**
+   * Inserts a group of submissions in one transaction (one fsync for all of them). `claims[i]`, when
+   * given, inserts job i already running (attempt 1, started now on that placement): the dispatcher had
+   * room for it, so its claim shares this commit instead of costing one of its own. A restart re-queues
+   * it like any running job. A duplicate (idempotency key) is returned as stored, unclaimed.
+   */
+  insertMany(
+    jobs: readonly NewJob[],
+    now = Date.now(),
+    claims?: readonly (InsertClaim | null)[],
+  ): InsertOutcome[] {
     const run = this.db.transaction((batch: readonly NewJob[]): InsertOutcome[] =>
-      batch.map((j) => this.insertOne(j, now)),
+      batch.map((j, i) => this.insertOne(j, now, claims?.[i] ?? null)),
     );
     return run(jobs);
   }
 
-  private insertOne(j: NewJob, now: number): InsertOutcome {
+  private insertOne(j: NewJob, now: number, claim: InsertClaim | null): InsertOutcome {
     const paramsJson = JSON.stringify(j.params);
     if (j.idempotencyKey !== null) {
       const prev = this.stmts.byKey.get(j.tenantId, j.idempotencyKey) as JobRow | undefined;
@@ -207,7 +236,7 @@ export class JobStore {
       }
     }
     const id = newJobId(now);
-    const info = this.stmts.insert.run(
+    const fields = [
       id,
       j.tenantId,
       j.type,
@@ -217,7 +246,10 @@ export class JobStore {
       j.memBytes,
       j.idempotencyKey,
       now,
-    );
+    ];
+    const info = claim
+      ? this.stmts.insertRunning.run(...fields, now, claim.device, claim.placement)
+      : this.stmts.insert.run(...fields);
     const job: JobRecord = {
       seq: Number(info.lastInsertRowid),
       id,
@@ -227,16 +259,16 @@ export class JobStore {
       priority: j.priority,
       jobClass: j.jobClass,
       memBytes: j.memBytes,
-      state: 'queued',
+      state: claim ? 'running' : 'queued',
       progress: 0,
       message: '',
-      attempt: 0,
+      attempt: claim ? 1 : 0,
       cancelRequested: false,
       idempotencyKey: j.idempotencyKey,
-      device: null,
-      placement: null,
+      device: claim ? claim.device : null,
+      placement: claim ? claim.placement : null,
       createdAt: now,
-      startedAt: null,
+      startedAt: claim ? now : null,
       finishedAt: null,
       error: null,
       result: null,
@@ -270,13 +302,33 @@ export class JobStore {
     return (this.db.prepare(sql).all(...args, q.limit) as JobRow[]).map(fromRow);
   }
 
-  /** queued → running; returns the claimed record (attempt incremented) or null if it was not queued. */
+  /**
+   * queued → running; returns the claimed record (attempt incremented) or null if it was not queued.
+   * With `queued` (the record as inserted, which the dispatcher holds) the row is not read back: only
+   * the new attempt is, and the record is rebuilt from it (no JSON parsing on the dispatch path).
+   */
   claim(
     id: string,
     device: string | null,
     placement: string | null = null,
     now = Date.now(),
+    queued?: JobRecord,
   ): JobRecord | null {
+    if (queued) {
+      const attempt = this.stmts.claimAttempt.get(now, device, placement, id) as number | undefined;
+      if (attempt === undefined) return null;
+      return {
+        ...queued,
+        state: 'running',
+        attempt,
+        startedAt: now,
+        device,
+        placement,
+        progress: 0,
+        message: '',
+        cancelRequested: false,
+      };
+    }
     // RETURNING: the claimed row in the same statement (no second query on the dispatch path).
     const r = this.stmts.claim.get(now, device, placement, id) as JobRow | undefined;
     return r ? fromRow(r) : null;

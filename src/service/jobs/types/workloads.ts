@@ -48,7 +48,8 @@ function wrap(w: WorkloadJobType): AnyJobType {
         if (steps > 0 && Number.isFinite(step)) ctx.progress(step / steps, `step ${step}/${steps}`);
       });
       // No cancellation point inside a workload run: a cancel takes effect when it returns.
-      if (ctx.signal.aborted) throw new TandemError('TANDEM_ERR_CANCELLED', 'cancelled while running');
+      if (ctx.aborted ?? ctx.signal.aborted)
+        throw new TandemError('TANDEM_ERR_CANCELLED', 'cancelled while running');
       return result;
     },
   });
