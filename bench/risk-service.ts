@@ -5,7 +5,7 @@
  *   node dist/bench/risk-service.js [--device cuda|cpu] [--runs 1000] [--paths 1000000] [--durability full|normal]
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -64,6 +64,43 @@ interface Answer {
   error?: unknown;
 }
 
+/** CPU seconds (user + system) the server has used: all its threads, and its main (event-loop) thread. */
+function serverCpu(): { all: number; main: number } | null {
+  const pid = child.pid;
+  const file = `/proc/${pid}/task/${pid}/stat`;
+  if (pid === undefined || !existsSync(file)) return null; // Linux only
+  // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th, in ticks.
+  const ticks = (path: string): number => {
+    const text = readFileSync(path, 'utf8');
+    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return Number(f[11]) + Number(f[12]);
+  };
+  const hz = 100; // USER_HZ on Linux
+  return { all: ticks(`/proc/${pid}/stat`) / hz, main: ticks(file) / hz };
+}
+
+/** Sum and count of a Prometheus histogram series (`labels` as printed, e.g. '{type="option"}', or ''). */
+function hist(metrics: string, name: string, labels: string): { sum: number; count: number } {
+  const value = (suffix: string): number => {
+    const line = metrics.split('\n').find((l) => l.startsWith(`${name}${suffix}${labels} `));
+    return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
+  };
+  return { sum: value('_sum'), count: value('_count') };
+}
+
+function getText(path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    request({ host: url.hostname, port: url.port, path, agent }, (res) => {
+      let data = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (data += c));
+      res.on('end', () => resolve(data));
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
 function post(body: string): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = request(
@@ -120,6 +157,8 @@ try {
   const lat: number[] = [];
   const run: number[] = [];
   let last: Answer | null = null;
+  const before = await getText('/metrics');
+  const cpu0 = serverCpu();
   for (let k = 0; k < runs; k++) {
     const t0 = performance.now();
     const a = await post(job(1000 + k));
@@ -128,12 +167,31 @@ try {
     run.push((a.runSeconds ?? NaN) * 1e3);
     last = a;
   }
+  const cpu1 = serverCpu();
+  const after = await getText('/metrics');
   lat.sort((x, y) => x - y);
   run.sort((x, y) => x - y);
   const r = last!.result!;
   console.log(
     `${paths}-path European price as a durable option job through the API (${device}, durability ${values.durability}, ${runs} runs one after another): client p50 ${q(lat, 0.5).toFixed(3)} ms, p99 ${q(lat, 0.99).toFixed(3)} ms, max ${lat[lat.length - 1]!.toFixed(3)} ms; job run time p50 ${q(run, 0.5).toFixed(3)} p99 ${q(run, 0.99).toFixed(3)} ms; last price ${r.price.toFixed(4)} ± ${r.stdError.toExponential(2)} (Black–Scholes ${r.analytic?.toFixed(4)})`,
   );
+  // The server's own split over the timed runs: means from its metrics (histogram sum / count, the
+  // warm-up subtracted), CPU per job from /proc (its event-loop thread, and all its threads).
+  const mean = (name: string, labels = ''): string => {
+    const [x, y] = [hist(before, name, labels), hist(after, name, labels)];
+    return y.count > x.count ? (((y.sum - x.sum) / (y.count - x.count)) * 1e3).toFixed(3) : '?';
+  };
+  const split = [
+    `request in the service ${mean('tandem_http_request_duration_seconds', '{method="POST",route="/v1/jobs"}')} ms`,
+    `submit commit ${mean('tandem_submit_commit_seconds')} ms`,
+    `queued ${mean('tandem_job_wait_seconds', '{type="option"}')} ms`,
+    `run to commit ${mean('tandem_job_run_seconds', '{type="option",state="succeeded"}')} ms`,
+  ];
+  if (cpu0 && cpu1)
+    split.push(
+      `CPU a job: event loop ${(((cpu1.main - cpu0.main) / runs) * 1e3).toFixed(3)} ms, all threads ${(((cpu1.all - cpu0.all) / runs) * 1e3).toFixed(3)} ms`,
+    );
+  console.log(`server (means over the timed runs): ${split.join(', ')}`);
 } finally {
   agent.destroy();
   child.kill('SIGTERM');
