@@ -3,7 +3,9 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { ChromeTrace } from '../../src/obs/trace.js';
 import { BackgroundFileWriter } from '../../src/service/obs/file-writer.js';
+import { JobTraceCollector } from '../../src/service/obs/job-trace.js';
 
 void test('background file writer: files land whole, errors come back, close and restart', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'tandem-writer-'));
@@ -25,6 +27,31 @@ void test('background file writer: files land whole, errors come back, close and
     assert.equal(readFileSync(join(dir, 'after.json'), 'utf8'), '"again"');
   } finally {
     await w.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+void test('job traces: built and written in batches after the commit, served from memory until then', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tandem-traces-'));
+  const traces = new JobTraceCollector(dir);
+  try {
+    let built = 0;
+    const trace = (i: number) => (): ChromeTrace => {
+      built++;
+      return { traceEvents: [], displayTimeUnit: 'ms', otherData: { i } };
+    };
+    const names = [0, 1, 2].map((i) => traces.write(`job_${i}`, trace(i)));
+    assert.equal(built, 0, 'nothing built on the commit path');
+    assert.ok(!existsSync(join(dir, names[1]!)));
+    assert.deepEqual(traces.read(names[1]!)?.otherData, { i: 1 }, 'served from memory before its batch');
+    await traces.flush();
+    assert.equal(built, 3, 'each built once');
+    for (const [i, n] of names.entries())
+      assert.deepEqual((JSON.parse(readFileSync(join(dir, n), 'utf8')) as ChromeTrace).otherData, { i });
+    assert.deepEqual(traces.read(names[2]!)?.otherData, { i: 2 }, 'then from its file');
+    assert.equal(traces.read('job_lost.json'), null, 'a file lost in a crash reads as null');
+  } finally {
+    await traces.close();
     rmSync(dir, { recursive: true, force: true });
   }
 });

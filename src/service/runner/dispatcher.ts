@@ -11,6 +11,7 @@ import type { TenantStore } from '../auth/tenants.js';
 import type { AnyJobType, JobContext, Placement, ServiceRuntime } from '../jobs/job-type.js';
 import type { JobTypeRegistry } from '../jobs/registry.js';
 import type { ServiceMetrics } from '../obs/metrics.js';
+import type { ChromeTrace } from '../../obs/trace.js';
 import { buildJobTrace, type JobTraceCollector } from '../obs/job-trace.js';
 import type { FinishOutcome, JobRecord, JobStore } from '../store/job-store.js';
 import { FairQueue, type QueuedJob } from './fair-queue.js';
@@ -312,12 +313,9 @@ export class Dispatcher {
       message: r?.savedMessage ?? job.message,
       cancelRequested: job.cancelRequested || (r?.cancelRequested ?? false),
     };
-    const trace = buildJobTrace(
-      base,
-      ev,
-      { resultStoredAt: Date.now(), ...(placement ? { placement } : {}) },
-      finishedAt,
-    );
+    // The trace is built when its batch is written (or first read), off this path.
+    const times = { resultStoredAt: Date.now(), ...(placement ? { placement } : {}) };
+    const trace = (): ChromeTrace => buildJobTrace(base, ev, times, finishedAt);
     const final: JobRecord = { ...base, traceFile: this.d.traces.write(job.id, trace) };
     if (!this.d.store.finish(job.id, job.attempt, { ...o, traceFile: final.traceFile }, finishedAt)) {
       this.d.log('warn', `job ${job.id} attempt ${job.attempt}: outcome not committed (superseded)`);

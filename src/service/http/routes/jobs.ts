@@ -280,7 +280,9 @@ export function jobRoutes(s: ServiceParts) {
       async (req, reply) => {
         const job = ownJob(s, req, req.params.id);
         void reply.header('content-disposition', `inline; filename="${job.id}.trace.json"`);
-        if (job.traceFile) return s.traces.read(job.traceFile);
+        const written = job.traceFile ? s.traces.read(job.traceFile) : null;
+        if (written) return written;
+        // Running, or its file was lost (a crash before the trace's batch was written): from the record.
         const live = s.dispatcher.live(job.id);
         return buildJobTrace(job, s.traces.events(job.id), live ? { placement: live.placement } : {});
       },
