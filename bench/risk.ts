@@ -13,6 +13,7 @@ import { portfolioVar, priceOption } from '../src/workloads/risk/run.js';
 import { EXAMPLE_PORTFOLIO, validateOptionParams } from '../src/workloads/risk/params.js';
 import { mcRows, mcScalars } from '../src/kernels/mc_common/def.js';
 import { mcSpec, streamCount } from '../src/kernels/mc_common/engine.js';
+import { gcLine, slowWithGc, watchGc } from './gc-watch.js';
 
 // --json names the file to write (not the CLI's boolean --json).
 const { values } = parse(process.argv.slice(2), {
@@ -171,11 +172,20 @@ console.log(
   `asian (64 dates): ${asian.paths} paths in ${(asian.seconds * 1e3).toFixed(2)} ms, ${(asian.paths / asian.seconds).toExponential(3)} paths/s, ${((asian.paths * 64) / asian.seconds).toExponential(3)} path-steps/s`,
 );
 const lat: number[] = [];
+// What the garbage collector did during these runs (scavenge pauses land in the p99).
+const spans: Array<[number, number]> = [];
+const gc = watchGc();
 for (let k = 0; k < runs; k++) {
   const t0 = performance.now();
-  await priceOption(rt, { ...base, paths: p99Paths, seed: k });
-  lat.push(performance.now() - t0);
+  // A literal, not `{ ...base, paths, seed }`: on Node 20 that pattern alone makes each scavenge keep
+  // and promote ~60 KiB of dead objects (see bench/risk-gc.ts --spread), the caller's garbage.
+  const { spot, strike, rate, vol, maturity } = base;
+  await priceOption(rt, { spot, strike, rate, vol, maturity, device, paths: p99Paths, seed: k });
+  const t1 = performance.now();
+  lat.push(t1 - t0);
+  spans.push([t0, t1]);
 }
+const gcRuns = gc.stop();
 lat.sort((a, b) => a - b);
 // The same price taken apart: submit → task done (kernel + completion) and task done → partial sums on
 // the host (with eager read-back, a host memcpy).
@@ -211,6 +221,10 @@ const q = (p: number): number => lat[Math.min(lat.length - 1, Math.ceil(p * lat.
 console.log(
   `${p99Paths}-path price end to end over ${runs} runs: p50 ${q(0.5).toFixed(3)} ms, p99 ${q(0.99).toFixed(3)} ms, max ${lat[lat.length - 1]!.toFixed(3)} ms${polls()}`,
 );
+const worst = Math.max(1, Math.round(runs / 100));
+console.log(
+  `  gc during the ${p99Paths}-path runs: ${gcLine(gcRuns, runs)}; ${slowWithGc(spans, gcRuns.pauses, worst)} of the slowest ${worst} overlap a GC pause`,
+);
 const v = await portfolioVar(rt, {
   portfolio: EXAMPLE_PORTFOLIO,
   scenarios: gpu ? 1_000_000 : 100_000,
@@ -226,6 +240,7 @@ Object.assign(out, {
   asian: { paths: asian.paths, seconds: asian.seconds },
   p50Ms: q(0.5),
   p99Ms: q(0.99),
+  gc: { ...gcRuns, pauses: undefined },
   var: v,
   torch: baseline,
 });
