@@ -11,9 +11,11 @@ export type DeviceChoice = 'auto' | 'cpu' | 'cuda' | 'webgpu';
 /** Queues (workers) that could run `op` under the choice; 'auto' counts every kind with an implementation. */
 export function eligibleQueues(rt: Runtime, op: string, device: DeviceChoice): number {
   const impls = rt.kernels.get(op).impls;
-  return rt.workers.filter(
-    (w) => impls.has(w.device.info.kind) && (device === 'auto' || w.device.info.kind === device),
-  ).length;
+  let n = 0; // counted in place: this runs once per price or VaR request
+  for (const w of rt.workers) {
+    if (impls.has(w.device.info.kind) && (device === 'auto' || w.device.info.kind === device)) n++;
+  }
+  return n;
 }
 
 /**
@@ -22,15 +24,26 @@ export function eligibleQueues(rt: Runtime, op: string, device: DeviceChoice): n
  */
 export function parallelSlots(rt: Runtime, op: string, device: DeviceChoice): number {
   const impls = rt.kernels.get(op).impls;
+  const ok = (kind: string): boolean => impls.has(kind) && (device === 'auto' || kind === device);
   let slots = 0;
-  const gpus = new Set<string>();
-  for (const w of rt.workers) {
-    const kind = w.device.info.kind;
-    if (!impls.has(kind) || (device !== 'auto' && kind !== device)) continue;
-    if (kind === 'cpu') slots++;
-    else gpus.add(w.device.info.id);
+  const ws = rt.workers;
+  // Devices counted in place (an earlier eligible worker of the same device id means "seen"): no set
+  // per price, and a host has only a handful of workers.
+  for (let i = 0; i < ws.length; i++) {
+    const info = ws[i]!.device.info;
+    if (!ok(info.kind)) continue;
+    if (info.kind === 'cpu') {
+      slots++;
+      continue;
+    }
+    let seen = false;
+    for (let j = 0; j < i && !seen; j++) {
+      const o = ws[j]!.device.info;
+      seen = o.id === info.id && ok(o.kind);
+    }
+    if (!seen) slots++;
   }
-  return slots + gpus.size;
+  return slots;
 }
 
 export function requireDevice(rt: Runtime, op: string, device: DeviceChoice): number {

@@ -4,6 +4,7 @@
  * JSON parameters (validated first) and return JSON results; the work goes through rt.submit in
  * stream-range tasks, so the scheduler places them on whatever devices are open.
  */
+import type { HostArray } from '../../core/dtype.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import type { TaskHandle } from '../../runtime/task.js';
 import { mcRows, mcScalars } from '../../kernels/mc_common/def.js';
@@ -71,13 +72,22 @@ export async function priceOption(rt: Runtime, params: unknown): Promise<OptionR
   }
   // The reads go in with the tasks: each starts as soon as its task completes (no extra turn between).
   const reads = outs.map((o) => rt.read(o));
-  for (const r of reads) void r.catch(() => undefined); // a failed task is reported by settleAll
   try {
-    await settleAll(handles);
+    // A read settles only after its task (it reads what the task wrote), so when all goes well the
+    // reads alone are awaited; a failure waits for every task and reports the first failed one, as
+    // settleAll does. Promise.all handles every read's rejection, so none is left unhandled. (No
+    // allSettled records and no catch promise per read: a price's garbage is what scavenges copy.)
+    let parts: HostArray[];
+    try {
+      parts = await Promise.all(reads);
+    } catch (e) {
+      await settleAll(handles);
+      throw e;
+    }
     // Rows summed in place (a 2^26-path price has 4096 of them; an object per row would cost more
     // than the kernel), in a small function the JIT optimizes early.
     const total: McPartial = { sum: 0, sumSq: 0, count: 0 };
-    for (const o of await Promise.all(reads)) addPartialRows(total, o);
+    for (const o of parts) addPartialRows(total, o);
     const { price, stdError } = estimate(spec, total);
     const seconds = (performance.now() - t0) / 1000;
     const n = paths(spec);
