@@ -22,6 +22,8 @@ type Callback = (err: Error | null) => void;
 
 export class Coherence {
   private readonly routes = new Map<string, CopyRoute>();
+  /** The same routes by source kind, then destination kind: looked up per copy without building a key. */
+  private readonly byKind = new Map<string, Map<string, CopyRoute>>();
   private clock = 0;
   onTransfer: TransferListener | null = null;
   bytesMoved = 0;
@@ -34,6 +36,13 @@ export class Coherence {
 
   addRoute(route: CopyRoute): void {
     this.routes.set(`${route.from}>${route.to}`, route);
+    let to = this.byKind.get(route.from);
+    if (!to) this.byKind.set(route.from, (to = new Map()));
+    to.set(route.to, route);
+  }
+
+  private route(from: MemoryKind, to: MemoryKind): CopyRoute | undefined {
+    return this.byKind.get(from)?.get(to);
   }
 
   hasRoute(from: MemoryKind, to: MemoryKind): boolean {
@@ -90,22 +99,29 @@ export class Coherence {
       else done(null);
       return;
     }
-    const sources = t.validNodes();
-    if (sources.length === 0)
-      return done(new TandemError('TANDEM_ERR_INTERNAL', `${t} has no valid replica`));
-    const nodes = this.memory.nodes;
-    // Prefer a source with a direct route whose copy is not itself still in flight.
+    // Prefer a valid source with a direct route whose copy is not itself still in flight, else any
+    // valid source with a route (lowest node index first either way). Scanned in place: no list of
+    // valid nodes per read.
+    const nodes = this.memory.nodeList;
+    const reps = t.replicas;
+    let valid = false;
     let srcIndex = -1;
-    for (const i of sources) {
-      const src = nodes[i]!;
-      if (this.routes.has(`${src.kind}>${node.kind}`) && !t.replicas[i]!.pending) {
+    let busyIndex = -1;
+    for (let i = 0; i < reps.length; i++) {
+      const ri = reps[i];
+      if (!ri || ri.state === 'I') continue;
+      valid = true;
+      if (!this.route(nodes[i]!.kind, node.kind)) continue;
+      if (!ri.pending) {
         srcIndex = i;
         break;
       }
+      if (busyIndex < 0) busyIndex = i;
     }
-    if (srcIndex < 0) srcIndex = sources.find((i) => this.routes.has(`${nodes[i]!.kind}>${node.kind}`)) ?? -1;
+    if (!valid) return done(new TandemError('TANDEM_ERR_INTERNAL', `${t} has no valid replica`));
+    if (srcIndex < 0) srcIndex = busyIndex;
     if (srcIndex < 0) {
-      if (node === this.host || !this.routes.has(`host>${node.kind}`)) {
+      if (node === this.host || !this.route('host', node.kind)) {
         return done(new TandemError('TANDEM_ERR_INTERNAL', `no copy route to ${node.name} for ${t}`));
       }
       // No direct route (e.g. CUDA → WebGPU): stage through host memory.
@@ -127,7 +143,7 @@ export class Coherence {
     r: Replica,
     done: Callback,
   ): void {
-    const route = this.routes.get(`${src.kind}>${dst.kind}`)!;
+    const route = this.route(src.kind, dst.kind)!;
     if (srcReplica.state === 'M') srcReplica.state = 'S';
     r.state = 'S';
     r.pending = [done];
@@ -159,9 +175,11 @@ export class Coherence {
   /** After a writer is dispatched on `node`: its replica is the only valid one. */
   commitWrite(t: Tensor, node: MemoryNode): void {
     t.initialized = true;
-    t.replicas.forEach((r, i) => {
+    const reps = t.replicas;
+    for (let i = 0; i < reps.length; i++) {
+      const r = reps[i];
       if (r) r.state = i === node.index ? 'M' : 'I';
-    });
+    }
   }
 
   bufferOn(t: Tensor, node: MemoryNode): DeviceBuffer {

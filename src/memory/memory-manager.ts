@@ -37,6 +37,7 @@ export class MemoryManager {
 
   attach(node: MemoryNode, budgetBytes?: number): void {
     node.index = this.accounts.length;
+    this.attached.push(node);
     this.accounts.push(
       new NodeAccount(node, Math.min(budgetBytes ?? node.capacityBytes, node.capacityBytes)),
     );
@@ -45,6 +46,12 @@ export class MemoryManager {
   get nodes(): readonly MemoryNode[] {
     return this.accounts.map((a) => a.node);
   }
+
+  /** The nodes by index, one array kept up to date (unlike `nodes`, no new one per call: per-copy lookups). */
+  get nodeList(): readonly MemoryNode[] {
+    return this.attached;
+  }
+  private readonly attached: MemoryNode[] = [];
 
   setBudget(node: MemoryNode, bytes: number): void {
     this.account(node).budget = bytes;

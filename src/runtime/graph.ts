@@ -39,7 +39,8 @@ export function collectPredecessors(task: Task, explicit: readonly Task[], sink:
     if (writesTo(mode)) {
       for (const r of t.readers) sink.addPredecessor(task, r as Task);
       t.lastWriter = task;
-      t.readers = [];
+      // A fresh tensor's first writer keeps its (empty) list rather than making another.
+      if (t.readers.length > 0) t.readers = [];
     } else {
       if (t.readers.length >= 64) t.readers = t.readers.filter((r) => !r.isFinished());
       t.readers.push(task);

@@ -5,6 +5,7 @@ import { TandemError } from '../core/errors.js';
 import type { DeviceBuffer, HostBuffer } from '../devices/device.js';
 import type { KernelDef } from '../kernels/kernel.js';
 import type { Tensor } from '../memory/tensor.js';
+import type { TaskKernel } from './task.js';
 
 const noCost = { flops: 0, bytes: 0 };
 
@@ -21,6 +22,10 @@ export const hostWriteDef: KernelDef = {
   validate: () => undefined,
   cost: () => noCost,
 };
+
+/** Host accesses run on the main thread: no implementations, one shared kernel record each. */
+export const hostReadKernel: TaskKernel = { def: hostReadDef, impls: new Map() };
+export const hostWriteKernel: TaskKernel = { def: hostWriteDef, impls: new Map() };
 
 const STORAGE: Record<string, string> = {
   f32: 'Float32Array',

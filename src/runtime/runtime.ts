@@ -20,12 +20,20 @@ import { BUILTIN_BACKENDS } from './backends.js';
 import type { ResolvedConfig, RuntimeConfig } from './config.js';
 import { resolveConfig } from './config.js';
 import { Executor } from './executor.js';
-import { hostReadDef, hostWriteDef, readHost, validateHostData, writeHost } from './host-access.js';
+import {
+  hostReadDef,
+  hostReadKernel,
+  hostWriteDef,
+  hostWriteKernel,
+  readHost,
+  validateHostData,
+  writeHost,
+} from './host-access.js';
 import { KernelRegistry, type RegisteredKernel } from './kernel-registry.js';
 import { createPolicy } from './policies/index.js';
 import type { SchedulerPolicy, WorkerSlot } from './policies/policy.js';
-import type { TaskHandle } from './task.js';
-import { Task } from './task.js';
+import type { TaskHandle, TaskKernel } from './task.js';
+import { Task, unfinished } from './task.js';
 import { validateSubmit, type SubmitRequest } from './submit.js';
 import { BusModel, calibrateBus } from './bus-model.js';
 import { LruEvictor } from '../memory/evictor.js';
@@ -319,7 +327,7 @@ export class Runtime {
     this.assertOpen();
     this.checkTensor(t, 'read');
     let result: HostArray | undefined;
-    const task = this.hostTask(hostReadDef, t, () => {
+    const task = this.hostTask(hostReadKernel, t, () => {
       result = readHost(t, this.coherence.bufferOn(t, this.host));
     });
     await task.done;
@@ -331,19 +339,20 @@ export class Runtime {
     this.assertOpen();
     this.checkTensor(t, 'write');
     validateHostData(t, data);
-    const task = this.hostTask(hostWriteDef, t, () =>
+    const task = this.hostTask(hostWriteKernel, t, () =>
       writeHost(t, this.coherence.bufferOn(t, this.host), data),
     );
     await task.done;
   }
 
-  private hostTask(def: KernelDef, t: Tensor, fn: (task: Task) => void): Task {
+  private hostTask(kernel: TaskKernel, t: Tensor, fn: (task: Task) => void): Task {
+    const def = kernel.def;
     const task = new Task(
       this.nextTaskId++,
       def.name,
-      { def, impls: new Map() },
+      kernel,
       [t],
-      [def.args[0]!.mode],
+      this.modesOf(def, NO_SCALARS),
       NO_SCALARS,
       0,
       null,
@@ -368,6 +377,12 @@ export class Runtime {
   free(t: Tensor): void {
     this.checkTensor(t, 'free');
     t.freed = true;
+    // The common case (nothing left on it) builds no list and no closure: this runs once per tensor.
+    if (!unfinished(t.lastWriter) && !t.readers.some(unfinished)) {
+      this.coherence.release(t);
+      this.tensors.delete(t.id);
+      return;
+    }
     const pending = [t.lastWriter, ...t.readers].filter(
       (x): x is Task => x instanceof Task && !x.isFinished(),
     );
@@ -375,7 +390,6 @@ export class Runtime {
       this.coherence.release(t);
       this.tensors.delete(t.id);
     };
-    if (pending.length === 0) return release();
     void Promise.allSettled(pending.map((p) => p.done)).then(release);
   }
 

@@ -55,9 +55,10 @@ function what(def: KernelDef): string {
 export function validateSubmit(rt: RuntimeView, def: KernelDef, req: SubmitRequest): ValidatedSubmit {
   const args = req.args ?? EMPTY;
   if (typeof args !== 'object' || args === null) throw bad(`${what(def)}: args must be an object of tensors`);
+  // for-in over own keys (as Object.keys/entries, in the same order) allocates no array per task.
   if (args !== EMPTY)
-    for (const name of Object.keys(args)) {
-      if (!def.args.some((a) => a.name === name)) {
+    for (const name in args) {
+      if (Object.hasOwn(args, name) && !def.args.some((a) => a.name === name)) {
         throw bad(
           `${what(def)}: unknown argument ${JSON.stringify(name)}; expected ${def.args.map((a) => a.name).join(', ') || 'none'}`,
         );
@@ -81,7 +82,9 @@ export function validateSubmit(rt: RuntimeView, def: KernelDef, req: SubmitReque
   if (typeof scalars !== 'object' || scalars === null || Array.isArray(scalars))
     throw bad(`${what(def)}: scalars must be an object`);
   if (scalars !== EMPTY)
-    for (const [k, v] of Object.entries(scalars)) {
+    for (const k in scalars) {
+      if (!Object.hasOwn(scalars, k)) continue;
+      const v = scalars[k];
       const ok =
         (typeof v === 'number' && !Number.isNaN(v)) || typeof v === 'boolean' || typeof v === 'string';
       if (!ok) throw bad(`${what(def)}: scalar ${k} must be a number, boolean or string`);

@@ -240,3 +240,8 @@ export class Task implements TaskHandle, AccessRecord {
 }
 
 function noop(): void {}
+
+/** A task not yet finished (what freeing a tensor must wait for). */
+export function unfinished(x: unknown): boolean {
+  return x instanceof Task && !x.isFinished();
+}

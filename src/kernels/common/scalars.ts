@@ -11,8 +11,9 @@ function describe(v: ScalarValue | undefined): string {
 
 /** Rejects scalar names the op does not know, so a typo ("tranA") is an error rather than a silent default. */
 export function checkScalarNames(op: string, scalars: Scalars, allowed: readonly string[]): void {
-  for (const name of Object.keys(scalars)) {
-    if (!allowed.includes(name)) {
+  // for-in over own keys (the same keys in the same order as Object.keys): no array per submitted task.
+  for (const name in scalars) {
+    if (Object.hasOwn(scalars, name) && !allowed.includes(name)) {
       const known = allowed.length > 0 ? allowed.join(', ') : 'none';
       throw new TandemError(
         'TANDEM_ERR_INVALID_ARGUMENT',
