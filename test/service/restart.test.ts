@@ -126,3 +126,37 @@ void test(
     }
   },
 );
+
+void test(
+  'kill -9 while a ?wait job inserted running runs: after restart it runs again and finishes once',
+  { timeout: 60_000 },
+  async () => {
+    const dir = tempDir('tandem-restart-wait-');
+    let server = await startServe(dir);
+    try {
+      const key = readFileSync(join(dir, 'admin-key.txt'), 'utf8').trim();
+      // Answered after the wait, still running: accepted, so it must survive the kill.
+      const job = await call<Job & { waitSeconds: number }>(server.url, key, 'POST', '/v1/jobs?wait=0.2', {
+        type: 'sleep',
+        params: { ms: 3000 },
+      });
+      assert.equal(job.state, 'running', JSON.stringify(job));
+      assert.equal(job.attempt, 1);
+      assert.equal(job.waitSeconds, 0, 'started in its insert');
+      server.child.kill('SIGKILL');
+      await new Promise((r) => server.child.once('exit', r));
+      server = await startServe(dir);
+      const deadline = Date.now() + 30_000;
+      let after: Job = job;
+      while (Date.now() < deadline && after.state !== 'succeeded') {
+        await new Promise((r) => setTimeout(r, 100));
+        after = await call<Job>(server.url, key, 'GET', `/v1/jobs/${job.id}`);
+      }
+      assert.equal(after.state, 'succeeded');
+      assert.equal(after.attempt, 2, 're-queued at restart, run once more');
+    } finally {
+      server.child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);

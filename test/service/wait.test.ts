@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { testService, type JobJson } from './helpers.js';
+import { testService, waitForJob, type JobJson } from './helpers.js';
 
 type Answer = JobJson & { result?: { n: number; check: { ok: boolean } } };
 
@@ -103,3 +103,43 @@ void test('submit ?wait outside 0..60 or not a number is a 400 with a stable cod
     await t.close();
   }
 });
+
+void test('submit ?wait starts the job in its insert when there is room, never ahead of queued jobs', async () => {
+  const t = await testService({ maxRunningJobs: 1 });
+  const post = (wait: string, ms: number) =>
+    t.svc.app.inject({
+      method: 'POST',
+      url: `/v1/jobs${wait}`,
+      headers: t.auth(),
+      payload: { type: 'sleep', params: { ms } },
+    });
+  try {
+    // Room: inserted running (attempt 1, started when created), one commit for submit and claim.
+    const alone = (await post('?wait=20', 5)).json() as Answer;
+    assert.equal(alone.state, 'succeeded', JSON.stringify(alone));
+    assert.equal(alone.attempt, 1);
+    assert.equal(alone.waitSeconds, 0, 'started in the insert');
+    // No room: one job runs, one is queued; a waited job queues behind it, as fairness orders them.
+    const running = (await post('', 300)).json() as JobJson;
+    await waitUntil(t, running.id, 'running');
+    const queued = (await post('', 10)).json() as JobJson;
+    const waited = (await post('?wait=20', 1)).json() as Answer;
+    assert.equal(waited.state, 'succeeded', JSON.stringify(waited));
+    const first = (await waitForJob(t, queued.id)) as JobJson & { startedAt: string; finishedAt: string };
+    assert.ok(
+      Date.parse(String(waited['startedAt'])) >= Date.parse(first.finishedAt),
+      'the waited job started after the queued one',
+    );
+  } finally {
+    await t.close();
+  }
+});
+
+async function waitUntil(t: Awaited<ReturnType<typeof testService>>, id: string, state: string) {
+  for (let i = 0; i < 500; i++) {
+    const job = (await t.svc.app.inject({ url: `/v1/jobs/${id}`, headers: t.auth() })).json() as JobJson;
+    if (job.state === state) return;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  throw new Error(`job ${id} never ${state}`);
+}

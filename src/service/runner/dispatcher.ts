@@ -13,10 +13,12 @@ import type { JobTypeRegistry } from '../jobs/registry.js';
 import type { ServiceMetrics } from '../obs/metrics.js';
 import type { ChromeTrace } from '../../obs/trace.js';
 import { buildJobTrace, type JobTraceCollector } from '../obs/job-trace.js';
-import type { FinishOutcome, JobRecord, JobStore } from '../store/job-store.js';
+import type { FinishOutcome, InsertClaim, JobRecord, JobStore, NewJob } from '../store/job-store.js';
+import { Admission, type Footprint } from './admission.js';
 import { FairQueue, type QueuedJob } from './fair-queue.js';
 import { selectPlacement, type DeviceView } from './hardware-rules.js';
 import type { ResultStore } from './result-store.js';
+import type { StartAtInsert } from './submitter.js';
 
 export interface DispatcherDeps {
   readonly config: ServiceConfig;
@@ -51,11 +53,18 @@ const PROGRESS_WRITE_MS = 250;
 
 export type FinishedListener = (jobId: string, read: () => JobRecord | null) => void;
 
+/** Room held for a job that is being inserted already running. */
+interface Reservation extends Footprint {
+  readonly type: AnyJobType;
+  readonly params: unknown;
+  readonly placement: Placement;
+}
+
 export class Dispatcher {
   readonly queue: FairQueue;
   private readonly running = new Map<string, RunningJob>();
-  private readonly perTenant = new Map<string, { jobs: number; mem: number }>();
-  private runningMem = 0;
+  /** Running jobs, and those reserved to start in their insert's transaction. */
+  private readonly admitted: Admission;
   private pumpScheduled = false;
   private stopping = false;
   /** Paused until the runtime has opened (or failed to), so placement sees the real devices. */
@@ -64,6 +73,7 @@ export class Dispatcher {
 
   constructor(private readonly d: DispatcherDeps) {
     this.queue = new FairQueue((id) => d.tenants.get(id)?.weight ?? 1);
+    this.admitted = new Admission(d.tenants, d.config);
     d.traces.onWriteError = (jobId, e) =>
       d.log('warn', `writing the trace of job ${jobId}: ${e instanceof Error ? e.message : String(e)}`);
   }
@@ -76,8 +86,9 @@ export class Dispatcher {
     return { requeued, queued: this.queue.size };
   }
 
-  /** A job just inserted as queued. */
+  /** A job just inserted as queued (one inserted running was started by its StartAtInsert). */
   enqueue(job: JobRecord): void {
+    if (job.state !== 'queued') return;
     const { id, seq, tenantId, priority, memBytes } = job;
     this.queue.push({ id, seq, tenantId, priority, memBytes, record: job });
     this.schedulePump();
@@ -99,9 +110,7 @@ export class Dispatcher {
   }
 
   runningByTenant(): ReadonlyMap<string, number> {
-    const m = new Map<string, number>();
-    for (const [t, v] of this.perTenant) if (v.jobs > 0) m.set(t, v.jobs);
-    return m;
+    return this.admitted.byTenant();
   }
 
   get runningCount(): number {
@@ -139,30 +148,62 @@ export class Dispatcher {
     });
   }
 
-  private tenantRoom(j: QueuedJob): boolean {
-    const t = this.d.tenants.get(j.tenantId);
-    const u = this.perTenant.get(j.tenantId) ?? { jobs: 0, mem: 0 };
-    if (!t) return true;
-    return u.jobs < t.maxConcurrentJobs && (u.jobs === 0 || u.mem + j.memBytes <= t.maxDeviceMemoryBytes);
-  }
-
   private totalDeviceMemory(): number {
     return this.d.devices().reduce((s, dv) => s + dv.memoryBytes, 0);
   }
 
-  private fits(j: QueuedJob, total: number): boolean {
-    return this.running.size === 0 || total === 0 || this.runningMem + j.memBytes <= total;
-  }
-
   private pump(): void {
     const total = this.totalDeviceMemory();
-    while (!this.stopping && this.running.size < this.d.config.maxRunningJobs && this.queue.size > 0) {
+    const a = this.admitted;
+    while (!this.stopping && a.hasSlot() && this.queue.size > 0) {
       const fair = this.queue.peekFair();
       // Reserve memory for the fairly-next job instead of letting smaller ones overtake it forever.
-      if (fair && this.tenantRoom(fair) && !this.fits(fair, total)) return;
-      const next = this.queue.next((j) => this.tenantRoom(j) && this.fits(j, total));
+      if (fair && a.tenantRoom(fair) && !a.fits(fair, total)) return;
+      const next = this.queue.next((j) => a.tenantRoom(j) && a.fits(j, total));
       if (!next) return;
       this.start(next);
+    }
+  }
+
+  /**
+   * Starting `job` in its insert's own transaction, which then commits its claim too (one commit and
+   * one event-loop turn less than queue → pump → claim). At the group commit, `reserve` takes room
+   * only when nothing is queued (fairness has nobody to prefer it to), a slot, the tenant's quotas and
+   * device memory allow, and the job can be placed; else the job is queued as usual.
+   */
+  startAtInsert(job: NewJob, parsed: unknown): StartAtInsert {
+    let held: Reservation | null = null;
+    return {
+      reserve: (): InsertClaim | null => {
+        held = this.reserve(job, parsed);
+        return held && { device: held.placement.device ?? 'auto', placement: held.placement.reason };
+      },
+      started: (record) => {
+        if (held) this.run(record, held.type, held.params, held.placement);
+        held = null;
+      },
+      unreserve: () => {
+        if (held) this.admitted.release(held);
+        held = null;
+        this.schedulePump();
+      },
+    };
+  }
+
+  private reserve(job: NewJob, parsed: unknown): Reservation | null {
+    const a = this.admitted;
+    if (this.paused || this.stopping || this.queue.size > 0 || !a.hasSlot()) return null;
+    if (!a.tenantRoom(job) || !a.fits(job, this.totalDeviceMemory())) return null;
+    try {
+      const type = this.d.registry.get(job.type);
+      const params = parsed === undefined ? type.parse(job.params) : parsed;
+      const device = type.requestedDevice?.(params);
+      const placement = selectPlacement(this.d.config.hardwareRules, job.jobClass, device, this.d.devices());
+      const r: Reservation = { tenantId: job.tenantId, memBytes: job.memBytes, type, params, placement };
+      a.admit(r);
+      return r;
+    } catch {
+      return null; // queued instead: start() fails it with the reason
     }
   }
 
@@ -195,15 +236,16 @@ export class Dispatcher {
     }
     const job = this.d.store.claim(q.id, placement.device ?? 'auto', placement.reason, Date.now(), record);
     if (!job) return;
+    this.admitted.admit(job);
+    this.run(job, type, params, placement);
+  }
+
+  /** Runs a claimed job whose room is admitted (released when it ends). */
+  private run(job: JobRecord, type: AnyJobType, params: unknown, placement: Placement): void {
     this.d.metrics.jobWait.observe(
       { type: job.type },
       Math.max(0, (job.startedAt ?? Date.now()) - job.createdAt) / 1000,
     );
-    const u = this.perTenant.get(job.tenantId) ?? { jobs: 0, mem: 0 };
-    u.jobs++;
-    u.mem += job.memBytes;
-    this.perTenant.set(job.tenantId, u);
-    this.runningMem += job.memBytes;
     const entry: RunningJob = {
       job,
       placement,
@@ -277,12 +319,7 @@ export class Dispatcher {
     } finally {
       this.d.traces.end(job.id);
       this.running.delete(job.id);
-      const u = this.perTenant.get(job.tenantId);
-      if (u) {
-        u.jobs--;
-        u.mem -= job.memBytes;
-      }
-      this.runningMem -= job.memBytes;
+      this.admitted.release(job);
       this.schedulePump();
     }
   }

@@ -4,10 +4,27 @@
  * This is what lets durable submission run at thousands per second on one disk.
  */
 import { TandemError, asTandemError } from '../../core/errors.js';
-import type { InsertOutcome, JobRecord, JobStore, NewJob } from '../store/job-store.js';
+import type { InsertClaim, InsertOutcome, JobRecord, JobStore, NewJob } from '../store/job-store.js';
+
+/** Inserting a job already running, when the dispatcher has room for it at the group commit. */
+export interface StartAtInsert {
+  /** Just before the insert: where the job starts (room is now held for it), or null to queue it. */
+  reserve(): InsertClaim | null;
+  /** The insert committed it running: start it. */
+  started(job: JobRecord): void;
+  /** The room was not used (the insert failed, or an idempotency key named an existing job). */
+  unreserve(): void;
+}
+
+export interface SubmitOptions {
+  readonly start?: StartAtInsert;
+  /** Called with the stored job once committed, before it can start or finish (a ?wait waiter). */
+  readonly accepted?: (job: JobRecord) => void;
+}
 
 interface Pending {
   readonly job: NewJob;
+  readonly opts: SubmitOptions | undefined;
   readonly resolve: (o: InsertOutcome) => void;
 }
 
@@ -25,14 +42,14 @@ export class Submitter {
     private readonly maxGroup = 512,
   ) {}
 
-  submit(job: NewJob): Promise<InsertOutcome> {
+  submit(job: NewJob, opts?: SubmitOptions): Promise<InsertOutcome> {
     if (this.closed)
       return Promise.resolve({
         ok: false,
         error: new TandemError('TANDEM_ERR_UNAVAILABLE', 'the service is shutting down'),
       });
     return new Promise((resolve) => {
-      this.batch.push({ job, resolve });
+      this.batch.push({ job, opts, resolve });
       if (this.batch.length >= this.maxGroup) this.flush();
       else if (!this.scheduled) {
         this.scheduled = true;
@@ -56,17 +73,32 @@ export class Submitter {
     this.groups++;
     let outcomes: InsertOutcome[];
     const t0 = performance.now();
+    const claims = group.map((p) => p.opts?.start?.reserve() ?? null);
     try {
-      outcomes = this.store.insertMany(group.map((p) => p.job));
+      outcomes = this.store.insertMany(
+        group.map((p) => p.job),
+        Date.now(),
+        claims.some((c) => c !== null) ? claims : undefined,
+      );
       this.onCommit((performance.now() - t0) / 1000, group.length);
     } catch (e) {
       const error = asTandemError(e, 'TANDEM_ERR_UNAVAILABLE', 'storing the job');
-      for (const p of group) p.resolve({ ok: false, error });
+      for (const p of group) {
+        p.opts?.start?.unreserve();
+        p.resolve({ ok: false, error });
+      }
       return;
     }
     outcomes.forEach((o, i) => {
-      if (o.ok && o.created) this.onCreated(o.job);
-      group[i]!.resolve(o);
+      const p = group[i]!;
+      try {
+        if (o.ok) p.opts?.accepted?.(o.job);
+        if (o.ok && o.created && claims[i]) p.opts!.start!.started(o.job);
+        else p.opts?.start?.unreserve();
+        if (o.ok && o.created) this.onCreated(o.job);
+      } finally {
+        p.resolve(o);
+      }
     });
   }
 

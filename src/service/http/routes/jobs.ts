@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { TandemError } from '../../../core/errors.js';
 import { buildJobTrace } from '../../obs/job-trace.js';
 import type { ServiceParts } from '../../service.js';
-import type { JobRecord, JobState } from '../../store/job-store.js';
+import type { JobRecord, JobState, NewJob } from '../../store/job-store.js';
 import { tenantOf } from '../auth.js';
 import { isFinished, JobWaiters } from '../../runner/job-waiters.js';
 import {
@@ -130,7 +130,7 @@ export function jobRoutes(s: ServiceParts) {
               retryAfterSeconds: 5,
             },
           );
-        const out = await s.submitter.submit({
+        const job: NewJob = {
           tenantId: tenant.id,
           type: type.name,
           params: body.params,
@@ -138,18 +138,29 @@ export function jobRoutes(s: ServiceParts) {
           jobClass: type.jobClass(parsed),
           memBytes,
           idempotencyKey: idem,
+        };
+        const waitMs = Number(req.query.wait ?? 0) * 1000;
+        if (waitMs <= 0) {
+          const out = await s.submitter.submit(job);
+          if (!out.ok) throw out.error;
+          return reply.code(out.created ? 202 : 200).send(jobView(s, out.job));
+        }
+        // Held until the job finishes (a request/response compute call), or answered as it stands then.
+        // It starts in its insert's transaction when the dispatcher has room; its waiter is registered
+        // at the commit, before it can start. A duplicate submit (idempotency key) may name a finished job.
+        let finished: Promise<JobRecord | null> | null = null;
+        const out = await s.submitter.submit(job, {
+          start: s.dispatcher.startAtInsert(job, parsed),
+          accepted: (j) => {
+            if (!isFinished(j)) finished = waiters.wait(j.id, waitMs);
+          },
         });
         if (!out.ok) throw out.error;
-        const waitMs = Number(req.query.wait ?? 0) * 1000;
-        if (waitMs <= 0) return reply.code(out.created ? 202 : 200).send(jobView(s, out.job));
-        // Held until the job finishes (a request/response compute call), or answered as it stands then.
-        // A job cannot finish between the commit and here (no macrotask ran); a duplicate submit
-        // (idempotency key) may name one that already has.
         const id = out.job.id;
-        const finished = isFinished(out.job) ? out.job : await waiters.wait(id, waitMs);
-        const job = finished ?? s.store.get(id) ?? out.job;
-        const view = jobView(s, job);
-        const inline = job.state === 'succeeded' && !job.resultFile ? { result: job.result } : {};
+        const done = isFinished(out.job) ? out.job : await (finished ?? waiters.wait(id, waitMs));
+        const final = done ?? s.store.get(id) ?? out.job;
+        const view = jobView(s, final);
+        const inline = final.state === 'succeeded' && !final.resultFile ? { result: final.result } : {};
         return reply.code(out.created ? 202 : 200).send({ ...view, ...inline });
       },
     );
