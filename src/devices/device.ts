@@ -46,6 +46,12 @@ export interface MemoryNode {
   free(buf: DeviceBuffer): void;
   /** Bytes this node holds in caches it could release on pressure (optional). */
   trim?(): number;
+  /**
+   * Set (to why) once the node's device is gone for the rest of the process — e.g. a sticky CUDA fault
+   * after which the driver refuses new contexts. Read by the runtime when `onMemoryLost` fires, to
+   * tell a device that recovered from one that needs a process restart.
+   */
+  readonly unusable?: string | null;
 }
 
 export type Done = (err: Error | null) => void;

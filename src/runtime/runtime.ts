@@ -45,6 +45,15 @@ import { TaskModels, deviceKey } from './task-models.js';
 export type { SubmitRequest } from './submit.js';
 export type { GraphNode } from './submit-graph.js';
 
+/** A device gone for the rest of this process (see `Runtime.onDeviceLost`). */
+export interface DeviceLoss {
+  readonly device: string;
+  readonly kind: DeviceKind;
+  readonly reason: string;
+  /** Epoch milliseconds. */
+  readonly at: number;
+}
+
 /** Eligible workers of one kernel per device constraint, valid while it has `implCount` impls. */
 interface EligibleEntry {
   implCount: number;
@@ -79,6 +88,9 @@ export class Runtime {
   private readonly eligibleByKernel = new Map<RegisteredKernel, EligibleEntry>();
   /** Whether some device decides per call (`Device.supports`); then eligibility is per task. */
   private anySupports = false;
+  /** Devices lost for good, by id: no longer eligible for new tasks. */
+  private readonly lost = new Map<string, DeviceLoss>();
+  private readonly lostListeners = new Set<(loss: DeviceLoss) => void>();
   /** Access modes of kernels whose modes do not depend on scalars, shared by their tasks. */
   private readonly staticModes = new WeakMap<KernelDef, readonly AccessMode[]>();
 
@@ -231,9 +243,45 @@ export class Runtime {
     if (d.supports) this.anySupports = true;
     // A fault that wiped the device's memory: copies that lived only there are lost (tasks reading
     // them fail with TANDEM_ERR_DATA_LOST instead of reading garbage).
-    d.onMemoryLost?.((reason) => this.coherence.dropNode(this.tensors.values(), d.node, reason));
+    d.onMemoryLost?.((reason) => {
+      this.coherence.dropNode(this.tensors.values(), d.node, reason);
+      // A node that stays unusable after the reset means the device is gone until the process restarts.
+      if (d.node.unusable) this.deviceLost(d, d.node.unusable);
+    });
     for (const q of d.queues)
       this.workers.push({ index: this.workers.length, queue: q, device: d, node: d.node, inflight: 0 });
+  }
+
+  /**
+   * `cb` runs once for each device lost for the rest of this process (it faulted and could not be
+   * recovered: a sticky CUDA error). It runs synchronously inside the device's fault path, before the
+   * tasks in flight there are failed, so an observer added here sees those failures. Returns a function
+   * that removes the listener.
+   */
+  onDeviceLost(cb: (loss: DeviceLoss) => void): () => void {
+    this.lostListeners.add(cb);
+    return () => this.lostListeners.delete(cb);
+  }
+
+  /** The devices lost so far (see onDeviceLost); they stay in `devices` but take no new tasks. */
+  get lostDevices(): readonly DeviceLoss[] {
+    return [...this.lost.values()];
+  }
+
+  private deviceLost(d: Device, reason: string): void {
+    if (this.lost.has(d.info.id)) return;
+    const loss: DeviceLoss = { device: d.info.id, kind: d.info.kind, reason, at: Date.now() };
+    this.lost.set(d.info.id, loss);
+    this.eligibleByKernel.clear(); // new tasks go to the devices left (or fail with NO_DEVICE)
+    this.config.log(`${d.info.id} lost: ${reason}`);
+    for (const cb of this.lostListeners) {
+      try {
+        cb(loss);
+      } catch (e) {
+        // A listener's bug must not break the device's fault path (its tasks still have to fail).
+        this.config.log(`a device-lost listener threw: ${e instanceof Error ? e.message : String(e)}`);
+      }
+    }
   }
 
   private assertOpen(): void {
@@ -298,7 +346,7 @@ export class Runtime {
       const list: number[] = [];
       for (const w of this.workers) {
         const info = w.device.info;
-        if (!k.impls.has(info.kind)) continue;
+        if (!k.impls.has(info.kind) || this.lost.has(info.id)) continue;
         if (constraint && constraint !== info.kind && constraint !== info.id) continue;
         list.push(w.index);
       }
@@ -313,7 +361,7 @@ export class Runtime {
     const out: number[] = [];
     for (const w of this.workers) {
       const info = w.device.info;
-      if (!impls.has(info.kind)) continue;
+      if (!impls.has(info.kind) || this.lost.has(info.id)) continue;
       if (task.constraint && task.constraint !== info.kind && task.constraint !== info.id) continue;
       if (w.device.supports && !w.device.supports(task.op, descs, task.scalars, impls.get(info.kind)))
         continue;
