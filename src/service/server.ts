@@ -1,7 +1,8 @@
 /**
  * `tandem serve`: opens the runtime on the local devices, starts the service on its port, prints how
  * to get the first admin key, and shuts down cleanly on SIGINT/SIGTERM (running jobs are left to be
- * re-queued by the next start, never half-committed).
+ * re-queued by the next start, never half-committed). Under the CLI's supervisor it also stops itself
+ * for a relaunch when a device is lost for the rest of the process (`restart`, device-loss.ts).
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -37,18 +38,40 @@ export interface RunningServer {
   readonly service: Service;
   readonly url: string;
   stop(): Promise<void>;
+  /**
+   * With `restartOnDeviceLoss`: resolves with why once the server has drained after a device loss and
+   * stopped; the process should then exit for its supervisor to relaunch it. Never resolves otherwise.
+   */
+  readonly restart: Promise<string>;
+}
+
+export interface StartOptions {
+  /** Set when a supervisor relaunches this process (see CreateServiceOptions.restartOnDeviceLoss). */
+  readonly restartOnDeviceLoss?: boolean;
 }
 
 export async function startServer(
   config: ServiceConfig,
   out: (line: string) => void,
+  opts: StartOptions = {},
 ): Promise<RunningServer> {
   const t0 = performance.now();
   // Serve first, open devices in the background: a restart answers within a second or two even when
   // the devices take longer to start; queued jobs dispatch once the runtime is ready.
   const opening = openRuntime(config);
-  const service = await createService(config, { runtime: opening, ownsRuntime: true });
-  const address = await service.app.listen({ host: config.host, port: config.port });
+  const service = await createService(config, {
+    runtime: opening,
+    ownsRuntime: true,
+    restartOnDeviceLoss: opts.restartOnDeviceLoss === true,
+  });
+  let address: string;
+  try {
+    address = await service.app.listen({ host: config.host, port: config.port });
+  } catch (e) {
+    // E.g. the port is taken: close what was opened, or its handles keep the process from exiting.
+    await service.close().catch(() => undefined);
+    throw e;
+  }
   const url = address.replace('[::1]', 'localhost');
   const ms = (performance.now() - t0).toFixed(0);
   out(
@@ -76,5 +99,9 @@ export async function startServer(
   }
   let stopping: Promise<void> | null = null;
   const stop = (): Promise<void> => (stopping ??= service.close());
-  return { service, url, stop };
+  const restart = service.restartRequested.then(async (why) => {
+    await stop();
+    return why;
+  });
+  return { service, url, stop, restart };
 }

@@ -20,10 +20,13 @@ import { Submitter } from './runner/submitter.js';
 import { openDatabase, type Db } from './store/db.js';
 import { JobStore } from './store/job-store.js';
 import { buildApp } from './http/app.js';
+import { DeviceLossHandler, type Lifecycle } from './device-loss.js';
 import type { FastifyInstance } from 'fastify';
 
 /** The runtime as the service holds it: what jobs use plus observers and shutdown. */
-export type ServiceRuntimeHost = ServiceRuntime & Pick<Runtime, 'addObserver' | 'removeObserver' | 'close'>;
+export type ServiceRuntimeHost = ServiceRuntime &
+  Pick<Runtime, 'addObserver' | 'removeObserver' | 'close'> &
+  Partial<Pick<Runtime, 'onDeviceLost'>>;
 
 export interface DeviceSnapshot extends DeviceView {
   readonly name: string;
@@ -57,6 +60,8 @@ export interface ServiceParts {
   /** The runtime once opened (null while opening, or when none could be opened). */
   runtime(): ServiceRuntimeHost | null;
   runtimeStatus(): RuntimeStatus;
+  /** Serving, or draining to be relaunched after a device was lost (device-loss.ts). */
+  lifecycle(): Lifecycle;
   readonly startedAt: number;
   devices(): DeviceSnapshot[];
 }
@@ -66,6 +71,11 @@ export interface Service extends ServiceParts {
   /** Set on the first start only: the admin key, to print once. */
   readonly bootstrapKey: CreatedKey | null;
   readonly recovered: { requeued: number; queued: number };
+  /**
+   * With `restartOnDeviceLoss`: resolves with why once a lost device's faulted jobs are committed; the
+   * owner then closes the service and exits for a relaunch. Never resolves otherwise.
+   */
+  readonly restartRequested: Promise<string>;
   close(): Promise<void>;
 }
 
@@ -80,6 +90,11 @@ export interface CreateServiceOptions {
   readonly registry?: JobTypeRegistry;
   /** Close the runtime on service close (true when the service opened it). */
   readonly ownsRuntime?: boolean;
+  /**
+   * Under a supervisor that relaunches the process: drain and request a restart when a device is lost
+   * for the rest of the process. Otherwise the loss is logged and the other devices serve on.
+   */
+  readonly restartOnDeviceLoss?: boolean;
 }
 
 export async function createService(config: ServiceConfig, opts: CreateServiceOptions): Promise<Service> {
@@ -95,10 +110,23 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
   const traces = new JobTraceCollector(join(config.dataDir, 'traces'));
   const results = new ResultStore(join(config.dataDir, 'results'), config.inlineResultBytes);
 
+  let dispatcherRef: Dispatcher | null = null;
+  const log = (level: 'info' | 'warn' | 'error', msg: string): void => {
+    if (config.logLevel === 'silent') return;
+    if (level === 'info' && !['info', 'debug'].includes(config.logLevel)) return;
+    process.stderr.write(`[tandem ${level}] ${msg}\n`);
+  };
+  const loss = new DeviceLossHandler({
+    restart: opts.restartOnDeviceLoss === true,
+    isRunning: (id) => dispatcherRef?.live(id) !== undefined,
+    log,
+  });
   const devices = (): DeviceSnapshot[] => {
     if (!rt) return [];
     const usage = rt.memoryUsage();
-    return rt.devices.map((d) => {
+    // A lost device is left out, so placement (hardware rules) picks among the devices that still work.
+    const usable = loss.anyLost ? rt.devices.filter((d) => !loss.isLost(d.info.id)) : rt.devices;
+    return usable.map((d) => {
       const u = usage.find((m) => m.node === d.node.name);
       return {
         id: d.info.id,
@@ -113,7 +141,6 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
       };
     });
   };
-  let dispatcherRef: Dispatcher | null = null;
   const metrics = new ServiceMetrics({
     devices: () => devices().map((d) => ({ id: d.id, memoryTotal: d.memoryBytes, memoryUsed: d.memoryUsed })),
     queueDepth: () => dispatcherRef?.queue.depthByTenantAndPriority() ?? new Map(),
@@ -121,13 +148,15 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     tenantName: (id) => tenants.get(id)?.name ?? id,
     activity,
   });
-  const log = (level: 'info' | 'warn' | 'error', msg: string): void => {
-    if (config.logLevel === 'silent') return;
-    if (level === 'info' && !['info', 'debug'].includes(config.logLevel)) return;
-    process.stderr.write(`[tandem ${level}] ${msg}\n`);
-  };
   const dispatcher = new Dispatcher({
-    config,
+    // Admission closes while draining: the dispatcher starts a job only while fewer than
+    // maxRunningJobs run, and reads the figure on every pump.
+    config: {
+      ...config,
+      get maxRunningJobs(): number {
+        return loss.draining ? 0 : config.maxRunningJobs;
+      },
+    },
     store,
     tenants,
     registry,
@@ -161,6 +190,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     results,
     runtime: () => rt,
     runtimeStatus: () => status,
+    lifecycle: () => loss.lifecycle(),
     startedAt: Date.now(),
     devices,
   };
@@ -171,8 +201,15 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
       if (opened.rt && opts.ownsRuntime) void opened.rt.close();
       return;
     }
-    rt = opened.rt;
-    if (rt) for (const o of [activity, metrics, traces]) rt.addObserver(o);
+    const held = opened.rt;
+    rt = held;
+    if (held) for (const o of [activity, metrics, traces]) held.addObserver(o);
+    // Runs inside the device's fault path, before its tasks fail: the drain (and its observer, which
+    // collects the jobs those failures belong to) is in place before the dispatcher sees any of them.
+    held?.onDeviceLost?.((lost) => {
+      if (opts.restartOnDeviceLoss) held.addObserver(loss);
+      loss.deviceLost(lost);
+    });
     status =
       rt && rt.devices.length > 0
         ? { state: 'ready', available: true, reason: opened.reason || null }
@@ -195,6 +232,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     app,
     bootstrapKey,
     recovered,
+    restartRequested: loss.restartRequested,
     async close() {
       if (closed) return;
       closed = true;
@@ -203,7 +241,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
       await dispatcher.stop();
       if (opening) await opening.catch(() => undefined);
       const held = rt as ServiceRuntimeHost | null;
-      if (held) for (const o of [activity, metrics, traces]) held.removeObserver(o);
+      if (held) for (const o of [activity, metrics, traces, loss]) held.removeObserver(o);
       if (held && opts.ownsRuntime) await held.close();
       db.close();
     },

@@ -20,34 +20,42 @@ const DEVICE_SCHEMA = {
 
 export function systemRoutes(s: ServiceParts, openapi: OpenApiSource) {
   return async function (app: FastifyInstance): Promise<void> {
+    const health = {
+      type: 'object',
+      properties: {
+        status: { type: 'string', enum: ['ok', 'draining'] },
+        uptimeSeconds: { type: 'number' },
+        queued: { type: 'integer' },
+        running: { type: 'integer' },
+        runtime: { type: 'string', enum: ['opening', 'ready', 'unavailable'] },
+        reason: { type: 'string' },
+        devicesLost: { type: 'array', items: { type: 'string' } },
+      },
+    } as const;
     // Answered from memory only: no database, no runtime call, so it stays fast while jobs compute.
     app.get(
       '/healthz',
       {
         schema: {
-          summary: 'Liveness and a few counters',
+          summary: 'Liveness and a few counters; 503 while draining for a restart after a device was lost',
           tags: ['system'],
-          response: {
-            200: {
-              type: 'object',
-              properties: {
-                status: { type: 'string' },
-                uptimeSeconds: { type: 'number' },
-                queued: { type: 'integer' },
-                running: { type: 'integer' },
-                runtime: { type: 'string', enum: ['opening', 'ready', 'unavailable'] },
-              },
-            },
-          },
+          response: { 200: health, 503: health },
         },
       },
-      async () => ({
-        status: 'ok',
-        uptimeSeconds: (Date.now() - s.startedAt) / 1000,
-        queued: s.dispatcher.queue.size,
-        running: s.dispatcher.runningCount,
-        runtime: s.runtimeStatus().state,
-      }),
+      async (_req, reply) => {
+        const life = s.lifecycle();
+        const draining = life.state === 'draining';
+        // 503 while draining, so a load balancer stops sending work to a process about to restart.
+        return reply.code(draining ? 503 : 200).send({
+          status: draining ? 'draining' : 'ok',
+          uptimeSeconds: (Date.now() - s.startedAt) / 1000,
+          queued: s.dispatcher.queue.size,
+          running: s.dispatcher.runningCount,
+          runtime: s.runtimeStatus().state,
+          ...(life.reason ? { reason: life.reason } : {}),
+          ...(life.devicesLost.length ? { devicesLost: life.devicesLost } : {}),
+        });
+      },
     );
 
     app.get(
