@@ -153,6 +153,7 @@ export class Dispatcher {
   }
 
   private pump(): void {
+    if (this.queue.size === 0) return; // after every job's end: nothing to place, no device snapshot
     const total = this.totalDeviceMemory();
     const a = this.admitted;
     while (!this.stopping && a.hasSlot() && this.queue.size > 0) {
@@ -193,7 +194,7 @@ export class Dispatcher {
   private reserve(job: NewJob, parsed: unknown): Reservation | null {
     const a = this.admitted;
     if (this.paused || this.stopping || this.queue.size > 0 || !a.hasSlot()) return null;
-    if (!a.tenantRoom(job) || !a.fits(job, this.totalDeviceMemory())) return null;
+    if (!a.tenantRoom(job) || (a.size > 0 && !a.fits(job, this.totalDeviceMemory()))) return null;
     try {
       const type = this.d.registry.get(job.type);
       const params = parsed === undefined ? type.parse(job.params) : parsed;
