@@ -3,10 +3,13 @@
  * submit, jobs ...). Every command takes --json for machine-readable output.
  */
 import { TandemError } from '../core/errors.js';
-import { reportError, type Command } from './output.js';
-import { demoCommand, devicesCommand, runGemmCommand, unknownSub } from './runtime-commands.js';
+import { reportError, unknownSub, type Command } from './output.js';
+import { shouldSupervise, supervise } from './supervisor.js';
 
-/** Loads a command module lazily so that `tandem devices` never pays for the service's imports. */
+/**
+ * Loads a command module lazily so that `tandem devices` never pays for the service's imports, and the
+ * `serve` supervisor for neither (it only forks the server: see supervisor.ts).
+ */
 function lazy(path: string, name: string): Command {
   return async (argv) => {
     const mod = (await import(path)) as Record<string, Command | undefined>;
@@ -17,7 +20,7 @@ function lazy(path: string, name: string): Command {
 }
 
 const RUN: Record<string, Command> = {
-  gemm: runGemmCommand,
+  gemm: lazy('./runtime-commands.js', 'runGemmCommand'),
   md: lazy('./workload-commands.js', 'runMdCommand'),
   option: lazy('./workload-commands.js', 'runOptionCommand'),
   var: lazy('./workload-commands.js', 'runVarCommand'),
@@ -30,13 +33,15 @@ const BENCH: Record<string, Command> = {
 };
 
 const COMMANDS: Record<string, Command> = {
-  devices: devicesCommand,
-  demo: demoCommand,
+  devices: lazy('./runtime-commands.js', 'devicesCommand'),
+  demo: lazy('./runtime-commands.js', 'demoCommand'),
   run: (argv) => (RUN[argv[0] ?? ''] ?? (() => unknownSub('run', argv[0], Object.keys(RUN))))(argv.slice(1)),
   bench: (argv) =>
     (BENCH[argv[0] ?? ''] ?? (() => unknownSub('bench', argv[0], Object.keys(BENCH))))(argv.slice(1)),
   models: lazy('./model-commands.js', 'modelsCommand'),
-  serve: lazy('./service-commands.js', 'serveCommand'),
+  // Under a supervisor that relaunches the server after a lost device or a crash, unless opted out.
+  serve: (argv) =>
+    shouldSupervise(argv, process.env) ? supervise(argv) : lazy('./serve-command.js', 'serveCommand')(argv),
   submit: lazy('./service-commands.js', 'submitCommand'),
   jobs: lazy('./service-commands.js', 'jobsCommand'),
   status: lazy('./service-commands.js', 'statusCommand'),
@@ -52,7 +57,7 @@ const HELP = `tandem — CPUs, CUDA GPUs and WebGPU devices working in tandem
   tandem devices                          every backend, with its devices and measured figures
   tandem run gemm --n 2048 --dtype f32 [--device cpu] [--trace out.json]
   tandem bench overhead | gemm --device cpu --n 2048 | sched
-  tandem serve [--port 8080] [--data-dir .tandem/data]
+  tandem serve [--port 8080] [--data-dir .tandem/data] [--no-supervise]
   tandem submit <type> [--param k=v ...] [--wait]    tandem jobs | status <id> | cancel <id> | trace <id> -o f.json
   tandem serve --queue redis://... --pg postgres://...   tandem agent --queue redis://... [--pg ...]
   tandem autoscale --queue redis://... --min 0 --max 4

@@ -68,3 +68,10 @@ export function flops(rate: number): string {
   if (rate >= 1e12) return `${(rate / 1e12).toFixed(2)} TFLOP/s`;
   return `${(rate / 1e9).toFixed(1)} GFLOP/s`;
 }
+
+export function unknownSub(group: string, sub: string | undefined, known: string[]): never {
+  throw new TandemError(
+    'TANDEM_ERR_INVALID_ARGUMENT',
+    `unknown ${group} command ${JSON.stringify(sub ?? '')}; try one of: ${known.join(', ')}`,
+  );
+}

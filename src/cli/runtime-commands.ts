@@ -1,7 +1,7 @@
 /** CLI commands that drive a local runtime: devices, run gemm, demo. */
 import { resolve } from 'node:path';
 import { assertDType } from '../core/dtype.js';
-import { TandemError, formatBytes } from '../core/errors.js';
+import { formatBytes } from '../core/errors.js';
 import { TraceRecorder } from '../obs/trace.js';
 import { Runtime } from '../runtime/runtime.js';
 import { checkGemmRows, randomData } from './gemm-check.js';
@@ -141,10 +141,3 @@ export const demoCommand: Command = async (argv) => {
   process.stdout.write('\n');
   return runGemmCommand(['--n', '1024', ...(values['json'] ? ['--json'] : [])]);
 };
-
-export function unknownSub(group: string, sub: string | undefined, known: string[]): never {
-  throw new TandemError(
-    'TANDEM_ERR_INVALID_ARGUMENT',
-    `unknown ${group} command ${JSON.stringify(sub ?? '')}; try one of: ${known.join(', ')}`,
-  );
-}

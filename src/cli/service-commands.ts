@@ -1,13 +1,11 @@
 /**
- * `tandem serve | submit | jobs | status | cancel | trace | keys`: the service's commands. `serve`
- * runs the service in this process; the others are clients of a running service (--url, --key or
- * TANDEM_URL / TANDEM_KEY). Every command takes --json.
+ * `tandem submit | jobs | status | cancel | trace | keys`: clients of a running service (--url, --key
+ * or TANDEM_URL / TANDEM_KEY); `serve` itself is in serve-command.ts. Every command takes --json.
  */
 import { writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { TandemError } from '../core/errors.js';
-import { loadServiceConfig, type ConfigOverrides } from '../service/config.js';
 import { intOption, parse, print, table, type Command, type Options } from './output.js';
+import { serveCommand } from './serve-command.js';
 import { ServiceClient, clientConfig, parseParams } from './service-client.js';
 
 const CLIENT_OPTIONS: Options = { url: { type: 'string' }, key: { type: 'string' } };
@@ -42,54 +40,6 @@ function needId(positionals: string[], cmd: string): string {
 
 const secs = (v: number | null | undefined): string =>
   v === null || v === undefined ? '-' : `${v.toFixed(2)}s`;
-
-export const serveCommand: Command = async (argv) => {
-  // Scaled-out mode (issue 8): with --queue the control plane runs over Redis + PostgreSQL instead.
-  if (argv.includes('--queue')) return (await import('./agent-commands.js')).controlPlaneCommand(argv);
-  const { values } = parse(argv, {
-    port: { type: 'string' },
-    host: { type: 'string' },
-    'data-dir': { type: 'string' },
-    'web-dir': { type: 'string' },
-    backends: { type: 'string' },
-    'no-calibrate': { type: 'boolean' },
-    'max-running': { type: 'string' },
-  });
-  const overrides: ConfigOverrides = {
-    webDir:
-      typeof values['web-dir'] === 'string'
-        ? values['web-dir']
-        : fileURLToPath(new URL('../../../web/dist', import.meta.url)),
-  };
-  if (values['port'] !== undefined) overrides.port = intOption(values['port'], 'port', 8080, 0, 65535);
-  if (typeof values['host'] === 'string') overrides.host = values['host'];
-  if (typeof values['data-dir'] === 'string') overrides.dataDir = values['data-dir'];
-  if (values['max-running'] !== undefined)
-    overrides.maxRunningJobs = intOption(values['max-running'], 'max-running', 2, 1, 1024);
-  const env: Record<string, string | undefined> = { ...process.env };
-  if (typeof values['backends'] === 'string') env['TANDEM_BACKENDS'] = values['backends'];
-  if (values['no-calibrate']) env['TANDEM_CALIBRATE'] = '0';
-  const config = loadServiceConfig(env, overrides);
-  const { startServer } = await import('../service/server.js');
-  const json = values['json'] === true;
-  const server = await startServer(config, (line) => {
-    if (!json) process.stdout.write(`${line}\n`);
-  });
-  // One line, so that a supervising process can read it as soon as the service answers.
-  if (json)
-    process.stdout.write(
-      `${JSON.stringify({ url: server.url, dataDir: config.dataDir, adminKey: server.service.bootstrapKey?.key ?? null })}\n`,
-    );
-  await new Promise<void>((resolve) => {
-    const onSignal = (sig: string): void => {
-      process.stderr.write(`tandem: ${sig}, stopping (running jobs will resume at the next start)\n`);
-      server.stop().then(resolve, resolve);
-    };
-    process.once('SIGINT', () => onSignal('SIGINT'));
-    process.once('SIGTERM', () => onSignal('SIGTERM'));
-  });
-  return 0;
-};
 
 function bar(progress: number, width = 30): string {
   const full = Math.round(progress * width);
