@@ -55,7 +55,10 @@ const line = await new Promise<string>((resolve, reject) => {
   createInterface({ input: child.stdout! }).once('line', resolve);
   child.once('exit', (c) => reject(new Error(`serve exited with ${c}`)));
 });
-const url = new URL((JSON.parse(line) as { url: string }).url);
+const first = JSON.parse(line) as { url: string; pid?: number };
+const url = new URL(first.url);
+// The server process itself (`tandem serve` is its supervisor; the line names the server's pid).
+const serverPid = first.pid ?? child.pid;
 const key = readFileSync(join(dir, 'admin-key.txt'), 'utf8').trim();
 const agent = new Agent({ keepAlive: true, maxSockets: 1 });
 
@@ -69,7 +72,7 @@ interface Answer {
 
 /** CPU seconds (user + system) the server has used: all its threads, and its main (event-loop) thread. */
 function serverCpu(): { all: number; main: number } | null {
-  const pid = child.pid;
+  const pid = serverPid;
   const file = `/proc/${pid}/task/${pid}/stat`;
   if (pid === undefined || !existsSync(file)) return null; // Linux only
   // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th, in ticks.
