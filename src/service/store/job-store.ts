@@ -154,7 +154,18 @@ export class JobStore {
   /** synchronous = FULL on this connection (every commit fsynced). */
   private readonly fsyncEach: boolean;
 
+  /** Made once: db.transaction() builds its wrappers on every call (~30 µs a submit on the H200 host). */
+  private readonly insertTx: (
+    jobs: readonly NewJob[],
+    now: number,
+    claims?: readonly (InsertClaim | null)[],
+  ) => InsertOutcome[];
+
   constructor(private readonly db: Db) {
+    this.insertTx = db.transaction(
+      (jobs: readonly NewJob[], now: number, claims?: readonly (InsertClaim | null)[]): InsertOutcome[] =>
+        jobs.map((j, i) => this.insertOne(j, now, claims?.[i] ?? null)),
+    );
     this.fsyncEach = (db.pragma('synchronous', { simple: true }) as number) >= 2;
     this.stmts = {
       insert: db.prepare(
@@ -213,10 +224,7 @@ export class JobStore {
     now = Date.now(),
     claims?: readonly (InsertClaim | null)[],
   ): InsertOutcome[] {
-    const run = this.db.transaction((batch: readonly NewJob[]): InsertOutcome[] =>
-      batch.map((j, i) => this.insertOne(j, now, claims?.[i] ?? null)),
-    );
-    return run(jobs);
+    return this.insertTx(jobs, now, claims);
   }
 
   private insertOne(j: NewJob, now: number, claim: InsertClaim | null): InsertOutcome {
