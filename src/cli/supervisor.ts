@@ -148,13 +148,16 @@ export async function supervise(argv: readonly string[]): Promise<number> {
       if (stopSignal) return code;
       const asked = run.code === RESTART_EXIT_CODE;
       if (run.code === 0) return 0; // it stopped by itself, normally
-      // Never came up (bad arguments, the port taken ...): nothing a relaunch would fix.
-      if (!run.ready && generation === 0) return code;
       const why = asked
         ? `the server asked for a relaunch (${run.reason ?? 'no reason given'})`
         : run.signal
           ? `the server was killed by ${run.signal}`
           : `the server exited with code ${code}`;
+      // Never came up (bad arguments, the port taken ...): nothing a relaunch would fix.
+      if (!run.ready && generation === 0) {
+        say(`${why} before it was serving; not relaunching`);
+        return code;
+      }
       const now = Date.now();
       const recent = (list: number[]): number => {
         while (list.length > 0 && now - list[0]! > WINDOW_MS) list.shift();

@@ -54,7 +54,14 @@ function serve(dir: string, extra: string[] = [], env: Record<string, string> = 
   const queue: string[] = [];
   const waiters: ((l: string) => void)[] = [];
   lines.on('line', (l) => (waiters.length ? waiters.shift()!(l) : queue.push(l)));
-  const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
+  let exitedAs: string | null = null;
+  const exited = new Promise<number | null>((r) =>
+    proc.once('exit', (code, signal) => {
+      exitedAs = `exited with ${code ?? signal}`;
+      for (const w of waiters.splice(0)) w('');
+      r(code);
+    }),
+  );
   return {
     proc,
     lines,
@@ -68,9 +75,12 @@ function serve(dir: string, extra: string[] = [], env: Record<string, string> = 
         );
         const take = (l: string): void => {
           clearTimeout(timer);
-          resolve(JSON.parse(l) as Line);
+          // '' = the process exited without another line.
+          if (l === '') reject(new Error(`serve ${exitedAs ?? 'ended'} before a line: ${err}`));
+          else resolve(JSON.parse(l) as Line);
         };
         if (queue.length) take(queue.shift()!);
+        else if (exitedAs) take('');
         else waiters.push(take);
       }),
   };
@@ -215,7 +225,7 @@ void describe('tandem serve supervisor', () => {
       const s = serve(dir, ['--no-supervise']);
       try {
         assert.equal(await within(bad.exited, 20_000, 'exit on a bad argument'), 2);
-        assert.doesNotMatch(bad.stderr(), /relaunching/);
+        assert.match(bad.stderr(), /exited with code 2 before it was serving; not relaunching/);
         assert.equal((await s.next()).pid, s.proc.pid);
       } finally {
         bad.proc.kill('SIGKILL');
