@@ -87,6 +87,15 @@ export const serveCommand: Command = async (argv) => {
   );
   // One line, so that a supervising process can read it as soon as the service answers. Under the
   // supervisor a relaunched server prints it again (same url; `restarts` counts the relaunches).
+  // The supervisor hears "ready" before anyone can read the line: a caller that kills this process
+  // as soon as it has the line must find it treated as a server that ran (and so relaunched).
+  if (supervised)
+    await new Promise<void>((resolve) =>
+      tell(
+        { type: 'tandem:ready', port: (server.service.app.server.address() as AddressInfo).port },
+        resolve,
+      ),
+    );
   if (json)
     process.stdout.write(
       `${JSON.stringify({
@@ -97,8 +106,6 @@ export const serveCommand: Command = async (argv) => {
         restarts: Number(process.env[RESTARTS_ENV] ?? 0),
       })}\n`,
     );
-  if (supervised)
-    tell({ type: 'tandem:ready', port: (server.service.app.server.address() as AddressInfo).port });
   const code = await new Promise<number>((resolve) => {
     let stopping = false;
     const onSignal = (sig: string): void => {

@@ -134,9 +134,28 @@ export async function supervise(argv: readonly string[]): Promise<number> {
     });
     return new Promise((resolve) => {
       c.once('error', (e) => say(`the server process: ${e.message}`));
+      // Decided once the exit is known and the channel has closed: messages still buffered in it
+      // ("ready", the reason for a relaunch) arrive before its close, but may come after the exit.
+      let exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+      let channelOpen = true;
+      const done = (): void => {
+        if (exit && !channelOpen) resolve({ ...exit, ready, reason, startedAt });
+      };
+      c.once('disconnect', () => {
+        channelOpen = false;
+        done();
+      });
       c.once('exit', (code, signal) => {
         child = null;
-        resolve({ code, signal, ready, reason, startedAt });
+        exit = { code, signal };
+        done();
+        // Never wait long for a channel that does not report its close.
+        const timer = setTimeout(() => {
+          channelOpen = false;
+          done();
+        }, 1000);
+        c.once('disconnect', () => clearTimeout(timer));
+        if (!channelOpen) clearTimeout(timer);
       });
     });
   };
