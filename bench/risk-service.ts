@@ -45,9 +45,9 @@ const child = spawn(
       TANDEM_BACKENDS: device,
       TANDEM_DURABILITY: values.durability!,
       TANDEM_RATE_LIMIT: '1000000',
-      // The server itself as the child, not a supervisor forking it: its CPU (/proc) and profile are
-      // the server's. The supervisor is not on a request's path.
-      TANDEM_SUPERVISE: '0',
+      // As `tandem serve` runs for users: under its supervisor, which gives the server process its
+      // Node flags (a 64 MiB young generation); CPU is read from the server's pid on its --json line.
+      // TANDEM_SUPERVISE=0 in the environment runs the server directly instead.
     },
   },
 );
