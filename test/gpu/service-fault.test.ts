@@ -150,8 +150,10 @@ void describe('service: a faulting CUDA kernel under the supervisor', { skip }, 
           (await call<Job>('POST', '/v1/jobs', { type: 'gemm', params: { n: 1024, device: 'cuda' } })).id,
         );
         assert.equal(after.state, 'succeeded', `${JSON.stringify(after.error)}\nstderr:\n${stderr}`);
-        assert.ok(after.result?.devices?.includes('cuda0'), JSON.stringify(after.result));
-        assert.equal(after.result?.check?.ok, true);
+        // A job's record carries no result; the result route does.
+        const { result } = await call<{ result: Job['result'] }>('GET', `/v1/jobs/${after.id}/result`);
+        assert.ok(result?.devices?.includes('cuda0'), JSON.stringify(result));
+        assert.equal(result?.check?.ok, true);
         const again = await call<Job>('GET', `/v1/jobs/${faulting.id}`);
         assert.equal(again.state, 'failed');
         assert.equal(again.attempt, 1, 'the faulting job was not run again');
