@@ -46,7 +46,7 @@ const child = spawn(
       TANDEM_DURABILITY: values.durability!,
       TANDEM_RATE_LIMIT: '1000000',
       // As `tandem serve` runs for users: under its supervisor, which gives the server process its
-      // Node flags (a 64 MiB young generation); CPU is read from the server's pid on its --json line.
+      // Node flags (a 16 MiB young generation); CPU is read from the server's pid on its --json line.
       // TANDEM_SUPERVISE=0 in the environment runs the server directly instead.
     },
   },

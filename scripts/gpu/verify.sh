@@ -14,8 +14,8 @@ for d in full normal; do
 done
 echo "== Monte Carlo beside PyTorch"
 PYTHONUNBUFFERED=1 timeout 180 node dist/bench/risk.js --device cuda --torch 2>&1 | grep -v '^ *at ' | tail -22
-echo "== 10^6-path price p99 with a 64 MiB young generation (as tandem serve runs its server)"
-timeout 120 node --max-semi-space-size=64 --min-semi-space-size=64 dist/bench/risk.js --device cuda --torch 2>&1 | grep -E '1000000-path|gc during|1e6-path'
+echo "== 10^6-path price p99 with a 16 MiB young generation (as tandem serve runs its server)"
+timeout 120 node --max-semi-space-size=16 --min-semi-space-size=16 dist/bench/risk.js --device cuda --torch 2>&1 | grep -E '1000000-path|gc during|1e6-path'
 echo "== pipeline and tiny tasks"
 PYTHONUNBUFFERED=1 timeout 180 node dist/bench/cuda-bench.js --only pipeline,tiny 2>&1 | grep -E '^row|^note'
 echo "== scheduling (simulation, decision cost, mixed graph on the real GPU)"

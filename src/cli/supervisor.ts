@@ -213,14 +213,15 @@ export async function supervise(argv: readonly string[]): Promise<number> {
 /**
  * Node flags for the server process. A latency-bound service wants few young-generation collections:
  * V8 starts with a ~1 MiB semi-space, so a server allocating ~20-30 KiB per job stopped every few dozen
- * jobs for a scavenge (0.4-1.2 ms on the H200 host, the whole p99 of a 0.1 ms GPU price). A 64 MiB
- * young generation from the start makes scavenges rare; their cost depends on what survives, not on the
- * space's size. Flags given explicitly (NODE_OPTIONS or the CLI's own execArgv) win.
+ * jobs for a scavenge (0.4-1.2 ms on the H200 host, the whole p99 of a 0.1 ms GPU price). A 16 MiB
+ * young generation from the start makes them rare (one per ~700 such jobs). 64 MiB was tried: the gemm
+ * job's scavenges then held the loop up to ~100 ms (healthz p99 9-78 ms vs 7-11 ms at 16 MiB on the dev
+ * VM, bench/RESULTS.md). Flags given explicitly (NODE_OPTIONS or the CLI's own execArgv) win.
  */
 export function serverExecArgv(own: readonly string[]): string[] {
   const given = [...own, ...(process.env['NODE_OPTIONS'] ?? '').split(/\s+/)];
   const has = (flag: string): boolean => given.some((a) => a.startsWith(flag));
-  const young = process.env['TANDEM_SEMI_SPACE_MB'] ?? '64';
+  const young = process.env['TANDEM_SEMI_SPACE_MB'] ?? '16';
   const extra =
     /^[0-9]{1,4}$/.test(young) &&
     young !== '0' &&
