@@ -81,6 +81,7 @@ export class CudaDevice implements Device {
       poller: this.poller,
       epoch: () => this.node.epoch,
       launchError: (e, label) => this.launchError(e, label),
+      capture: (body) => CudaGraph.capture(this, body),
     });
     this.transfers = new HostTransfers(
       parts.driver,
@@ -339,7 +340,7 @@ export class CudaDevice implements Device {
       // closing after a fault: nothing left to wait for
     }
     this.closed = true;
-    this.batcher.dropGraphs(true);
+    this.batcher.dropGraphs();
     this.programs.clear(true);
     this.transfers.close();
     this.node.trim();

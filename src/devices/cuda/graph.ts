@@ -30,7 +30,6 @@ export class CudaGraph {
     const stream = ctx.streams.compute;
     let launches = 0;
     d.check(d.api.cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_RELAXED), 'cuStreamBeginCapture_v2');
-    let graph = 0;
     try {
       body((impl, args, scalars) => {
         device.launcher.run(impl, args, scalars, stream, () => {
@@ -41,10 +40,20 @@ export class CudaGraph {
         });
         launches++;
       });
-    } finally {
-      graph = d.out1('cuStreamEndCapture', (o) => d.api.cuStreamEndCapture(stream, o));
+    } catch (e) {
+      // Always end the capture (or the stream stays in capture mode), and drop what was recorded.
+      const out: [number] = [0];
+      if (d.api.cuStreamEndCapture(stream, out) === 0 && out[0] !== 0) d.api.cuGraphDestroy(out[0]);
+      throw e;
     }
-    const exec = d.out1('cuGraphInstantiateWithFlags', (o) => d.api.cuGraphInstantiateWithFlags(o, graph, 0));
+    const graph = d.out1('cuStreamEndCapture', (o) => d.api.cuStreamEndCapture(stream, o));
+    let exec: number;
+    try {
+      exec = d.out1('cuGraphInstantiateWithFlags', (o) => d.api.cuGraphInstantiateWithFlags(o, graph, 0));
+    } catch (e) {
+      d.api.cuGraphDestroy(graph);
+      throw e;
+    }
     return new CudaGraph(device, graph, exec, device.node.epoch, launches);
   }
 

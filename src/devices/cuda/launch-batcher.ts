@@ -13,6 +13,7 @@
 import type { Scalars } from '../device.js';
 import type { Completion, CompletionPoller } from './completion.js';
 import type { CudaContext } from './context.js';
+import type { CudaGraph, GraphLaunch } from './graph.js';
 import type { CudaArg, CudaProgram } from './kernel-api.js';
 import { SIGNATURE_MAX, writeSignature, type Launcher, type PreparedLaunch } from './launcher.js';
 
@@ -25,7 +26,6 @@ const MAX_SEEN = 4096;
 /** After this many groups in a row with no graph, the next SKIP_LAUNCHES launches go without signatures. */
 const MISSES_BEFORE_SKIP = 64;
 const SKIP_LAUNCHES = 16384;
-const CU_STREAM_CAPTURE_MODE_RELAXED = 2;
 
 export interface BatchedLaunch {
   readonly program: CudaProgram;
@@ -44,11 +44,12 @@ export interface LaunchBatcherHost {
   epoch(): number;
   /** Turns a failed enqueue into the task's error (and starts fault recovery for sticky errors). */
   launchError(e: unknown, label: string): Error;
+  /** Records launches as a CUDA graph (CudaGraph.capture); throws when it cannot. */
+  capture(body: (launch: GraphLaunch) => void): CudaGraph;
 }
 
 interface Graph {
-  readonly graph: number;
-  readonly exec: number;
+  readonly graph: CudaGraph;
   /** The group's signatures, exactly (a hash match is confirmed against them). */
   readonly signature: Float64Array;
 }
@@ -91,7 +92,7 @@ export class LaunchBatcher {
     const items = this.pending;
     if (items.length === 0) return;
     this.pending = [];
-    if (this.graphEpoch !== this.host.epoch()) this.dropGraphs(false);
+    if (this.graphEpoch !== this.host.epoch()) this.dropGraphs();
     const stream = this.host.context.streams.compute;
     this.failure = null;
     let i = 0;
@@ -120,17 +121,9 @@ export class LaunchBatcher {
     for (const it of items) it.done(err);
   }
 
-  /** Destroys the recorded graphs (on close; after a reset they died with the old context). */
-  dropGraphs(destroy: boolean): void {
-    if (destroy && this.graphEpoch === this.host.epoch()) {
-      const ctx = this.host.context;
-      ctx.makeCurrent();
-      for (const list of this.graphs.values())
-        for (const g of list) {
-          ctx.driver.api.cuGraphExecDestroy(g.exec);
-          ctx.driver.api.cuGraphDestroy(g.graph);
-        }
-    }
+  /** Destroys the recorded graphs (after a reset they died with the old context: destroy() knows). */
+  dropGraphs(): void {
+    for (const list of this.graphs.values()) for (const g of list) g.graph.destroy();
     this.graphs.clear();
     this.graphCount = 0;
     this.seen.clear();
@@ -171,7 +164,7 @@ export class LaunchBatcher {
     const hash = this.hash(len);
     let g = this.find(hash, len);
     if (!g && this.seen.has(hash)) {
-      g = this.capture(items, i, prepared, stream) ?? undefined;
+      g = this.capture(items, i, len) ?? undefined;
       if (g) this.remember(hash, g);
     } else if (!g) {
       if (this.seen.size >= MAX_SEEN) this.seen.clear();
@@ -186,21 +179,11 @@ export class LaunchBatcher {
       return true;
     }
     this.misses = 0;
-    const d = this.host.context.driver;
-    const rc = d.api.cuGraphLaunch(g.exec, stream);
-    if (rc !== 0) {
-      const err = this.host.launchError(d.error(rc, 'cuGraphLaunch'), 'a recorded group of launches');
-      for (let k = 0; k < GRAPH_GROUP; k++) {
-        const done = items[i + k]!.done;
-        queueMicrotask(() => done(err));
-      }
-      return true;
-    }
     this.stats.graphLaunches++;
     this.stats.graphed += GRAPH_GROUP;
     // One completion for the group: its kernels finish in stream order, so the last one covers all.
     const dones = items.slice(i, i + GRAPH_GROUP).map((it) => it.done);
-    this.host.poller.watch(stream, (err) => {
+    g.graph.launch((err) => {
       for (const done of dones) done(err);
     });
     return true;
@@ -225,55 +208,21 @@ export class LaunchBatcher {
     return undefined;
   }
 
-  /** Records the group by stream capture (nothing runs) and instantiates it; null when that failed. */
-  private capture(
-    items: readonly BatchedLaunch[],
-    i: number,
-    prepared: readonly (PreparedLaunch | null)[],
-    stream: number,
-  ): Graph | null {
-    const d = this.host.context.driver;
-    if (d.api.cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_RELAXED) !== 0) {
-      this.stats.captureFailures++;
-      return null;
-    }
-    let recorded = true;
+  /** Records the group as a graph (nothing runs while it is captured); null when that failed. */
+  private capture(items: readonly BatchedLaunch[], i: number, len: number): Graph | null {
     try {
-      for (let k = 0; k < GRAPH_GROUP; k++)
-        this.host.launcher.launchPrepared(prepared[k]!, items[i + k]!.args, stream);
-    } catch {
-      recorded = false; // the launches go one by one, and each reports its own error
-    }
-    let graph: number;
-    try {
-      // Always ended, or the stream would stay in capture mode.
-      graph = d.out1('cuStreamEndCapture', (o) => d.api.cuStreamEndCapture(stream, o));
-    } catch {
-      this.stats.captureFailures++;
-      return null;
-    }
-    if (!recorded) {
-      d.api.cuGraphDestroy(graph);
-      this.stats.captureFailures++;
-      return null;
-    }
-    try {
-      const exec = d.out1('cuGraphInstantiateWithFlags', (o) =>
-        d.api.cuGraphInstantiateWithFlags(o, graph, 0),
-      );
+      const graph = this.host.capture((launch) => {
+        for (let k = 0; k < GRAPH_GROUP; k++) {
+          const it = items[i + k]!;
+          launch(it.program, it.args, it.scalars);
+        }
+      });
       this.stats.captures++;
-      return { graph, exec, signature: this.sig.slice(0, this.sigLength(prepared)) };
+      return { graph, signature: this.sig.slice(0, len) };
     } catch {
-      d.api.cuGraphDestroy(graph);
-      this.stats.captureFailures++;
+      this.stats.captureFailures++; // the launches go one by one, and each reports its own error
       return null;
     }
-  }
-
-  private sigLength(prepared: readonly (PreparedLaunch | null)[]): number {
-    let n = 0;
-    for (const p of prepared) n += 9 + p!.params.length;
-    return n;
   }
 
   /** Keeps a recorded graph; past MAX_GRAPHS the oldest goes (destroyed: its device memory is freed). */
@@ -282,11 +231,7 @@ export class LaunchBatcher {
       const [oldHash, list] = this.graphs.entries().next().value as [number, Graph[]];
       this.graphs.delete(oldHash);
       this.graphCount -= list.length;
-      const ctx = this.host.context;
-      for (const old of list) {
-        ctx.driver.api.cuGraphExecDestroy(old.exec);
-        ctx.driver.api.cuGraphDestroy(old.graph);
-      }
+      for (const old of list) old.graph.destroy();
     }
     const list = this.graphs.get(hash);
     if (list) list.push(g);
