@@ -210,6 +210,8 @@ export async function supervise(argv: readonly string[]): Promise<number> {
   }
 }
 
+const DEFAULT_SEMI_SPACE_MB = '16';
+
 /**
  * Node flags for the server process. A latency-bound service wants few young-generation collections:
  * V8 starts with a ~1 MiB semi-space, so a server allocating ~20-30 KiB per job stopped every few dozen
@@ -217,17 +219,26 @@ export async function supervise(argv: readonly string[]): Promise<number> {
  * young generation from the start makes them rare (one per ~700 such jobs). 64 MiB was tried: the gemm
  * job's scavenges then held the loop up to ~100 ms (healthz p99 9-78 ms vs 7-11 ms at 16 MiB on the dev
  * VM, bench/RESULTS.md). Flags given explicitly (NODE_OPTIONS or the CLI's own execArgv) win.
+ * TANDEM_SEMI_SPACE_MB=0 leaves V8's default; a value that is not a whole number of MiB is reported
+ * through `warn` and the default (16) is used.
  */
-export function serverExecArgv(own: readonly string[]): string[] {
-  const given = [...own, ...(process.env['NODE_OPTIONS'] ?? '').split(/\s+/)];
+export function serverExecArgv(
+  own: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+  warn: (message: string) => void = (m) => process.stderr.write(`tandem: ${m}\n`),
+): string[] {
+  const given = [...own, ...(env['NODE_OPTIONS'] ?? '').split(/\s+/)];
   const has = (flag: string): boolean => given.some((a) => a.startsWith(flag));
-  const young = process.env['TANDEM_SEMI_SPACE_MB'] ?? '16';
+  let young = env['TANDEM_SEMI_SPACE_MB'] ?? DEFAULT_SEMI_SPACE_MB;
+  if (!/^[0-9]{1,4}$/.test(young)) {
+    warn(
+      `TANDEM_SEMI_SPACE_MB=${JSON.stringify(young)} is not a whole number of MiB (0-9999); using ${DEFAULT_SEMI_SPACE_MB}`,
+    );
+    young = DEFAULT_SEMI_SPACE_MB;
+  }
   const extra =
-    /^[0-9]{1,4}$/.test(young) &&
-    young !== '0' &&
-    !has('--max-semi-space-size') &&
-    !has('--min-semi-space-size')
-      ? [`--max-semi-space-size=${young}`, `--min-semi-space-size=${young}`]
+    Number(young) > 0 && !has('--max-semi-space-size') && !has('--min-semi-space-size')
+      ? [`--max-semi-space-size=${Number(young)}`, `--min-semi-space-size=${Number(young)}`]
       : [];
   return [...own, ...extra];
 }
