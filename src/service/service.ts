@@ -17,6 +17,7 @@ import { Dispatcher } from './runner/dispatcher.js';
 import type { DeviceView } from './runner/hardware-rules.js';
 import { ResultStore } from './runner/result-store.js';
 import { Submitter } from './runner/submitter.js';
+import { WalCheckpointer } from './store/checkpointer.js';
 import { openDatabase, type Db } from './store/db.js';
 import { JobStore } from './store/job-store.js';
 import { buildApp } from './http/app.js';
@@ -57,6 +58,7 @@ export interface ServiceParts {
   readonly metrics: ServiceMetrics;
   readonly traces: JobTraceCollector;
   readonly results: ResultStore;
+  readonly checkpointer: WalCheckpointer;
   /** The runtime once opened (null while opening, or when none could be opened). */
   runtime(): ServiceRuntimeHost | null;
   runtimeStatus(): RuntimeStatus;
@@ -116,6 +118,8 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     if (level === 'info' && !['info', 'debug'].includes(config.logLevel)) return;
     process.stderr.write(`[tandem ${level}] ${msg}\n`);
   };
+  // WAL checkpoints on a thread of their own: a commit on the event loop never copies the WAL back.
+  const checkpointer = new WalCheckpointer(db, { log });
   const loss = new DeviceLossHandler({
     restart: opts.restartOnDeviceLoss === true,
     isRunning: (id) => dispatcherRef?.live(id) !== undefined,
@@ -188,6 +192,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     metrics,
     traces,
     results,
+    checkpointer,
     runtime: () => rt,
     runtimeStatus: () => status,
     lifecycle: () => loss.lifecycle(),
@@ -243,6 +248,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
       const held = rt as ServiceRuntimeHost | null;
       if (held) for (const o of [activity, metrics, traces, loss]) held.removeObserver(o);
       if (held && opts.ownsRuntime) await held.close();
+      await checkpointer.close();
       db.close();
     },
   };
