@@ -106,3 +106,28 @@ void test('checkpointer: service close stops the thread; an unclosed one does no
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+void test('checkpointer: a thread that fails is logged, not thrown, and the connection checkpoints itself again', async () => {
+  const dir = tempDir();
+  const db = openDatabase(dir, 'normal');
+  const logged: string[] = [];
+  // The thread opens the file with fileMustExist: gone, it fails at once (as a broken disk would).
+  rmSync(dir, { recursive: true, force: true });
+  const ckpt = new WalCheckpointer(db, { log: (level, msg) => logged.push(`${level} ${msg}`) });
+  try {
+    assert.deepEqual(await ckpt.checkpointNow(), { walFrames: -1, copied: -1 });
+    while (ckpt.running) await new Promise((r) => setTimeout(r, 10));
+    assert.ok(
+      logged.some((l) => l.startsWith('error WAL checkpoint thread')),
+      logged.join('\n'),
+    );
+    assert.ok(
+      logged.some((l) => l.startsWith('warn') && l.includes('exited')),
+      logged.join('\n'),
+    );
+    assert.equal(db.pragma('wal_autocheckpoint', { simple: true }), 1000);
+  } finally {
+    await ckpt.close();
+    db.close();
+  }
+});
