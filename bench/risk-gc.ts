@@ -13,6 +13,7 @@ import { simBackend } from '../src/devices/sim/backend.js';
 import { Runtime } from '../src/runtime/runtime.js';
 import { priceOption } from '../src/workloads/risk/run.js';
 import { gcLine, slowWithGc, watchGc } from './gc-watch.js';
+import { quantile } from './quantile.js';
 
 const { values } = parse(process.argv.slice(2), {
   device: { type: 'string', default: 'sim' },
@@ -83,7 +84,7 @@ for (let k = 0; k < runs; k++) {
 }
 const s = gc.stop();
 const lat = spans.map(([a, b]) => b - a).sort((a, b) => a - b);
-const q = (p: number): number => lat[Math.min(lat.length - 1, Math.ceil(p * lat.length) - 1)]!;
+const q = (p: number): number => quantile(lat, p);
 const worst = Math.max(1, Math.round(runs / 100));
 console.log(`device ${rt.devices.map((d) => d.info.name).join(', ')}; node ${process.version}`);
 console.log(
