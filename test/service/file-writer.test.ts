@@ -55,3 +55,28 @@ void test('job traces: built and written in batches after the commit, served fro
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+void test('job traces: serialized one per event-loop turn after their commits, not all at once', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tandem-traces-'));
+  const traces = new JobTraceCollector(dir);
+  try {
+    let built = 0;
+    const trace = (i: number) => (): ChromeTrace => {
+      built++;
+      return { traceEvents: [], displayTimeUnit: 'ms', otherData: { i } };
+    };
+    const names = [0, 1, 2, 3].map((i) => traces.write(`job_${i}`, trace(i)));
+    assert.equal(built, 0);
+    await new Promise((r) => setImmediate(r));
+    assert.equal(built, 1, 'one trace in the first turn');
+    await new Promise((r) => setImmediate(r));
+    assert.equal(built, 2, 'the next in the next turn');
+    await traces.flush();
+    assert.equal(built, 4, 'the batch serialized the rest, each once');
+    for (const [i, n] of names.entries())
+      assert.deepEqual((JSON.parse(readFileSync(join(dir, n), 'utf8')) as ChromeTrace).otherData, { i });
+  } finally {
+    await traces.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
