@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
+import { quantile } from './quantile.js';
 
 const { values } = parseArgs({
   options: {
@@ -153,7 +154,7 @@ const job = (seed: number): string =>
       antithetic: false,
     },
   });
-const q = (a: number[], p: number): number => a[Math.min(a.length - 1, Math.ceil(p * a.length) - 1)]!;
+const q = quantile;
 try {
   // The first job waits for the runtime to open and the kernel to compile; then a warm-up.
   for (let k = 0; k < 50; k++) {
@@ -193,6 +194,18 @@ try {
     `queued ${mean('tandem_job_wait_seconds', '{type="option"}')} ms`,
     `run to commit ${mean('tandem_job_run_seconds', '{type="option",state="succeeded"}')} ms`,
   ];
+  // The server's garbage collections in the window (prom-client's default GC histogram), by kind.
+  const gc = (['minor', 'major', 'incremental', 'weakcb'] as const)
+    .map((kind) => {
+      const lbl = `{kind="${kind}"}`;
+      const name = 'tandem_process_nodejs_gc_duration_seconds';
+      const [x, y] = [hist(before, name, lbl), hist(after, name, lbl)];
+      return y.count > x.count
+        ? `${y.count - x.count} ${kind} (${((y.sum - x.sum) * 1e3).toFixed(2)} ms)`
+        : null;
+    })
+    .filter((g) => g !== null);
+  split.push(`GC ${gc.length ? gc.join(', ') : 'none'}`);
   if (cpu0 && cpu1)
     split.push(
       `CPU a job: event loop ${(((cpu1.main - cpu0.main) / runs) * 1e3).toFixed(3)} ms, all threads ${(((cpu1.all - cpu0.all) / runs) * 1e3).toFixed(3)} ms`,
