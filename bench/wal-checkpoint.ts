@@ -12,6 +12,7 @@ import { parseArgs } from 'node:util';
 import { WalCheckpointer } from '../src/service/store/checkpointer.js';
 import { openDatabase } from '../src/service/store/db.js';
 import { JobStore } from '../src/service/store/job-store.js';
+import { quantile } from './quantile.js';
 
 const { values } = parseArgs({
   options: {
@@ -86,7 +87,7 @@ for (let k = 0; k < jobs; k++) {
 maxWal = Math.max(maxWal, walSize());
 const fmt = (a: number[]): string => {
   a.sort((x, y) => x - y);
-  const q = (p: number): number => a[Math.min(a.length - 1, Math.ceil(p * a.length) - 1)]!;
+  const q = (p: number): number => quantile(a, p);
   return `p50 ${q(0.5).toFixed(3)} p99 ${q(0.99).toFixed(3)} p99.9 ${q(0.999).toFixed(3)} max ${a[a.length - 1]!.toFixed(3)} ms`;
 };
 console.log(
