@@ -5,27 +5,19 @@
  * supervisor relaunches it on the same URL; either way a later `gemm` job on the GPU succeeds.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { describe, it } from 'node:test';
 import { tempDir } from '../service/helpers.js';
+import { apiClient, startServe } from '../service/serve-process.js';
 import { openCuda } from './cuda-harness.js';
 
 const status = await openCuda();
 const skip = status.available && status.devices.length > 0 ? false : (status.reason ?? 'no CUDA device');
 if (skip) console.log(`# skip service fault test: ${skip}`);
 
-const MAIN = join(process.cwd(), 'dist', 'src', 'cli', 'main.js');
 const FAULT_SOURCE =
   'extern "C" __global__ void tdm_fault(float* p) { *(volatile float*)(p + (1ll << 44)) = 1.0f; }';
-
-interface Line {
-  url: string;
-  pid: number;
-  restarts: number;
-}
 
 interface Job {
   id: string;
@@ -41,70 +33,20 @@ void describe('service: a faulting CUDA kernel under the supervisor', { skip }, 
     { timeout: 180_000 },
     async (t) => {
       const dir = tempDir('tandem-gpu-fault-');
-      const proc = spawn(
-        process.execPath,
-        [
-          MAIN,
-          'serve',
-          '--port',
-          '0',
-          '--data-dir',
-          dir,
-          '--backends',
-          'cuda,cpu',
-          '--no-calibrate',
-          '--json',
-        ],
-        { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TANDEM_LOG: 'warn' } },
-      );
-      let stderr = '';
-      proc.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-      const lines: Line[] = [];
-      let onLine: (() => void) | null = null;
-      createInterface({ input: proc.stdout }).on('line', (l) => {
-        lines.push(JSON.parse(l) as Line);
-        onLine?.();
-      });
-      const line = async (i: number, timeoutMs: number): Promise<Line> => {
-        const deadline = Date.now() + timeoutMs;
-        while (lines.length <= i) {
-          if (Date.now() > deadline)
-            throw new Error(`no serve line ${i} in ${timeoutMs} ms; stderr:\n${stderr}`);
-          await new Promise<void>((r) => {
-            onLine = r;
-            setTimeout(r, 200);
-          });
-        }
-        return lines[i]!;
-      };
+      // Warnings logged: a failure's message, which quotes stderr, then shows what the devices did.
+      const serve = startServe(dir, ['--backends', 'cuda,cpu', '--no-calibrate'], { TANDEM_LOG: 'warn' });
       try {
-        const first = await line(0, 60_000);
+        const first = await serve.next(60_000);
         const key = readFileSync(join(dir, 'admin-key.txt'), 'utf8').trim();
         // Retries connection errors: the server is away for a moment while it is relaunched.
-        const call = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
-          for (let i = 0; ; i++) {
-            try {
-              const res = await fetch(`${first.url}${path}`, {
-                method,
-                headers: {
-                  authorization: `Bearer ${key}`,
-                  ...(body ? { 'content-type': 'application/json' } : {}),
-                },
-                ...(body ? { body: JSON.stringify(body) } : {}),
-              });
-              return (await res.json()) as T;
-            } catch (e) {
-              if (i >= 300) throw e;
-              await new Promise((r) => setTimeout(r, 200));
-            }
-          }
-        };
+        const call = apiClient(first.url, key, { retryConnectionErrors: 300 });
         const finished = async (id: string, timeoutMs = 120_000): Promise<Job> => {
           const deadline = Date.now() + timeoutMs;
           for (;;) {
             const job = await call<Job>('GET', `/v1/jobs/${id}`);
             if (['succeeded', 'failed', 'cancelled'].includes(job.state)) return job;
-            if (Date.now() > deadline) throw new Error(`job ${id} still ${job.state}; stderr:\n${stderr}`);
+            if (Date.now() > deadline)
+              throw new Error(`job ${id} still ${job.state}; stderr:\n${serve.stderr()}`);
             await new Promise((r) => setTimeout(r, 100));
           }
         };
@@ -136,12 +78,12 @@ void describe('service: a faulting CUDA kernel under the supervisor', { skip }, 
         assert.match(faulted.error?.message ?? '', /ILLEGAL_ADDRESS/);
         const sticky = faulted.error?.details?.['resetError'] !== undefined;
         if (sticky) {
-          const relaunched = await line(1, 120_000);
+          const relaunched = await serve.next(120_000);
           assert.equal(relaunched.url, first.url, 'relaunched on the same URL');
           assert.equal(relaunched.restarts, 1);
           assert.notEqual(relaunched.pid, first.pid);
-          assert.match(stderr, /stopped for a relaunch: cuda0 lost/);
-          assert.match(stderr, /asked for a relaunch/);
+          assert.match(serve.stderr(), /stopped for a relaunch: cuda0 lost/);
+          assert.match(serve.stderr(), /asked for a relaunch/);
         } else {
           t.diagnostic('the driver recovered the context in-process: no relaunch was needed');
         }
@@ -149,7 +91,7 @@ void describe('service: a faulting CUDA kernel under the supervisor', { skip }, 
         const after = await finished(
           (await call<Job>('POST', '/v1/jobs', { type: 'gemm', params: { n: 1024, device: 'cuda' } })).id,
         );
-        assert.equal(after.state, 'succeeded', `${JSON.stringify(after.error)}\nstderr:\n${stderr}`);
+        assert.equal(after.state, 'succeeded', `${JSON.stringify(after.error)}\nstderr:\n${serve.stderr()}`);
         // A job's record carries no result; the result route does.
         const { result } = await call<{ result: Job['result'] }>('GET', `/v1/jobs/${after.id}/result`);
         assert.ok(result?.devices?.includes('cuda0'), JSON.stringify(result));
@@ -160,11 +102,10 @@ void describe('service: a faulting CUDA kernel under the supervisor', { skip }, 
         const health = await call<{ status: string }>('GET', '/healthz');
         assert.equal(health.status, 'ok');
 
-        const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
-        proc.kill('SIGTERM');
-        assert.equal(await exited, 0);
+        serve.kill('SIGTERM');
+        assert.equal(await serve.exited, 0);
       } finally {
-        proc.kill('SIGKILL');
+        serve.kill();
         rmSync(dir, { recursive: true, force: true });
       }
     },

@@ -5,65 +5,15 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import Database from 'better-sqlite3';
 import { tempDir } from './helpers.js';
+import { apiClient, startServe, type ServeProcess } from './serve-process.js';
 
-const MAIN = join(process.cwd(), 'dist', 'src', 'cli', 'main.js');
-
-interface Started {
-  child: ChildProcess;
-  url: string;
-}
-
-async function startServe(dataDir: string): Promise<Started> {
-  const child = spawn(
-    process.execPath,
-    [
-      MAIN,
-      'serve',
-      '--port',
-      '0',
-      '--data-dir',
-      dataDir,
-      '--backends',
-      'none',
-      '--max-running',
-      '2',
-      '--json',
-    ],
-    {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, TANDEM_LOG: 'silent' },
-    },
-  );
-  const lines = createInterface({ input: child.stdout! });
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('serve did not start in 20 s')), 20_000);
-    lines.once('line', (l) => {
-      clearTimeout(timer);
-      try {
-        resolve((JSON.parse(l) as { url: string }).url);
-      } catch (e) {
-        child.kill('SIGKILL');
-        reject(e instanceof Error ? e : new Error(String(e)));
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`serve exited early with ${code}`)));
-  });
-  return { child, url };
-}
-
-async function call<T>(url: string, key: string, method: string, path: string, body?: unknown): Promise<T> {
-  const res = await fetch(`${url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-  });
-  return (await res.json()) as T;
+/** A server with no devices that runs two jobs at once, so that a kill interrupts more than one. */
+function serve(dir: string): ServeProcess {
+  return startServe(dir, ['--backends', 'none', '--max-running', '2']);
 }
 
 interface Job {
@@ -77,12 +27,15 @@ void test(
   { timeout: 90_000 },
   async () => {
     const dir = tempDir('tandem-restart-');
-    let server = await startServe(dir);
+    // Assigned before each start is awaited, so that `finally` kills whichever server is the latest.
+    let server = serve(dir);
     try {
+      const { url } = await server.next();
       const key = readFileSync(join(dir, 'admin-key.txt'), 'utf8').trim();
+      let call = apiClient(url, key);
       const ids: string[] = [];
       for (let i = 0; i < 12; i++) {
-        const job = await call<Job>(server.url, key, 'POST', '/v1/jobs', {
+        const job = await call<Job>('POST', '/v1/jobs', {
           type: 'sleep',
           params: { ms: 400, steps: 4 },
         });
@@ -90,7 +43,7 @@ void test(
       }
       // Wait until two jobs run and at least one has finished, then pull the plug.
       for (let i = 0; i < 200; i++) {
-        const { jobs } = await call<{ jobs: Job[] }>(server.url, key, 'GET', '/v1/jobs?limit=100');
+        const { jobs } = await call<{ jobs: Job[] }>('GET', '/v1/jobs?limit=100');
         if (
           jobs.filter((j) => j.state === 'running').length === 2 &&
           jobs.some((j) => j.state === 'succeeded')
@@ -98,8 +51,8 @@ void test(
           break;
         await new Promise((r) => setTimeout(r, 25));
       }
-      server.child.kill('SIGKILL');
-      await new Promise((r) => server.child.once('exit', r));
+      server.kill('SIGKILL');
+      await server.exited;
       // What was running at the kill, read from the database itself (the API could race the kill).
       const db = new Database(join(dir, 'tandem.sqlite'), { readonly: true });
       const running = db.prepare(`SELECT id FROM jobs WHERE state = 'running'`).all() as { id: string }[];
@@ -107,11 +60,12 @@ void test(
       const interrupted = running.map((r) => r.id);
       assert.ok(interrupted.length >= 1, 'at least one job was running at the kill');
 
-      server = await startServe(dir);
+      server = serve(dir);
+      call = apiClient((await server.next()).url, key);
       const deadline = Date.now() + 60_000;
       let jobs: Job[] = [];
       while (Date.now() < deadline) {
-        jobs = (await call<{ jobs: Job[] }>(server.url, key, 'GET', '/v1/jobs?limit=100')).jobs;
+        jobs = (await call<{ jobs: Job[] }>('GET', '/v1/jobs?limit=100')).jobs;
         if (jobs.every((j) => j.state === 'succeeded')) break;
         await new Promise((r) => setTimeout(r, 100));
       }
@@ -121,7 +75,7 @@ void test(
         assert.equal(j.attempt, interrupted.includes(j.id) ? 2 : 1, `${j.id} attempts`);
       }
     } finally {
-      server.child.kill('SIGKILL');
+      server.kill();
       rmSync(dir, { recursive: true, force: true });
     }
   },
@@ -132,30 +86,33 @@ void test(
   { timeout: 60_000 },
   async () => {
     const dir = tempDir('tandem-restart-wait-');
-    let server = await startServe(dir);
+    let server = serve(dir);
     try {
+      const { url } = await server.next();
       const key = readFileSync(join(dir, 'admin-key.txt'), 'utf8').trim();
+      let call = apiClient(url, key);
       // Answered after the wait, still running: accepted, so it must survive the kill.
-      const job = await call<Job & { waitSeconds: number }>(server.url, key, 'POST', '/v1/jobs?wait=0.2', {
+      const job = await call<Job & { waitSeconds: number }>('POST', '/v1/jobs?wait=0.2', {
         type: 'sleep',
         params: { ms: 3000 },
       });
       assert.equal(job.state, 'running', JSON.stringify(job));
       assert.equal(job.attempt, 1);
       assert.equal(job.waitSeconds, 0, 'started in its insert');
-      server.child.kill('SIGKILL');
-      await new Promise((r) => server.child.once('exit', r));
-      server = await startServe(dir);
+      server.kill('SIGKILL');
+      await server.exited;
+      server = serve(dir);
+      call = apiClient((await server.next()).url, key);
       const deadline = Date.now() + 30_000;
       let after: Job = job;
       while (Date.now() < deadline && after.state !== 'succeeded') {
         await new Promise((r) => setTimeout(r, 100));
-        after = await call<Job>(server.url, key, 'GET', `/v1/jobs/${job.id}`);
+        after = await call<Job>('GET', `/v1/jobs/${job.id}`);
       }
       assert.equal(after.state, 'succeeded');
       assert.equal(after.attempt, 2, 're-queued at restart, run once more');
     } finally {
-      server.child.kill('SIGKILL');
+      server.kill();
       rmSync(dir, { recursive: true, force: true });
     }
   },

@@ -4,86 +4,15 @@
  * a crash loop ends with a message, a start that fails is not retried, and --no-supervise runs in-process.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface, type Interface } from 'node:readline';
 import { describe, it } from 'node:test';
 import { tempDir } from './helpers.js';
+import { apiClient, startServe, type ServeProcess } from './serve-process.js';
 
-const MAIN = join(process.cwd(), 'dist', 'src', 'cli', 'main.js');
-
-interface Line {
-  url: string;
-  pid: number;
-  restarts: number;
-  adminKey: string | null;
-}
-
-interface Serve {
-  proc: ChildProcess;
-  lines: Interface;
-  /** The next --json line (the first child's, then each relaunched child's). */
-  next(timeoutMs?: number): Promise<Line>;
-  stderr(): string;
-  exited: Promise<number | null>;
-}
-
-function serve(dir: string, extra: string[] = [], env: Record<string, string> = {}): Serve {
-  const proc = spawn(
-    process.execPath,
-    [
-      MAIN,
-      'serve',
-      '--port',
-      '0',
-      '--data-dir',
-      dir,
-      '--backends',
-      'none',
-      '--max-running',
-      '1',
-      '--json',
-      ...extra,
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TANDEM_LOG: 'silent', ...env } },
-  );
-  let err = '';
-  proc.stderr!.on('data', (b: Buffer) => (err += b.toString()));
-  const lines = createInterface({ input: proc.stdout! });
-  const queue: string[] = [];
-  const waiters: ((l: string) => void)[] = [];
-  lines.on('line', (l) => (waiters.length ? waiters.shift()!(l) : queue.push(l)));
-  let exitedAs: string | null = null;
-  const exited = new Promise<number | null>((r) =>
-    proc.once('exit', (code, signal) => {
-      exitedAs = `exited with ${code ?? signal}`;
-      for (const w of waiters.splice(0)) w('');
-      r(code);
-    }),
-  );
-  return {
-    proc,
-    lines,
-    exited,
-    stderr: () => err,
-    next: (timeoutMs = 20_000) =>
-      new Promise<Line>((resolve, reject) => {
-        const timer = setTimeout(
-          () => reject(new Error(`no serve line in ${timeoutMs} ms: ${err}`)),
-          timeoutMs,
-        );
-        const take = (l: string): void => {
-          clearTimeout(timer);
-          // '' = the process exited without another line.
-          if (l === '') reject(new Error(`serve ${exitedAs ?? 'ended'} before a line: ${err}`));
-          else resolve(JSON.parse(l) as Line);
-        };
-        if (queue.length) take(queue.shift()!);
-        else if (exitedAs) take('');
-        else waiters.push(take);
-      }),
-  };
+/** A supervised server with no devices, one job at a time (so that a second job queues). */
+function serve(dir: string, extra: string[] = [], env: Record<string, string> = {}): ServeProcess {
+  return startServe(dir, ['--backends', 'none', '--max-running', '1', ...extra], env);
 }
 
 /** `p`, or a failure after `ms` (a process that does not exit must not hang the test runner). */
@@ -122,17 +51,6 @@ interface Job {
   attempt: number;
 }
 
-function api(url: string, key: string) {
-  return async <T>(method: string, path: string, body?: unknown): Promise<T> => {
-    const res = await fetch(`${url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-      ...(body ? { body: JSON.stringify(body) } : {}),
-    });
-    return (await res.json()) as T;
-  };
-}
-
 void describe('tandem serve supervisor', () => {
   void it(
     'relaunches a kill -9ed server on the same port and data dir; its running and queued jobs finish',
@@ -146,7 +64,7 @@ void describe('tandem serve supervisor', () => {
         assert.equal(first.restarts, 0);
         const key = readFileSync(join(dir, 'admin-key.txt'), 'utf8').trim();
         assert.equal(first.adminKey, key);
-        const call = api(first.url, key);
+        const call = apiClient(first.url, key);
         const running = await call<Job>('POST', '/v1/jobs', {
           type: 'sleep',
           params: { ms: 1500, steps: 3 },
@@ -176,11 +94,11 @@ void describe('tandem serve supervisor', () => {
         assert.equal((await call<Job>('GET', `/v1/jobs/${queued.id}`)).attempt, 1);
 
         // A normal stop: SIGTERM reaches the server through the supervisor, which exits with its code.
-        s.proc.kill('SIGTERM');
+        s.kill('SIGTERM');
         assert.equal(await within(s.exited, 10_000, 'exit after SIGTERM'), 0);
         await until('the server to exit', () => !alive(second.pid), 5000);
       } finally {
-        s.proc.kill('SIGKILL');
+        s.kill();
         rmSync(dir, { recursive: true, force: true });
       }
     },
@@ -191,7 +109,7 @@ void describe('tandem serve supervisor', () => {
     const s = serve(dir);
     try {
       const { pid } = await s.next();
-      s.proc.kill('SIGKILL');
+      s.kill('SIGKILL');
       await within(s.exited, 10_000, 'exit after SIGKILL');
       await until('the orphaned server to exit', () => !alive(pid), 5000);
     } finally {
@@ -211,7 +129,7 @@ void describe('tandem serve supervisor', () => {
         /ended unexpectedly 2 times within 60 s, giving up \(TANDEM_RESTART_LIMIT=1\)/,
       );
     } finally {
-      s.proc.kill('SIGKILL');
+      s.kill();
       rmSync(dir, { recursive: true, force: true });
     }
   });
@@ -228,8 +146,8 @@ void describe('tandem serve supervisor', () => {
         assert.match(bad.stderr(), /exited with code 2 before it was serving; not relaunching/);
         assert.equal((await s.next()).pid, s.proc.pid);
       } finally {
-        bad.proc.kill('SIGKILL');
-        s.proc.kill('SIGKILL');
+        bad.kill();
+        s.kill();
         rmSync(dir, { recursive: true, force: true });
       }
     },
