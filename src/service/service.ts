@@ -11,6 +11,7 @@ import type { ServiceRuntime } from './jobs/job-type.js';
 import { JobTypeRegistry } from './jobs/registry.js';
 import { registerBuiltinJobTypes } from './jobs/builtin.js';
 import { DeviceActivity } from './obs/device-activity.js';
+import { DeviceHistory } from './obs/device-history.js';
 import { JobTraceCollector } from './obs/job-trace.js';
 import { ServiceMetrics } from './obs/metrics.js';
 import { Dispatcher } from './runner/dispatcher.js';
@@ -59,6 +60,8 @@ export interface ServiceParts {
   readonly traces: JobTraceCollector;
   readonly results: ResultStore;
   readonly checkpointer: WalCheckpointer;
+  /** The last ~15 minutes of device utilization, memory and queue depth (GET /v1/devices/history). */
+  readonly history: DeviceHistory;
   /** The runtime once opened (null while opening, or when none could be opened). */
   runtime(): ServiceRuntimeHost | null;
   runtimeStatus(): RuntimeStatus;
@@ -181,6 +184,12 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     (seconds) => metrics.submitCommit.observe(seconds),
   );
   const recovered = dispatcher.recover();
+  const history = new DeviceHistory(config.historyIntervalMs);
+  history.start(() => ({
+    devices: devices().map((d) => ({ ...d, inflight: activity.inflight(d.id) })),
+    queued: dispatcher.queue.size,
+    running: dispatcher.runningCount,
+  }));
   const parts: ServiceParts = {
     config,
     db,
@@ -193,6 +202,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     traces,
     results,
     checkpointer,
+    history,
     runtime: () => rt,
     runtimeStatus: () => status,
     lifecycle: () => loss.lifecycle(),
@@ -241,6 +251,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     async close() {
       if (closed) return;
       closed = true;
+      history.stop();
       submitter.close();
       await app.close();
       await dispatcher.stop();

@@ -22,7 +22,11 @@ export const WORKLOAD_JOB_TYPES: Readonly<Record<'md' | 'option' | 'var', Worklo
     name: 'md',
     summary: 'Lennard-Jones molecular dynamics (presets: ' + Object.keys(MD_PRESETS).join(', ') + ')',
     validate: (p) => void validateMdParams(p),
-    run: (rt, p, onProgress) => runMd(rt, p, { onThermo: (row) => onProgress?.({ ...row }) }),
+    run: (rt, p, onProgress) =>
+      runMd(rt, p, {
+        onThermo: (row) => onProgress?.({ ...row }),
+        onStepDone: (step, steps) => onProgress?.({ step, steps }),
+      }),
   },
   option: {
     name: 'option',

@@ -221,6 +221,7 @@ export class PgJobStore implements JobStoreApi {
     const args: (string | number)[] = [];
     if (q.tenantId !== null) where.push(`tenant_id = $${args.push(q.tenantId)}`);
     if (q.state) where.push(`state = $${args.push(q.state)}`);
+    if (q.type) where.push(`type = $${args.push(q.type)}`);
     if (q.beforeSeq !== undefined) where.push(`seq < $${args.push(q.beforeSeq)}`);
     const sql = `SELECT * FROM tandem_jobs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC LIMIT $${args.push(q.limit)}`;
     return (await this.pool.query<Row>(sql, args)).rows.map(fromRow);

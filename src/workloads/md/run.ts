@@ -178,6 +178,13 @@ export async function runMd(rt: Runtime, params: unknown, hooks: MdHooks = {}): 
       if (step % cfg.neighEvery === 0) checks.push((await neighbors(step)).check);
       await forces(step);
       await submit('md_integrate', { x, v, f }, { dt: cfg.dt, stage: 2 }, `integrate2@${step}`);
+      // The step's last task: its completion is the step's (progress; a failure is reported below).
+      const onStepDone = hooks.onStepDone;
+      if (onStepDone)
+        handles.at(-1)!.done.then(
+          () => onStepDone(step, cfg.steps),
+          () => undefined,
+        );
       if (step % cfg.thermoEvery === 0 || step === cfg.steps) {
         await Promise.all(checks.splice(0));
         await sample(step);

@@ -5,6 +5,7 @@
  */
 import { TandemError } from '../../../core/errors.js';
 import type { Runtime } from '../../../runtime/runtime.js';
+import type { SubmitRequest } from '../../../runtime/submit.js';
 import type { WorkloadJobType } from '../../../workloads/index.js';
 import { defineJobType, type AnyJobType, type JobContext } from '../job-type.js';
 import { requireRuntime } from './task-helpers.js';
@@ -18,6 +19,55 @@ const JOB_CLASS: Record<WorkloadJobType['name'], string> = {
   var: 'latency',
 };
 const KINDS = new Set(['cpu', 'cuda', 'webgpu']);
+
+/**
+ * The runtime as a workload sees it inside a job: every task it submits carries the job's tags, so the
+ * job's trace holds the workload's task spans on each device queue (as gemm's does) and the job records
+ * the devices it ran on; `onTaskDone(done, submitted)` follows the tasks' completion. A Proxy rather
+ * than a parameter threaded through every workload: the workloads stay plain library calls.
+ */
+export function runtimeForJob(
+  rt: Runtime,
+  tags: Readonly<Record<string, string>>,
+  onTaskDone?: (done: number, submitted: number) => void,
+): Runtime {
+  let submitted = 0;
+  let done = 0;
+  const finished = (): void => onTaskDone?.(++done, submitted);
+  const submit = (req: SubmitRequest): ReturnType<Runtime['submit']> => {
+    const handle = rt.submit({ ...req, tags: req.tags ? { ...req.tags, ...tags } : tags });
+    submitted++;
+    // A failed task is reported by the workload itself; here it only counts as no progress.
+    if (onTaskDone) handle.done.then(finished, () => undefined);
+    return handle;
+  };
+  return new Proxy(rt, {
+    get(target, prop) {
+      if (prop === 'submit') return submit;
+      const value: unknown = Reflect.get(target, prop, target);
+      // Methods run on the real runtime (its private fields are not on the proxy).
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+/**
+ * Progress of a workload run: MD by completed steps (the workload reports each step's last task), the
+ * Monte Carlo types by completed tasks (all are submitted before the first can finish).
+ */
+function progressOf(w: WorkloadJobType, ctx: JobContext<Params>) {
+  const stepwise = w.name === 'md';
+  const onRow = (row: Record<string, unknown>): void => {
+    if (!stepwise) return;
+    const step = Number(row['step'] ?? NaN);
+    const steps = Number(row['steps'] ?? ctx.params['steps'] ?? 0);
+    if (steps > 0 && Number.isFinite(step)) ctx.progress(step / steps, `step ${step}/${steps}`);
+  };
+  const onTaskDone = stepwise
+    ? undefined
+    : (done: number, submitted: number): void => ctx.progress(done / submitted, `task ${done}/${submitted}`);
+  return { onRow, onTaskDone };
+}
 
 function wrap(w: WorkloadJobType): AnyJobType {
   return defineJobType<Params>({
@@ -42,11 +92,8 @@ function wrap(w: WorkloadJobType): AnyJobType {
         ctx.params['device'] ??
         (ctx.placement.device && KINDS.has(ctx.placement.device) ? ctx.placement.device : undefined);
       const params = device === undefined ? ctx.params : { ...ctx.params, device };
-      const steps = Number(ctx.params['steps'] ?? 0);
-      const result = await w.run(rt, params, (row) => {
-        const step = Number(row['Step'] ?? row['step'] ?? NaN);
-        if (steps > 0 && Number.isFinite(step)) ctx.progress(step / steps, `step ${step}/${steps}`);
-      });
+      const { onRow, onTaskDone } = progressOf(w, ctx);
+      const result = await w.run(runtimeForJob(rt, ctx.tags, onTaskDone), params, onRow);
       // No cancellation point inside a workload run: a cancel takes effect when it returns.
       if (ctx.aborted ?? ctx.signal.aborted)
         throw new TandemError('TANDEM_ERR_CANCELLED', 'cancelled while running');
