@@ -88,6 +88,12 @@ void test('jobs list: state, type and tenant filters, cursor paging, total', asy
     assert.equal((bad.json() as { error: { code: string } }).error.code, 'TANDEM_ERR_INVALID_ARGUMENT');
     // The device: where the gemm's tasks ran (the test runtime's cpu0), not the placement target.
     const placedOn = gemms.jobs.map((j) => j.device);
+    // A job that ran no task ran on no device (its placement target, 'cpu', is not one).
+    const sleeps = await list('type=sleep&state=succeeded');
+    assert.ok(
+      sleeps.jobs.length > 0 && sleeps.jobs.every((j) => j.device === null),
+      JSON.stringify(sleeps.jobs.map((j) => j.device)),
+    );
     assert.ok(
       placedOn.every((d) => d === 'cpu0'),
       `devices ${JSON.stringify(placedOn)}`,

@@ -350,8 +350,8 @@ export class Dispatcher {
       o = { ...o, result: stored.inline, resultFile: stored.file };
     }
     const placement = r?.placement.reason;
-    // Where its tasks ran replaces where it was meant to go (a kind, or 'auto').
-    if (ev?.devices.size) o = { ...o, device: [...ev.devices].sort().join(',') };
+    // Where its tasks ran (none: null) replaces where it was meant to go (a kind, or 'auto').
+    if (ev) o = { ...o, device: ev.devices.size ? [...ev.devices].sort().join(',') : null };
     // The record exactly as finish() below writes it (the columns it sets, the rest as claimed), so
     // the listeners (a ?wait answer) need not read it back.
     const base: JobRecord = {
@@ -364,7 +364,7 @@ export class Dispatcher {
       progress: o.state === 'succeeded' ? 1 : (r?.savedProgress ?? job.progress),
       message: r?.savedMessage ?? job.message,
       cancelRequested: job.cancelRequested || (r?.cancelRequested ?? false),
-      device: o.device ?? job.device,
+      device: o.device === undefined ? job.device : o.device,
     };
     // The trace is built when its batch is written (or first read), off this path.
     const times = { resultStoredAt: Date.now(), ...(placement ? { placement } : {}) };

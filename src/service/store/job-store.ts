@@ -68,7 +68,10 @@ export interface FinishOutcome {
   readonly resultFile?: string | null;
   readonly error?: JobError | null;
   readonly traceFile?: string | null;
-  /** The device(s) the job's tasks ran on ("cpu0", "cpu0,cuda0"); absent: `device` keeps the placement. */
+  /**
+   * The device(s) the job's tasks ran on ("cpu0", "cpu0,cuda0"), null when none ran; replaces the
+   * placement target the claim wrote. Absent: left as claimed.
+   */
   readonly device?: string | null;
 }
 
@@ -228,7 +231,7 @@ export class JobStore {
       ),
       finish: db.prepare(
         `UPDATE jobs SET state = ?, finished_at = ?, result = ?, result_file = ?, error = ?, trace_file = ?,
-           device = COALESCE(?, device), progress = CASE WHEN ? = 'succeeded' THEN 1 ELSE progress END
+           device = CASE WHEN ? THEN ? ELSE device END, progress = CASE WHEN ? = 'succeeded' THEN 1 ELSE progress END
          WHERE id = ? AND state = 'running' AND attempt = ?`,
       ),
       cancelQueued: db.prepare(
@@ -392,6 +395,7 @@ export class JobStore {
       o.resultFile ?? null,
       o.error ? JSON.stringify(o.error) : null,
       o.traceFile ?? null,
+      o.device === undefined ? 0 : 1,
       o.device ?? null,
       o.state,
       id,

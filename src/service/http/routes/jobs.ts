@@ -39,7 +39,8 @@ export function jobView(s: ServiceParts, j: JobRecord) {
     attempt: j.attempt,
     jobClass: j.jobClass,
     memoryBytes: j.memBytes,
-    device: live?.device ?? j.device,
+    // A running job: the devices its finished tasks ran on so far (the claim's placement target is not one).
+    device: live ? live.device : j.device,
     placement: live?.placement ?? j.placement,
     idempotencyKey: j.idempotencyKey,
     cancelRequested: j.cancelRequested,
