@@ -189,13 +189,13 @@ void test(
       const workloads = [
         {
           type: 'md',
-          params: { preset: 'lj-small', steps: 800, thermoEvery: 100 },
-          progress: /step (\d+)\/800/,
+          params: { preset: 'lj-small', steps: 1200, thermoEvery: 200 },
+          progress: /step (\d+)\/1200/,
         },
-        { type: 'option', params: { paths: 12_000_000, tasks: 12 }, progress: /task (\d+)\/12/ },
+        { type: 'option', params: { paths: 20_000_000, tasks: 12 }, progress: /task (\d+)\/12/ },
         {
           type: 'var',
-          params: { portfolio: EXAMPLE_PORTFOLIO, scenarios: 1_200_000, tasks: 12 },
+          params: { portfolio: EXAMPLE_PORTFOLIO, scenarios: 2_000_000, tasks: 12 },
           progress: /task (\d+)\/12/,
         },
       ];

@@ -1,7 +1,7 @@
 /**
  * GET /v1/jobs as the dashboard's jobs list uses it: filters by state, type and (admins only) tenant,
- * pages through the cursor (`next` → ?before=) without gaps or repeats, and a `total` of the matching
- * jobs; the device a job's tasks actually ran on replaces its placement target once it has run.
+ * pages through the cursor (`next` → ?before=) without gaps or repeats, and (?total=true) a `total` of
+ * the matching jobs; the device a job's tasks actually ran on replaces its placement target once it has run.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -47,7 +47,7 @@ void test('jobs list: state, type and tenant filters, cursor paging, total', asy
     await waitForJob(t, blocker);
 
     const list = async (query: string, key = t.admin): Promise<Page> => {
-      const r = await t.svc.app.inject({ url: `/v1/jobs?${query}`, headers: t.auth(key) });
+      const r = await t.svc.app.inject({ url: `/v1/jobs?${query}&total=true`, headers: t.auth(key) });
       assert.equal(r.statusCode, 200, r.body);
       return r.json() as Page;
     };
@@ -82,6 +82,10 @@ void test('jobs list: state, type and tenant filters, cursor paging, total', asy
     }
     const expected = [...aliceGemm, ...aliceSleep, blocker, victim].reverse();
     assert.deepEqual(seen, expected);
+    // Without ?total=true nothing is counted (a poll stays cheap).
+    const plain = (await t.svc.app.inject({ url: '/v1/jobs?type=gemm', headers: t.auth() })).json() as Page;
+    assert.equal(plain.jobs.length, 7);
+    assert.equal(plain.total, undefined);
     // The filters are validated.
     const bad = await t.svc.app.inject({ url: '/v1/jobs?type=Not%20A%20Type', headers: t.auth() });
     assert.equal(bad.statusCode, 400);

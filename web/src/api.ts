@@ -34,8 +34,9 @@ export interface JobList {
   jobs: Job[];
   /** Cursor of the next (older) page: pass as ?before=. */
   next: string | null;
-  total: number;
-  totalExact: boolean;
+  /** With ?total=true: how many match (counted up to 10000; totalExact false beyond). */
+  total?: number;
+  totalExact?: boolean;
 }
 
 /** GET /v1/devices/history: columns, index i of each array at time t[i] (epoch ms). */

@@ -25,6 +25,8 @@ export class JobsList {
   /** Bumped on every filter or page change: an answer to an older request is dropped. */
   private generation = 0;
   private polls = 0;
+  /** The last total the API counted, and for which filters and page (`generation`). */
+  private counted: { generation: number; total: number; exact: boolean } | null = null;
   private readonly tenantLabel = h('label', { id: 'filter-tenant-box', hidden: true }, 'tenant ');
 
   constructor(private readonly onChange: () => void) {
@@ -72,8 +74,13 @@ export class JobsList {
     if (this.type.value) q.set('type', this.type.value);
     if (this.tenant.value) q.set('tenant', this.tenant.value);
     if (this.cursor !== undefined) q.set('before', this.cursor);
+    // Counting can scan the table: asked for when the filters or the page change, and now and then.
+    const count = this.counted?.generation !== gen || this.polls % 15 === 0;
+    if (count) q.set('total', 'true');
     const list = await api<JobList>('GET', `/v1/jobs?${q.toString()}`);
     if (gen !== this.generation) return;
+    if (count && list.total !== undefined)
+      this.counted = { generation: gen, total: list.total, exact: list.totalExact ?? true };
     this.next = list.next;
     this.body.replaceChildren(
       ...(list.jobs.length
@@ -81,13 +88,14 @@ export class JobsList {
         : [h('tr', {}, h('td', { colspan: COLUMNS.length, class: 'muted' }, 'No jobs match.'))]),
     );
     const first = this.back.length * PAGE;
-    const total = `${list.total}${list.totalExact ? '' : '+'}`;
+    const counted = this.counted ?? { total: 0, exact: true };
+    const total = `${counted.total}${counted.exact ? '' : '+'}`;
     this.pageInfo.textContent = list.jobs.length
       ? `${first + 1}–${first + list.jobs.length} of ${total}`
       : `0 of ${total}`;
     this.newer.disabled = this.back.length === 0;
     // A full last page still gets a cursor; the total says whether anything lies beyond it.
-    this.older.disabled = list.next === null || first + list.jobs.length >= list.total;
+    this.older.disabled = list.next === null || (counted.exact && first + list.jobs.length >= counted.total);
   }
 
   showError(message: string): void {

@@ -167,14 +167,22 @@ export function jobRoutes(s: ServiceParts) {
     );
 
     app.get<{
-      Querystring: { state?: JobState; type?: string; limit?: string; before?: string; tenant?: string };
+      Querystring: {
+        state?: JobState;
+        type?: string;
+        limit?: string;
+        before?: string;
+        tenant?: string;
+        total?: 'true' | 'false';
+      };
     }>(
       '/v1/jobs',
       {
         schema: {
           summary:
             'List jobs, newest first, filtered by state, type and (admins) tenant; `next` is the cursor ' +
-            '(?before=) of the following page, `total` how many match (counted up to 10000: `totalExact` false beyond)',
+            '(?before=) of the following page; with ?total=true, `total` is how many match (counted up to 10000: ' +
+            '`totalExact` false beyond)',
           tags: ['jobs'],
           querystring: LIST_QUERY_SCHEMA,
           response: {
@@ -205,12 +213,11 @@ export function jobRoutes(s: ServiceParts) {
           limit,
           beforeSeq: q.before === undefined ? undefined : Number(q.before),
         });
-        const { total, exact } = s.store.count(filter);
+        const counted = q.total === 'true' ? s.store.count(filter) : null;
         return {
           jobs: jobs.map((j) => jobView(s, j)),
           next: jobs.length === limit ? String(jobs.at(-1)!.seq) : null,
-          total,
-          totalExact: exact,
+          ...(counted ? { total: counted.total, totalExact: counted.exact } : {}),
         };
       },
     );
