@@ -25,8 +25,14 @@ export class JobsList {
   /** Bumped on every filter or page change: an answer to an older request is dropped. */
   private generation = 0;
   private polls = 0;
-  /** The last total the API counted, and for which filters and page (`generation`). */
-  private counted: { generation: number; total: number; exact: boolean } | null = null;
+  /**
+   * The last total the API counted: for which filters and page (`generation`), when, and what the page
+   * showed then (its first job and length: when that changes, jobs came or went).
+   */
+  private counted: { generation: number; at: number; shown: string; total: number; exact: boolean } | null =
+    null;
+  /** What the page showed at the last poll. */
+  private shown = '';
   private readonly tenantLabel = h('label', { id: 'filter-tenant-box', hidden: true }, 'tenant ');
 
   constructor(private readonly onChange: () => void) {
@@ -75,12 +81,21 @@ export class JobsList {
     if (this.tenant.value) q.set('tenant', this.tenant.value);
     if (this.cursor !== undefined) q.set('before', this.cursor);
     // Counting can scan the table: asked for when the filters or the page change, and now and then.
-    const count = this.counted?.generation !== gen || this.polls % 15 === 0;
+    const c = this.counted;
+    const age = c ? Date.now() - c.at : Infinity;
+    const count = c?.generation !== gen || age > 15_000 || (c.shown !== this.shown && age > 3000);
     if (count) q.set('total', 'true');
     const list = await api<JobList>('GET', `/v1/jobs?${q.toString()}`);
     if (gen !== this.generation) return;
     if (count && list.total !== undefined)
-      this.counted = { generation: gen, total: list.total, exact: list.totalExact ?? true };
+      this.counted = {
+        generation: gen,
+        at: Date.now(),
+        shown: signature(list),
+        total: list.total,
+        exact: list.totalExact ?? true,
+      };
+    this.shown = signature(list);
     this.next = list.next;
     this.body.replaceChildren(
       ...(list.jobs.length
@@ -89,13 +104,15 @@ export class JobsList {
     );
     const first = this.back.length * PAGE;
     const counted = this.counted ?? { total: 0, exact: true };
-    const total = `${counted.total}${counted.exact ? '' : '+'}`;
+    // A total counted a few seconds ago can be behind the page it labels: never show fewer than shown.
+    const known = Math.max(counted.total, first + list.jobs.length);
+    const total = `${known}${counted.exact ? '' : '+'}`;
     this.pageInfo.textContent = list.jobs.length
       ? `${first + 1}–${first + list.jobs.length} of ${total}`
       : `0 of ${total}`;
     this.newer.disabled = this.back.length === 0;
     // A full last page still gets a cursor; the total says whether anything lies beyond it.
-    this.older.disabled = list.next === null || (counted.exact && first + list.jobs.length >= counted.total);
+    this.older.disabled = list.next === null || (counted.exact && first + list.jobs.length >= known);
   }
 
   showError(message: string): void {
@@ -137,6 +154,9 @@ function setOptions(sel: HTMLSelectElement, values: string[]): void {
   sel.replaceChildren(all, ...values.map((v) => h('option', { value: v }, v)));
   sel.value = values.includes(chosen) ? chosen : '';
 }
+
+/** The page's first job and length: changes when jobs come or go. */
+const signature = (list: JobList): string => `${list.jobs[0]?.id ?? ''}:${list.jobs.length}`;
 
 function select(id: string, all: string, values: string[]): HTMLSelectElement {
   return h(
