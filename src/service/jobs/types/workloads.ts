@@ -41,12 +41,17 @@ export function runtimeForJob(
     if (onTaskDone) handle.done.then(finished, () => undefined);
     return handle;
   };
+  // Methods run on the real runtime (its private fields are not on the proxy), bound once each: a
+  // workload calls rt.tensor/read/free per task, and a bound function per call would be garbage.
+  const bound = new Map<PropertyKey, unknown>();
   return new Proxy(rt, {
     get(target, prop) {
       if (prop === 'submit') return submit;
       const value: unknown = Reflect.get(target, prop, target);
-      // Methods run on the real runtime (its private fields are not on the proxy).
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      if (typeof value !== 'function') return value;
+      let f = bound.get(prop);
+      if (f === undefined) bound.set(prop, (f = (value as (...a: unknown[]) => unknown).bind(target)));
+      return f;
     },
   });
 }
