@@ -237,6 +237,23 @@ void test(
             await shot(`dashboard-${w.type}`);
           },
         );
+      await t.test(
+        'a failing history endpoint is said on the plots; the rest of the page works',
+        async () => {
+          const body = JSON.stringify({ error: { code: 'TANDEM_ERR_INTERNAL', message: 'history broke' } });
+          await page.route('**/v1/devices/history**', (r) =>
+            r.fulfill({ status: 500, contentType: 'application/json', body }),
+          );
+          await page.goto(`${s.url}/#/`);
+          await page.reload();
+          await page.waitForSelector('.plot-error');
+          assert.match((await page.textContent('.plot-error')) ?? '', /history broke/);
+          await page.waitForSelector('#jobs-body tr[data-job]');
+          await page.waitForSelector('[data-device]');
+          await page.unroute('**/v1/devices/history**');
+          await page.waitForSelector('.plot-error', { state: 'detached' });
+        },
+      );
       assert.deepEqual(errors, []);
     } finally {
       await chromium.close();

@@ -35,16 +35,18 @@ export function overviewView(root: HTMLElement): () => void {
   const plots = new HistoryPlots(plotsBox);
   void buildForm(formBox);
   const tick = async (): Promise<void> => {
-    const results = await Promise.allSettled([
-      api<Stats>('GET', '/v1/stats').then((stats) => {
-        renderDevices(devices, stats);
-        renderQueue(queue, stats);
-      }),
-      plots.poll(),
-      list.refresh(),
+    // Each part shows its own failure (a server without the history route still lists its jobs).
+    await Promise.all([
+      api<Stats>('GET', '/v1/stats').then(
+        (stats) => {
+          renderDevices(devices, stats);
+          renderQueue(queue, stats);
+        },
+        (e: unknown) => devices.replaceChildren(h('p', { class: 'error' }, `devices: ${message(e)}`)),
+      ),
+      plots.poll().catch((e: unknown) => plots.showError(message(e))),
+      list.refresh().catch((e: unknown) => list.showError(message(e))),
     ]);
-    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failed) list.showError(message(failed.reason));
     if (!stopped) timer = setTimeout(() => void tick(), 1000);
   };
   void tick();

@@ -100,7 +100,15 @@ export class HistoryPlots {
   async poll(): Promise<void> {
     const q = this.lastMs === null ? '' : `?since=${this.lastMs}`;
     this.merge(await api<History>('GET', `/v1/devices/history${q}`));
+    this.root.querySelector('.plot-error')?.remove();
     this.draw();
+  }
+
+  /** Says why the history could not be read (the plots keep what they had). */
+  showError(text: string): void {
+    let note = this.root.querySelector<HTMLElement>('.plot-error');
+    if (!note) this.root.prepend((note = h('p', { class: 'error plot-error' })));
+    note.textContent = `device history: ${text}`;
   }
 
   destroy(): void {
