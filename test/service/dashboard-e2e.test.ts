@@ -216,6 +216,12 @@ void test(
                 childList: true, characterData: true, subtree: true,
               });
             })()`);
+            if (w.type === 'md') {
+              // Mid-run: progress between 0 and 100 % and the timeline so far.
+              await page.waitForFunction(`window.seen.some((t) => / [1-9][0-9]?% step /.test(t))`);
+              await page.waitForTimeout(2100); // the running timeline redraws every 2 s
+              await shot('dashboard-md-running');
+            }
             await page.waitForSelector('#job-head [data-state="succeeded"]', { timeout: 120_000 });
             await page.waitForFunction(`Number(document.querySelector('#timeline')?.dataset.spans) > 4`);
             const seen = await page.evaluate<string[]>('window.seen');
