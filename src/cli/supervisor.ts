@@ -43,6 +43,11 @@ export interface StopMessage {
 }
 
 const WINDOW_MS = 60_000;
+/**
+ * A child that asked for a relaunch but has not exited this long after is killed (SIGKILL): after a hung
+ * GPU kernel its exit may wait on the driver, and only the end of the process stops the kernel.
+ */
+export const RESTART_EXIT_GRACE_MS = 15_000;
 const MAX_BACKOFF_MS = 30_000;
 
 /** Whether `tandem serve <argv>` should run supervised (not in the child, not opted out, not --queue). */
@@ -84,6 +89,8 @@ interface ChildRun {
   readonly ready: boolean;
   /** Why the child asked to be relaunched, when it did. */
   readonly reason: string | null;
+  /** It asked for a relaunch and was killed for not exiting within RESTART_EXIT_GRACE_MS. */
+  readonly killedAfterAsking: boolean;
   readonly startedAt: number;
 }
 
@@ -125,12 +132,24 @@ export async function supervise(argv: readonly string[]): Promise<number> {
     child = c;
     let ready = false;
     let reason: string | null = null;
+    let killedAfterAsking = false;
+    let exitTimer: NodeJS.Timeout | null = null;
     c.on('message', (m: unknown) => {
       if (!isChildMessage(m)) return;
       if (m.type === 'tandem:ready') {
         ready = true;
         port = m.port;
-      } else if (m.type === 'tandem:restart') reason = m.reason;
+      } else if (m.type === 'tandem:restart') {
+        reason = m.reason;
+        exitTimer ??= setTimeout(() => {
+          if (c.exitCode !== null || c.signalCode !== null) return;
+          say(
+            `the server asked for a relaunch but did not exit within ${RESTART_EXIT_GRACE_MS} ms; killing it`,
+          );
+          killedAfterAsking = true;
+          c.kill('SIGKILL');
+        }, RESTART_EXIT_GRACE_MS);
+      }
     });
     return new Promise((resolve) => {
       c.once('error', (e) => say(`the server process: ${e.message}`));
@@ -139,7 +158,10 @@ export async function supervise(argv: readonly string[]): Promise<number> {
       let exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
       let channelOpen = true;
       const done = (): void => {
-        if (exit && !channelOpen) resolve({ ...exit, ready, reason, startedAt });
+        if (exit && !channelOpen) {
+          if (exitTimer) clearTimeout(exitTimer);
+          resolve({ ...exit, ready, reason, startedAt, killedAfterAsking });
+        }
       };
       c.once('disconnect', () => {
         channelOpen = false;
@@ -165,7 +187,7 @@ export async function supervise(argv: readonly string[]): Promise<number> {
       const run = await runChild(generation);
       const code = run.code ?? 128 + (run.signal ? (constants.signals[run.signal] ?? 0) : 0);
       if (stopSignal) return code;
-      const asked = run.code === RESTART_EXIT_CODE;
+      const asked = run.code === RESTART_EXIT_CODE || run.killedAfterAsking;
       if (run.code === 0) return 0; // it stopped by itself, normally
       const why = asked
         ? `the server asked for a relaunch (${run.reason ?? 'no reason given'})`
