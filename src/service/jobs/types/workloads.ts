@@ -58,7 +58,7 @@ function wrap(w: WorkloadJobType): AnyJobType {
           const step = Number(row['Step'] ?? row['step'] ?? NaN);
           if (steps > 0 && Number.isFinite(step)) ctx.progress(step / steps, `step ${step}/${steps}`);
         },
-        { signal: ctx.signal },
+        { signal: ctx.signal, tags: ctx.tags },
       );
       // A stop that came after its last boundary: the result is dropped, as the job was stopped.
       if (ctx.signal.aborted) throw new TandemError('TANDEM_ERR_CANCELLED', 'cancelled while running');
