@@ -85,10 +85,7 @@ for (const [name, run] of [
     assert.ok(isTandemError(error, 'TANDEM_ERR_DEADLINE_EXCEEDED'), `threw ${String(error)}`);
     assert.ok(stopMs <= 100 + longestTaskMs, `${stopMs} ms > 100 ms + ${longestTaskMs} ms`);
     // Everything it made is freed (a drained stop leaves no tensor behind).
-    assert.equal(
-      rt.memoryUsage().reduce((s, m) => s + m.usedBytes, 0),
-      0,
-    );
+    assert.equal(used(), usedBefore);
   });
 }
 
