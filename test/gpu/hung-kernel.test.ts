@@ -19,9 +19,9 @@ const status = await openCuda();
 const skip = status.available && status.devices.length > 0 ? false : (status.reason ?? 'no CUDA device');
 if (skip) console.log(`# skip hung-kernel test: ${skip}`);
 
-/** Spins on a volatile read of a zero (never elided, never ends). */
+/** Spins on a volatile read of a one (never elided, never ends: nothing writes the tensor). */
 const SPIN_SOURCE =
-  'extern "C" __global__ void tdm_spin(float* p) { while (*(volatile float*)p >= 0.0f) { } }';
+  'extern "C" __global__ void tdm_spin(float* p) { while (*(volatile float*)p > 0.0f) { } }';
 
 interface Job {
   id: string;
@@ -67,7 +67,7 @@ void describe('service: a CUDA kernel that never ends, under the supervisor', { 
             language: 'cuda',
             source: SPIN_SOURCE,
             entry: 'tdm_spin',
-            tensors: [{ name: 'p', shape: [64], dtype: 'f32', mode: 'rw' }],
+            tensors: [{ name: 'p', shape: [64], dtype: 'f32', mode: 'rw', init: 'ones' }],
             params: [{ tensor: 'p' }],
             grid: [1],
             block: [1],
