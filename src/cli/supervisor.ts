@@ -78,6 +78,26 @@ export function pinPort(argv: readonly string[], port: number): string[] {
   return [...out, '--port', String(port)];
 }
 
+/** The part of a child process the relaunch kill needs. */
+export interface KillableChild {
+  readonly exitCode: number | null;
+  readonly signalCode: NodeJS.Signals | null;
+  kill(signal: NodeJS.Signals): boolean;
+}
+
+/**
+ * After a child asked for a relaunch: kill it (SIGKILL) if it has not exited `graceMs` later, and call
+ * `killed`. Returns a function that disarms the timer (call it when the child exits).
+ */
+export function killIfNotExited(c: KillableChild, graceMs: number, killed: () => void): () => void {
+  const timer = setTimeout(() => {
+    if (c.exitCode !== null || c.signalCode !== null) return;
+    killed();
+    c.kill('SIGKILL');
+  }, graceMs);
+  return () => clearTimeout(timer);
+}
+
 function say(msg: string): void {
   process.stderr.write(`tandem supervisor: ${msg}\n`);
 }
@@ -133,7 +153,7 @@ export async function supervise(argv: readonly string[]): Promise<number> {
     let ready = false;
     let reason: string | null = null;
     let killedAfterAsking = false;
-    let exitTimer: NodeJS.Timeout | null = null;
+    let disarm: (() => void) | null = null;
     c.on('message', (m: unknown) => {
       if (!isChildMessage(m)) return;
       if (m.type === 'tandem:ready') {
@@ -141,14 +161,12 @@ export async function supervise(argv: readonly string[]): Promise<number> {
         port = m.port;
       } else if (m.type === 'tandem:restart') {
         reason = m.reason;
-        exitTimer ??= setTimeout(() => {
-          if (c.exitCode !== null || c.signalCode !== null) return;
+        disarm ??= killIfNotExited(c, RESTART_EXIT_GRACE_MS, () => {
           say(
             `the server asked for a relaunch but did not exit within ${RESTART_EXIT_GRACE_MS} ms; killing it`,
           );
           killedAfterAsking = true;
-          c.kill('SIGKILL');
-        }, RESTART_EXIT_GRACE_MS);
+        });
       }
     });
     return new Promise((resolve) => {
@@ -159,7 +177,7 @@ export async function supervise(argv: readonly string[]): Promise<number> {
       let channelOpen = true;
       const done = (): void => {
         if (exit && !channelOpen) {
-          if (exitTimer) clearTimeout(exitTimer);
+          disarm?.();
           resolve({ ...exit, ready, reason, startedAt, killedAfterAsking });
         }
       };
