@@ -23,8 +23,6 @@ export interface MdRunStats {
 export interface MdHooks {
   /** Called with each thermo row as it is produced (progress for jobs). */
   onThermo?(row: ThermoRow): void;
-  /** Called as each step completes on the device (runMd only), for progress. */
-  onStepDone?(step: number, steps: number): void;
 }
 
 export function initialState(config: MdConfig): MdState {

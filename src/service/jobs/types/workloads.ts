@@ -5,7 +5,6 @@
  */
 import { TandemError } from '../../../core/errors.js';
 import type { Runtime } from '../../../runtime/runtime.js';
-import type { SubmitRequest } from '../../../runtime/submit.js';
 import type { WorkloadJobType } from '../../../workloads/index.js';
 import { defineJobType, type AnyJobType, type JobContext } from '../job-type.js';
 import { requireRuntime } from './task-helpers.js';
@@ -18,60 +17,21 @@ const JOB_CLASS: Record<WorkloadJobType['name'], string> = {
   option: 'latency',
   var: 'latency',
 };
+/** Longer budgets than sleep/gemm: an MD run or a large Monte Carlo price legitimately takes minutes. */
+const DEFAULT_TIMEOUT_SECONDS: Record<WorkloadJobType['name'], number> = {
+  md: 3600,
+  option: 600,
+  var: 600,
+};
 const KINDS = new Set(['cpu', 'cuda', 'webgpu']);
 
 /**
- * The runtime as a workload sees it inside a job: every task it submits carries the job's tags, so the
- * job's trace holds the workload's task spans on each device queue (as gemm's does) and the job records
- * the devices it ran on; `onTaskDone(done, submitted)` follows the tasks' completion. A Proxy rather
- * than a parameter threaded through every workload: the workloads stay plain library calls.
+ * The job's progress from the workload's: MD reports each completed step, the Monte Carlo types each
+ * completed task (RunOptions.onProgress); the message is what the dashboard and the CLI show.
  */
-export function runtimeForJob(
-  rt: Runtime,
-  tags: Readonly<Record<string, string>>,
-  onTaskDone?: (done: number, submitted: number) => void,
-): Runtime {
-  let submitted = 0;
-  let done = 0;
-  const finished = (): void => onTaskDone?.(++done, submitted);
-  const submit = (req: SubmitRequest): ReturnType<Runtime['submit']> => {
-    const handle = rt.submit({ ...req, tags: req.tags ? { ...req.tags, ...tags } : tags });
-    submitted++;
-    // A failed task is reported by the workload itself; here it only counts as no progress.
-    if (onTaskDone) handle.done.then(finished, () => undefined);
-    return handle;
-  };
-  // Methods run on the real runtime (its private fields are not on the proxy), bound once each: a
-  // workload calls rt.tensor/read/free per task, and a bound function per call would be garbage.
-  const bound = new Map<PropertyKey, unknown>();
-  return new Proxy(rt, {
-    get(target, prop) {
-      if (prop === 'submit') return submit;
-      const value: unknown = Reflect.get(target, prop, target);
-      if (typeof value !== 'function') return value;
-      let f = bound.get(prop);
-      if (f === undefined) bound.set(prop, (f = (value as (...a: unknown[]) => unknown).bind(target)));
-      return f;
-    },
-  });
-}
-
-/**
- * Progress of a workload run: MD by completed steps (the workload reports each step's last task), the
- * Monte Carlo types by completed tasks (all are submitted before the first can finish).
- */
-function progressOf(w: WorkloadJobType, ctx: JobContext<Params>) {
-  const stepwise = w.name === 'md';
-  const onRow = (row: Record<string, unknown>): void => {
-    if (!stepwise) return;
-    const step = Number(row['step'] ?? NaN);
-    const steps = Number(row['steps'] ?? ctx.params['steps'] ?? 0);
-    if (steps > 0 && Number.isFinite(step)) ctx.progress(step / steps, `step ${step}/${steps}`);
-  };
-  const onTaskDone = stepwise
-    ? undefined
-    : (done: number, submitted: number): void => ctx.progress(done / submitted, `task ${done}/${submitted}`);
-  return { onRow, onTaskDone };
+function progressOf(ctx: JobContext<Params>) {
+  return (done: number, total: number, unit: 'step' | 'task'): void =>
+    ctx.progress(total > 0 ? done / total : 0, `${unit} ${done}/${total}`);
 }
 
 function wrap(w: WorkloadJobType): AnyJobType {
@@ -88,6 +48,7 @@ function wrap(w: WorkloadJobType): AnyJobType {
     memoryBytes: (p) =>
       w.name === 'md' ? 128 * Number(p['atoms'] ?? 4 * Number(p['cells'] ?? 10) ** 3) : 64 << 20,
     jobClass: () => JOB_CLASS[w.name],
+    defaultTimeoutSeconds: DEFAULT_TIMEOUT_SECONDS[w.name],
     requestedDevice: (p) =>
       typeof p['device'] === 'string' && p['device'] !== 'auto' ? p['device'] : undefined,
     async run(ctx: JobContext<Params>) {
@@ -97,11 +58,15 @@ function wrap(w: WorkloadJobType): AnyJobType {
         ctx.params['device'] ??
         (ctx.placement.device && KINDS.has(ctx.placement.device) ? ctx.placement.device : undefined);
       const params = device === undefined ? ctx.params : { ...ctx.params, device };
-      const { onRow, onTaskDone } = progressOf(w, ctx);
-      const result = await w.run(runtimeForJob(rt, ctx.tags, onTaskDone), params, onRow);
-      // No cancellation point inside a workload run: a cancel takes effect when it returns.
-      if (ctx.aborted ?? ctx.signal.aborted)
-        throw new TandemError('TANDEM_ERR_CANCELLED', 'cancelled while running');
+      // The signal is the cancellation point: the workload stops at its next task or step boundary. The
+      // tags put the job's id on every task (its trace's task spans, the device it ran on).
+      const result = await w.run(rt, params, undefined, {
+        signal: ctx.signal,
+        tags: ctx.tags,
+        onProgress: progressOf(ctx),
+      });
+      // A stop that came after its last boundary: the result is dropped, as the job was stopped.
+      if (ctx.signal.aborted) throw new TandemError('TANDEM_ERR_CANCELLED', 'cancelled while running');
       return result;
     },
   });
