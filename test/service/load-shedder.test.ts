@@ -113,7 +113,7 @@ void describe('load shedder', () => {
 
   void it('under event-loop pressure refuses only the tenant submitting faster than its share drains', () => {
     const { q, shed, drain, advance } = setup();
-    q.queued.set('flood', 100);
+    q.queued.set('flood', 150);
     q.queued.set('calm', 40);
     drain(100, 2); // each has 50 jobs/s of the drain rate
     // flood submits ~400/s, calm ~8/s, over two seconds.
@@ -129,7 +129,9 @@ void describe('load shedder', () => {
     for (let i = 0; i < 20; i++) shed.sampleLoopDelay(60);
     const r = shed.admit('flood');
     assert.equal(r?.reason, 'event-loop');
-    assert.equal(r?.retryAfterSeconds, Math.ceil(100 / 50), 'its 100 queued at its 50 jobs/s');
+    assert.equal(r?.retryAfterSeconds, Math.ceil(150 / 50), 'its 150 queued at its 50 jobs/s');
+    q.queued.set('flood', 99);
+    assert.equal(shed.admit('flood'), null, 'under 2 s of its share queued: never starves the dispatcher');
     assert.equal(shed.admit('calm'), null, 'the calm tenant is still accepted');
     assert.equal(shed.snapshot().shedding, true);
   });

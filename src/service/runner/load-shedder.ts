@@ -10,7 +10,7 @@
  * queue is over the budget *and* the tenant is over its own share, so a tenant under its share is never
  * refused because of another tenant's flood (the queue can then reach at most twice the budget, which
  * bounds memory). Under event-loop pressure a tenant is refused only if it submits faster than its share
- * of the drain rate and already has a second of that share queued: the flood pays, not the others.
+ * of the drain rate and already has two seconds of that share queued: the flood pays, not the others.
  */
 import type { LoadShedConfig } from '../config.js';
 
@@ -55,7 +55,11 @@ const LOOP_ALPHA = 0.2;
 const DRAIN_ALPHA = 0.3;
 const ARRIVAL_ALPHA = 0.5;
 const MAX_RETRY_SECONDS = 60;
-/** Under loop pressure a tenant keeps at least this many queued jobs before it can be refused. */
+/**
+ * Under loop pressure a tenant keeps this many seconds of its share of the drain rate queued (at least
+ * MIN_QUEUED_TO_SHED jobs) before it can be refused: shedding never starves the dispatcher.
+ */
+const KEEP_QUEUED_SECONDS = 2;
 const MIN_QUEUED_TO_SHED = 32;
 
 interface Arrivals {
@@ -223,7 +227,7 @@ export class LoadShedder {
       };
     if (this.loopDelay > this.cfg.maxLoopDelayMs || this.q.pendingCommit() >= this.cfg.maxInFlight / 2) {
       const rate = this.arrivals.get(tenantId)?.perSecond ?? 0;
-      if (rate > fairDrain && mine >= Math.max(MIN_QUEUED_TO_SHED, fairDrain))
+      if (rate > fairDrain && mine >= Math.max(MIN_QUEUED_TO_SHED, fairDrain * KEEP_QUEUED_SECONDS))
         return {
           reason: 'event-loop',
           message:
