@@ -6,7 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DEFAULT_CONFIG, type LoadShedConfig } from '../../src/service/config.js';
+import { isTandemError } from '../../src/core/errors.js';
+import { DEFAULT_CONFIG, loadServiceConfig, type LoadShedConfig } from '../../src/service/config.js';
 import { LoadShedder, type QueueSignals } from '../../src/service/runner/load-shedder.js';
 
 class FakeQueue implements QueueSignals {
@@ -155,5 +156,38 @@ void describe('load shedder', () => {
     off.q.queued.set('a', 1_000_000);
     for (let i = 0; i < 10; i++) off.shed.sampleLoopDelay(1_000);
     assert.equal(off.shed.admit('a'), null);
+  });
+
+  void it('is configured from the environment, and bad values are refused with TANDEM_ERR_CONFIG', () => {
+    const on = loadServiceConfig({}).shed;
+    assert.equal(on.enabled, true, 'on by default');
+    const c = loadServiceConfig({
+      TANDEM_SHED: '0',
+      TANDEM_SHED_WAIT: '5',
+      TANDEM_SHED_BACKLOG: '10:20',
+      TANDEM_SHED_LOOP_MS: '50',
+    }).shed;
+    assert.deepEqual(
+      { ...c, maxInFlight: 0 },
+      {
+        enabled: false,
+        targetWaitSeconds: 5,
+        minBacklog: 10,
+        maxBacklog: 20,
+        maxLoopDelayMs: 50,
+        maxInFlight: 0,
+      },
+    );
+    for (const env of [
+      { TANDEM_SHED: 'yes' },
+      { TANDEM_SHED_WAIT: '0' },
+      { TANDEM_SHED_BACKLOG: '30:20' },
+      { TANDEM_SHED_LOOP_MS: 'x' },
+    ])
+      assert.throws(
+        () => loadServiceConfig(env),
+        (e: unknown) => isTandemError(e, 'TANDEM_ERR_CONFIG'),
+        JSON.stringify(env),
+      );
   });
 });
