@@ -152,7 +152,7 @@ async function run(
   const s = await serve(dir, SERVE_ARGS, { TANDEM_SHED: mode === 'on' ? '1' : '0' });
   try {
     await flood(s, Math.round(sustainable / 2), 3); // warm-up: JIT, and a measured drain rate
-    while ((await health(s)).queued > 0) await sleep(100);
+    for (let h = await health(s); h.queued + h.running > 0; h = await health(s)) await sleep(100);
     const before = storeCounts(dir);
     const probes: number[] = [];
     let rssMax = 0;
