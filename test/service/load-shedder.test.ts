@@ -75,6 +75,14 @@ void describe('load shedder', () => {
     q.queued.clear();
     drain(10, 2);
     assert.equal(shed.budget(), 5_000);
+    // Nor does a queue shorter than what a window drains (the dispatcher ran dry, demand-bound).
+    q.queued.set('a', 20);
+    drain(400, 2); // 100 a window
+    assert.equal(shed.budget(), 5_000);
+    // A queue deeper than a window's finishes: the dispatcher was busy all along, so this is capacity.
+    q.queued.set('a', 1_000);
+    drain(100, 10);
+    assert.ok(shed.budget() < 1_100, `slower capacity lowers the budget, got ${shed.budget()}`);
   });
 
   void it('refuses a tenant over the budget with a Retry-After from its excess and the drain rate', () => {

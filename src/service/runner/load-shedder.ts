@@ -52,7 +52,7 @@ const PROBE_MS = 10;
 const WINDOW_MS = 250;
 /** Smoothing of the loop-delay samples: a lone stall (a GC) does not trip it, a sustained one does. */
 const LOOP_ALPHA = 0.2;
-const DRAIN_ALPHA = 0.3;
+const DRAIN_ALPHA = 0.2;
 const ARRIVAL_ALPHA = 0.5;
 const MAX_RETRY_SECONDS = 60;
 /**
@@ -99,7 +99,8 @@ export class LoadShedder {
 
   /** Starts the event-loop probe (a 10 ms timer that does not keep the process alive). */
   start(): void {
-    if (this.timer || !this.cfg.enabled) return;
+    // Measured even when shedding is off, so /healthz shows the load either way.
+    if (this.timer) return;
     this.lastProbe = this.now();
     this.timer = setInterval(() => {
       const t = this.now();
@@ -132,9 +133,11 @@ export class LoadShedder {
     if (elapsed < WINDOW_MS) return;
     const seconds = elapsed / 1000;
     const sample = this.finishedInWindow / seconds;
-    // With a backlog, finishes per second is the capacity; without one it is only the demand, a lower
-    // bound, so it can raise the estimate but not lower it.
-    if (this.q.backlog() > 0)
+    // With a backlog at least as deep as what the window drained, the dispatcher never ran dry, so
+    // finishes per second is the capacity. With less, it is only the demand, a lower bound, that may
+    // raise the estimate but not lower it (else shedding that keeps the queue short would read its own
+    // short queue as a slow service, shed more, and spiral down).
+    if (this.q.backlog() >= Math.max(1, this.finishedInWindow))
       this.drain = this.drain === 0 ? sample : this.drain + DRAIN_ALPHA * (sample - this.drain);
     else this.drain = Math.max(this.drain, sample);
     this.finishedInWindow = 0;
