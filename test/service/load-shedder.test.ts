@@ -143,6 +143,18 @@ void describe('load shedder', () => {
     assert.equal(shed.admit('flood'), null, 'under 2 s of its share queued: never starves the dispatcher');
     assert.equal(shed.admit('calm'), null, 'the calm tenant is still accepted');
     assert.equal(shed.snapshot().shedding, true);
+
+    // No drain rate measured yet (nothing has finished): no share to hold a tenant to, so only the
+    // backlog budget applies.
+    const cold = setup();
+    cold.q.queued.set('flood', 99);
+    for (let w = 0; w < 8; w++) {
+      for (let i = 0; i < 100; i++) cold.shed.admit('flood');
+      for (let i = 0; i < 100; i++) cold.shed.handedOver('flood');
+      cold.advance(250);
+    }
+    for (let i = 0; i < 20; i++) cold.shed.sampleLoopDelay(60);
+    assert.equal(cold.shed.admit('flood'), null);
   });
 
   void it('counts admitted submissions that are not queued yet, so one burst cannot overshoot the budget', () => {

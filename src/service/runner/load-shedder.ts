@@ -61,6 +61,11 @@ const MAX_RETRY_SECONDS = 60;
  */
 const KEEP_QUEUED_SECONDS = 2;
 const MIN_QUEUED_TO_SHED = 32;
+/**
+ * Nor is a tenant refused for loop pressure below this many submissions a second: a few requests a
+ * second do not make the loop late (a job's own host work may, and shedding would not help).
+ */
+const MIN_RATE_TO_SHED = 20;
 
 interface Arrivals {
   count: number;
@@ -228,9 +233,13 @@ export class LoadShedder {
         retryAfterSeconds: retryAfter(mine - share + 1, fairDrain),
         details: { backlog, budget, queued: mine, share, drainPerSecond: round(this.drain) },
       };
-    if (this.loopDelay > this.cfg.maxLoopDelayMs || this.q.pendingCommit() >= this.cfg.maxInFlight / 2) {
+    // Only with a measured drain rate: a tenant's share of it is what it may submit under pressure.
+    const pressure =
+      this.loopDelay > this.cfg.maxLoopDelayMs || this.q.pendingCommit() >= this.cfg.maxInFlight / 2;
+    if (pressure && this.drain > 0) {
       const rate = this.arrivals.get(tenantId)?.perSecond ?? 0;
-      if (rate > fairDrain && mine >= Math.max(MIN_QUEUED_TO_SHED, fairDrain * KEEP_QUEUED_SECONDS))
+      const over = rate > Math.max(fairDrain, MIN_RATE_TO_SHED);
+      if (over && mine >= Math.max(MIN_QUEUED_TO_SHED, fairDrain * KEEP_QUEUED_SECONDS))
         return {
           reason: 'event-loop',
           message:
