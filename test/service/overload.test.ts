@@ -127,3 +127,38 @@ void test('a flood is answered 429 with Retry-After; the calm tenant, /healthz a
     await t.close();
   }
 });
+
+void test('a refusal comes before the body is read: a full queue answers 429 even to a malformed body', async () => {
+  const t = await testService({
+    maxRunningJobs: 1,
+    shed: { ...DEFAULT_CONFIG.shed, enabled: true, minBacklog: 1, maxBacklog: 1 },
+  });
+  try {
+    const submit = (payload: string) =>
+      t.svc.app.inject({
+        method: 'POST',
+        url: '/v1/jobs',
+        headers: { ...t.auth(), 'content-type': 'application/json' },
+        payload,
+      });
+    const long = JSON.stringify({ type: 'sleep', params: { ms: 60_000 } });
+    assert.equal((await submit(long)).statusCode, 202);
+    while (t.svc.dispatcher.runningCount === 0) await new Promise((r) => setTimeout(r, 5));
+    assert.equal((await submit(long)).statusCode, 202, 'one queued: the budget of 1');
+    const res = await submit('{"type": "sleep", "params": {');
+    assert.equal(res.statusCode, 429, res.body);
+    assert.equal((res.json() as { error: { code: string } }).error.code, 'TANDEM_ERR_OVERLOADED');
+    assert.equal(res.headers['retry-after'], '5', 'no drain rate measured yet: 5 s');
+    const health = (await t.svc.app.inject({ url: '/healthz' })).json() as {
+      status: string;
+      load: { shedding: boolean; backlog: number; backlogBudget: number; refused: number };
+    };
+    assert.equal(health.status, 'ok');
+    assert.deepEqual(
+      { ...health.load, shedding: health.load.shedding },
+      { ...health.load, shedding: true, backlog: 1, backlogBudget: 1, refused: 1 },
+    );
+  } finally {
+    await t.close();
+  }
+});
