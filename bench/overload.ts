@@ -46,6 +46,16 @@ function rssMiB(pid: number): number {
   }
 }
 
+/** CPU seconds (user + system) the process has used so far. */
+function cpuSeconds(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
+  } catch {
+    return NaN;
+  }
+}
+
 function storeCounts(dataDir: string): Record<string, number> {
   const db = new Database(join(dataDir, 'tandem.sqlite'), { readonly: true });
   const rows = db.prepare('SELECT state, COUNT(*) AS n FROM jobs GROUP BY state').all() as {
@@ -172,7 +182,9 @@ async function run(
       }
     })();
     const rate = Math.round(sustainable * multiple);
+    const cpu0 = cpuSeconds(s.pid);
     const f = await flood(s, rate, seconds);
+    const serverCpuPercent = Math.round(((cpuSeconds(s.pid) - cpu0) / seconds) * 100);
     probing = false;
     await Promise.all([probe, rss]);
     const end = await health(s);
@@ -211,6 +223,7 @@ async function run(
       healthP99ms: Math.round(quantile(hp, 0.99) * 10) / 10,
       healthMaxms: Math.round((hp.at(-1) ?? NaN) * 10) / 10,
       rssMaxMiB: rssMax,
+      serverCpuPercent,
       backlogAtEnd: end.queued,
       serverDrainPerSec: end.load?.drainPerSecond ?? 'n/a',
       backlogBudget: end.load?.backlogBudget ?? 'n/a',
