@@ -19,6 +19,8 @@ export interface TenantQuotaDefaults {
   readonly maxConcurrentJobs: number;
   readonly maxDeviceMemoryBytes: number;
   readonly maxQueuedJobs: number;
+  /** A tenant's ceiling on a job's timeoutSeconds unless set on the tenant (`keys create --max-timeout`). */
+  readonly maxTimeoutSeconds: number;
 }
 
 /** Admission that sheds load before latency collapses (runner/load-shedder.ts). */
@@ -50,6 +52,13 @@ export interface ServiceConfig {
   readonly rateLimitPerSec: number;
   readonly rateLimitBurst: number;
   readonly quotas: TenantQuotaDefaults;
+  /** A job's time budget when neither the request nor its type says (a type usually declares one). */
+  readonly defaultJobTimeoutSeconds: number;
+  /**
+   * How long after its deadline a job that has not stopped (a task still running: a hung GPU kernel)
+   * is declared hung: its GPU is given up for the process and the service relaunched (watchdog).
+   */
+  readonly deadlineGraceMs: number;
   readonly shed: LoadShedConfig;
   readonly hardwareRules: readonly HardwareRule[];
   /** Runtime options: which backends to open; false runs without a runtime (API only). */
@@ -82,7 +91,14 @@ export const DEFAULT_CONFIG: ServiceConfig = {
   bodyLimitBytes: 256 * 1024,
   rateLimitPerSec: 5_000,
   rateLimitBurst: 10_000,
-  quotas: { maxConcurrentJobs: 4, maxDeviceMemoryBytes: 8 * 1024 ** 3, maxQueuedJobs: 100_000 },
+  quotas: {
+    maxConcurrentJobs: 4,
+    maxDeviceMemoryBytes: 8 * 1024 ** 3,
+    maxQueuedJobs: 100_000,
+    maxTimeoutSeconds: 24 * 3600,
+  },
+  defaultJobTimeoutSeconds: 3600,
+  deadlineGraceMs: 10_000,
   shed: {
     enabled: true,
     targetWaitSeconds: 10,
@@ -161,6 +177,7 @@ export function parseHardwareRules(text: string): HardwareRule[] {
  * Builds the config from the environment (TANDEM_PORT, TANDEM_HOST, TANDEM_DATA_DIR, TANDEM_DURABILITY,
  * TANDEM_MAX_RUNNING, TANDEM_HW_RULES, TANDEM_BACKENDS ('none' for no runtime), TANDEM_CPU_THREADS,
  * TANDEM_CALIBRATE=0, TANDEM_RATE_LIMIT=rate[:burst], TANDEM_MAX_QUEUED (default tenant quota), TANDEM_LOG,
+ * TANDEM_MAX_TIMEOUT (seconds, default tenant ceiling on timeoutSeconds), TANDEM_DEADLINE_GRACE_MS,
  * TANDEM_SHED=0 (no load shedding), TANDEM_SHED_WAIT=s, TANDEM_SHED_BACKLOG=min[:max], TANDEM_SHED_LOOP_MS)
  * with explicit overrides on top.
  */
@@ -195,6 +212,13 @@ export function loadServiceConfig(
       ...DEFAULT_CONFIG.quotas,
       maxQueuedJobs: intIn('TANDEM_MAX_QUEUED', env['TANDEM_MAX_QUEUED'], 1, 1e9),
     };
+  if (env['TANDEM_MAX_TIMEOUT'])
+    c.quotas = {
+      ...(c.quotas ?? DEFAULT_CONFIG.quotas),
+      maxTimeoutSeconds: intIn('TANDEM_MAX_TIMEOUT', env['TANDEM_MAX_TIMEOUT'], 1, 365 * 86_400),
+    };
+  if (env['TANDEM_DEADLINE_GRACE_MS'])
+    c.deadlineGraceMs = intIn('TANDEM_DEADLINE_GRACE_MS', env['TANDEM_DEADLINE_GRACE_MS'], 0, 3_600_000);
   if (
     env['TANDEM_SHED'] !== undefined ||
     env['TANDEM_SHED_WAIT'] ||
