@@ -17,6 +17,7 @@ import { Dispatcher } from './runner/dispatcher.js';
 import type { DeviceView } from './runner/hardware-rules.js';
 import { ResultStore } from './runner/result-store.js';
 import { Submitter } from './runner/submitter.js';
+import { LoadShedder } from './runner/load-shedder.js';
 import { WalCheckpointer } from './store/checkpointer.js';
 import { openDatabase, type Db } from './store/db.js';
 import { JobStore } from './store/job-store.js';
@@ -56,6 +57,8 @@ export interface ServiceParts {
   readonly registry: JobTypeRegistry;
   readonly dispatcher: Dispatcher;
   readonly submitter: Submitter;
+  /** Admission that sheds load (429 + Retry-After) from the measured queueing. */
+  readonly shedder: LoadShedder;
   readonly metrics: ServiceMetrics;
   readonly traces: JobTraceCollector;
   readonly results: ResultStore;
@@ -188,6 +191,18 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     },
     (seconds) => metrics.submitCommit.observe(seconds),
   );
+  const shedder = new LoadShedder(config.shed, {
+    backlog: () => dispatcher.queue.size + submitter.pending,
+    backlogFor: (id) => dispatcher.queue.countForTenant(id) + submitter.pendingFor(id),
+    pendingCommit: () => submitter.pending,
+    activeTenants: function* () {
+      for (const [id, byPriority] of dispatcher.queue.depthByTenantAndPriority())
+        if (byPriority.size > 0) yield id;
+    },
+    weightOf: (id) => tenants.get(id)?.weight ?? 1,
+  });
+  dispatcher.onJobFinished(() => shedder.jobFinished());
+  shedder.start();
   const recovered = dispatcher.recover();
   const parts: ServiceParts = {
     config,
@@ -197,6 +212,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     registry,
     dispatcher,
     submitter,
+    shedder,
     metrics,
     traces,
     results,
@@ -250,6 +266,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
       if (closed) return;
       closed = true;
       submitter.close();
+      shedder.stop();
       await app.close();
       await dispatcher.stop();
       if (opening) await opening.catch(() => undefined);
