@@ -404,6 +404,12 @@ export class Executor implements PredecessorSink {
       w.inflight--;
       for (const t of task.tensors) t.replica(w.node.index).users--;
       if (!error && this.models) this.models.record(task, w, us);
+      const share = task.share;
+      if (share !== null) {
+        // Device time per share group (shown as usage; failed tasks used the device too).
+        share.deviceUs += us > 0 ? us : 0;
+        share.tasks++;
+      }
     }
     if (this.observers.length) this.emit(task, error);
     if (w) this.policy.onComplete?.(task, w, us, !error);

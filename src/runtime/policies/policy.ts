@@ -5,6 +5,7 @@
  */
 import type { Device, ExecQueue, MemoryNode } from '../../devices/device.js';
 import type { Cost } from '../../kernels/kernel.js';
+import type { ShareGroup } from '../shares.js';
 
 export interface WorkerSlot {
   readonly index: number;
@@ -22,6 +23,8 @@ export interface SchedTask {
   readonly priority: number;
   readonly seq: number;
   readonly eligible: readonly number[];
+  /** Who its device time is charged to (fair sharing); null or absent for the default group. */
+  readonly share?: ShareGroup | null;
   /** Why it was placed where it was; shown in the trace. */
   placement: string | undefined;
 }
