@@ -22,6 +22,7 @@ import { openDatabase, type Db } from './store/db.js';
 import { JobStore } from './store/job-store.js';
 import { buildApp } from './http/app.js';
 import { DeviceLossHandler, type Lifecycle } from './device-loss.js';
+import { tenantDeviceUsage } from './runner/tenant-share.js';
 import type { FastifyInstance } from 'fastify';
 
 /** The runtime as the service holds it: what jobs use plus observers and shutdown. */
@@ -151,6 +152,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     running: () => dispatcherRef?.runningByTenant() ?? new Map(),
     tenantName: (id) => tenants.get(id)?.name ?? id,
     activity,
+    tenantDeviceUsage: () => tenantDeviceUsage(rt),
   });
   const dispatcher = new Dispatcher({
     // Admission closes while draining: the dispatcher starts a job only while fewer than

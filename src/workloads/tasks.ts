@@ -46,6 +46,33 @@ export function parallelSlots(rt: Runtime, op: string, device: DeviceChoice): nu
   return slots;
 }
 
+/**
+ * Largest task, in the op's cost-model flops, by the kind of device that will run it: ~5-10 ms on a
+ * CPU core of the VMs measured (option ~1.9e8, VaR ~5e8 model flops/s per core), ~10 ms on an H200
+ * (European option ~1.3e13). A device runs one task at a time and cannot be taken back mid-task, so
+ * this bounds how long another tenant's task waits for a device that this job holds.
+ */
+export const CPU_TASK_FLOPS = 1.5e6;
+export const GPU_TASK_FLOPS = 1e11;
+/** Never more tasks than this per job (each holds a tensor and a read-back until the job ends). */
+export const MAX_TASKS = 4096;
+
+/**
+ * Tasks needed so that none exceeds the device's flops budget: the CPU's when only CPU queues can
+ * run the op under the choice (the service's latency jobs), a GPU's otherwise (GPUs take most of an
+ * 'auto' job there, and small CPU-sized chunks would add a launch and a read-back each).
+ */
+export function boundedTaskCount(rt: Runtime, op: string, device: DeviceChoice, totalFlops: number): number {
+  const impls = rt.kernels.get(op).impls;
+  let gpu = false;
+  for (const w of rt.workers) {
+    const kind = w.device.info.kind;
+    if (kind !== 'cpu' && impls.has(kind) && (device === 'auto' || kind === device)) gpu = true;
+  }
+  const budget = gpu ? GPU_TASK_FLOPS : CPU_TASK_FLOPS;
+  return Math.min(MAX_TASKS, Math.max(1, Math.ceil(totalFlops / budget)));
+}
+
 export function requireDevice(rt: Runtime, op: string, device: DeviceChoice): number {
   const n = eligibleQueues(rt, op, device);
   if (n === 0) {

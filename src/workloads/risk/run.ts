@@ -5,6 +5,7 @@
  * stream-range tasks, so the scheduler places them on whatever devices are open.
  */
 import type { HostArray } from '../../core/dtype.js';
+import type { TensorDesc } from '../../devices/device.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import type { TaskHandle } from '../../runtime/task.js';
 import { mcRows, mcScalars } from '../../kernels/mc_common/def.js';
@@ -19,7 +20,14 @@ import {
 } from '../../kernels/mc_common/engine.js';
 import { portfolioValue } from '../../kernels/mc_var/engine.js';
 import { packPortfolio } from '../../kernels/mc_var/layout.js';
-import { constraint, parallelSlots, placement, requireDevice, settleAll } from '../tasks.js';
+import {
+  boundedTaskCount,
+  constraint,
+  parallelSlots,
+  placement,
+  requireDevice,
+  settleAll,
+} from '../tasks.js';
 import { validateOptionParams, validateVarParams } from './params.js';
 import { riskFigures, type RiskFigures } from './var.js';
 
@@ -39,9 +47,14 @@ export interface OptionResult {
   pathsPerSecond: number;
 }
 
-/** Enough tasks to occupy every eligible queue, but none smaller than 16k streams. */
-function taskCount(requested: number | null, queues: number, streams: number): number {
-  return Math.max(1, Math.min(streams, requested ?? Math.min(queues, Math.ceil(streams / 16384))));
+/**
+ * Enough tasks to occupy every eligible queue, but none smaller than 16k streams, and enough that
+ * none runs longer than its device's budget (boundedTaskCount: a device cannot be handed to another
+ * tenant mid-task). An explicit `tasks` is used as given.
+ */
+function taskCount(requested: number | null, queues: number, streams: number, bounded: number): number {
+  const spread = Math.max(Math.min(queues, Math.ceil(streams / 16384)), bounded);
+  return Math.max(1, Math.min(streams, requested ?? spread));
 }
 
 export async function priceOption(rt: Runtime, params: unknown): Promise<OptionResult> {
@@ -51,7 +64,8 @@ export async function priceOption(rt: Runtime, params: unknown): Promise<OptionR
   const queues = parallelSlots(rt, op, cfg.device);
   const spec = mcSpec(cfg);
   const streams = streamCount(spec);
-  const tasks = taskCount(cfg.tasks, queues, streams);
+  const flops = rt.kernels.get(op).def.cost({}, mcScalars(spec, 0, streams)).flops;
+  const tasks = taskCount(cfg.tasks, queues, streams, boundedTaskCount(rt, op, cfg.device, flops));
   const per = Math.ceil(streams / tasks);
   const t0 = performance.now();
   const outs = [];
@@ -128,10 +142,18 @@ export async function portfolioVar(rt: Runtime, params: unknown): Promise<VarRes
   const queues = parallelSlots(rt, 'mc_var', cfg.device);
   const pf = cfg.portfolio;
   const v0 = portfolioValue(pf, pf.spot, 0);
-  const tasks = Math.max(
-    1,
-    Math.min(cfg.scenarios, cfg.tasks ?? Math.min(queues, Math.ceil(cfg.scenarios / 8192))),
+  // The op's own cost model prices the whole run (it reads only the losses' length).
+  const flops = rt.kernels
+    .get('mc_var')
+    .def.cost(
+      { losses: { shape: [cfg.scenarios], dtype: 'f32' } as unknown as TensorDesc },
+      { assets: pf.assets, positions: pf.positions },
+    ).flops;
+  const spread = Math.max(
+    Math.min(queues, Math.ceil(cfg.scenarios / 8192)),
+    boundedTaskCount(rt, 'mc_var', cfg.device, flops),
   );
+  const tasks = Math.max(1, Math.min(cfg.scenarios, cfg.tasks ?? spread));
   const per = Math.ceil(cfg.scenarios / tasks);
   const t0 = performance.now();
   const packed = rt.tensor([packPortfolio(pf).length], 'f32', packPortfolio(pf));
