@@ -47,15 +47,15 @@ export function parallelSlots(rt: Runtime, op: string, device: DeviceChoice): nu
 }
 
 /**
- * Largest task, in the op's cost-model flops, by the kind of device that will run it: ~5-10 ms on a
+ * Largest task, in the op's cost-model flops, by the kind of device that will run it: ~2-3 ms on a
  * CPU core of the VMs measured (option ~1.9e8, VaR ~5e8 model flops/s per core), ~10 ms on an H200
  * (European option ~1.3e13). A device runs one task at a time and cannot be taken back mid-task, so
  * this bounds how long another tenant's task waits for a device that this job holds.
  */
-export const CPU_TASK_FLOPS = 1.5e6;
+export const CPU_TASK_FLOPS = 5e5;
 export const GPU_TASK_FLOPS = 1e11;
 /** Never more tasks than this per job (each holds a tensor and a read-back until the job ends). */
-export const MAX_TASKS = 4096;
+export const MAX_TASKS = 8192;
 
 /**
  * Tasks needed so that none exceeds the device's flops budget: the CPU's when only CPU queues can

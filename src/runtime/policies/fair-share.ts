@@ -6,8 +6,11 @@
  *   active group with the least pass: the device time charged to it divided by its weight. A task is
  *   charged its expected run time (performance models) when it is taken and corrected to its measured
  *   device time when it ends, so a group of long tasks falls behind one of short tasks, not the reverse.
- * - A group that becomes active starts at the least pass among the other active groups: time spent
- *   idle earns no credit, and a newcomer goes before a group that has been running.
+ * - A virtual clock follows the least pass of the active groups (never going back). A group that
+ *   becomes active starts no earlier than it: time spent idle earns no credit, and device time a group
+ *   used while it was alone costs it nothing later, so a newcomer's task goes next, not after another
+ *   group's backlog. (Without the clock, a group that had worked alone and paused for a moment would
+ *   rejoin behind a newcomer by all its past work.)
  * - While two or more groups compete, a worker holds at most FAIR_INFLIGHT_US of expected work (or one
  *   task whose length is unknown) in its device queue: otherwise a group that pushed hundreds of tasks
  *   into a queue would make the others wait behind them whatever the choice. Alone, a group gets the
@@ -17,8 +20,11 @@ import { ShareGroup } from '../shares.js';
 import type { Lane } from './central.js';
 import type { PolicyContext, SchedTask, WorkerSlot } from './policy.js';
 
-/** Expected work a worker may hold in its queue while groups compete (µs): ~2 ms, as CPU queues keep. */
-export const FAIR_INFLIGHT_US = 2000;
+/**
+ * Expected work a worker may hold in its queue while groups compete (µs). 1 ms keeps a CPU worker fed
+ * with tiny tasks; a task longer than that is held alone (a newcomer waits for at most that one).
+ */
+export const FAIR_INFLIGHT_US = 1000;
 
 interface Charge {
   /** Expected run time (µs); NaN when unknown (then only the measured time is charged, at the end). */
@@ -32,6 +38,8 @@ export class FairShare {
   private readonly lanes = new Map<ShareGroup, Lane>();
   /** Groups with tasks waiting here or running. */
   private readonly active: ShareGroup[] = [];
+  /** Virtual time: the least pass of the active groups, as last seen (monotonic). */
+  private vt = 0;
   /** Expected work handed to each worker's queue by this policy and not finished (µs). */
   private readonly inflightUs: Float64Array;
   /** What each task taken here was charged, and where it went. */
@@ -63,12 +71,13 @@ export class FairShare {
     return lane;
   }
 
-  /** Before a group's first task (waiting or running): it joins at the least pass of the others. */
+  /** Before a group's first task (waiting or running): it joins no earlier than the virtual time. */
   private activate(g: ShareGroup): void {
     if (g.pending + g.running > 0) return;
     let least = Infinity;
     for (const o of this.active) if (o.pass < least) least = o.pass;
-    if (least !== Infinity && g.pass < least) g.pass = least;
+    if (least !== Infinity && least > this.vt) this.vt = least;
+    if (g.pass < this.vt) g.pass = this.vt;
     this.active.push(g);
   }
 
@@ -93,7 +102,9 @@ export class FairShare {
       return undefined;
     let best: ShareGroup | null = null;
     let bestTask: SchedTask | undefined;
+    let least = Infinity;
     for (const g of this.active) {
+      if (g.pass < least) least = g.pass;
       if (g.pending === 0) continue;
       const head = this.lanes.get(g)!.bestFor(wi)?.peek();
       if (head === undefined) continue;
@@ -106,6 +117,7 @@ export class FairShare {
         bestTask = head;
       }
     }
+    if (least !== Infinity && least > this.vt) this.vt = least;
     if (best === null) return undefined;
     const t = this.lanes.get(best)!.pop(wi)!;
     best.pending--;
