@@ -42,7 +42,10 @@ export interface FairShareResult {
   /** X's jobs that finished during the contended phase. */
   readonly xJobsFinished: number;
   /** Event-loop delay (ms) while Y measured alone and beside X: p99 and max. */
-  readonly loopDelay: { readonly idle: readonly [number, number]; readonly contended: readonly [number, number] };
+  readonly loopDelay: {
+    readonly idle: readonly [number, number];
+    readonly contended: readonly [number, number];
+  };
   /** The service's /metrics lines for device seconds per tenant, at the end. */
   readonly tenantDeviceSeconds: Readonly<Record<string, number>>;
 }
@@ -77,7 +80,8 @@ async function timedGemm(inject: Inject, key: string, device: string, n: number)
     console.error(
       `y ${ms.toFixed(1)} ms; server run ${((r.body['runSeconds'] as number) * 1000).toFixed(1)} ms; gemm ${(((r.body['result'] as Record<string, number> | undefined)?.['seconds'] ?? NaN) * 1000).toFixed(1)} ms`,
     );
-  if (r.body['state'] !== 'succeeded') throw new Error(`Y's gemm ended ${String(r.body['state'])}: ${JSON.stringify(r.body)}`);
+  if (r.body['state'] !== 'succeeded')
+    throw new Error(`Y's gemm ended ${String(r.body['state'])}: ${JSON.stringify(r.body)}`);
   return ms;
 }
 
@@ -123,7 +127,9 @@ export async function runFairShare(o: FairShareOptions): Promise<FairShareResult
   let xLoop: Promise<void> = Promise.resolve();
   try {
     const tenant = async (name: string): Promise<string> =>
-      (await call(inject, admin, 'POST', '/v1/tenants', { name, maxConcurrentJobs: 4 })).body['key'] as string;
+      (await call(inject, admin, 'POST', '/v1/tenants', { name, maxConcurrentJobs: 4 })).body[
+        'key'
+      ] as string;
     const x = await tenant('tenant-x');
     const y = await tenant('tenant-y');
     for (let i = 0; i < 5; i++) await timedGemm(inject, y, o.device, o.n); // warm-up (JIT, models)
@@ -139,7 +145,8 @@ export async function runFairShare(o: FairShareOptions): Promise<FairShareResult
       while (!stop) {
         const r = await call(inject, x, 'POST', '/v1/jobs?wait=60', o.xJob);
         if (stop) break;
-        if (r.status !== 200 && r.status !== 202) throw new Error(`X's job refused: ${JSON.stringify(r.body)}`);
+        if (r.status !== 200 && r.status !== 202)
+          throw new Error(`X's job refused: ${JSON.stringify(r.body)}`);
         if (r.body['state'] === 'succeeded') xFinished++;
         else if (r.body['state'] === 'failed') throw new Error(`X's job failed: ${JSON.stringify(r.body)}`);
         else
@@ -162,7 +169,11 @@ export async function runFairShare(o: FairShareOptions): Promise<FairShareResult
     const contendedDelay = delay();
     loop.disable();
     if (xError) throw xError;
-    const metrics = await inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${admin}` } });
+    const metrics = await inject({
+      method: 'GET',
+      url: '/metrics',
+      headers: { authorization: `Bearer ${admin}` },
+    });
     return {
       fairShare: o.fairShare,
       idle,
@@ -228,7 +239,9 @@ async function main(): Promise<void> {
   ];
   const ratio = summary(on.contended).p99 / idle.p99;
   if (values.json) {
-    process.stdout.write(`${JSON.stringify({ xJob, n: common.n, device, rows, ratioP99: ratio, on, off })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ xJob, n: common.n, device, rows, ratioP99: ratio, on, off })}\n`,
+    );
     return;
   }
   console.log(`Y: gemm n=${common.n} on ${device}; X: ${xJob.type} ${JSON.stringify(xJob.params)}`);
@@ -240,7 +253,9 @@ async function main(): Promise<void> {
   console.log(`contended p99 / idle p99 with fair sharing: ${ratio.toFixed(2)} (target <= 2)`);
   console.log(`device seconds by tenant (fair sharing run): ${JSON.stringify(on.tenantDeviceSeconds)}`);
   const d = (x: readonly [number, number]): string => `p99 ${x[0].toFixed(1)} / max ${x[1].toFixed(1)} ms`;
-  console.log(`event-loop delay, fair sharing run: idle ${d(on.loopDelay.idle)}; contended ${d(on.loopDelay.contended)}`);
+  console.log(
+    `event-loop delay, fair sharing run: idle ${d(on.loopDelay.idle)}; contended ${d(on.loopDelay.contended)}`,
+  );
   console.log(`X jobs finished while Y measured: ${on.xJobsFinished}`);
 }
 

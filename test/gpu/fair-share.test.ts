@@ -15,26 +15,32 @@ const common = {
   xJob: { type: 'option', params: { paths: 2 ** 40, device: 'cuda' } },
 } as const;
 
-void test("a tenant's small CUDA job is not starved by another tenant's long CUDA job", { timeout: 300_000 }, async (t) => {
-  let on;
-  try {
-    on = await runFairShare({ ...common, fairShare: true, idleRuns: 20, runs: 20 });
-  } catch (e) {
-    if (e instanceof Error && /^no cuda device/.test(e.message)) {
-      t.skip(e.message);
-      return;
+void test(
+  "a tenant's small CUDA job is not starved by another tenant's long CUDA job",
+  { timeout: 300_000 },
+  async (t) => {
+    let on;
+    try {
+      on = await runFairShare({ ...common, fairShare: true, idleRuns: 20, runs: 20 });
+    } catch (e) {
+      if (e instanceof Error && /^no cuda device/.test(e.message)) {
+        t.skip(e.message);
+        return;
+      }
+      throw e;
     }
-    throw e;
-  }
-  const idle = summary(on.idle);
-  const contended = summary(on.contended);
-  console.log(`idle p50/p99 ${idle.p50.toFixed(1)}/${idle.p99.toFixed(1)} ms; contended ${contended.p50.toFixed(1)}/${contended.p99.toFixed(1)} ms`);
-  assert.ok(
-    contended.p50 <= 2 * idle.p50 + 5,
-    `with fair sharing: Y's job took ${contended.p50.toFixed(1)} ms beside X (median) vs ${idle.p50.toFixed(1)} ms alone`,
-  );
-  assert.ok((on.tenantDeviceSeconds['tenant-x'] ?? 0) > 0, JSON.stringify(on.tenantDeviceSeconds));
-  const off = await runFairShare({ ...common, fairShare: false, idleRuns: 3, runs: 1 });
-  console.log(`without fair sharing: ${off.contended[0]!.toFixed(1)} ms beside X`);
-  assert.ok(off.contended[0]! > contended.p50, 'without fair sharing the job should wait for X');
-});
+    const idle = summary(on.idle);
+    const contended = summary(on.contended);
+    console.log(
+      `idle p50/p99 ${idle.p50.toFixed(1)}/${idle.p99.toFixed(1)} ms; contended ${contended.p50.toFixed(1)}/${contended.p99.toFixed(1)} ms`,
+    );
+    assert.ok(
+      contended.p50 <= 2 * idle.p50 + 5,
+      `with fair sharing: Y's job took ${contended.p50.toFixed(1)} ms beside X (median) vs ${idle.p50.toFixed(1)} ms alone`,
+    );
+    assert.ok((on.tenantDeviceSeconds['tenant-x'] ?? 0) > 0, JSON.stringify(on.tenantDeviceSeconds));
+    const off = await runFairShare({ ...common, fairShare: false, idleRuns: 3, runs: 1 });
+    console.log(`without fair sharing: ${off.contended[0]!.toFixed(1)} ms beside X`);
+    assert.ok(off.contended[0]! > contended.p50, 'without fair sharing the job should wait for X');
+  },
+);

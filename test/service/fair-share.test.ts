@@ -18,30 +18,34 @@ const common = {
   cpuThreads: 1,
 } as const;
 
-void test("a tenant's small job is not starved by another tenant's long job", { timeout: 240_000 }, async (t) => {
-  let on;
-  try {
-    on = await runFairShare({ ...common, fairShare: true, idleRuns: 9, runs: 9 });
-  } catch (e) {
-    if (e instanceof Error && /^no cpu device/.test(e.message)) {
-      t.skip(e.message);
-      return;
+void test(
+  "a tenant's small job is not starved by another tenant's long job",
+  { timeout: 240_000 },
+  async (t) => {
+    let on;
+    try {
+      on = await runFairShare({ ...common, fairShare: true, idleRuns: 9, runs: 9 });
+    } catch (e) {
+      if (e instanceof Error && /^no cpu device/.test(e.message)) {
+        t.skip(e.message);
+        return;
+      }
+      throw e;
     }
-    throw e;
-  }
-  const idle = summary(on.idle).p50;
-  const contended = summary(on.contended).p50;
-  assert.ok(
-    contended <= 2 * idle + 15,
-    `with fair sharing: Y's job took ${contended.toFixed(1)} ms beside X (median) vs ${idle.toFixed(1)} ms alone`,
-  );
-  assert.ok((on.tenantDeviceSeconds['tenant-x'] ?? 0) > 0, JSON.stringify(on.tenantDeviceSeconds));
-  assert.ok((on.tenantDeviceSeconds['tenant-y'] ?? 0) > 0, JSON.stringify(on.tenantDeviceSeconds));
+    const idle = summary(on.idle).p50;
+    const contended = summary(on.contended).p50;
+    assert.ok(
+      contended <= 2 * idle + 15,
+      `with fair sharing: Y's job took ${contended.toFixed(1)} ms beside X (median) vs ${idle.toFixed(1)} ms alone`,
+    );
+    assert.ok((on.tenantDeviceSeconds['tenant-x'] ?? 0) > 0, JSON.stringify(on.tenantDeviceSeconds));
+    assert.ok((on.tenantDeviceSeconds['tenant-y'] ?? 0) > 0, JSON.stringify(on.tenantDeviceSeconds));
 
-  const off = await runFairShare({ ...common, fairShare: false, idleRuns: 3, runs: 1 });
-  const fifo = off.contended[0]!;
-  assert.ok(
-    fifo > 3 * summary(off.idle).p50 && fifo > contended,
-    `without fair sharing Y's job took ${fifo.toFixed(1)} ms beside X (alone ${summary(off.idle).p50.toFixed(1)} ms)`,
-  );
-});
+    const off = await runFairShare({ ...common, fairShare: false, idleRuns: 3, runs: 1 });
+    const fifo = off.contended[0]!;
+    assert.ok(
+      fifo > 3 * summary(off.idle).p50 && fifo > contended,
+      `without fair sharing Y's job took ${fifo.toFixed(1)} ms beside X (alone ${summary(off.idle).p50.toFixed(1)} ms)`,
+    );
+  },
+);

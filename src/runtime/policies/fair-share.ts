@@ -111,7 +111,8 @@ export class FairShare {
       if (
         best === null ||
         g.pass < best.pass ||
-        (g.pass === best.pass && (g.running < best.running || (g.running === best.running && head.seq < bestTask!.seq)))
+        (g.pass === best.pass &&
+          (g.running < best.running || (g.running === best.running && head.seq < bestTask!.seq)))
       ) {
         best = g;
         bestTask = head;
