@@ -41,7 +41,7 @@ import { PerfModels } from './perf-model.js';
 import { loadModels, modelFile, saveModels } from './perf-model-store.js';
 import { submitGraph, type GraphNode } from './submit-graph.js';
 import { TaskModels, deviceKey } from './task-models.js';
-import { ShareTable, checkShareName, type ShareUsage } from './shares.js';
+import { ShareTable, checkShareName, type ShareGroup, type ShareUsage } from './shares.js';
 import { shareView } from './share-view.js';
 
 export type { SubmitRequest } from './submit.js';
@@ -309,10 +309,18 @@ export class Runtime {
   }
 
   submit(req: SubmitRequest): TaskHandle {
+    return this.submitCharged(req, null);
+  }
+
+  /**
+   * `submit`, charging the task to `fallback` when the request names no share group (share views use
+   * this rather than copying each request: a spread copy per task cost more than the task).
+   */
+  submitCharged(req: SubmitRequest, fallback: ShareGroup | null): TaskHandle {
     this.assertOpen();
     const k = this.kernels.get(req?.kernel);
     const v = validateSubmit(this, k.def, req);
-    const share = req.share === undefined ? null : this.shares.resolve(req.share);
+    const share = req.share === undefined ? fallback : this.shares.resolve(req.share);
     const task = new Task(
       this.nextTaskId++,
       req.name ?? k.def.name,

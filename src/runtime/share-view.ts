@@ -9,12 +9,13 @@ import type { ShareGroup } from './shares.js';
 import type { SubmitRequest } from './submit.js';
 import type { GraphNode } from './submit-graph.js';
 
+/** A graph node with the view's group (graphs are submitted rarely: a copy per node is fine). */
 function tagged<T extends { readonly share?: SubmitRequest['share'] }>(req: T, group: ShareGroup): T {
   return req !== null && typeof req === 'object' && req.share === undefined ? { ...req, share: group } : req;
 }
 
 export function shareView(rt: Runtime, group: ShareGroup): Runtime {
-  const submit = (req: SubmitRequest): ReturnType<Runtime['submit']> => rt.submit(tagged(req, group));
+  const submit = (req: SubmitRequest): ReturnType<Runtime['submit']> => rt.submitCharged(req, group);
   const submitGraph = (nodes: readonly GraphNode[]): ReturnType<Runtime['submitGraph']> =>
     rt.submitGraph(Array.isArray(nodes) ? nodes.map((n: GraphNode) => tagged(n, group)) : nodes);
   // Methods run on the runtime itself (bound once per view), never on the proxy: tensors made through

@@ -148,7 +148,9 @@ export class FairShare {
   }
 
   private charge(task: SchedTask, g: ShareGroup, worker: WorkerSlot): void {
-    const e = this.ctx.expectedUs(task, worker);
+    // Alone, a group has no one to be fair to: no estimate (the models' lookup is most of this path's
+    // cost); its measured time is still charged when the task ends.
+    const e = this.active.length > 1 ? this.ctx.expectedUs(task, worker) : 0;
     this.charged.set(task, { us: e, worker: worker.index });
     g.running++;
     // Unknown length: the queue holds it alone (it counts as a full bound); charged when it ends.
