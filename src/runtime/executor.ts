@@ -149,6 +149,9 @@ export class Executor implements PredecessorSink {
     for (let i = 0; i < task.tensors.length; i++) {
       if (readsFrom(task.modes[i]!) && !this.coherence.isLocal(task.tensors[i]!, w.node)) return;
     }
+    // A policy sharing devices between groups may want this task to wait its turn instead.
+    const admit = this.policy.admitForward;
+    if (admit !== undefined && !admit(task, w)) return;
     let preds = all;
     if (inFlight < n) {
       preds = null;

@@ -8,7 +8,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { isTandemError } from '../../src/core/errors.js';
 import type { KernelDef } from '../../src/kernels/kernel.js';
-import type { Runtime } from '../../src/runtime/runtime.js';
+import { simBackend } from '../../src/devices/sim/backend.js';
+import { Runtime } from '../../src/runtime/runtime.js';
 import type { TaskHandle } from '../../src/runtime/task.js';
 import { cpuRuntime } from './helpers.js';
 
@@ -63,6 +64,37 @@ test("a group's short task does not wait behind another group's backlog (and doe
     assert.ok(usage.get('x')!.deviceSeconds > 0.5, `x used ${usage.get('x')!.deviceSeconds} s`);
     assert.equal(usage.get('x')?.running, 0);
     assert.equal(usage.get('x')?.pending, 0);
+  } finally {
+    await rt.close();
+  }
+});
+
+test('a newcomer does not wait behind a deep device queue that another group filled alone', async () => {
+  // A GPU-like device whose in-order queue takes 256 launches, tasks of 2 ms in wall time.
+  const paced = { bandwidth: 1e10, latencyUs: 5 };
+  const sim = simBackend({
+    devices: [{ id: 'gpu0', depth: 256, opUs: { noop: 2000 } }],
+    compute: false,
+    paced,
+  });
+  const rt = await Runtime.create({ backends: [sim], calibrate: false, log: () => undefined });
+  try {
+    const wait = async (shared: boolean): Promise<number> => {
+      const backlog: TaskHandle[] = [];
+      for (let i = 0; i < 200; i++)
+        backlog.push(rt.submit({ kernel: 'noop', ...(shared ? { share: 'x' } : {}) }));
+      await new Promise((r) => setTimeout(r, 20));
+      const t0 = performance.now();
+      await rt.submit({ kernel: 'noop', ...(shared ? { share: 'y' } : {}) }).done;
+      const waited = performance.now() - t0;
+      await Promise.all(backlog.map((t) => t.done));
+      return waited;
+    };
+    const fifo = await wait(false);
+    const fair = await wait(true);
+    // FIFO: behind ~190 queued tasks of 2 ms. Fair: behind at most 1 ms of queued work, plus its own.
+    assert.ok(fifo > 250, `without share groups: ${fifo.toFixed(0)} ms`);
+    assert.ok(fair < 40, `with share groups the newcomer waited ${fair.toFixed(0)} ms`);
   } finally {
     await rt.close();
   }

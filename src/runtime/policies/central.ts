@@ -87,13 +87,13 @@ export abstract class CentralPolicy implements SchedulerPolicy {
   /** True when a must run before b. */
   protected abstract before(a: SchedTask, b: SchedTask): boolean;
 
+  readonly forwardChains = true;
   /**
-   * Chains follow their predecessors into a queue without passing through pop, so while share groups
-   * compete they do not: every task then goes through the fair choice and the bound on queued work.
+   * Chains follow their predecessors into a queue without passing through pop: once share groups
+   * exist, only within the fair share's bound on queued work and when no group is more behind.
+   * Undefined until then, so a runtime without groups makes no call for it.
    */
-  get forwardChains(): boolean {
-    return this.fair === null || !this.fair.contended;
-  }
+  admitForward: ((task: SchedTask, worker: WorkerSlot) => boolean) | undefined = undefined;
 
   attach(ctx: PolicyContext): void {
     this.ctx = ctx;
@@ -115,7 +115,8 @@ export abstract class CentralPolicy implements SchedulerPolicy {
         this.lane.push(task);
         return;
       }
-      this.fair = new FairShare(this.ctx, this.lane, () => this.newLane());
+      const fair = (this.fair = new FairShare(this.ctx, this.lane, () => this.newLane()));
+      this.admitForward = (t, w) => fair.admitForward(t, w);
     }
     this.fair.push(task);
   }

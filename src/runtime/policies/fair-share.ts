@@ -11,10 +11,11 @@
  *   used while it was alone costs it nothing later, so a newcomer's task goes next, not after another
  *   group's backlog. (Without the clock, a group that had worked alone and paused for a moment would
  *   rejoin behind a newcomer by all its past work.)
- * - While two or more groups compete, a worker holds at most FAIR_INFLIGHT_US of expected work (or one
- *   task whose length is unknown) in its device queue: otherwise a group that pushed hundreds of tasks
- *   into a queue would make the others wait behind them whatever the choice. Alone, a group gets the
- *   queue's full depth as before.
+ * - A worker holds at most FAIR_INFLIGHT_US of expected work (or one task whose length is unknown) in
+ *   its device queue, chain followers included: otherwise a group that worked alone and filled a deep
+ *   queue (a CUDA stream takes 256 launches) would make a newcomer wait behind all of it whatever the
+ *   choice. The rest waits here, where the choice is made. This holds from the first task that names a
+ *   group on; a runtime without groups keeps its queues' full depth.
  */
 import { ShareGroup } from '../shares.js';
 import type { Lane } from './central.js';
@@ -56,11 +57,6 @@ export class FairShare {
     if (defaultLane.count > 0) this.active.push(this.defaultGroup);
   }
 
-  /** Two or more groups want devices. */
-  get contended(): boolean {
-    return this.active.length > 1;
-  }
-
   private groupOf(task: SchedTask): ShareGroup {
     return task.share ?? this.defaultGroup;
   }
@@ -98,8 +94,7 @@ export class FairShare {
 
   pop(worker: WorkerSlot): SchedTask | undefined {
     const wi = worker.index;
-    if (this.active.length > 1 && worker.inflight > 0 && this.inflightUs[wi]! >= FAIR_INFLIGHT_US)
-      return undefined;
+    if (worker.inflight > 0 && this.inflightUs[wi]! >= FAIR_INFLIGHT_US) return undefined;
     let best: ShareGroup | null = null;
     let bestTask: SchedTask | undefined;
     let least = Infinity;
@@ -126,6 +121,18 @@ export class FairShare {
     return t;
   }
 
+  /**
+   * May `task` follow its predecessors into `worker`'s queue? Only within the bound on queued work,
+   * and while groups compete, only when no other group with tasks waiting is further behind.
+   */
+  admitForward(task: SchedTask, worker: WorkerSlot): boolean {
+    if (this.inflightUs[worker.index]! >= FAIR_INFLIGHT_US) return false;
+    if (this.active.length < 2) return true;
+    const g = this.groupOf(task);
+    for (const o of this.active) if (o !== g && o.pending > 0 && o.pass < g.pass) return false;
+    return true;
+  }
+
   /** A task that followed its predecessor into `worker`'s queue (chain forwarding) runs there now. */
   forwarded(task: SchedTask, worker: WorkerSlot): void {
     const g = this.groupOf(task);
@@ -148,9 +155,7 @@ export class FairShare {
   }
 
   private charge(task: SchedTask, g: ShareGroup, worker: WorkerSlot): void {
-    // Alone, a group has no one to be fair to: no estimate (the models' lookup is most of this path's
-    // cost); its measured time is still charged when the task ends.
-    const e = this.active.length > 1 ? this.ctx.expectedUs(task, worker) : 0;
+    const e = this.ctx.expectedUs(task, worker);
     this.charged.set(task, { us: e, worker: worker.index });
     g.running++;
     // Unknown length: the queue holds it alone (it counts as a full bound); charged when it ends.

@@ -60,6 +60,11 @@ export interface SchedulerPolicy {
   pending(): number;
   onStart?(task: SchedTask, worker: WorkerSlot): void;
   onComplete?(task: SchedTask, worker: WorkerSlot, durationUs: number, ok: boolean): void;
+  /**
+   * Whether `task` may follow its predecessors into `worker`'s queue now (chain forwarding); absent:
+   * yes. Refused, it waits for them to finish and goes through push/pop.
+   */
+  readonly admitForward?: ((task: SchedTask, worker: WorkerSlot) => boolean) | undefined;
   /** A task that bypassed push/pop (chain forwarding) now occupies `worker`. */
   onForward?(task: SchedTask, worker: WorkerSlot): void;
 }
