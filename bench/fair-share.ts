@@ -6,7 +6,7 @@
  * real runtime (inject(), no socket), so the figures are the service's own.
  *
  *   node dist/bench/fair-share.js [--device cpu|cuda] [--n 160] [--runs 100] [--runs-off 5]
- *     [--x option|md] [--x-paths 268435456] [--threads N] [--json]
+ *     [--x option|md] [--x-paths 268435456] [--threads N] [--settle-ms 1500] [--json]
  *
  * Without fair sharing a contended run waits for X's whole job, so only --runs-off runs are made.
  */
@@ -32,6 +32,8 @@ export interface FairShareOptions {
   /** X's long job, resubmitted whenever it ends so that it runs for the whole contended phase. */
   readonly xJob: { readonly type: string; readonly params: Readonly<Record<string, unknown>> };
   readonly cpuThreads?: number;
+  /** How long X runs before Y measures (X's job start submits all its tasks: a transient). */
+  readonly settleMs?: number;
 }
 
 export interface FairShareResult {
@@ -161,7 +163,7 @@ export async function runFairShare(o: FairShareOptions): Promise<FairShareResult
     // Its failure is reported by the measuring loop's end (below), never left unhandled.
     let xError: unknown = null;
     xLoop = xLoop.catch((e: unknown) => void (xError = e));
-    await new Promise((r) => setTimeout(r, 500)); // X's tasks are on the device
+    await new Promise((r) => setTimeout(r, o.settleMs ?? 1500)); // X's tasks are on the device
     const contended: number[] = [];
     loop.reset();
     for (let i = 0; i < o.runs; i++) contended.push(await timedGemm(inject, y, o.device, o.n));
@@ -207,6 +209,7 @@ async function main(): Promise<void> {
       x: { type: 'string', default: 'option' },
       'x-paths': { type: 'string', default: String(2 ** 28) },
       threads: { type: 'string' },
+      'settle-ms': { type: 'string', default: '1500' },
       json: { type: 'boolean', default: false },
     },
   });
@@ -223,6 +226,7 @@ async function main(): Promise<void> {
     idleRuns: Number(values.runs),
     xJob,
     ...(values.threads ? { cpuThreads: Number(values.threads) } : {}),
+    settleMs: Number(values['settle-ms']),
   };
   const on = await runFairShare({ ...common, fairShare: true, runs: Number(values.runs) });
   const off = await runFairShare({

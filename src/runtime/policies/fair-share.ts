@@ -7,10 +7,13 @@
  *   charged its expected run time (performance models) when it is taken and corrected to its measured
  *   device time when it ends, so a group of long tasks falls behind one of short tasks, not the reverse.
  * - A virtual clock follows the least pass of the active groups (never going back). A group that
- *   becomes active starts no earlier than it: time spent idle earns no credit, and device time a group
- *   used while it was alone costs it nothing later, so a newcomer's task goes next, not after another
- *   group's backlog. (Without the clock, a group that had worked alone and paused for a moment would
- *   rejoin behind a newcomer by all its past work.)
+ *   becomes active starts at that clock less a bounded credit, FAIR_CREDIT_US of device time (as
+ *   Linux CFS places a waking task): a short job of a tenant that was idle runs ahead of a long-running
+ *   backlog for up to that much device time, then shares by weight; idle time beyond that earns
+ *   nothing, and device time a group used while it was alone costs it nothing later. (Without the
+ *   clock, a group that had worked alone and paused for a moment would rejoin behind a newcomer by all
+ *   its past work; without the credit, a 45 ms job beside a backlog would get half the device and
+ *   take twice as long plus waits.)
  * - A worker holds at most FAIR_INFLIGHT_US of expected work (or one task whose length is unknown) in
  *   its device queue, chain followers included: otherwise a group that worked alone and filled a deep
  *   queue (a CUDA stream takes 256 launches) would make a newcomer wait behind all of it whatever the
@@ -32,6 +35,12 @@ interface Charge {
   readonly us: number;
   readonly worker: number;
 }
+
+/**
+ * Device time (µs, divided by the group's weight in pass units) a group that becomes active may run
+ * ahead of the groups already active: room for a short job to go first.
+ */
+export const FAIR_CREDIT_US = 50_000;
 
 export class FairShare {
   /** The policy's own stand-in for tasks that name no group. */
@@ -67,13 +76,14 @@ export class FairShare {
     return lane;
   }
 
-  /** Before a group's first task (waiting or running): it joins no earlier than the virtual time. */
+  /** Before a group's first task (waiting or running): it joins at the virtual time less its credit. */
   private activate(g: ShareGroup): void {
     if (g.pending + g.running > 0) return;
     let least = Infinity;
     for (const o of this.active) if (o.pass < least) least = o.pass;
     if (least !== Infinity && least > this.vt) this.vt = least;
-    if (g.pass < this.vt) g.pass = this.vt;
+    const earliest = this.vt - FAIR_CREDIT_US / g.weight;
+    if (g.pass < earliest) g.pass = earliest;
     this.active.push(g);
   }
 

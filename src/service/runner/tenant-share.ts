@@ -20,6 +20,12 @@ function shareCapable(rt: unknown): rt is ShareCapable {
   );
 }
 
+/**
+ * One view per tenant and runtime, kept: jobs of a tenant get the same object, so what job types cache
+ * per runtime (the gemm job's worker kernels, registered once per runtime) stays cached.
+ */
+const views = new WeakMap<object, Map<string, { view: ServiceRuntime; weight: number }>>();
+
 /** The runtime a job of `tenantId` uses: charged to the tenant when sharing is on and possible. */
 export function tenantRuntime(
   rt: ServiceRuntime | null,
@@ -28,7 +34,15 @@ export function tenantRuntime(
   enabled: boolean,
 ): ServiceRuntime | null {
   if (!enabled || !shareCapable(rt)) return rt;
-  return rt.withShare(tenantId, Number.isFinite(weight) && weight > 0 ? weight : 1);
+  const w = Number.isFinite(weight) && weight > 0 ? weight : 1;
+  let byTenant = views.get(rt);
+  if (!byTenant) views.set(rt, (byTenant = new Map()));
+  const known = byTenant.get(tenantId);
+  if (known && known.weight === w) return known.view;
+  // New, or its weight changed (withShare sets the group's weight).
+  const view = rt.withShare(tenantId, w);
+  byTenant.set(tenantId, { view, weight: w });
+  return view;
 }
 
 /** Device time per tenant (share groups named by tenant id), for metrics; empty without sharing. */
