@@ -6,7 +6,7 @@
  * real runtime (inject(), no socket), so the figures are the service's own.
  *
  *   node dist/bench/fair-share.js [--device cpu|cuda] [--n 160] [--runs 100] [--runs-off 5]
- *     [--x option|md] [--x-paths 268435456] [--threads N] [--settle-ms 1500] [--json]
+ *     [--x option|md] [--x-paths 268435456] [--threads N] [--settle-ms 1500] [--gap-ms 100] [--json]
  *
  * Without fair sharing a contended run waits for X's whole job, so only --runs-off runs are made.
  */
@@ -34,6 +34,11 @@ export interface FairShareOptions {
   readonly cpuThreads?: number;
   /** How long X runs before Y measures (X's job start submits all its tasks: a transient). */
   readonly settleMs?: number;
+  /**
+   * Pause between Y's jobs (ms). 0: back to back, Y then uses the device as much as X and fair sharing
+   * splits it evenly; with a pause Y is the light user a short-job tenant is, and goes first.
+   */
+  readonly gapMs?: number;
 }
 
 export interface FairShareResult {
@@ -139,7 +144,11 @@ export async function runFairShare(o: FairShareOptions): Promise<FairShareResult
     const loop = monitorEventLoopDelay({ resolution: 5 });
     const delay = (): [number, number] => [loop.percentile(99) / 1e6, loop.max / 1e6];
     loop.enable();
-    for (let i = 0; i < o.idleRuns; i++) idle.push(await timedGemm(inject, y, o.device, o.n));
+    const gap = (): Promise<void> => new Promise((r) => setTimeout(r, o.gapMs ?? 0));
+    for (let i = 0; i < o.idleRuns; i++) {
+      idle.push(await timedGemm(inject, y, o.device, o.n));
+      await gap();
+    }
     const idleDelay = delay();
     loop.reset();
     // X: one long job after another for as long as Y measures.
@@ -166,7 +175,10 @@ export async function runFairShare(o: FairShareOptions): Promise<FairShareResult
     await new Promise((r) => setTimeout(r, o.settleMs ?? 1500)); // X's tasks are on the device
     const contended: number[] = [];
     loop.reset();
-    for (let i = 0; i < o.runs; i++) contended.push(await timedGemm(inject, y, o.device, o.n));
+    for (let i = 0; i < o.runs; i++) {
+      contended.push(await timedGemm(inject, y, o.device, o.n));
+      await gap();
+    }
     stop = true;
     const contendedDelay = delay();
     loop.disable();
@@ -210,6 +222,7 @@ async function main(): Promise<void> {
       'x-paths': { type: 'string', default: String(2 ** 28) },
       threads: { type: 'string' },
       'settle-ms': { type: 'string', default: '1500' },
+      'gap-ms': { type: 'string', default: '100' },
       json: { type: 'boolean', default: false },
     },
   });
@@ -227,6 +240,7 @@ async function main(): Promise<void> {
     xJob,
     ...(values.threads ? { cpuThreads: Number(values.threads) } : {}),
     settleMs: Number(values['settle-ms']),
+    gapMs: Number(values['gap-ms']),
   };
   const on = await runFairShare({ ...common, fairShare: true, runs: Number(values.runs) });
   const off = await runFairShare({
@@ -248,7 +262,9 @@ async function main(): Promise<void> {
     );
     return;
   }
-  console.log(`Y: gemm n=${common.n} on ${device}; X: ${xJob.type} ${JSON.stringify(xJob.params)}`);
+  console.log(
+    `Y: gemm n=${common.n} on ${device}, ${common.gapMs} ms between jobs; X: ${xJob.type} ${JSON.stringify(xJob.params)}`,
+  );
   console.log('case                                    runs   p50 ms   p99 ms   max ms');
   for (const r of rows)
     console.log(

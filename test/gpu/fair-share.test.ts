@@ -13,6 +13,7 @@ const common = {
   device: 'cuda',
   n: 2048,
   xJob: { type: 'option', params: { paths: 2 ** 40, device: 'cuda' } },
+  gapMs: 100,
 } as const;
 
 void test(

@@ -16,6 +16,8 @@ const common = {
   // ~1-2 s of CPU work in ~600 tasks; resubmitted for as long as Y measures.
   xJob: { type: 'option', params: { paths: 2 ** 24, device: 'cpu' } },
   cpuThreads: 1,
+  // Y is a short-job tenant (a pause between its jobs), not a second backlog: X's equal.
+  gapMs: 100,
 } as const;
 
 void test(
