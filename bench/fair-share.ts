@@ -95,8 +95,11 @@ async function timedGemm(inject: Inject, key: string, device: string, n: number)
 function parseTenantSeconds(metrics: string, names: readonly string[]): Record<string, number> {
   const out: Record<string, number> = {};
   for (const line of metrics.split('\n')) {
-    const m = /^tandem_tenant_device_seconds\{tenant="([^"]+)"\} ([0-9.e+-]+)$/.exec(line);
-    if (m && names.includes(m[1]!)) out[m[1]!] = Number(m[2]);
+    // tandem_tenant_device_seconds_total{tenant="…",device="…"} v, summed over devices.
+    const m = /^tandem_tenant_device_seconds_total\{tenant="([^"]+)",device="[^"]*"\} ([0-9.e+-]+)$/.exec(
+      line,
+    );
+    if (m && names.includes(m[1]!)) out[m[1]!] = (out[m[1]!] ?? 0) + Number(m[2]);
   }
   return out;
 }

@@ -46,33 +46,6 @@ export function parallelSlots(rt: Runtime, op: string, device: DeviceChoice): nu
   return slots;
 }
 
-/**
- * Largest task, in the op's cost-model flops, by the kind of device that will run it: ~2-3 ms on a
- * CPU core of the VMs measured (option ~1.9e8, VaR ~5e8 model flops/s per core), ~10 ms on an H200
- * (European option ~1.3e13). A device runs one task at a time and cannot be taken back mid-task, so
- * this bounds how long another tenant's task waits for a device that this job holds.
- */
-export const CPU_TASK_FLOPS = 5e5;
-export const GPU_TASK_FLOPS = 1e11;
-/** Never more tasks than this per job (each holds a tensor and a read-back until the job ends). */
-export const MAX_TASKS = 8192;
-
-/**
- * Tasks needed so that none exceeds the device's flops budget: the CPU's when only CPU queues can
- * run the op under the choice (the service's latency jobs), a GPU's otherwise (GPUs take most of an
- * 'auto' job there, and small CPU-sized chunks would add a launch and a read-back each).
- */
-export function boundedTaskCount(rt: Runtime, op: string, device: DeviceChoice, totalFlops: number): number {
-  const impls = rt.kernels.get(op).impls;
-  let gpu = false;
-  for (const w of rt.workers) {
-    const kind = w.device.info.kind;
-    if (kind !== 'cpu' && impls.has(kind) && (device === 'auto' || kind === device)) gpu = true;
-  }
-  const budget = gpu ? GPU_TASK_FLOPS : CPU_TASK_FLOPS;
-  return Math.min(MAX_TASKS, Math.max(1, Math.ceil(totalFlops / budget)));
-}
-
 export function requireDevice(rt: Runtime, op: string, device: DeviceChoice): number {
   const n = eligibleQueues(rt, op, device);
   if (n === 0) {
@@ -108,4 +81,80 @@ export function placement(tasks: readonly TaskHandle[]): Record<string, number> 
     out[id] = (out[id] ?? 0) + 1;
   }
   return out;
+}
+
+/** How a long workload run is stopped: its AbortSignal (a job's cancel or deadline). */
+export interface RunOptions {
+  /** When it fires the run stops at its next task or step boundary, drains what is in flight, throws. */
+  readonly signal?: AbortSignal | undefined;
+  /** Labels put on every task (the service's job and tenant: its trace, metrics and watchdog find them). */
+  readonly tags?: Readonly<Record<string, string>> | undefined;
+}
+
+/** The abort's reason when it is a TandemError (a deadline), else TANDEM_ERR_CANCELLED. */
+export function abortError(signal: AbortSignal): TandemError {
+  const r: unknown = signal.reason;
+  return r instanceof TandemError ? r : new TandemError('TANDEM_ERR_CANCELLED', 'cancelled while running');
+}
+
+/** One task of a windowed run: its handle, what the host waits for, and what to free after. */
+export interface WindowTask<T> {
+  readonly handle: TaskHandle;
+  readonly result: Promise<T>;
+  readonly release: () => void;
+}
+
+/**
+ * Runs `count` tasks with at most `window` in flight: task i is made by `submit(i)` only once task
+ * i - window has been consumed by `take` (in order). So a job of millions of tasks never queues them all
+ * at once: a cancel (the signal, checked before every submit) takes effect after the tasks in flight,
+ * and memory stays bounded. On abort or failure it stops submitting, waits for every task in flight (a
+ * task on a device cannot be pulled back, and its tensors must not be freed under it), frees, throws.
+ * Returns how many tasks ran on which device.
+ */
+export async function runWindowed<T>(
+  count: number,
+  window: number,
+  signal: AbortSignal | undefined,
+  submit: (i: number) => WindowTask<T>,
+  take: (i: number, value: T) => void,
+): Promise<Record<string, number>> {
+  const inFlight: WindowTask<T>[] = [];
+  const devices: Record<string, number> = {};
+  let next = 0;
+  try {
+    for (let done = 0; done < count; done++) {
+      while (next < count && inFlight.length < window) {
+        if (signal?.aborted) throw abortError(signal);
+        inFlight.push(submit(next++));
+      }
+      const t = inFlight.shift()!;
+      let value: T;
+      try {
+        value = await t.result;
+      } finally {
+        t.release();
+      }
+      const id = t.handle.deviceId ?? 'unknown';
+      devices[id] = (devices[id] ?? 0) + 1;
+      take(done, value);
+    }
+    return devices;
+  } finally {
+    if (inFlight.length > 0) {
+      // Results of tasks no longer wanted: mark handled, wait for each task, then free its tensors.
+      for (const t of inFlight) t.result.catch(() => undefined);
+      await Promise.allSettled(inFlight.map((t) => t.handle.done));
+      for (const t of inFlight) t.release();
+    }
+  }
+}
+
+/** Whether a GPU (any kind but the CPU) may run `op` under the choice. */
+export function gpuEligible(rt: Runtime, op: string, device: DeviceChoice): boolean {
+  const impls = rt.kernels.get(op).impls;
+  return rt.workers.some((w) => {
+    const kind = w.device.info.kind;
+    return kind !== 'cpu' && impls.has(kind) && (device === 'auto' || kind === device);
+  });
 }

@@ -35,6 +35,10 @@ export class ServiceMetrics implements Observer {
   readonly httpErrors: Counter<'code'>;
   readonly httpDuration: Histogram<'method' | 'route'>;
   readonly submitCommit: Histogram;
+  /** Device seconds each tenant's tasks held, a hung kernel's included (charged when it is given up). */
+  readonly tenantDeviceSeconds: Counter<'tenant' | 'device'>;
+  /** Jobs failed past their deadline; hung = their kernel had to be stopped by giving up the device. */
+  readonly deadlinesExceeded: Counter<'type' | 'hung'>;
 
   constructor(src: MetricsSources) {
     const registers = [this.registry];
@@ -43,6 +47,18 @@ export class ServiceMetrics implements Observer {
       name: 'tandem_tasks_total',
       help: 'Runtime tasks finished',
       labelNames: ['device', 'op', 'status'],
+      registers,
+    });
+    this.tenantDeviceSeconds = new Counter({
+      name: 'tandem_tenant_device_seconds_total',
+      help: "Seconds of device time of each tenant's tasks (a hung kernel's time is charged when it is stopped)",
+      labelNames: ['tenant', 'device'],
+      registers,
+    });
+    this.deadlinesExceeded = new Counter({
+      name: 'tandem_jobs_deadline_exceeded_total',
+      help: 'Jobs failed past their deadline (hung="true": a GPU kernel that did not end; its device was given up)',
+      labelNames: ['type', 'hung'],
       registers,
     });
     this.taskSeconds = new Counter({
@@ -156,18 +172,8 @@ export class ServiceMetrics implements Observer {
             this.set({ tenant: src.tenantName(tenant), priority: String(prio) }, n);
       },
     });
-    // Device-time shares: what each tenant's tasks used (the runtime shares devices by these, by weight).
-    new Gauge({
-      name: 'tandem_tenant_device_seconds',
-      help: "Device seconds used by each tenant's tasks since the service started",
-      labelNames: ['tenant'],
-      registers,
-      collect() {
-        this.reset();
-        for (const u of src.tenantDeviceUsage?.() ?? [])
-          this.set({ tenant: src.tenantName(u.share) }, u.deviceSeconds);
-      },
-    });
+    // Device-time shares (the runtime shares devices by these, by weight): tandem_tenant_device_seconds_total
+    // counts what each tenant's tasks used (the watchdog's task events); this, what each waits for and holds.
     new Gauge({
       name: 'tandem_tenant_tasks',
       help: "Each tenant's runtime tasks waiting for a device (state=waiting) and on one (state=running)",
