@@ -6,7 +6,7 @@
  * real runtime (inject(), no socket), so the figures are the service's own.
  *
  *   node dist/bench/fair-share.js [--device cpu|cuda] [--n 160] [--runs 100] [--runs-off 5]
- *     [--x option|md] [--x-paths 268435456] [--threads N] [--settle-ms 1500] [--gap-ms 100] [--json]
+ *     [--x gemm|option|md] [--x-n 1024] [--x-paths 268435456] [--threads N] [--settle-ms 1500] [--gap-ms 100] [--json]
  *
  * Without fair sharing a contended run waits for X's whole job, so only --runs-off runs are made.
  */
@@ -221,7 +221,8 @@ async function main(): Promise<void> {
       n: { type: 'string', default: '160' },
       runs: { type: 'string', default: '100' },
       'runs-off': { type: 'string', default: '5' },
-      x: { type: 'string', default: 'option' },
+      x: { type: 'string', default: 'gemm' },
+      'x-n': { type: 'string', default: '1024' },
       'x-paths': { type: 'string', default: String(2 ** 28) },
       threads: { type: 'string' },
       'settle-ms': { type: 'string', default: '1500' },
@@ -231,10 +232,17 @@ async function main(): Promise<void> {
   });
   const device = values.device!;
   const backends = device === 'cpu' ? ['cpu'] : ['cpu', device];
+  // X: a gemm job submits all its panels at once (a burst of tasks); option and md submit a window
+  // of tasks at a time (a cancellation point per task), so FIFO already interleaves them with Y.
   const xJob =
     values.x === 'md'
       ? { type: 'md', params: { preset: 'lj-small', steps: 20000, thermoEvery: 1000, device } }
-      : { type: 'option', params: { paths: Number(values['x-paths']), device } };
+      : values.x === 'option'
+        ? { type: 'option', params: { paths: Number(values['x-paths']), device } }
+        : {
+            type: 'gemm',
+            params: { n: Number(values['x-n']), panels: 64, dtype: 'f32', device, checkRows: 2 },
+          };
   const common = {
     backends,
     device,
