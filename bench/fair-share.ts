@@ -125,9 +125,10 @@ export async function runFairShare(o: FairShareOptions): Promise<FairShareResult
   );
   const { rt, reason } = await openRuntime(cfg);
   if (!rt || !rt.devices.some((d) => d.info.kind === o.device || d.info.id === o.device)) {
+    const why = rt?.backends.map((b) => `${b.kind}: ${b.available ? 'no such device' : b.reason}`).join('; ');
     await rt?.close();
     rmSync(dir, { recursive: true, force: true });
-    throw new Error(`no ${o.device} device: ${reason || 'not opened'}`);
+    throw new Error(`no ${o.device} device: ${reason || why || 'not opened'}`);
   }
   const svc = await createService(cfg, { runtime: rt });
   const inject: Inject = svc.app.inject.bind(svc.app);
