@@ -9,6 +9,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runFairShare, summary } from '../../bench/fair-share.js';
+import { isTandemError } from '../../src/core/errors.js';
+import { Runtime } from '../../src/runtime/runtime.js';
+import { loadServiceConfig } from '../../src/service/config.js';
+import { tenantRuntime } from '../../src/service/runner/tenant-share.js';
 
 const common = {
   backends: ['cpu'],
@@ -52,3 +56,29 @@ void test(
     );
   },
 );
+
+void test('each tenant gets one share view with its weight; TANDEM_FAIR_SHARE turns sharing off', async () => {
+  const rt = await Runtime.create({ backends: [], calibrate: false, log: () => undefined });
+  try {
+    const a = tenantRuntime(rt, 'tenant-a', 2, true);
+    assert.notEqual(a, rt);
+    assert.equal(tenantRuntime(rt, 'tenant-a', 2, true), a, 'the same view for the same tenant and weight');
+    assert.equal(rt.shareUsage().find((u) => u.share === 'tenant-a')?.weight, 2);
+    const reweighted = tenantRuntime(rt, 'tenant-a', 5, true);
+    assert.notEqual(reweighted, a);
+    assert.equal(rt.shareUsage().find((u) => u.share === 'tenant-a')?.weight, 5);
+    // A weight that is not a positive number counts as 1; sharing off or no runtime: the runtime as is.
+    tenantRuntime(rt, 'tenant-b', Number.NaN, true);
+    assert.equal(rt.shareUsage().find((u) => u.share === 'tenant-b')?.weight, 1);
+    assert.equal(tenantRuntime(rt, 'tenant-c', 1, false), rt);
+    assert.equal(tenantRuntime(null, 'tenant-c', 1, true), null);
+  } finally {
+    await rt.close();
+  }
+  assert.equal(loadServiceConfig({}, {}).fairShare, true);
+  assert.equal(loadServiceConfig({ TANDEM_FAIR_SHARE: '0' }, {}).fairShare, false);
+  assert.throws(
+    () => loadServiceConfig({ TANDEM_FAIR_SHARE: 'yes' }, {}),
+    (e: unknown) => isTandemError(e, 'TANDEM_ERR_CONFIG'),
+  );
+});
