@@ -61,6 +61,13 @@ export interface ServiceConfig {
   readonly deadlineGraceMs: number;
   readonly shed: LoadShedConfig;
   readonly hardwareRules: readonly HardwareRule[];
+  /**
+   * Fair sharing of devices at the task level: each job's tasks are charged to its tenant and the
+   * runtime's scheduler gives free devices to the tenant most behind in device time per weight
+   * (runner/tenant-share.ts). TANDEM_FAIR_SHARE=0 turns it off (jobs' tasks then run first come, first
+   * served, as before; the job starts stay fair either way).
+   */
+  readonly fairShare: boolean;
   /** Runtime options: which backends to open; false runs without a runtime (API only). */
   readonly runtime: {
     readonly enabled: boolean;
@@ -108,6 +115,7 @@ export const DEFAULT_CONFIG: ServiceConfig = {
     maxInFlight: 10_000,
   },
   hardwareRules: DEFAULT_HARDWARE_RULES,
+  fairShare: true,
   runtime: {
     enabled: true,
     backends: ['cpu', 'cuda', 'webgpu'],
@@ -176,10 +184,10 @@ export function parseHardwareRules(text: string): HardwareRule[] {
 /**
  * Builds the config from the environment (TANDEM_PORT, TANDEM_HOST, TANDEM_DATA_DIR, TANDEM_DURABILITY,
  * TANDEM_MAX_RUNNING, TANDEM_HW_RULES, TANDEM_BACKENDS ('none' for no runtime), TANDEM_CPU_THREADS,
- * TANDEM_CALIBRATE=0, TANDEM_RATE_LIMIT=rate[:burst], TANDEM_MAX_QUEUED (default tenant quota), TANDEM_LOG,
- * TANDEM_MAX_TIMEOUT (seconds, default tenant ceiling on timeoutSeconds), TANDEM_DEADLINE_GRACE_MS,
- * TANDEM_SHED=0 (no load shedding), TANDEM_SHED_WAIT=s, TANDEM_SHED_BACKLOG=min[:max], TANDEM_SHED_LOOP_MS)
- * with explicit overrides on top.
+ * TANDEM_CALIBRATE=0, TANDEM_FAIR_SHARE=0|1, TANDEM_RATE_LIMIT=rate[:burst], TANDEM_MAX_QUEUED (default
+ * tenant quota), TANDEM_LOG, TANDEM_MAX_TIMEOUT (seconds, default tenant ceiling on timeoutSeconds),
+ * TANDEM_DEADLINE_GRACE_MS, TANDEM_SHED=0 (no load shedding), TANDEM_SHED_WAIT=s,
+ * TANDEM_SHED_BACKLOG=min[:max], TANDEM_SHED_LOOP_MS) with explicit overrides on top.
  */
 export function loadServiceConfig(
   env: Readonly<Record<string, string | undefined>>,
@@ -197,6 +205,11 @@ export function loadServiceConfig(
   }
   if (env['TANDEM_MAX_RUNNING'])
     c.maxRunningJobs = intIn('TANDEM_MAX_RUNNING', env['TANDEM_MAX_RUNNING'], 1, 1024);
+  if (env['TANDEM_FAIR_SHARE']) {
+    const f = env['TANDEM_FAIR_SHARE'];
+    if (f !== '0' && f !== '1') throw new TandemError('TANDEM_ERR_CONFIG', 'TANDEM_FAIR_SHARE is 0|1');
+    c.fairShare = f === '1';
+  }
   if (env['TANDEM_HW_RULES']) c.hardwareRules = parseHardwareRules(env['TANDEM_HW_RULES']);
   if (env['TANDEM_BACKENDS']) {
     const list = env['TANDEM_BACKENDS'].split(',').filter(Boolean);

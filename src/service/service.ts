@@ -23,6 +23,7 @@ import { openDatabase, type Db } from './store/db.js';
 import { JobStore } from './store/job-store.js';
 import { buildApp } from './http/app.js';
 import { DeviceLossHandler, type Lifecycle } from './device-loss.js';
+import { tenantDeviceUsage } from './runner/tenant-share.js';
 import { HungKernelWatchdog } from './runner/hung-kernel-watchdog.js';
 import type { FastifyInstance } from 'fastify';
 
@@ -155,6 +156,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     running: () => dispatcherRef?.runningByTenant() ?? new Map(),
     tenantName: (id) => tenants.get(id)?.name ?? id,
     activity,
+    tenantDeviceUsage: () => tenantDeviceUsage(rt),
   });
   const watchdog = new HungKernelWatchdog({
     deviceKind: (id) => rt?.devices.find((d) => d.info.id === id)?.info.kind,
