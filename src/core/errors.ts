@@ -32,6 +32,10 @@ export const ERROR_CATALOGUE = {
   TANDEM_ERR_FORBIDDEN: { http: 403, summary: 'the key may not do this' },
   TANDEM_ERR_RATE_LIMITED: { http: 429, summary: 'too many requests' },
   TANDEM_ERR_QUOTA: { http: 429, summary: 'a tenant quota is exhausted' },
+  TANDEM_ERR_OVERLOADED: {
+    http: 429,
+    summary: 'the service sheds load: its queue or event loop is full (retry after Retry-After seconds)',
+  },
   TANDEM_ERR_CONFLICT: { http: 409, summary: 'the request conflicts with the current state' },
   TANDEM_ERR_UNAVAILABLE: { http: 503, summary: 'a dependency (database, queue) is unreachable' },
   TANDEM_ERR_MALFORMED_REQUEST: {

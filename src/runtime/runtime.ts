@@ -41,6 +41,8 @@ import { PerfModels } from './perf-model.js';
 import { loadModels, modelFile, saveModels } from './perf-model-store.js';
 import { submitGraph, type GraphNode } from './submit-graph.js';
 import { TaskModels, deviceKey } from './task-models.js';
+import { ShareTable, checkShareName, type ShareGroup, type ShareUsage } from './shares.js';
+import { shareView } from './share-view.js';
 
 export type { SubmitRequest } from './submit.js';
 export type { GraphNode } from './submit-graph.js';
@@ -79,6 +81,8 @@ export class Runtime {
   /** Bandwidth and latency per pair of memory nodes. */
   readonly bus = new BusModel();
   readonly evictor: LruEvictor;
+  /** Share groups (fair sharing of devices between tenants or jobs; see shares.ts). */
+  readonly shares = new ShareTable();
   private executor!: Executor;
   private readonly tensors = new Map<number, Tensor>();
   private nextTensorId = 1;
@@ -319,9 +323,18 @@ export class Runtime {
   }
 
   submit(req: SubmitRequest): TaskHandle {
+    return this.submitCharged(req, null);
+  }
+
+  /**
+   * `submit`, charging the task to `fallback` when the request names no share group (share views use
+   * this rather than copying each request: a spread copy per task cost more than the task).
+   */
+  submitCharged(req: SubmitRequest, fallback: ShareGroup | null): TaskHandle {
     this.assertOpen();
     const k = this.kernels.get(req?.kernel);
     const v = validateSubmit(this, k.def, req);
+    const share = req.share === undefined ? fallback : this.shares.resolve(req.share);
     const task = new Task(
       this.nextTaskId++,
       req.name ?? k.def.name,
@@ -332,11 +345,26 @@ export class Runtime {
       v.priority,
       v.constraint,
       req.tags,
+      share,
     );
     task.cost = v.cost;
     task.eligible = this.anySupports ? this.eligibleFor(task, k.impls) : this.eligibleOf(k, v.constraint);
     this.executor.submit(task, v.deps);
     return task;
+  }
+
+  /**
+   * This runtime seen through share group `share` (made on first use; `weight` replaces its weight):
+   * every task submitted through the view without a share of its own is charged to that group.
+   */
+  withShare(share: string, weight?: number): Runtime {
+    this.assertOpen();
+    return shareView(this, this.shares.group(checkShareName(share), weight));
+  }
+
+  /** Device time used per share group, with tasks waiting and running (see ShareUsage). */
+  shareUsage(): ShareUsage[] {
+    return this.shares.usage();
   }
 
   private modesOf(def: KernelDef, scalars: Scalars): readonly AccessMode[] {

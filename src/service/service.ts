@@ -18,11 +18,13 @@ import { Dispatcher } from './runner/dispatcher.js';
 import type { DeviceView } from './runner/hardware-rules.js';
 import { ResultStore } from './runner/result-store.js';
 import { Submitter } from './runner/submitter.js';
+import { LoadShedder } from './runner/load-shedder.js';
 import { WalCheckpointer } from './store/checkpointer.js';
 import { openDatabase, type Db } from './store/db.js';
 import { JobStore } from './store/job-store.js';
 import { buildApp } from './http/app.js';
 import { DeviceLossHandler, type Lifecycle } from './device-loss.js';
+import { tenantDeviceUsage } from './runner/tenant-share.js';
 import { HungKernelWatchdog } from './runner/hung-kernel-watchdog.js';
 import type { FastifyInstance } from 'fastify';
 
@@ -57,6 +59,8 @@ export interface ServiceParts {
   readonly registry: JobTypeRegistry;
   readonly dispatcher: Dispatcher;
   readonly submitter: Submitter;
+  /** Admission that sheds load (429 + Retry-After) from the measured queueing. */
+  readonly shedder: LoadShedder;
   readonly metrics: ServiceMetrics;
   readonly traces: JobTraceCollector;
   readonly results: ResultStore;
@@ -155,6 +159,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     running: () => dispatcherRef?.runningByTenant() ?? new Map(),
     tenantName: (id) => tenants.get(id)?.name ?? id,
     activity,
+    tenantDeviceUsage: () => tenantDeviceUsage(rt),
   });
   const watchdog = new HungKernelWatchdog({
     deviceKind: (id) => rt?.devices.find((d) => d.info.id === id)?.info.kind,
@@ -191,6 +196,18 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     },
     (seconds) => metrics.submitCommit.observe(seconds),
   );
+  const shedder = new LoadShedder(config.shed, {
+    backlog: () => dispatcher.queue.size + submitter.pending,
+    backlogFor: (id) => dispatcher.queue.countForTenant(id) + submitter.pendingFor(id),
+    pendingCommit: () => submitter.pending,
+    activeTenants: function* () {
+      for (const [id, byPriority] of dispatcher.queue.depthByTenantAndPriority())
+        if (byPriority.size > 0) yield id;
+    },
+    weightOf: (id) => tenants.get(id)?.weight ?? 1,
+  });
+  dispatcher.onJobFinished(() => shedder.jobFinished());
+  shedder.start();
   const recovered = dispatcher.recover();
   const history = new DeviceHistory(config.historyIntervalMs);
   history.start(() => ({
@@ -206,6 +223,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     registry,
     dispatcher,
     submitter,
+    shedder,
     metrics,
     traces,
     results,
@@ -261,6 +279,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
       closed = true;
       history.stop();
       submitter.close();
+      shedder.stop();
       await app.close();
       await dispatcher.stop();
       if (opening) await opening.catch(() => undefined);

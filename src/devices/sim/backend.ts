@@ -32,6 +32,8 @@ export interface SimDeviceSpec {
   readonly type?: 'cpu' | 'gpu';
   readonly memoryBytes?: number;
   readonly queues?: number;
+  /** Launches a queue takes before the runtime holds the rest (default 2; a CUDA stream takes 256). */
+  readonly depth?: number;
   /** Sustained FLOP/s of one queue and fixed µs per launch. */
   readonly flops?: number;
   readonly launchUs?: number;
@@ -115,7 +117,7 @@ function costOf(op: string, args: readonly { desc: TensorDesc }[], scalars: Scal
 }
 
 class SimQueue implements ExecQueue {
-  readonly depth = 2;
+  readonly depth: number;
   private readonly failed = new Set<number>();
   /** Simulated clock of this queue (µs): in-order, so a task starts when the previous one ends. */
   private clock = 0;
@@ -125,7 +127,9 @@ class SimQueue implements ExecQueue {
     private readonly compute: boolean,
     private readonly isDown: () => string | null,
     private readonly paced: boolean,
-  ) {}
+  ) {
+    this.depth = spec.depth ?? 2;
+  }
 
   durationUs(req: LaunchRequest): number {
     const fixed = this.spec.opUs?.[req.op];

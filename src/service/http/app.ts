@@ -7,6 +7,7 @@ import type { ServiceParts } from '../service.js';
 import { installAuth, TokenBuckets } from './auth.js';
 import { TandemError } from '../../core/errors.js';
 import { installErrorHandling, sendError } from './errors.js';
+import { installLoadShedding } from './load-shedding.js';
 import { collectOpenApi } from './openapi.js';
 import { adminRoutes } from './routes/admin.js';
 import { dashboardRoutes } from './routes/dashboard.js';
@@ -40,6 +41,8 @@ export async function buildApp(s: ServiceParts): Promise<FastifyInstance> {
     );
   });
   installAuth(app, s.tenants, new TokenBuckets(s.config.rateLimitPerSec, s.config.rateLimitBurst));
+  // After auth (it needs the tenant), before any body is read.
+  installLoadShedding(app, s.shedder, (code) => s.metrics.httpErrors.inc({ code }));
   const openapi = collectOpenApi(app);
   await app.register(systemRoutes(s, openapi));
   await app.register(jobRoutes(s));
