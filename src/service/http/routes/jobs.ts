@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { TandemError } from '../../../core/errors.js';
 import { buildJobTrace } from '../../obs/job-trace.js';
-import type { ServiceParts } from '../../service.js';
+import type { ServiceParts } from '../../parts.js';
 import type { JobRecord, JobState, NewJob } from '../../store/job-store.js';
 import { tenantOf } from '../auth.js';
 import { isFinished, JobWaiters } from '../../runner/job-waiters.js';
