@@ -1,7 +1,7 @@
 /** Runtime configuration: parsed and validated once, then passed down. */
 import { join } from 'node:path';
 import { TandemError } from '../core/errors.js';
-import type { Backend } from '../devices/device.js';
+import { HARDWARE_KINDS, type Backend } from '../devices/device.js';
 import type { SchedulerPolicy } from './policies/policy.js';
 
 export interface RuntimeConfig {
@@ -32,7 +32,7 @@ export interface ResolvedConfig {
 export function resolveConfig(config: RuntimeConfig = {}): ResolvedConfig {
   if (config === null || typeof config !== 'object')
     throw new TandemError('TANDEM_ERR_CONFIG', 'runtime config must be an object');
-  const backends = config.backends ?? ['cpu', 'cuda', 'webgpu'];
+  const backends = config.backends ?? [...HARDWARE_KINDS];
   if (!Array.isArray(backends)) throw new TandemError('TANDEM_ERR_CONFIG', 'backends must be an array');
   for (const b of backends) {
     if (typeof b !== 'string' && (typeof b !== 'object' || typeof (b as Backend).open !== 'function')) {

@@ -4,6 +4,7 @@
  * The module is imported when the service starts, so a build without it still serves the other types.
  */
 import { TandemError } from '../../../core/errors.js';
+import { HARDWARE_KINDS } from '../../../devices/device.js';
 import type { Runtime } from '../../../runtime/runtime.js';
 import type { WorkloadJobType } from '../../../workloads/index.js';
 import { defineJobType, type AnyJobType, type JobContext } from '../job-type.js';
@@ -17,7 +18,7 @@ const JOB_CLASS: Record<WorkloadJobType['name'], string> = {
   option: 'latency',
   var: 'latency',
 };
-const KINDS = new Set(['cpu', 'cuda', 'webgpu']);
+const KINDS = new Set<string>(HARDWARE_KINDS);
 
 function wrap(w: WorkloadJobType): AnyJobType {
   return defineJobType<Params>({
