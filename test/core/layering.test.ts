@@ -5,6 +5,8 @@
  * layering test that always passes would be seen.
  */
 import assert from 'node:assert/strict';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import {
   LAYERS,
@@ -70,5 +72,15 @@ describe('src/ layering (docs/architecture.md)', () => {
 
   it('loads koffi and webgpu only inside src/devices/', () => {
     assert.deepEqual(nativeImportsOutsideDevices(process.cwd()), []);
+  });
+});
+
+describe('examples/', () => {
+  it('import Tandem only through the package entries, never a file under src/', () => {
+    const dir = join(process.cwd(), 'examples');
+    const deep = readdirSync(dir)
+      .filter((f) => f.endsWith('.ts'))
+      .filter((f) => /from '(\.\.\/)+src\//.test(readFileSync(join(dir, f), 'utf8')));
+    assert.deepEqual(deep, []);
   });
 });
