@@ -147,6 +147,11 @@ export interface BackendContext {
   readonly calibrate: boolean;
   readonly options: Readonly<Record<string, unknown>>;
   readonly log: (msg: string) => void;
+  /**
+   * Detail nobody needs unless debugging: drivers' and Dawn's own start-up warnings, per-device
+   * notes. Optional; shown by the CLI and the service with TANDEM_LOG=debug.
+   */
+  readonly debug?: (msg: string) => void;
   /** This runtime's implementation of `op` for the backend's kind (for calibration runs). */
   readonly kernelImpl?: (op: string) => unknown;
   /**

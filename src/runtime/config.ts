@@ -17,6 +17,8 @@ export interface RuntimeConfig {
   /** Backend options by kind: { cpu: { threads: 2 }, cuda: {...}, webgpu: {...} }. */
   readonly options?: Readonly<Record<string, unknown>>;
   readonly log?: (msg: string) => void;
+  /** Debug detail (drivers' and Dawn's start-up warnings); default: dropped. */
+  readonly debug?: (msg: string) => void;
 }
 
 export interface ResolvedConfig {
@@ -27,6 +29,7 @@ export interface ResolvedConfig {
   readonly memoryBudget: Readonly<Record<string, number>>;
   readonly options: Readonly<Record<string, unknown>>;
   readonly log: (msg: string) => void;
+  readonly debug: (msg: string) => void;
 }
 
 export function resolveConfig(config: RuntimeConfig = {}): ResolvedConfig {
@@ -53,5 +56,6 @@ export function resolveConfig(config: RuntimeConfig = {}): ResolvedConfig {
     memoryBudget: budget,
     options: config.options ?? {},
     log: config.log ?? ((m) => process.stderr.write(`[tandem] ${m}\n`)),
+    debug: config.debug ?? ((): void => {}),
   };
 }

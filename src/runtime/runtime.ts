@@ -148,6 +148,7 @@ export class Runtime {
       calibrate: this.config.calibrate,
       options: this.config.options,
       log: this.config.log,
+      debug: this.config.debug,
       // Worker threads import the built-in kernels from here; the sim backend costs ops with kernelFlops.
       kernelTableModule: new URL('../kernels/register.js', import.meta.url).href,
       kernelFlops: (op: string, args: readonly TensorDesc[], scalars: Scalars): number =>

@@ -6,8 +6,24 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { describeBackend } from '../runtime/backends.js';
 import type { ServiceConfig } from './config.js';
 import { createService, type Service, type ServiceRuntimeHost } from './service.js';
+
+/** Backends' warnings from `warn` up; drivers' and Dawn's start-up chatter only at `debug`. */
+function runtimeLogging(level: ServiceConfig['logLevel']): {
+  log: (m: string) => void;
+  debug: (m: string) => void;
+} {
+  return {
+    log: (m) => {
+      if (!['silent', 'error'].includes(level)) process.stderr.write(`[tandem] ${m}\n`);
+    },
+    debug: (m) => {
+      if (level === 'debug') process.stderr.write(`[tandem debug] ${m}\n`);
+    },
+  };
+}
 
 export async function openRuntime(
   config: ServiceConfig,
@@ -23,7 +39,11 @@ export async function openRuntime(
       // One BLAS thread per CPU worker: with cpuThreads = cores - 1 the event loop keeps a core of its
       // own, so health checks and submissions are answered in milliseconds during long CPU kernels.
       options: { cpu: { threads: config.runtime.cpuThreads, blasThreads: 1 } },
+      ...runtimeLogging(config.logLevel),
     });
+    // One line per backend: its devices, or why it is unavailable (as `tandem devices` says).
+    if (!['silent', 'error'].includes(config.logLevel))
+      for (const b of rt.backends) process.stderr.write(`[tandem] ${describeBackend(b)}\n`);
     if (rt.devices.length === 0) {
       const why = rt.backends.map((b) => `${b.kind}: ${b.reason ?? 'no device'}`).join('; ');
       return { rt, reason: `no device opened (${why})` };
