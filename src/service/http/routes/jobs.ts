@@ -15,6 +15,7 @@ import {
   SUBMIT_BODY_SCHEMA,
   SUBMIT_QUERY_SCHEMA,
 } from '../schemas.js';
+import { assertDevicePresent } from '../../runner/device-presence.js';
 
 interface SubmitBody {
   type: string;
@@ -81,7 +82,9 @@ function validateParams(s: ServiceParts, req: FastifyRequest, body: SubmitBody) 
       },
     );
   }
-  return { type, parsed: type.parse(body.params) };
+  const parsed = type.parse(body.params);
+  assertDevicePresent(type.requestedDevice?.(parsed), s.runtimeStatus(), s.runtime());
+  return { type, parsed };
 }
 
 export function jobRoutes(s: ServiceParts) {
