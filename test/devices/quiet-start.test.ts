@@ -36,11 +36,17 @@ describe('quiet start', () => {
       `import { writeSync } from 'node:fs';
 import { withNativeStderr } from ${JSON.stringify(module)};
 const lines = [];
-const value = await withNativeStderr((l) => lines.push(l), async () => {
-  writeSync(2, 'Warning: written to fd 2 as Dawn does\\n\\n');
-  process.stderr.write('[tandem] a line of ours\\n');
-  return 42;
-});
+const capture = (text) =>
+  withNativeStderr((l) => lines.push(l), async () => {
+    writeSync(2, text);
+    await new Promise((r) => setTimeout(r, 20));
+    return 42;
+  });
+// Two at once (two runtimes opening): each waits for the other, fd 2 comes back in order.
+const [value] = await Promise.all([
+  capture('Warning: written to fd 2 as Dawn does\\n\\n[tandem] a line of ours\\n'),
+  capture('Warning: a second one\\n'),
+]);
 process.stderr.write('after\\n');
 console.log(JSON.stringify({ value, lines }));
 `,
@@ -49,7 +55,7 @@ console.log(JSON.stringify({ value, lines }));
     assert.equal(r.status, 0, r.stderr);
     assert.deepEqual(JSON.parse(r.stdout), {
       value: 42,
-      lines: ['dawn: Warning: written to fd 2 as Dawn does'],
+      lines: ['dawn: Warning: written to fd 2 as Dawn does', 'dawn: Warning: a second one'],
     });
     assert.equal(r.stderr, '[tandem] a line of ours\nafter\n');
   });

@@ -41,11 +41,20 @@ function loadLibc(): Libc | null {
 
 const OURS = /^(\[tandem|tandem: )/;
 
+/** Captures run one at a time: two overlapping ones would restore fd 2 in the wrong order. */
+let queue: Promise<unknown> = Promise.resolve();
+
 /**
  * Runs `work` with native writes to stderr captured; each captured line goes to `debug` (blank ones
- * dropped), except lines of our own, which go back to stderr. Calls do not nest.
+ * dropped), except lines of our own, which go back to stderr. Overlapping calls wait for each other.
  */
-export async function withNativeStderr<T>(debug: (line: string) => void, work: () => Promise<T>): Promise<T> {
+export function withNativeStderr<T>(debug: (line: string) => void, work: () => Promise<T>): Promise<T> {
+  const run = queue.then(() => captured(debug, work));
+  queue = run.catch(() => undefined);
+  return run;
+}
+
+async function captured<T>(debug: (line: string) => void, work: () => Promise<T>): Promise<T> {
   const c = loadLibc();
   if (!c) return work();
   const dir = mkdtempSync(join(tmpdir(), 'tandem-dawn-'));
