@@ -22,7 +22,7 @@ import type { JobStore } from './store/job-store.js';
 /** The runtime as the service holds it: what jobs use plus observers and shutdown. */
 export type ServiceRuntimeHost = ServiceRuntime &
   Pick<Runtime, 'addObserver' | 'removeObserver' | 'close'> &
-  Partial<Pick<Runtime, 'onDeviceLost'>>;
+  Partial<Pick<Runtime, 'onDeviceLost' | 'declareDeviceLost'>>;
 
 export interface DeviceSnapshot extends DeviceView {
   readonly name: string;
