@@ -7,7 +7,16 @@ import type { DType, HostArray } from '../core/dtype.js';
 import { assertDType } from '../core/dtype.js';
 import { TandemError } from '../core/errors.js';
 import { assertShape } from '../core/shape.js';
-import type { Backend, BackendStatus, Device, DeviceKind, Scalars } from '../devices/device.js';
+import {
+  HARDWARE_KINDS,
+  isHardwareKind,
+  type Backend,
+  type BackendStatus,
+  type Device,
+  type DeviceKind,
+  type Scalars,
+  type TensorDesc,
+} from '../devices/device.js';
 import type { AccessMode, KernelDef } from '../kernels/kernel.js';
 import { argMode } from '../kernels/kernel.js';
 import { KERNEL_DEFS, KERNEL_IMPLS } from '../kernels/register.js';
@@ -29,7 +38,7 @@ import {
   validateHostData,
   writeHost,
 } from './host-access.js';
-import { KernelRegistry, type RegisteredKernel } from './kernel-registry.js';
+import { KernelRegistry, kernelFlops, type RegisteredKernel } from './kernel-registry.js';
 import { createPolicy } from './policies/index.js';
 import type { SchedulerPolicy, WorkerSlot } from './policies/policy.js';
 import type { TaskHandle, TaskKernel } from './task.js';
@@ -143,15 +152,23 @@ export class Runtime {
       calibrate: this.config.calibrate,
       options: this.config.options,
       log: this.config.log,
+      debug: this.config.debug,
+      // Worker threads import the built-in kernels from here; the sim backend costs ops with kernelFlops.
+      kernelTableModule: new URL('../kernels/register.js', import.meta.url).href,
+      kernelFlops: (op: string, args: readonly TensorDesc[], scalars: Scalars): number =>
+        this.kernels.has(op) ? kernelFlops(this.kernels.get(op).def, args, scalars) : 0,
     };
     for (const spec of this.config.backends) {
       let backend: Backend;
       const kind = typeof spec === 'string' ? spec : spec.kind;
       try {
         if (typeof spec === 'string') {
-          const load = BUILTIN_BACKENDS[spec];
-          if (!load) throw new TandemError('TANDEM_ERR_CONFIG', `unknown backend ${JSON.stringify(spec)}`);
-          backend = await load();
+          if (!isHardwareKind(spec))
+            throw new TandemError(
+              'TANDEM_ERR_CONFIG',
+              `unknown backend ${JSON.stringify(spec)} (built-in: ${HARDWARE_KINDS.join(', ')})`,
+            );
+          backend = await BUILTIN_BACKENDS[spec]();
         } else backend = spec;
       } catch (e) {
         if (e instanceof TandemError && e.code === 'TANDEM_ERR_CONFIG') throw e;

@@ -5,6 +5,7 @@
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { TandemError } from '../core/errors.js';
+import { HARDWARE_KINDS } from '../devices/device.js';
 
 /** Operator rule: a job class runs on a device class. First matching rule wins. */
 export interface HardwareRule {
@@ -120,7 +121,7 @@ export const DEFAULT_CONFIG: ServiceConfig = {
   fairShare: true,
   runtime: {
     enabled: true,
-    backends: ['cpu', 'cuda', 'webgpu'],
+    backends: [...HARDWARE_KINDS],
     // Leave one core to the event loop (see server.ts).
     cpuThreads: Math.max(1, availableParallelism() - 1),
     calibrate: true,

@@ -3,7 +3,7 @@
  * route feed validation, fast serialization and the OpenAPI document.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { ServiceParts } from '../service.js';
+import type { ServiceParts } from '../parts.js';
 import { installAuth, TokenBuckets } from './auth.js';
 import { TandemError } from '../../core/errors.js';
 import { installErrorHandling, sendError } from './errors.js';

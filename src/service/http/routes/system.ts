@@ -1,6 +1,6 @@
 /** Health, metrics, OpenAPI, devices, live stats and the job type catalogue. */
 import type { FastifyInstance } from 'fastify';
-import type { ServiceParts } from '../../service.js';
+import type { ServiceParts } from '../../parts.js';
 import { tenantOf } from '../auth.js';
 import type { OpenApiSource } from '../openapi.js';
 
