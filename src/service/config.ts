@@ -79,6 +79,8 @@ export interface ServiceConfig {
     readonly cacheDir: string;
   };
   readonly logLevel: 'silent' | 'error' | 'warn' | 'info' | 'debug';
+  /** How often the device history (GET /v1/devices/history, 900 samples kept) is sampled. */
+  readonly historyIntervalMs: number;
 }
 
 export const DEFAULT_HARDWARE_RULES: readonly HardwareRule[] = [
@@ -126,6 +128,7 @@ export const DEFAULT_CONFIG: ServiceConfig = {
     cacheDir: '.tandem/cache',
   },
   logLevel: 'warn',
+  historyIntervalMs: 1000,
 };
 
 export type ConfigOverrides = { -readonly [K in keyof ServiceConfig]?: ServiceConfig[K] };

@@ -29,8 +29,7 @@ export const WORKLOAD_JOB_TYPES: Readonly<Record<'md' | 'option' | 'var', Worklo
     name: 'md',
     summary: 'Lennard-Jones molecular dynamics (presets: ' + Object.keys(MD_PRESETS).join(', ') + ')',
     validate: (p) => void validateMdParams(p),
-    run: (rt, p, onProgress, opts) =>
-      runMd(rt, p, { onThermo: (row) => onProgress?.({ ...row }), signal: opts?.signal, tags: opts?.tags }),
+    run: (rt, p, onProgress, opts) => runMd(rt, p, { ...opts, onThermo: (row) => onProgress?.({ ...row }) }),
   },
   option: {
     name: 'option',
