@@ -122,8 +122,15 @@ export class Runtime {
     // Big host tensors from fresh pages, never zero-filled on this thread (see host-pages.ts).
     freshPagesForLargeBuffers();
     const rt = new Runtime(resolveConfig(config));
-    await rt.openBackends();
-    await rt.openModels();
+    try {
+      await rt.openBackends();
+      await rt.openModels();
+    } catch (e) {
+      // Devices opened before the failure (the CPU backend's worker threads, a GPU context) would
+      // otherwise hold the process open after the caller has reported the error.
+      await Promise.allSettled(rt.devices.map((d) => d.close()));
+      throw e;
+    }
     const models = new TaskModels(rt.models, rt.bus, rt.coherence, rt.workers);
     models.bindWorkers();
     rt.executor = new Executor(rt.workers, rt.policy, rt.coherence, rt.observers, models);
@@ -140,6 +147,13 @@ export class Runtime {
       options: this.config.options,
       log: this.config.log,
     };
+    // An unknown name fails before any backend opens (nothing to close, no time spent calibrating).
+    for (const spec of this.config.backends)
+      if (typeof spec === 'string' && !BUILTIN_BACKENDS[spec])
+        throw new TandemError(
+          'TANDEM_ERR_CONFIG',
+          `unknown backend ${JSON.stringify(spec)}; known: ${Object.keys(BUILTIN_BACKENDS).join(', ')}`,
+        );
     for (const spec of this.config.backends) {
       let backend: Backend;
       const kind = typeof spec === 'string' ? spec : spec.kind;

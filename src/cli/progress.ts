@@ -1,0 +1,88 @@
+/**
+ * Progress bars for long local runs (`run md`, `run option`, `run var`, `bench`), drawn with cli-progress
+ * on stderr. Only for a person watching: no bar when stdout or stderr is not a terminal (a pipe, a
+ * file, a test) or with --json, so captured output stays exactly the result. cli-progress redraws from
+ * a timer: `stop()` must run on every path, which `withProgress` guarantees.
+ */
+import cliProgress from 'cli-progress';
+import type { Observer } from '../obs/observer.js';
+
+export interface Progress {
+  /** fraction in [0, 1]; a smaller value than the last one is ignored (bars only go forward). */
+  update(fraction: number, label?: string): void;
+  stop(): void;
+}
+
+const NONE: Progress = { update: () => undefined, stop: () => undefined };
+
+interface TtyLike extends NodeJS.WritableStream {
+  isTTY?: boolean;
+  columns?: number;
+}
+
+export interface ProgressOptions {
+  readonly json: boolean;
+  /** Where the bar goes (stderr); a test passes its own. */
+  readonly stream?: TtyLike;
+  /** Whether stdout is a terminal (the results go there); a test passes its own. */
+  readonly stdoutIsTTY?: boolean;
+}
+
+/** Whether a bar would be shown: both streams are terminals and the output is not JSON. */
+export function progressWanted(o: ProgressOptions): boolean {
+  const stream = o.stream ?? process.stderr;
+  return !o.json && (o.stdoutIsTTY ?? process.stdout.isTTY === true) && stream.isTTY === true;
+}
+
+export function createProgress(title: string, o: ProgressOptions): Progress {
+  if (!progressWanted(o)) return NONE;
+  const bar = new cliProgress.SingleBar(
+    {
+      stream: o.stream ?? process.stderr,
+      format: `${title} [{bar}] {percentage}% | {duration_formatted} | {label}`,
+      hideCursor: true,
+      clearOnComplete: true,
+      barsize: 30,
+    },
+    cliProgress.Presets.shades_classic,
+  );
+  bar.start(1000, 0, { label: '' });
+  let last = 0;
+  return {
+    update(fraction, label) {
+      const value = Math.round(Math.min(1, Math.max(0, fraction)) * 1000);
+      if (value < last) return;
+      last = value;
+      bar.update(value, { label: label ?? '' });
+    },
+    stop: () => bar.stop(),
+  };
+}
+
+/** Runs `fn` with a bar that is stopped however `fn` ends. */
+export async function withProgress<T>(
+  title: string,
+  o: ProgressOptions,
+  fn: (p: Progress) => Promise<T>,
+): Promise<T> {
+  const p = createProgress(title, o);
+  try {
+    return await fn(p);
+  } finally {
+    p.stop();
+  }
+}
+
+/**
+ * Progress of a run whose tasks are submitted ahead of their completion (the Monte Carlo workloads):
+ * finished tasks over finished + still pending, as the runtime counts them.
+ */
+export function taskProgress(pending: () => number, p: Progress): Observer {
+  let ended = 0;
+  return {
+    onTaskEnd: () => {
+      ended++;
+      p.update(ended / (ended + pending()), `${ended} tasks done`);
+    },
+  };
+}
