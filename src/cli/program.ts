@@ -176,7 +176,7 @@ export function buildProgram(setCode: SetExitCode): Command {
     .configureOutput({ outputError: () => undefined })
     .addHelpText(
       'after',
-      `\nEvery command takes --help (prints, runs nothing) and --json.\nQuick start: README.md; \`tandem <command> --help\` for flags, defaults and environment.\n`,
+      `\nEvery command takes --help (prints, runs nothing); every one that ends with a result, --json.\nQuick start: README.md; \`tandem <command> --help\` for flags, defaults and environment.\n`,
     );
   addRuntimeCommands(program, setCode);
   addServiceCommands(program, setCode);

@@ -13,9 +13,10 @@ export function clientConfig(
   values: Record<string, unknown>,
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): ClientConfig {
-  const url =
-    (typeof values['url'] === 'string' ? values['url'] : env['TANDEM_URL']) ?? 'http://127.0.0.1:8080';
-  const key = (typeof values['key'] === 'string' ? values['key'] : env['TANDEM_KEY']) ?? null;
+  // An empty value (`TANDEM_URL=`) counts as not set.
+  const given = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+  const url = given(values['url']) ?? given(env['TANDEM_URL']) ?? 'http://127.0.0.1:8080';
+  const key = given(values['key']) ?? given(env['TANDEM_KEY']) ?? null;
   return { url: url.replace(/\/+$/, ''), key };
 }
 

@@ -65,7 +65,7 @@ export function formatTypes(types: readonly JobTypeView[]): string {
 }
 
 export async function typesCommand(opts: ClientOptions & { readonly local?: boolean }): Promise<number> {
-  const remote = opts.url !== undefined && opts.local !== true;
+  const remote = opts.url !== undefined && opts.url !== '' && opts.local !== true;
   const types = remote
     ? (
         await new ServiceClient(clientConfig({ url: opts.url, key: opts.key })).request<{
