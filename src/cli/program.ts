@@ -19,6 +19,7 @@ import {
   type SetExitCode,
 } from './cli-options.js';
 import { addServiceCommands } from './program-service.js';
+import type { ReportProgress } from './progress.js';
 import { addWorkloadFlags } from './workload-flags.js';
 
 function addRuntimeCommands(program: Command, setCode: SetExitCode): void {
@@ -105,9 +106,15 @@ function addRuntimeCommands(program: Command, setCode: SetExitCode): void {
       .description(what)
       .addOption(jsonOption())
       .addHelpText('after', runtimeEnv)
-      .action(async (_opts: unknown, cmd: Command) => {
-        const mod = (await import(`../../bench/${name}.js`)) as { main(argv: string[]): Promise<number> };
-        setCode(await mod.main(givenArgv(cmd)));
+      .action(async (opts: { json?: boolean }, cmd: Command) => {
+        const mod = (await import(`../../bench/${name}.js`)) as {
+          main(argv: string[], progress?: ReportProgress): Promise<number>;
+        };
+        const { reportTo, withProgress } = await import('./progress.js');
+        const json = opts.json === true;
+        setCode(
+          await withProgress(`bench ${name}`, { json }, (bar) => mod.main(givenArgv(cmd), reportTo(bar))),
+        );
       });
   benchCmd('overhead', 'runtime cost per task: independent tasks, one chain, 8 chains')
     .addOption(

@@ -13,6 +13,9 @@ export interface Progress {
   stop(): void;
 }
 
+/** What a long-running function is handed to report how far it is (the bench programs take one). */
+export type ReportProgress = (fraction: number, label: string) => void;
+
 const NONE: Progress = { update: () => undefined, stop: () => undefined };
 
 interface TtyLike extends NodeJS.WritableStream {
@@ -48,14 +51,30 @@ export function createProgress(title: string, o: ProgressOptions): Progress {
   );
   bar.start(1000, 0, { label: '' });
   let last = 0;
+  let stopped = false;
   return {
     update(fraction, label) {
       const value = Math.round(Math.min(1, Math.max(0, fraction)) * 1000);
-      if (value < last) return;
+      if (stopped || value < last) return;
       last = value;
       bar.update(value, { label: label ?? '' });
     },
-    stop: () => bar.stop(),
+    stop() {
+      if (stopped) return;
+      stopped = true;
+      bar.stop();
+    },
+  };
+}
+
+/**
+ * The bar as a `ReportProgress` for code that prints its own result when done (the bench programs):
+ * reaching 1 takes the bar away first, so the result is not drawn over.
+ */
+export function reportTo(p: Progress): ReportProgress {
+  return (fraction, label) => {
+    p.update(fraction, label);
+    if (fraction >= 1) p.stop();
   };
 }
 

@@ -2,7 +2,13 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
-import { createProgress, progressWanted, taskProgress, withProgress } from '../../src/cli/progress.js';
+import {
+  createProgress,
+  progressWanted,
+  reportTo,
+  taskProgress,
+  withProgress,
+} from '../../src/cli/progress.js';
 
 /** A stream that looks like a terminal (or not) and keeps what is written. */
 function fakeStream(isTTY: boolean): Writable & { isTTY: boolean; columns: number; text: () => string } {
@@ -81,4 +87,17 @@ void test('taskProgress: finished tasks over finished + pending', () => {
     obs.onTaskEnd!({} as never);
   }
   assert.deepEqual(seen, [1 / 3, 2 / 3, 1]);
+});
+
+void test('reportTo takes the bar away on reaching 1, before the caller prints its result', async () => {
+  const stream = fakeStream(true);
+  const p = createProgress('bench gemm', { json: false, stream, stdoutIsTTY: true });
+  const report = reportTo(p);
+  report(0.5, 'round 2 of 4');
+  report(1, 'checking');
+  const atEnd = stream.text().length;
+  report(1, 'again');
+  await sleep(250);
+  assert.equal(stream.text().length, atEnd, 'stopped: no redraw after 1');
+  p.stop(); // a second stop (withProgress's) is harmless
 });
