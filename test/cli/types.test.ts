@@ -4,7 +4,6 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { clientConfig } from '../../src/cli/service-client.js';
 import { formatTypes, schemaSummary } from '../../src/cli/types-command.js';
 import { runCli } from './cli-process.js';
 
@@ -34,17 +33,6 @@ void test('tandem types against an unreachable service fails promptly with TANDE
   const r = await runCli(['types', '--url', 'http://127.0.0.1:9'], { timeoutMs: 20_000 });
   assert.equal(r.code, 2);
   assert.match(r.stderr, /TANDEM_ERR_UNAVAILABLE: cannot reach the service at http:\/\/127\.0\.0\.1:9/);
-});
-
-void test('an empty TANDEM_URL or TANDEM_KEY counts as not set', () => {
-  assert.deepEqual(clientConfig({}, { TANDEM_URL: '', TANDEM_KEY: '' }), {
-    url: 'http://127.0.0.1:8080',
-    key: null,
-  });
-  assert.deepEqual(clientConfig({ url: 'http://h:1/' }, { TANDEM_URL: 'http://e:2', TANDEM_KEY: 'k' }), {
-    url: 'http://h:1',
-    key: 'k',
-  });
 });
 
 void test('schema summary and listing', () => {
