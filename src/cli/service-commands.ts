@@ -5,6 +5,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { outputFile, print, table } from './output.js';
+import { withProgress } from './progress.js';
 import { ServiceClient, clientConfig, parseParams } from './service-client.js';
 
 /** What every client command takes (commander fills url/key from TANDEM_URL/TANDEM_KEY too). */
@@ -44,22 +45,16 @@ function bar(progress: number, width = 30): string {
   return `[${'#'.repeat(full)}${'-'.repeat(width - full)}] ${(progress * 100).toFixed(0).padStart(3)}%`;
 }
 
+/** Polls the job to its end, drawing its progress as a bar on a terminal (progress.ts). */
 async function waitForJob(c: ServiceClient, id: string, json: boolean): Promise<JobView> {
-  const tty = process.stderr.isTTY && !json;
-  let last = '';
-  for (;;) {
-    const job = await c.request<JobView>('GET', `/v1/jobs/${id}`);
-    const line = `${bar(job.progress)} ${job.state}${job.message ? ` ${job.message}` : ''}`;
-    if (!json && line !== last) {
-      process.stderr.write(tty ? `\r${line.padEnd(last.length)}` : `${line}\n`);
-      last = line;
+  return withProgress(id, { json }, async (p) => {
+    for (;;) {
+      const job = await c.request<JobView>('GET', `/v1/jobs/${encodeURIComponent(id)}`);
+      p.update(job.progress, `${job.state}${job.message ? ` ${job.message}` : ''}`);
+      if (FINAL.has(job.state)) return job;
+      await new Promise((r) => setTimeout(r, 200));
     }
-    if (FINAL.has(job.state)) {
-      if (tty) process.stderr.write('\n');
-      return job;
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  });
 }
 
 export interface SubmitOptions extends ClientOptions {
