@@ -17,6 +17,7 @@ import {
   type SetExitCode,
 } from './cli-options.js';
 import { DEFAULT_POLICY } from '../service/autoscale/signal.js';
+import { JOB_STATES } from '../service/http/schemas.js';
 
 const SERVE_ENV: ReadonlyArray<readonly [string, string]> = [
   ['TANDEM_PORT', 'port (default 8080); --port wins'],
@@ -115,7 +116,7 @@ function addClients(program: Command, setCode: SetExitCode): void {
       setCode(await (await svc()).submitCommand(type, opts));
     });
   clientCommand(program, 'jobs', 'list jobs, newest first (your tenant; all for an admin)')
-    .option('--state <state>', 'queued, running, succeeded, failed, cancelled')
+    .addOption(new Option('--state <state>', JOB_STATES.join(', ')).argParser(oneOfParser(JOB_STATES)))
     .addOption(new Option('--limit <n>', 'at most this many').default(20).argParser(intParser(1, 1000)))
     .option('--tenant <name>', 'admin: only this tenant')
     .action(async (opts: Opts<import('./service-commands.js').JobsOptions>) => {

@@ -4,6 +4,8 @@
  * The options come parsed and range-checked by commander (program-service.ts).
  */
 import { writeFileSync } from 'node:fs';
+import { TandemError } from '../core/errors.js';
+import { suggestion } from './cli-options.js';
 import { outputFile, print, table } from './output.js';
 import { withProgress } from './progress.js';
 import { ServiceClient, clientConfig, parseParams } from './service-client.js';
@@ -57,6 +59,18 @@ async function waitForJob(c: ServiceClient, id: string, json: boolean): Promise<
   });
 }
 
+/** An unknown job type answered with the closest known one (the service sends the list). */
+function withTypeSuggestion(e: unknown, type: string): unknown {
+  if (!(e instanceof TandemError) || e.code !== 'TANDEM_ERR_UNKNOWN_JOB_TYPE') return e;
+  const known = e.details['known'];
+  if (!Array.isArray(known) || !known.every((k): k is string => typeof k === 'string')) return e;
+  return new TandemError(
+    'TANDEM_ERR_UNKNOWN_JOB_TYPE',
+    `unknown job type ${JSON.stringify(type)}${suggestion(type, known)}`,
+    e.details,
+  );
+}
+
 export interface SubmitOptions extends ClientOptions {
   readonly param?: string[];
   readonly params?: string;
@@ -71,7 +85,9 @@ export async function submitCommand(type: string, opts: SubmitOptions): Promise<
   const body: Record<string, unknown> = { type, params: parseParams(opts.param ?? [], opts.params) };
   if (opts.priority !== undefined) body['priority'] = opts.priority;
   if (opts.idempotencyKey !== undefined) body['idempotencyKey'] = opts.idempotencyKey;
-  const job = await c.request<JobView>('POST', '/v1/jobs', body);
+  const job = await c.request<JobView>('POST', '/v1/jobs', body).catch((e: unknown) => {
+    throw withTypeSuggestion(e, type);
+  });
   if (!opts.wait) {
     print(json, job, () => `${job.id} ${job.state}`);
     return 0;

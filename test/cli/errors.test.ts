@@ -40,6 +40,7 @@ const CASES: ReadonlyArray<readonly [args: string[], expect: RegExp]> = [
   [['serve', '--backends', 'cpu,cudda'], /backend "cudda" is not known \(did you mean cuda\?\)/],
   [['keys', 'create', 'bob', '--role', 'admn'], /did you mean admin\?/],
   [['status'], /missing required argument 'id'/],
+  [['jobs', '--state', 'runing'], /"runing" is not known \(did you mean running\?\)/],
   [['agent'], /required option '--queue <url>' not specified/],
   [['run', 'gemm', 'extra'], /too many arguments/],
 ];

@@ -82,6 +82,16 @@ void test(
       });
       assert.deepEqual(JSON.parse(asCarol.stdout), [], "carol does not see the admin's jobs");
 
+      // An unknown job type is answered with the closest known one (from the service's list).
+      const typo = await run(process.execPath, [MAIN, 'submit', 'gemmm'], { env }).catch(
+        (e: { code: number; stderr: string }) => e,
+      );
+      assert.equal((typo as { code: number }).code, 2);
+      assert.match(
+        (typo as { stderr: string }).stderr,
+        /TANDEM_ERR_UNKNOWN_JOB_TYPE: unknown job type "gemmm" \(did you mean gemm\?\)/,
+      );
+
       // Errors keep their codes and exit non-zero.
       const bad = await run(process.execPath, [MAIN, 'submit', 'gemm', '--param', 'n=999999', '--json'], {
         env,
