@@ -9,7 +9,7 @@
  */
 import { Option, type Command } from 'commander';
 import { LAMMPS_LJ, MD_PRESETS } from '../workloads/md/params.js';
-import { OPTION_DEFAULTS, VAR_DEFAULTS } from '../workloads/risk/params.js';
+import { EXAMPLE_PORTFOLIO, OPTION_DEFAULTS, validateVarParams } from '../workloads/risk/params.js';
 import { booleanParser, deviceParser, intParser, numberParser, oneOfParser } from './cli-options.js';
 
 type Parser = (value: string) => unknown;
@@ -120,7 +120,8 @@ const OPTION_FLAGS: readonly Flag[] = [
   },
 ];
 
-const V = VAR_DEFAULTS;
+/** The var defaults as its validator fills them (the one place they are written down). */
+const V = validateVarParams({ portfolio: EXAMPLE_PORTFOLIO });
 const VAR_FLAGS: readonly Flag[] = [
   {
     flag: 'portfolio',

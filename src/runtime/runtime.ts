@@ -121,7 +121,9 @@ export class Runtime {
   static async create(config?: RuntimeConfig): Promise<Runtime> {
     // Big host tensors from fresh pages, never zero-filled on this thread (see host-pages.ts).
     freshPagesForLargeBuffers();
-    const rt = new Runtime(resolveConfig(config));
+    const resolved = resolveConfig(config);
+    assertKnownBackends(resolved.backends);
+    const rt = new Runtime(resolved);
     try {
       await rt.openBackends();
       await rt.openModels();
@@ -147,13 +149,6 @@ export class Runtime {
       options: this.config.options,
       log: this.config.log,
     };
-    // An unknown name fails before any backend opens (nothing to close, no time spent calibrating).
-    for (const spec of this.config.backends)
-      if (typeof spec === 'string' && !BUILTIN_BACKENDS[spec])
-        throw new TandemError(
-          'TANDEM_ERR_CONFIG',
-          `unknown backend ${JSON.stringify(spec)}; known: ${Object.keys(BUILTIN_BACKENDS).join(', ')}`,
-        );
     for (const spec of this.config.backends) {
       let backend: Backend;
       const kind = typeof spec === 'string' ? spec : spec.kind;
@@ -526,6 +521,19 @@ export class Runtime {
     this.tensors.clear();
     await Promise.allSettled(this.devices.map((d) => d.close()));
   }
+}
+
+/**
+ * An unknown backend name fails before any backend opens: one found after the CPU backend had started
+ * its worker threads used to leave them holding the process open after the error was reported.
+ */
+function assertKnownBackends(backends: ResolvedConfig['backends']): void {
+  for (const spec of backends)
+    if (typeof spec === 'string' && !BUILTIN_BACKENDS[spec])
+      throw new TandemError(
+        'TANDEM_ERR_CONFIG',
+        `unknown backend ${JSON.stringify(spec)}; known: ${Object.keys(BUILTIN_BACKENDS).join(', ')}`,
+      );
 }
 
 export { Tensor } from '../memory/tensor.js';

@@ -135,29 +135,18 @@ export const EXAMPLE_PORTFOLIO = {
   ],
 };
 
-/** Defaults of everything but the portfolio (which a job must give; the CLI uses EXAMPLE_PORTFOLIO). */
-export const VAR_DEFAULTS: Omit<VarConfig, 'portfolio'> = {
-  horizon: 10 / 252,
-  confidence: 0.99,
-  scenarios: 100_000,
-  seed: 20261202,
-  device: 'auto',
-  tasks: null,
-};
-
 export function validateVarParams(input: unknown): VarConfig {
   const p = asRecord(input ?? {}, 'var');
   noExtraKeys(p, ['portfolio', 'horizon', 'confidence', 'scenarios', 'seed', 'device', 'tasks'], 'var');
   if (p.portfolio === undefined) throw invalid('var.portfolio', 'is required');
   const at = 'var.';
-  const d = VAR_DEFAULTS;
   return {
     portfolio: parsePortfolio(p.portfolio),
-    horizon: num(p, 'horizon', d.horizon, { gt: 0, le: 10 }, at),
-    confidence: num(p, 'confidence', d.confidence, { gt: 0.5, lt: 1 }, at),
-    scenarios: num(p, 'scenarios', d.scenarios, { ge: 100, le: 2 ** 31, integer: true }, at),
-    seed: num(p, 'seed', d.seed, { ge: 0, le: MAX_SEED, integer: true }, at),
-    device: oneOf(p, 'device', ['auto', 'cpu', 'cuda', 'webgpu'] as const, d.device, at),
+    horizon: num(p, 'horizon', 10 / 252, { gt: 0, le: 10 }, at),
+    confidence: num(p, 'confidence', 0.99, { gt: 0.5, lt: 1 }, at),
+    scenarios: num(p, 'scenarios', 100_000, { ge: 100, le: 2 ** 31, integer: true }, at),
+    seed: num(p, 'seed', 20261202, { ge: 0, le: MAX_SEED, integer: true }, at),
+    device: oneOf(p, 'device', ['auto', 'cpu', 'cuda', 'webgpu'] as const, 'auto', at),
     tasks: p.tasks === undefined ? null : num(p, 'tasks', undefined, { ge: 1, le: 65536, integer: true }, at),
   };
 }
