@@ -15,9 +15,12 @@ function commandPaths(cmd: Command, prefix: string[] = []): string[][] {
   return [prefix, ...cmd.commands.flatMap((c) => commandPaths(c, [...prefix, c.name()]))];
 }
 
-/** Modules that would mean something ran: the runtime, devices, kernels, workload runners, the server. */
+/**
+ * Modules that would mean something ran: the runtime, device backends (the contracts module
+ * devices/device.js, constants and types only, may be read), kernels, workload runners, the server.
+ */
 const FORBIDDEN =
-  /\/dist\/src\/(runtime|devices|kernels|memory)\/|\/dist\/src\/workloads\/[^/]+\/run\.js|\/dist\/src\/service\/(server|service)\.js|\/dist\/bench\//;
+  /\/dist\/src\/(runtime|kernels|memory)\/|\/dist\/src\/devices\/(?!device\.js$)|\/dist\/src\/workloads\/[^/]+\/run\.js|\/dist\/src\/service\/(server|service)\.js|\/dist\/bench\//;
 
 /** Leaves that read no environment variable at all. */
 const NO_ENV = new Set(['models', 'autoscale']);
