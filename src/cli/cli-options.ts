@@ -63,7 +63,7 @@ export const DEVICE_KINDS = ['cpu', 'cuda', 'webgpu'] as const;
 export function deviceParser(withAuto: boolean): (value: string) => string {
   const kinds: string[] = withAuto ? ['auto', ...DEVICE_KINDS] : [...DEVICE_KINDS];
   return (value) => {
-    const kind = value.replace(/:?\d+$/, '');
+    const kind = value.replace(/\d+$/, '');
     if (kinds.includes(value) || (kind !== value && (DEVICE_KINDS as readonly string[]).includes(kind)))
       return value;
     throw new InvalidArgumentError(

@@ -79,7 +79,7 @@ export interface GemmOptions {
 
 export async function runGemmCommand(opts: GemmOptions): Promise<number> {
   const { n, dtype, reps, device, precision } = opts;
-  const backends = device ? ['cpu', device.replace(/:?\d+$/, '')] : undefined;
+  const backends = device ? ['cpu', device.replace(/\d+$/, '')] : undefined;
   // Where the trace goes is settled (and its folder made) before any device opens.
   const traceFile =
     opts.trace === undefined

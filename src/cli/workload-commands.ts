@@ -30,7 +30,7 @@ async function runWorkload(
   type.validate(params); // before any device opens
   const device =
     typeof params['device'] === 'string' && params['device'] !== 'auto'
-      ? String(params['device']).replace(/:?\d+$/, '')
+      ? String(params['device'])
       : undefined;
   const rt = await openRuntime({ ...(device ? { backends: [...new Set(['cpu', device])] } : {}) });
   try {

@@ -10,7 +10,7 @@
 import { Option, type Command } from 'commander';
 import { LAMMPS_LJ, MD_PRESETS } from '../workloads/md/params.js';
 import { EXAMPLE_PORTFOLIO, OPTION_DEFAULTS, validateVarParams } from '../workloads/risk/params.js';
-import { booleanParser, deviceParser, intParser, numberParser, oneOfParser } from './cli-options.js';
+import { DEVICE_KINDS, booleanParser, intParser, numberParser, oneOfParser } from './cli-options.js';
 
 type Parser = (value: string) => unknown;
 
@@ -25,7 +25,8 @@ interface Flag {
 }
 
 const intAtLeast = (min: number): Parser => intParser(min, Number.MAX_SAFE_INTEGER);
-const device = deviceParser(true);
+/** The workloads take a kind (their validators refuse device ids). */
+const device = oneOfParser(['auto', ...DEVICE_KINDS]);
 
 /** `--cells 10` or `--cells 10,10,20`. */
 function cellsParser(value: string): number | number[] {
@@ -84,7 +85,7 @@ const MD_FLAGS: readonly Flag[] = [
     parse: intAtLeast(1),
     def: LAMMPS_LJ.thermoEvery,
   },
-  { flag: 'device', what: 'auto, cpu, cuda, webgpu or a device id', parse: device, def: LAMMPS_LJ.device },
+  { flag: 'device', what: 'auto, cpu, cuda or webgpu', parse: device, def: LAMMPS_LJ.device },
   {
     flag: 'precision',
     what: 'f64 or f32',
@@ -112,7 +113,7 @@ const OPTION_FLAGS: readonly Flag[] = [
   { flag: 'paths', what: 'Monte Carlo paths', parse: intAtLeast(2), def: O.paths },
   { flag: 'antithetic', what: 'antithetic variates', parse: booleanParser, def: O.antithetic, boolean: true },
   { flag: 'seed', what: 'Philox seed', parse: intAtLeast(0), def: O.seed },
-  { flag: 'device', what: 'auto, cpu, cuda, webgpu or a device id', parse: device, def: O.device },
+  { flag: 'device', what: 'auto, cpu, cuda or webgpu', parse: device, def: O.device },
   {
     flag: 'tasks',
     what: 'tasks the paths are split into (default: enough for every device)',
@@ -132,7 +133,7 @@ const VAR_FLAGS: readonly Flag[] = [
   { flag: 'confidence', what: 'VaR confidence level', parse: numberParser, def: V.confidence },
   { flag: 'scenarios', what: 'Monte Carlo scenarios', parse: intAtLeast(1), def: V.scenarios },
   { flag: 'seed', what: 'Philox seed', parse: intAtLeast(0), def: V.seed },
-  { flag: 'device', what: 'auto, cpu, cuda, webgpu or a device id', parse: device, def: V.device },
+  { flag: 'device', what: 'auto, cpu, cuda or webgpu', parse: device, def: V.device },
   {
     flag: 'tasks',
     what: 'tasks the scenarios are split into (default: enough for every device)',
