@@ -5,6 +5,7 @@
  * loads no runtime, no service and no device. Local runtime commands are declared here, the service's
  * in program-service.ts.
  */
+import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import {
   RUNTIME_ENV,
@@ -173,10 +174,23 @@ function addRuntimeCommands(program: Command, setCode: SetExitCode): void {
     });
 }
 
+/** This package's version (dist/src/cli → the package root). */
+function packageVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as {
+      version?: unknown;
+    };
+    return typeof pkg.version === 'string' ? pkg.version : 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
 /** The whole command tree. `setCode` receives each action's exit code. */
 export function buildProgram(setCode: SetExitCode): Command {
   const program = new Command('tandem')
     .description('CPUs, CUDA GPUs and WebGPU devices working in tandem on one pool of compute jobs')
+    .version(packageVersion(), '-V, --version', 'print the version')
     .showSuggestionAfterError(true)
     .exitOverride()
     // Errors are reported once, by main.ts (with a stable code, and as JSON under --json).

@@ -96,6 +96,9 @@ void test('help shows defaults and the environment variables a command reads', a
   const serve = await runCli(['serve', '--help']);
   for (const v of ['TANDEM_PORT', 'TANDEM_DATA_DIR', 'TANDEM_BACKENDS', 'TANDEM_SUPERVISE'])
     assert.match(serve.stdout, new RegExp(v), `serve --help names ${v}`);
+  const version = await runCli(['--version']);
+  assert.equal(version.code, 0);
+  assert.match(version.stdout, /^\d+\.\d+\.\d+\n$/);
   // `tandem help <cmd>` is the same help.
   const viaHelp = await runCli(['help', 'serve']);
   assert.equal(viaHelp.code, 0);
