@@ -43,7 +43,8 @@ export function createProgress(title: string, o: ProgressOptions): Progress {
     {
       stream: o.stream ?? process.stderr,
       format: `${title} [{bar}] {percentage}% | {duration_formatted} | {label}`,
-      hideCursor: true,
+      // Left visible: a Ctrl-C mid-run (default SIGINT handling, no listener of ours) must not leave it hidden.
+      hideCursor: false,
       clearOnComplete: true,
       barsize: 30,
     },
