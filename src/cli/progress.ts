@@ -43,8 +43,11 @@ export function createProgress(title: string, o: ProgressOptions): Progress {
     {
       stream: o.stream ?? process.stderr,
       format: `${title} [{bar}] {percentage}% | {duration_formatted} | {label}`,
-      // Left visible: a Ctrl-C mid-run (default SIGINT handling, no listener of ours) must not leave it hidden.
+      // A Ctrl-C mid-run ends the process without a stop (no SIGINT listener of ours, by design), so
+      // change no terminal mode that would stay changed: cursor visible, line wrapping on (the bar
+      // line is cut to the terminal's width instead).
       hideCursor: false,
+      linewrap: true,
       clearOnComplete: true,
       barsize: 30,
     },
