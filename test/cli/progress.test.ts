@@ -44,6 +44,9 @@ void test('a bar is drawn on a terminal and goes only forward', async () => {
   p.update(1);
   p.stop();
   assert.match(stream.text(), /100%/);
+  // No terminal mode a Ctrl-C (which ends the process without a stop) would leave changed.
+  assert.ok(!stream.text().includes('\x1b[?25l'), 'the cursor is never hidden');
+  assert.ok(!stream.text().includes('\x1b[?7l'), 'line wrapping is never turned off');
 });
 
 void test('no bar with --json, on a pipe, or when stdout is not a terminal', async () => {
