@@ -20,7 +20,6 @@ import { LocalAutoscaler } from '../service/autoscale/local.js';
 import { DEFAULT_POLICY, ScaleSignal } from '../service/autoscale/signal.js';
 import { loadServiceConfig } from '../service/config.js';
 import { buildControlPlane, parseApiKeys } from '../service/queue/control-plane.js';
-import type { ServeOptions } from './serve-command.js';
 
 /** `tandem agent` options, parsed and range-checked by commander (program-service.ts). */
 export interface AgentOptions {
@@ -172,7 +171,18 @@ export async function autoscaleCommand(opts: AutoscaleOptions): Promise<number> 
  * `tandem serve --queue redis://... --pg postgres://...`: the scaled-out control plane (`serve` hands
  * over here when --queue is given). API keys come from TANDEM_API_KEYS ("tenant=key,...").
  */
-export async function controlPlaneCommand(opts: ServeOptions): Promise<number> {
+/** The `tandem serve` options the control plane reads (serve-command.ts hands its own over). */
+export interface ControlPlaneOptions {
+  readonly json?: boolean;
+  readonly host?: string;
+  readonly port?: number;
+  readonly queue?: string;
+  readonly pg?: string;
+  readonly prefix?: string;
+  readonly reconcileMs?: number;
+}
+
+export async function controlPlaneCommand(opts: ControlPlaneOptions): Promise<number> {
   const queueUrl = opts.queue;
   const pgUrl = opts.pg;
   if (typeof queueUrl !== 'string' || !/^rediss?:/.test(queueUrl) || typeof pgUrl !== 'string')

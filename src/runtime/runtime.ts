@@ -529,7 +529,7 @@ export class Runtime {
  */
 function assertKnownBackends(backends: ResolvedConfig['backends']): void {
   for (const spec of backends)
-    if (typeof spec === 'string' && !BUILTIN_BACKENDS[spec])
+    if (typeof spec === 'string' && !Object.hasOwn(BUILTIN_BACKENDS, spec))
       throw new TandemError(
         'TANDEM_ERR_CONFIG',
         `unknown backend ${JSON.stringify(spec)}; known: ${Object.keys(BUILTIN_BACKENDS).join(', ')}`,
