@@ -158,6 +158,11 @@ function addClients(program: Command, setCode: SetExitCode): void {
     .addOption(new Option('--max-jobs <n>', 'jobs running at once').argParser(intParser(1, 10_000)))
     .addOption(new Option('--max-memory <bytes>', 'device memory quota in bytes').argParser(numberParser))
     .addOption(new Option('--max-queued <n>', 'queued jobs quota').argParser(intParser(1, 10_000_000)))
+    .addOption(
+      new Option('--max-timeout <seconds>', 'longest timeoutSeconds its jobs may ask for').argParser(
+        intParser(1, 31_536_000),
+      ),
+    )
     .option('--label <text>', "the key's label")
     .action(async (tenant: string, opts: Opts<import('./service-commands.js').KeyCreateOptions>) => {
       setCode(await (await svc()).keysCreateCommand(tenant, opts));

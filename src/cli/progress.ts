@@ -98,7 +98,8 @@ export async function withProgress<T>(
 
 /**
  * Progress of a run whose tasks are submitted ahead of their completion (the Monte Carlo workloads):
- * finished tasks over finished + still pending, as the runtime counts them.
+ * finished tasks over finished + still pending, as the runtime counts them. An estimate: a run that
+ * submits a window at a time has fewer pending than it will run.
  */
 export function taskProgress(pending: () => number, p: Progress): Observer {
   let ended = 0;
@@ -106,6 +107,29 @@ export function taskProgress(pending: () => number, p: Progress): Observer {
     onTaskEnd: () => {
       ended++;
       p.update(ended / (ended + pending()), `${ended} tasks done`);
+    },
+  };
+}
+
+/**
+ * A workload's progress: its own count (done of total steps or tasks) once it reports one through the
+ * `onProgress` run option, the runtime's task estimate (taskProgress) until then, or for a workload
+ * that reports none.
+ */
+export function workloadProgress(
+  pending: () => number,
+  p: Progress,
+): {
+  readonly observer: Observer;
+  readonly onProgress: (done: number, total: number, unit: string) => void;
+} {
+  let reported = false;
+  const estimate = taskProgress(pending, p);
+  return {
+    observer: { onTaskEnd: (e) => (reported ? undefined : estimate.onTaskEnd?.(e)) },
+    onProgress: (done, total, unit) => {
+      reported = true;
+      if (total > 0) p.update(done / total, `${done}/${total} ${unit}s`);
     },
   };
 }

@@ -185,6 +185,8 @@ export interface KeyCreateOptions extends ClientOptions {
   readonly maxJobs?: number;
   readonly maxMemory?: number;
   readonly maxQueued?: number;
+  /** Longest `timeoutSeconds` the tenant's jobs may ask for. */
+  readonly maxTimeout?: number;
   readonly label?: string;
 }
 
@@ -243,6 +245,7 @@ export async function keysCreateCommand(name: string, opts: KeyCreateOptions): P
     if (opts.maxJobs !== undefined) body['maxConcurrentJobs'] = opts.maxJobs;
     if (opts.maxMemory !== undefined) body['maxDeviceMemoryBytes'] = opts.maxMemory;
     if (opts.maxQueued !== undefined) body['maxQueuedJobs'] = opts.maxQueued;
+    if (opts.maxTimeout !== undefined) body['maxTimeoutSeconds'] = opts.maxTimeout;
     if (opts.label !== undefined) body['keyLabel'] = opts.label;
     created = await c.request('POST', '/v1/tenants', body);
   }

@@ -10,7 +10,7 @@ import { validateMdParams } from '../workloads/md/params.js';
 import type { ThermoRow } from '../workloads/md/thermo.js';
 import { openRuntime } from './runtime-commands.js';
 import { print, table } from './output.js';
-import { taskProgress, withProgress, type Progress } from './progress.js';
+import { withProgress, workloadProgress, type Progress } from './progress.js';
 import { workloadParams } from './workload-flags.js';
 
 /** The options commander parsed for one `run` subcommand (flags in camelCase, plus --json). */
@@ -38,12 +38,19 @@ async function runWorkload(
       // md reports its thermo steps; the Monte Carlo runs submit all their tasks at once, so the
       // runtime's count of finished tasks measures them.
       const steps = name === 'md' ? validateMdParams(params).steps : 0;
-      const tasks = name === 'md' ? null : taskProgress(() => rt.pendingTasks, bar);
-      if (tasks) rt.addObserver(tasks);
+      const progress = workloadProgress(() => rt.pendingTasks, bar);
+      if (name !== 'md') rt.addObserver(progress.observer);
+      // A workload that counts its own steps or tasks reports them through `onProgress` (a run option
+      // newer workloads take; one that does not ignores it and the task estimate stands).
+      // The tags label the run's tasks in a trace or a metric as this command's.
+      const runOptions = { tags: { cli: `run ${name}` }, onProgress: progress.onProgress };
       try {
-        return (await type.run(rt, params, (row) => mdStep(row, steps, bar))) as Record<string, unknown>;
+        return (await type.run(rt, params, (row) => mdStep(row, steps, bar), runOptions)) as Record<
+          string,
+          unknown
+        >;
       } finally {
-        if (tasks) rt.removeObserver(tasks);
+        if (name !== 'md') rt.removeObserver(progress.observer);
       }
     });
     print(json, result, () => human(result));

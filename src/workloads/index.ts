@@ -8,13 +8,20 @@ import { MD_PRESETS, validateMdParams } from './md/params.js';
 import { runMd } from './md/run.js';
 import { EXAMPLE_PORTFOLIO, validateOptionParams, validateVarParams } from './risk/params.js';
 import { portfolioVar, priceOption } from './risk/run.js';
+import type { RunOptions } from './tasks.js';
 
 export interface WorkloadJobType {
   readonly name: 'md' | 'option' | 'var';
   readonly summary: string;
   /** Throws a TandemError on bad parameters; call before accepting a job. */
   validate(params: unknown): void;
-  run(rt: Runtime, params: unknown, onProgress?: (p: Record<string, unknown>) => void): Promise<object>;
+  /** `opts.signal` stops the run at its next task or step boundary (it drains, then throws). */
+  run(
+    rt: Runtime,
+    params: unknown,
+    onProgress?: (p: Record<string, unknown>) => void,
+    opts?: RunOptions,
+  ): Promise<object>;
 }
 
 export const WORKLOAD_JOB_TYPES: Readonly<Record<'md' | 'option' | 'var', WorkloadJobType>> = {
@@ -22,19 +29,20 @@ export const WORKLOAD_JOB_TYPES: Readonly<Record<'md' | 'option' | 'var', Worklo
     name: 'md',
     summary: 'Lennard-Jones molecular dynamics (presets: ' + Object.keys(MD_PRESETS).join(', ') + ')',
     validate: (p) => void validateMdParams(p),
-    run: (rt, p, onProgress) => runMd(rt, p, { onThermo: (row) => onProgress?.({ ...row }) }),
+    run: (rt, p, onProgress, opts) =>
+      runMd(rt, p, { onThermo: (row) => onProgress?.({ ...row }), signal: opts?.signal, tags: opts?.tags }),
   },
   option: {
     name: 'option',
     summary: 'European or arithmetic-Asian option price by Monte Carlo (Philox4x32-10), with standard error',
     validate: (p) => void validateOptionParams(p),
-    run: (rt, p) => priceOption(rt, p),
+    run: (rt, p, _progress, opts) => priceOption(rt, p, opts),
   },
   var: {
     name: 'var',
     summary: 'Portfolio value-at-risk and expected shortfall under correlated GBM',
     validate: (p) => void validateVarParams(p),
-    run: (rt, p) => portfolioVar(rt, p),
+    run: (rt, p, _progress, opts) => portfolioVar(rt, p, opts),
   },
 };
 

@@ -141,6 +141,8 @@ const LINES: ReadonlyArray<readonly string[]> = [
     '1e9',
     '--max-queued',
     '10',
+    '--max-timeout',
+    '3600',
     '--label',
     'x',
   ],

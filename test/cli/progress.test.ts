@@ -8,6 +8,7 @@ import {
   reportTo,
   taskProgress,
   withProgress,
+  workloadProgress,
 } from '../../src/cli/progress.js';
 
 /** A stream that looks like a terminal (or not) and keeps what is written. */
@@ -103,4 +104,21 @@ void test('reportTo takes the bar away on reaching 1, before the caller prints i
   await sleep(250);
   assert.equal(stream.text().length, atEnd, 'stopped: no redraw after 1');
   p.stop(); // a second stop (withProgress's) is harmless
+});
+
+void test('workloadProgress: the task estimate until the workload reports its own count, then only that', () => {
+  const seen: [number, string | undefined][] = [];
+  let pending = 3;
+  const wp = workloadProgress(() => pending, { update: (f, l) => seen.push([f, l]), stop: () => undefined });
+  pending = 2;
+  wp.observer.onTaskEnd!({} as never);
+  wp.onProgress(1, 10, 'task');
+  pending = 0;
+  wp.observer.onTaskEnd!({} as never); // windowed: the estimate would say 100%; ignored now
+  wp.onProgress(2, 10, 'task');
+  assert.deepEqual(seen, [
+    [1 / 3, '1 tasks done'],
+    [0.1, '1/10 tasks'],
+    [0.2, '2/10 tasks'],
+  ]);
 });
