@@ -5,16 +5,21 @@ import { TraceRecorder } from '../obs/trace.js';
 import { Runtime } from '../runtime/runtime.js';
 import { checkGemmRows, randomData } from './gemm-check.js';
 import { flops, outputFile, print, table } from './output.js';
+import { logLevelFrom, printBackendSummary, runtimeLoggers } from './runtime-log.js';
 
 export async function openRuntime(
-  opts: { backends?: string[]; scheduler?: string; calibrate?: boolean } = {},
+  opts: { backends?: string[]; scheduler?: string; calibrate?: boolean; summary?: boolean } = {},
 ): Promise<Runtime> {
-  return Runtime.create({
+  const { log, debug } = runtimeLoggers(logLevelFrom(process.env));
+  const rt = await Runtime.create({
     ...(opts.backends ? { backends: opts.backends } : {}),
     ...(opts.scheduler ? { scheduler: opts.scheduler } : {}),
     calibrate: opts.calibrate ?? true,
-    log: (m) => process.stderr.write(`[tandem] ${m}\n`),
+    log,
+    debug,
   });
+  if (opts.summary !== false) printBackendSummary(rt, log);
+  return rt;
 }
 
 export interface DevicesOptions {
@@ -26,7 +31,12 @@ export interface DevicesOptions {
 
 export async function devicesCommand(opts: DevicesOptions): Promise<number> {
   const backends = opts.backends?.split(',');
-  const rt = await openRuntime({ ...(backends ? { backends } : {}), calibrate: opts.calibrate });
+  // The table below is the summary: nothing else on stderr.
+  const rt = await openRuntime({
+    ...(backends ? { backends } : {}),
+    calibrate: opts.calibrate,
+    summary: false,
+  });
   try {
     const data = rt.backends.map((b) => ({
       backend: b.kind,
