@@ -245,6 +245,11 @@ export async function controlPlaneCommand(argv: string[]): Promise<number> {
     keys: parseApiKeys(keysText),
     reconcileMs: intOption(values['reconcile-ms'], 'reconcile-ms', 30_000, 100, 3_600_000),
     bodyLimitBytes: config.bodyLimitBytes,
+    config: {
+      rateLimitPerSec: config.rateLimitPerSec,
+      rateLimitBurst: config.rateLimitBurst,
+      quotas: config.quotas,
+    },
   });
   const url = await cp.app.listen({ host: config.host, port: config.port });
   const line = {

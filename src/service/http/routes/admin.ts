@@ -33,6 +33,7 @@ export function adminRoutes(s: ServiceParts) {
       {
         config: { admin: true },
         schema: {
+          operationId: 'createTenant',
           summary: 'Create a tenant and its first API key (admin)',
           tags: ['tenants'],
           body: {
@@ -64,6 +65,7 @@ export function adminRoutes(s: ServiceParts) {
       {
         config: { admin: true },
         schema: {
+          operationId: 'listTenants',
           summary: 'List tenants (admin)',
           tags: ['tenants'],
           response: {
@@ -79,6 +81,7 @@ export function adminRoutes(s: ServiceParts) {
       {
         config: { admin: true },
         schema: {
+          operationId: 'createKey',
           summary: 'Create another API key for a tenant (admin)',
           tags: ['tenants'],
           params: { type: 'object', properties: { name: { type: 'string', maxLength: 64 } } },
@@ -98,6 +101,7 @@ export function adminRoutes(s: ServiceParts) {
       {
         config: { admin: true },
         schema: {
+          operationId: 'revokeKey',
           summary: 'Revoke an API key (admin)',
           tags: ['tenants'],
           params: { type: 'object', properties: { keyId: { type: 'string', pattern: '^[0-9a-f]{16}$' } } },

@@ -1,8 +1,7 @@
-/** Health, metrics, OpenAPI, devices, live stats and the job type catalogue. */
+/** Health, metrics, devices, live stats and the caller's tenant (the job type catalogue is in jobs.ts). */
 import type { FastifyInstance } from 'fastify';
 import type { ServiceParts } from '../../service.js';
 import { tenantOf } from '../auth.js';
-import type { OpenApiSource } from '../openapi.js';
 
 const DEVICE_SCHEMA = {
   type: 'object',
@@ -18,7 +17,7 @@ const DEVICE_SCHEMA = {
   },
 } as const;
 
-export function systemRoutes(s: ServiceParts, openapi: OpenApiSource) {
+export function systemRoutes(s: ServiceParts) {
   return async function (app: FastifyInstance): Promise<void> {
     const health = {
       type: 'object',
@@ -37,6 +36,7 @@ export function systemRoutes(s: ServiceParts, openapi: OpenApiSource) {
       '/healthz',
       {
         schema: {
+          operationId: 'getHealth',
           summary: 'Liveness and a few counters; 503 while draining for a restart after a device was lost',
           tags: ['system'],
           response: { 200: health, 503: health },
@@ -62,8 +62,10 @@ export function systemRoutes(s: ServiceParts, openapi: OpenApiSource) {
       '/metrics',
       {
         schema: {
+          operationId: 'getMetrics',
           summary: 'Prometheus metrics (text format)',
           tags: ['system'],
+          produces: ['text/plain'],
           response: { 200: { type: 'string' } },
         },
       },
@@ -73,12 +75,11 @@ export function systemRoutes(s: ServiceParts, openapi: OpenApiSource) {
       },
     );
 
-    app.get('/openapi.json', async () => openapi());
-
     app.get(
       '/v1/devices',
       {
         schema: {
+          operationId: 'listDevices',
           summary: 'Devices with live utilization and memory, and every backend with its status',
           tags: ['system'],
           response: {
@@ -121,6 +122,7 @@ export function systemRoutes(s: ServiceParts, openapi: OpenApiSource) {
       '/v1/stats',
       {
         schema: {
+          operationId: 'getStats',
           summary: 'Live figures for dashboards: devices, queue depth by tenant, running jobs',
           tags: ['system'],
           response: {
@@ -163,26 +165,27 @@ export function systemRoutes(s: ServiceParts, openapi: OpenApiSource) {
     );
 
     app.get(
-      '/v1/job-types',
-      {
-        schema: {
-          summary: 'Job types with their parameter schemas',
-          tags: ['jobs'],
-        },
-      },
-      async () => ({
-        types: s.registry
-          .list()
-          .map((t) => ({ name: t.name, description: t.description, params: t.paramsSchema })),
-      }),
-    );
-
-    app.get(
       '/v1/whoami',
       {
         schema: {
+          operationId: 'whoami',
           summary: "The caller's tenant, role and quotas",
           tags: ['tenants'],
+          response: {
+            200: {
+              type: 'object',
+              properties: {
+                id: { type: 'string' },
+                name: { type: 'string' },
+                role: { type: 'string', enum: ['admin', 'user'] },
+                weight: { type: 'number' },
+                maxConcurrentJobs: { type: 'integer' },
+                maxDeviceMemoryBytes: { type: 'number' },
+                maxQueuedJobs: { type: 'integer' },
+                createdAt: { type: 'number', description: 'epoch milliseconds' },
+              },
+            },
+          },
         },
       },
       async (req) => tenantOf(req),
