@@ -36,11 +36,15 @@ function validateParams(api: JobsApi, req: FastifyRequest, body: SubmitBody) {
   const type = api.jobType(body.type); // throws the catalogue's unknown-type error
   const validate = req.compileValidationSchema(type.paramsSchema);
   if (!validate(body.params)) {
-    const issues = (validate.errors ?? []).slice(0, 10).map((e) => ({
-      where: `params${e.instancePath}`,
-      problem: e.message ?? 'is invalid',
-      params: e.params,
-    }));
+    const issues = (validate.errors ?? []).slice(0, 10).map((e) => {
+      // A typo ("temprature") names the field, as the workloads' own validators do.
+      const extra = e.keyword === 'additionalProperties' ? String(e.params['additionalProperty']) : null;
+      return {
+        where: `params${e.instancePath}${extra === null ? '' : `/${extra}`}`,
+        problem: extra === null ? (e.message ?? 'is invalid') : 'is not a known parameter',
+        params: e.params,
+      };
+    });
     throw new TandemError(
       'TANDEM_ERR_INVALID_ARGUMENT',
       `${issues[0]?.where ?? 'params'} ${issues[0]?.problem ?? 'invalid'}`,

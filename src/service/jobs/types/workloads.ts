@@ -23,8 +23,9 @@ function wrap(w: WorkloadJobType): AnyJobType {
   return defineJobType<Params>({
     name: w.name,
     description: w.summary,
-    // The workload's validator is the authority; the schema only bounds the shape.
-    paramsSchema: { type: 'object', maxProperties: 32 },
+    // Made from the same field descriptions as the workload's validator, which still runs in parse
+    // (cross-field rules: the cutoff against the box, portfolio names, a symmetric correlation).
+    paramsSchema: w.paramsSchema,
     parse(raw) {
       w.validate(raw);
       return raw;
