@@ -18,10 +18,17 @@ export interface OpenApiInfo {
   readonly description: string;
 }
 
+/** One shared schema (components/schemas/Error) instead of a copy per response. */
+const ERROR_SCHEMA_ID = 'Error';
+
 const errorResponse = (description: string, code: string, message: string) => ({
-  ...ERROR_BODY_SCHEMA,
   description,
-  examples: [{ error: { code, message, details: {} } }],
+  content: {
+    'application/json': {
+      schema: { $ref: `${ERROR_SCHEMA_ID}#` },
+      example: { error: { code, message, details: {} } },
+    },
+  },
 });
 
 /** The catalogue errors a route can answer, by what the route has (auth, path id, body). */
@@ -83,6 +90,7 @@ function errorResponses(url: string, schema: FastifySchema): Record<string, unkn
 
 /** Registers the generator (before any route) and GET /openapi.json. */
 export async function registerOpenApi(app: FastifyInstance, info: OpenApiInfo): Promise<void> {
+  app.addSchema({ $id: ERROR_SCHEMA_ID, title: 'Error', ...ERROR_BODY_SCHEMA });
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -108,6 +116,11 @@ export async function registerOpenApi(app: FastifyInstance, info: OpenApiInfo): 
     },
     // Routes without tags (the document itself, the dashboard's files) stay out of it.
     hideUntagged: true,
+    // Shared schemas keep their $id as their name in components/schemas.
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) =>
+        typeof json['$id'] === 'string' ? json['$id'] : `def-${i}`,
+    },
     transform: ({ schema, url }) => {
       const s = (schema ?? {}) as FastifySchema;
       // A success response without its own description is described by the route's summary.

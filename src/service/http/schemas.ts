@@ -186,6 +186,7 @@ export const SUBMIT_BODY_SCHEMA = {
     },
     params: {
       type: 'object',
+      additionalProperties: true,
       default: {},
       description: "checked against the type's params schema (GET /v1/job-types)",
     },
