@@ -153,7 +153,9 @@ describe('scaled-out control plane', { skip }, () => {
 });
 
 /** A control plane over the test's Redis and PostgreSQL with one agent running one job at a time. */
-async function onePerTime(prefix: string): Promise<{ cp: ControlPlane; close(): Promise<void> }> {
+async function onePerTime(
+  prefix: string,
+): Promise<{ cp: ControlPlane; agent: ChildProcess; close(): Promise<void> }> {
   if (!r.ok || !p.ok) throw new Error('no servers');
   redis ??= r.server;
   pgs ??= p.server;
@@ -177,6 +179,7 @@ async function onePerTime(prefix: string): Promise<{ cp: ControlPlane; close(): 
   const agent = await spawnAgent(redis.url, pgs.url, `${prefix}-agent`, prefix, ['--concurrency', '1']);
   return {
     cp,
+    agent,
     async close() {
       agent.kill('SIGKILL');
       await cp.close();
@@ -227,6 +230,40 @@ void it(
     } finally {
       await close();
       rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);
+
+void it(
+  'a cancel asked of a running job whose agent then died is committed by the reconciler',
+  { skip, timeout: 30_000 },
+  async () => {
+    const { cp, agent, close } = await onePerTime('orphan');
+    const headers = { authorization: 'Bearer k-alice' };
+    try {
+      const res = await cp.app.inject({
+        method: 'POST',
+        url: '/v1/jobs',
+        headers,
+        payload: { type: 'sleep', params: { ms: 60_000, steps: 600 } },
+      });
+      const id = res.json<{ id: string }>().id;
+      const state = async () =>
+        (await cp.app.inject({ url: `/v1/jobs/${id}`, headers })).json<{
+          state: string;
+          error: { message: string } | null;
+        }>();
+      for (let i = 0; i < 300 && (await state()).state !== 'running'; i++) await sleep(20);
+      agent.kill('SIGKILL');
+      await new Promise((r) => agent.once('exit', r));
+      const cancel = await cp.app.inject({ method: 'POST', url: `/v1/jobs/${id}/cancel`, headers });
+      assert.equal(cancel.json<{ outcome: string }>().outcome, 'cancelling');
+      let j = await state();
+      for (let i = 0; i < 200 && j.state === 'running'; i++, j = await state()) await sleep(50);
+      assert.equal(j.state, 'cancelled');
+      assert.match(j.error?.message ?? '', /its agent orphan-agent is gone/);
+    } finally {
+      await close();
     }
   },
 );

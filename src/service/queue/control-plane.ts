@@ -172,6 +172,25 @@ export async function buildControlPlane(o: ControlPlaneOptions): Promise<Control
     },
   );
 
+  // A cancel asked of a running job whose agent has died since: no agent will read it, and a
+  // re-delivery skips a job with a cancel requested, so the reconciler commits the cancel.
+  const cancelOrphans = async (d: PlaceDeps): Promise<void> => {
+    const live = new Set(d.agents.map((a) => a.name));
+    const running = await o.store.list({ tenantId: null, state: 'running', limit: 1000 });
+    for (const j of running.filter((x) => x.cancelRequested)) {
+      const last = (await o.store.attempts(j.id)).at(-1);
+      if (!last || live.has(last.agent)) continue;
+      await o.store.finish(j.id, j.attempt, {
+        state: 'cancelled',
+        error: {
+          code: 'TANDEM_ERR_CANCELLED',
+          message: `cancelled (its agent ${last.agent} is gone)`,
+          details: { agent: last.agent },
+        },
+      });
+    }
+  };
+
   let reconciling = false;
   const reconcile = async (): Promise<void> => {
     if (reconciling) return;
@@ -183,6 +202,7 @@ export async function buildControlPlane(o: ControlPlaneOptions): Promise<Control
       const queued = await o.store.list({ tenantId: null, state: 'queued', limit: 1000 });
       const stale = queued.filter((j) => j.createdAt < cutoff && !j.message.startsWith(HELD_PREFIX));
       if (stale.length > 0) await placeJobs(stale, d);
+      await cancelOrphans(d);
     } catch {
       // Redis or PostgreSQL away: the next pass tries again
     } finally {
