@@ -11,6 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import createClient from 'openapi-fetch';
+import type { paths } from '../../src/service/client/openapi-types.js';
 
 export interface Deployment {
   inject(req: InjectOptions): Promise<LightMyRequestResponse>;
@@ -220,6 +222,47 @@ export function jobsApiSuite(
         assert.ok(t, `${want} listed`);
         assert.ok(Object.keys(t.params.properties ?? {}).length > 0, `${want} has parameter properties`);
       }
+    });
+
+    it('the generated typed client (openapi-fetch) submits, reads, waits, cancels and gets typed errors', async () => {
+      // openapi-fetch's requests, answered by inject(): the same client code a user runs over HTTP.
+      const viaInject = async (req: Request): Promise<Response> => {
+        const url = new URL(req.url);
+        const body = req.body ? await req.text() : undefined;
+        const r = await d().inject({
+          method: req.method as 'GET',
+          url: url.pathname + url.search,
+          headers: Object.fromEntries(req.headers),
+          ...(body === undefined ? {} : { payload: body }),
+        });
+        const headers = new Headers();
+        for (const [k, v] of Object.entries(r.headers)) if (v !== undefined) headers.set(k, String(v));
+        return new Response(r.rawPayload, { status: r.statusCode, headers });
+      };
+      const api = createClient<paths>({
+        baseUrl: 'http://tandem.test',
+        headers: auth(d().alice),
+        fetch: viaInject,
+      });
+      const waited = await api.POST('/v1/jobs', {
+        params: { query: { wait: '20' } },
+        body: { type: 'sleep', params: { ms: 5 } },
+      });
+      assert.equal(waited.data?.state, 'succeeded');
+      assert.deepEqual(waited.data?.result, { sleptMs: 5, steps: 1 });
+      const id = waited.data!.id;
+      assert.equal((await api.GET('/v1/jobs/{id}', { params: { path: { id } } })).data?.hasResult, true);
+      const result = await api.GET('/v1/jobs/{id}/result', { params: { path: { id } } });
+      assert.deepEqual(result.data, { id, result: { sleptMs: 5, steps: 1 } });
+      const listed = await api.GET('/v1/jobs', { params: { query: { limit: '5' } } });
+      assert.ok(listed.data?.jobs?.some((j) => j.id === id));
+      const cancel = await api.POST('/v1/jobs/{id}/cancel', { params: { path: { id } } });
+      assert.equal(cancel.data?.outcome, 'final');
+      const missing = await api.GET('/v1/jobs/{id}', {
+        params: { path: { id: 'job_00000000000000000000' } },
+      });
+      assert.equal(missing.response.status, 404);
+      assert.equal(missing.error?.error.code, 'TANDEM_ERR_NOT_FOUND');
     });
 
     it('/openapi.json validates (swagger-parser, redocly lint: 0 errors) and names every operation', async () => {
