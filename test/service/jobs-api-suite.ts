@@ -268,7 +268,10 @@ export function jobsApiSuite(
     it('/openapi.json validates (swagger-parser, redocly lint: 0 errors) and names every operation', async () => {
       const doc = (await d().inject({ url: '/openapi.json' })).json<{
         openapi: string;
-        paths: Record<string, Record<string, { operationId?: string; responses: Record<string, unknown> }>>;
+        paths: Record<
+          string,
+          Record<string, { operationId?: string; requestBody?: unknown; responses: Record<string, unknown> }>
+        >;
       }>();
       assert.equal(doc.openapi, '3.1.0');
       const { default: SwaggerParser } = await import('@apidevtools/swagger-parser');
@@ -281,6 +284,18 @@ export function jobsApiSuite(
           assert.ok(
             Object.keys(op.responses).some((s) => s === 'default' || s.startsWith('4')),
             `${method} ${path} documents its errors`,
+          );
+          const contents = [
+            op.requestBody,
+            ...Object.entries(op.responses)
+              .filter(([s]) => s.startsWith('2'))
+              .map(([, r]) => r),
+          ].flatMap((x) =>
+            Object.values((x as { content?: Record<string, object> } | undefined)?.content ?? {}),
+          );
+          assert.ok(
+            contents.some((c) => 'example' in c || 'examples' in c),
+            `${method} ${path} has an example of its request or success answer`,
           );
         }
       for (const op of [

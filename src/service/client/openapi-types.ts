@@ -324,6 +324,15 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "status": "ok",
+           *       "uptimeSeconds": 42.1,
+           *       "queued": 3,
+           *       "running": 1,
+           *       "runtime": "ready"
+           *     }
+           */
           'application/json': {
             /** @enum {string} */
             status?: 'ok' | 'draining';
@@ -343,6 +352,15 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "status": "ok",
+           *       "uptimeSeconds": 42.1,
+           *       "queued": 3,
+           *       "running": 1,
+           *       "runtime": "ready"
+           *     }
+           */
           'application/json': {
             /** @enum {string} */
             status?: 'ok' | 'draining';
@@ -391,6 +409,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /** @example tandem_jobs_submitted_total{type="gemm"} 12 */
           'text/plain': string;
         };
       };
@@ -429,6 +448,35 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "devices": [
+           *         {
+           *           "id": "cpu0",
+           *           "kind": "cpu",
+           *           "name": "AMD EPYC (2 threads)",
+           *           "memoryBytes": 8589934592,
+           *           "memoryUsed": 1048576,
+           *           "utilization": 0.42,
+           *           "busySeconds": 12.5,
+           *           "peakFlops": {
+           *             "f32": 98000000000
+           *           }
+           *         }
+           *       ],
+           *       "backends": [
+           *         {
+           *           "kind": "cpu",
+           *           "available": true,
+           *           "reason": null
+           *         }
+           *       ],
+           *       "runtime": {
+           *         "available": true,
+           *         "reason": null
+           *       }
+           *     }
+           */
           'application/json': {
             devices?: {
               id?: string;
@@ -525,6 +573,34 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "time": 1796284800000,
+           *       "devices": [
+           *         {
+           *           "id": "cpu0",
+           *           "kind": "cpu",
+           *           "name": "AMD EPYC (2 threads)",
+           *           "memoryBytes": 8589934592,
+           *           "memoryUsed": 1048576,
+           *           "utilization": 0.42,
+           *           "busySeconds": 12.5,
+           *           "peakFlops": {
+           *             "f32": 98000000000
+           *           }
+           *         }
+           *       ],
+           *       "queued": 3,
+           *       "running": 1,
+           *       "queue": [
+           *         {
+           *           "tenant": "alice",
+           *           "priority": 0,
+           *           "queued": 3
+           *         }
+           *       ]
+           *     }
+           */
           'application/json': {
             time?: number;
             devices?: {
@@ -620,6 +696,18 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "id": "a1b2c3d4e5f60718",
+           *       "name": "alice",
+           *       "role": "user",
+           *       "weight": 2,
+           *       "maxConcurrentJobs": 4,
+           *       "maxDeviceMemoryBytes": 8589934592,
+           *       "maxQueuedJobs": 100000,
+           *       "createdAt": 1796284800000
+           *     }
+           */
           'application/json': {
             id?: string;
             name?: string;
@@ -714,6 +802,39 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "jobs": [
+           *         {
+           *           "id": "job_6938a1f0c4e2b7a19d3f",
+           *           "type": "sleep",
+           *           "tenant": "admin",
+           *           "state": "queued",
+           *           "priority": 0,
+           *           "progress": 0,
+           *           "message": "",
+           *           "params": {
+           *             "ms": 20
+           *           },
+           *           "attempt": 0,
+           *           "jobClass": "latency",
+           *           "memoryBytes": 0,
+           *           "device": null,
+           *           "placement": null,
+           *           "idempotencyKey": null,
+           *           "cancelRequested": false,
+           *           "createdAt": "2026-12-03T08:00:00.000Z",
+           *           "startedAt": null,
+           *           "finishedAt": null,
+           *           "waitSeconds": null,
+           *           "runSeconds": null,
+           *           "error": null,
+           *           "hasResult": false
+           *         }
+           *       ],
+           *       "next": null
+           *     }
+           */
           'application/json': {
             jobs?: {
               id: string;
@@ -1911,6 +2032,30 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "traceEvents": [
+           *         {
+           *           "name": "queued",
+           *           "cat": "job",
+           *           "ph": "X",
+           *           "ts": 0,
+           *           "dur": 1200,
+           *           "pid": 1,
+           *           "tid": 1
+           *         },
+           *         {
+           *           "name": "run sleep",
+           *           "cat": "job",
+           *           "ph": "X",
+           *           "ts": 1200,
+           *           "dur": 20500,
+           *           "pid": 1,
+           *           "tid": 1
+           *         }
+           *       ]
+           *     }
+           */
           'application/json': {
             traceEvents?: {
               [key: string]: unknown;
@@ -2027,6 +2172,28 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "types": [
+           *         {
+           *           "name": "sleep",
+           *           "description": "waits (tests, demos)",
+           *           "params": {
+           *             "type": "object",
+           *             "additionalProperties": false,
+           *             "properties": {
+           *               "ms": {
+           *                 "type": "integer",
+           *                 "minimum": 0,
+           *                 "maximum": 600000,
+           *                 "default": 0
+           *               }
+           *             }
+           *           }
+           *         }
+           *       ]
+           *     }
+           */
           'application/json': {
             types?: {
               name?: string;
@@ -2110,6 +2277,22 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "tenants": [
+           *         {
+           *           "id": "a1b2c3d4e5f60718",
+           *           "name": "alice",
+           *           "role": "user",
+           *           "weight": 2,
+           *           "maxConcurrentJobs": 4,
+           *           "maxDeviceMemoryBytes": 8589934592,
+           *           "maxQueuedJobs": 100000,
+           *           "createdAt": 1796284800000
+           *         }
+           *       ]
+           *     }
+           */
           'application/json': {
             tenants?: {
               id?: string;
@@ -2188,6 +2371,13 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "name": "alice",
+         *       "weight": 2,
+         *       "maxConcurrentJobs": 4
+         *     }
+         */
         'application/json': {
           name: string;
           /** @enum {string} */
@@ -2207,6 +2397,22 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "tenant": {
+           *         "id": "a1b2c3d4e5f60718",
+           *         "name": "alice",
+           *         "role": "user",
+           *         "weight": 2,
+           *         "maxConcurrentJobs": 4,
+           *         "maxDeviceMemoryBytes": 8589934592,
+           *         "maxQueuedJobs": 100000,
+           *         "createdAt": 1796284800000
+           *       },
+           *       "keyId": "0123456789abcdef",
+           *       "key": "tdm_0123456789abcdef_<secret>"
+           *     }
+           */
           'application/json': {
             tenant?: {
               id?: string;
@@ -2314,6 +2520,22 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "tenant": {
+           *         "id": "a1b2c3d4e5f60718",
+           *         "name": "alice",
+           *         "role": "user",
+           *         "weight": 2,
+           *         "maxConcurrentJobs": 4,
+           *         "maxDeviceMemoryBytes": 8589934592,
+           *         "maxQueuedJobs": 100000,
+           *         "createdAt": 1796284800000
+           *       },
+           *       "keyId": "0123456789abcdef",
+           *       "key": "tdm_0123456789abcdef_<secret>"
+           *     }
+           */
           'application/json': {
             tenant?: {
               id?: string;
@@ -2439,6 +2661,11 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          /**
+           * @example {
+           *       "revoked": true
+           *     }
+           */
           'application/json': {
             revoked?: boolean;
           };

@@ -92,6 +92,7 @@ export const JOB_SCHEMA = {
 
 export const JOB_LIST_SCHEMA = {
   type: 'object',
+  examples: [{ jobs: [EXAMPLE_JOB], next: null }],
   properties: {
     jobs: { type: 'array', items: JOB_SCHEMA },
     next: {
@@ -125,11 +126,34 @@ export const TRACE_SCHEMA = {
   type: 'object',
   additionalProperties: true,
   description: 'Chrome Trace Event JSON',
+  examples: [
+    {
+      traceEvents: [
+        { name: 'queued', cat: 'job', ph: 'X', ts: 0, dur: 1200, pid: 1, tid: 1 },
+        { name: 'run sleep', cat: 'job', ph: 'X', ts: 1200, dur: 20500, pid: 1, tid: 1 },
+      ],
+    },
+  ],
   properties: { traceEvents: { type: 'array', items: { type: 'object', additionalProperties: true } } },
 } as const;
 
 export const JOB_TYPES_SCHEMA = {
   type: 'object',
+  examples: [
+    {
+      types: [
+        {
+          name: 'sleep',
+          description: 'waits (tests, demos)',
+          params: {
+            type: 'object',
+            additionalProperties: false,
+            properties: { ms: { type: 'integer', minimum: 0, maximum: 600000, default: 0 } },
+          },
+        },
+      ],
+    },
+  ],
   properties: {
     types: {
       type: 'array',

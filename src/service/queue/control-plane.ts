@@ -105,6 +105,7 @@ export async function buildControlPlane(o: ControlPlaneOptions): Promise<Control
         response: {
           200: {
             type: 'object',
+            examples: [{ ok: true, mode: 'scaled-out', queue: 'bullmq', store: 'postgresql' }],
             properties: {
               ok: { type: 'boolean' },
               mode: { type: 'string', enum: ['scaled-out'] },
@@ -125,7 +126,9 @@ export async function buildControlPlane(o: ControlPlaneOptions): Promise<Control
         summary: 'Prometheus metrics: the autoscaling signal (text format)',
         tags: ['system'],
         produces: ['text/plain'],
-        response: { 200: { type: 'string' } },
+        response: {
+          200: { type: 'string', examples: ['tandem_autoscale_desired_agents{device_class="cpu"} 2\n'] },
+        },
       },
     },
     async (_req, reply) => reply.type(metrics.contentType).send(await metrics.metrics()),
@@ -141,6 +144,7 @@ export async function buildControlPlane(o: ControlPlaneOptions): Promise<Control
         response: {
           200: {
             type: 'object',
+            examples: [{ agents: [{ name: 'node-a', deviceClasses: ['cpu'], running: 1, capacity: 8 }] }],
             properties: { agents: { type: 'array', items: { type: 'object', additionalProperties: true } } },
           },
         },
@@ -161,6 +165,7 @@ export async function buildControlPlane(o: ControlPlaneOptions): Promise<Control
         response: {
           200: {
             type: 'object',
+            examples: [{ classes: [{ deviceClass: 'cpu', desired: 2, agents: 1 }] }],
             properties: { classes: { type: 'array', items: { type: 'object', additionalProperties: true } } },
           },
         },

@@ -2,6 +2,18 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServiceParts } from '../../service.js';
 import { tenantOf } from '../auth.js';
+import { EXAMPLE_TENANT } from './admin.js';
+
+const EXAMPLE_DEVICE = {
+  id: 'cpu0',
+  kind: 'cpu',
+  name: 'AMD EPYC (2 threads)',
+  memoryBytes: 8589934592,
+  memoryUsed: 1048576,
+  utilization: 0.42,
+  busySeconds: 12.5,
+  peakFlops: { f32: 98000000000 },
+};
 
 const DEVICE_SCHEMA = {
   type: 'object',
@@ -21,6 +33,7 @@ export function systemRoutes(s: ServiceParts) {
   return async function (app: FastifyInstance): Promise<void> {
     const health = {
       type: 'object',
+      examples: [{ status: 'ok', uptimeSeconds: 42.1, queued: 3, running: 1, runtime: 'ready' }],
       properties: {
         status: { type: 'string', enum: ['ok', 'draining'] },
         uptimeSeconds: { type: 'number' },
@@ -66,7 +79,7 @@ export function systemRoutes(s: ServiceParts) {
           summary: 'Prometheus metrics (text format)',
           tags: ['system'],
           produces: ['text/plain'],
-          response: { 200: { type: 'string' } },
+          response: { 200: { type: 'string', examples: ['tandem_jobs_submitted_total{type="gemm"} 12\n'] } },
         },
       },
       async (_req, reply) => {
@@ -85,6 +98,13 @@ export function systemRoutes(s: ServiceParts) {
           response: {
             200: {
               type: 'object',
+              examples: [
+                {
+                  devices: [EXAMPLE_DEVICE],
+                  backends: [{ kind: 'cpu', available: true, reason: null }],
+                  runtime: { available: true, reason: null },
+                },
+              ],
               properties: {
                 devices: { type: 'array', items: DEVICE_SCHEMA },
                 backends: {
@@ -128,6 +148,15 @@ export function systemRoutes(s: ServiceParts) {
           response: {
             200: {
               type: 'object',
+              examples: [
+                {
+                  time: 1796284800000,
+                  devices: [EXAMPLE_DEVICE],
+                  queued: 3,
+                  running: 1,
+                  queue: [{ tenant: 'alice', priority: 0, queued: 3 }],
+                },
+              ],
               properties: {
                 time: { type: 'number' },
                 devices: { type: 'array', items: DEVICE_SCHEMA },
@@ -174,6 +203,7 @@ export function systemRoutes(s: ServiceParts) {
           response: {
             200: {
               type: 'object',
+              examples: [EXAMPLE_TENANT],
               properties: {
                 id: { type: 'string' },
                 name: { type: 'string' },
