@@ -107,3 +107,33 @@ void test('md, option and var schemas: bounds and defaults are the validators’
     await t.close();
   }
 });
+
+void test("device 'auto' (the schema's default, filled in at submit) leaves the choice to the hardware rules", async () => {
+  const { loadWorkloadJobTypes } = await import('../../src/service/jobs/types/workloads.js');
+  const option = (await loadWorkloadJobTypes(() => undefined)).find((t) => t.name === 'option')!;
+  // A runtime with no workers: the workload refuses, naming the device kind it was asked for.
+  const rt = { kernels: { get: () => ({ impls: new Set(['cpu', 'cuda']) }) }, workers: [], devices: [] };
+  const deviceAsked = async (params: Record<string, unknown>): Promise<unknown> => {
+    const ctx = {
+      jobId: 'job_1',
+      tenantId: 't',
+      attempt: 1,
+      params,
+      signal: new AbortController().signal,
+      rt: rt as never,
+      placement: { device: 'cuda', reason: 'hardware rule latency=cuda' },
+      tags: {},
+      progress: () => undefined,
+      span: () => undefined,
+    };
+    const e = await option.run(ctx).then(
+      () => assert.fail('ran without a device'),
+      (err: unknown) => err,
+    );
+    assert.ok(isTandemError(e, 'TANDEM_ERR_NO_DEVICE'), String(e));
+    return e.details['device'];
+  };
+  assert.equal(await deviceAsked({ paths: 1000, device: 'auto' }), 'cuda');
+  assert.equal(await deviceAsked({ paths: 1000 }), 'cuda');
+  assert.equal(await deviceAsked({ paths: 1000, device: 'cpu' }), 'cpu');
+});

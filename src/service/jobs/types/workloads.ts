@@ -39,9 +39,10 @@ function wrap(w: WorkloadJobType): AnyJobType {
     async run(ctx: JobContext<Params>) {
       // The workloads run on the full Runtime (the service always holds one when a device is open).
       const rt = requireRuntime(ctx) as unknown as Runtime;
+      // 'auto' (the schema's default, filled in at submit) leaves the choice to the hardware rules.
+      const asked = ctx.params['device'] === 'auto' ? undefined : ctx.params['device'];
       const device =
-        ctx.params['device'] ??
-        (ctx.placement.device && KINDS.has(ctx.placement.device) ? ctx.placement.device : undefined);
+        asked ?? (ctx.placement.device && KINDS.has(ctx.placement.device) ? ctx.placement.device : undefined);
       const params = device === undefined ? ctx.params : { ...ctx.params, device };
       const steps = Number(ctx.params['steps'] ?? 0);
       const result = await w.run(rt, params, (row) => {
