@@ -15,7 +15,7 @@ import type { Tenant } from '../auth/tenants.js';
 import { registerAutoscaleMetrics } from '../autoscale/metrics.js';
 import { DEFAULT_POLICY, ScaleSignal, type ClassSignal } from '../autoscale/signal.js';
 import type { HardwareRule, ServiceConfig } from '../config.js';
-import { createHttpApp } from '../http/app.js';
+import { createHttpApp } from '../http/http-app.js';
 import { tenantOf } from '../http/auth.js';
 import { jobRoutes } from '../http/routes/jobs.js';
 import type { JobTypeRegistry } from '../jobs/registry.js';
