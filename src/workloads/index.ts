@@ -14,6 +14,7 @@ import {
   validateVarParams,
 } from './risk/params.js';
 import { portfolioVar, priceOption } from './risk/run.js';
+import type { RunOptions } from './tasks.js';
 
 export interface WorkloadJobType {
   readonly name: 'md' | 'option' | 'var';
@@ -22,7 +23,13 @@ export interface WorkloadJobType {
   readonly paramsSchema: Readonly<Record<string, unknown>>;
   /** Throws a TandemError on bad parameters; call before accepting a job. */
   validate(params: unknown): void;
-  run(rt: Runtime, params: unknown, onProgress?: (p: Record<string, unknown>) => void): Promise<object>;
+  /** `opts.signal` stops the run at its next task or step boundary (it drains, then throws). */
+  run(
+    rt: Runtime,
+    params: unknown,
+    onProgress?: (p: Record<string, unknown>) => void,
+    opts?: RunOptions,
+  ): Promise<object>;
 }
 
 export const WORKLOAD_JOB_TYPES: Readonly<Record<'md' | 'option' | 'var', WorkloadJobType>> = {
@@ -31,21 +38,22 @@ export const WORKLOAD_JOB_TYPES: Readonly<Record<'md' | 'option' | 'var', Worklo
     summary: 'Lennard-Jones molecular dynamics (presets: ' + Object.keys(MD_PRESETS).join(', ') + ')',
     paramsSchema: MD_SCHEMA,
     validate: (p) => void validateMdParams(p),
-    run: (rt, p, onProgress) => runMd(rt, p, { onThermo: (row) => onProgress?.({ ...row }) }),
+    run: (rt, p, onProgress, opts) =>
+      runMd(rt, p, { onThermo: (row) => onProgress?.({ ...row }), signal: opts?.signal, tags: opts?.tags }),
   },
   option: {
     name: 'option',
     summary: 'European or arithmetic-Asian option price by Monte Carlo (Philox4x32-10), with standard error',
     paramsSchema: OPTION_SCHEMA,
     validate: (p) => void validateOptionParams(p),
-    run: (rt, p) => priceOption(rt, p),
+    run: (rt, p, _progress, opts) => priceOption(rt, p, opts),
   },
   var: {
     name: 'var',
     summary: 'Portfolio value-at-risk and expected shortfall under correlated GBM',
     paramsSchema: VAR_SCHEMA,
     validate: (p) => void validateVarParams(p),
-    run: (rt, p) => portfolioVar(rt, p),
+    run: (rt, p, _progress, opts) => portfolioVar(rt, p, opts),
   },
 };
 

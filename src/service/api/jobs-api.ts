@@ -25,6 +25,8 @@ export interface SubmitRequest {
   readonly parsed: unknown;
   readonly priority: number;
   readonly idempotencyKey: string | null;
+  /** The time budget asked for (runner/deadlines.ts resolves the default and the tenant's ceiling). */
+  readonly timeoutSeconds?: number | undefined;
   /** Hold the answer until the job has finished, at most this long; 0 answers once it is durable. */
   readonly waitMs: number;
 }
@@ -59,6 +61,9 @@ export interface JobView {
   readonly finishedAt: string | null;
   readonly waitSeconds: number | null;
   readonly runSeconds: number | null;
+  readonly timeoutSeconds: number | null;
+  /** Set at its first start; past it the job is stopped. */
+  readonly deadline: string | null;
   readonly error: JobError | null;
   readonly hasResult: boolean;
   /** Scaled-out only: queued but held back because no live agent can fit it (the reason is the message). */
@@ -164,6 +169,8 @@ export function viewOf(
     finishedAt: isoTime(j.finishedAt),
     waitSeconds: j.startedAt === null ? null : (j.startedAt - j.createdAt) / 1000,
     runSeconds: j.startedAt === null ? null : ((j.finishedAt ?? Date.now()) - j.startedAt) / 1000,
+    timeoutSeconds: j.timeoutMs == null ? null : j.timeoutMs / 1000,
+    deadline: isoTime(j.deadlineAt ?? null),
     error: j.error,
     hasResult: j.state === 'succeeded',
   };

@@ -4,6 +4,7 @@
  */
 import { TandemError } from '../../core/errors.js';
 import { buildJobTrace } from '../obs/job-trace.js';
+import { resolveTimeoutMs } from '../runner/deadlines.js';
 import { isFinished, JobWaiters } from '../runner/job-waiters.js';
 import type { ServiceParts } from '../service.js';
 import type { JobRecord, NewJob } from '../store/job-store.js';
@@ -43,6 +44,7 @@ export class LocalJobsApi implements JobsApi {
   async submit(tenant: Caller, req: SubmitRequest) {
     const s = this.s;
     const { type, parsed } = req;
+    const timeoutMs = resolveTimeoutMs(req.timeoutSeconds, type, tenant, s.config.defaultJobTimeoutSeconds);
     const memBytes = type.memoryBytes(parsed);
     if (memBytes > tenant.maxDeviceMemoryBytes)
       throw new TandemError(
@@ -72,6 +74,7 @@ export class LocalJobsApi implements JobsApi {
       jobClass: type.jobClass(parsed),
       memBytes,
       idempotencyKey: req.idempotencyKey,
+      timeoutMs,
     };
     const waitMs = req.waitMs;
     if (waitMs <= 0) {

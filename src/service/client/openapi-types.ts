@@ -281,6 +281,7 @@ export interface components {
           | 'TANDEM_ERR_LIMIT'
           | 'TANDEM_ERR_CONFIG'
           | 'TANDEM_ERR_CANCELLED'
+          | 'TANDEM_ERR_DEADLINE_EXCEEDED'
           | 'TANDEM_ERR_UNSTABLE'
           | 'TANDEM_ERR_NOT_FOUND'
           | 'TANDEM_ERR_UNAUTHORIZED'
@@ -705,6 +706,7 @@ export interface operations {
            *       "maxConcurrentJobs": 4,
            *       "maxDeviceMemoryBytes": 8589934592,
            *       "maxQueuedJobs": 100000,
+           *       "maxTimeoutSeconds": 86400,
            *       "createdAt": 1796284800000
            *     }
            */
@@ -717,6 +719,7 @@ export interface operations {
             maxConcurrentJobs?: number;
             maxDeviceMemoryBytes?: number;
             maxQueuedJobs?: number;
+            maxTimeoutSeconds?: number;
             /** @description epoch milliseconds */
             createdAt?: number;
           };
@@ -861,6 +864,9 @@ export interface operations {
               finishedAt?: string | null;
               waitSeconds?: number | null;
               runSeconds?: number | null;
+              timeoutSeconds?: number | null;
+              /** @description set at its first start; past it the job is stopped */
+              deadline?: string | null;
               error?: {
                 code?: string;
                 message?: string;
@@ -995,6 +1001,8 @@ export interface operations {
           /** @default 0 */
           priority?: number;
           idempotencyKey?: string;
+          /** @description the job's time budget from its start (default: its type's, within the tenant's maximum) */
+          timeoutSeconds?: number;
         };
       };
     };
@@ -1058,6 +1066,9 @@ export interface operations {
             finishedAt?: string | null;
             waitSeconds?: number | null;
             runSeconds?: number | null;
+            timeoutSeconds?: number | null;
+            /** @description set at its first start; past it the job is stopped */
+            deadline?: string | null;
             error?: {
               code?: string;
               message?: string;
@@ -1141,6 +1152,9 @@ export interface operations {
             finishedAt?: string | null;
             waitSeconds?: number | null;
             runSeconds?: number | null;
+            timeoutSeconds?: number | null;
+            /** @description set at its first start; past it the job is stopped */
+            deadline?: string | null;
             error?: {
               code?: string;
               message?: string;
@@ -1310,6 +1324,9 @@ export interface operations {
             finishedAt?: string | null;
             waitSeconds?: number | null;
             runSeconds?: number | null;
+            timeoutSeconds?: number | null;
+            /** @description set at its first start; past it the job is stopped */
+            deadline?: string | null;
             error?: {
               code?: string;
               message?: string;
@@ -1532,6 +1549,9 @@ export interface operations {
               finishedAt?: string | null;
               waitSeconds?: number | null;
               runSeconds?: number | null;
+              timeoutSeconds?: number | null;
+              /** @description set at its first start; past it the job is stopped */
+              deadline?: string | null;
               error?: {
                 code?: string;
                 message?: string;
@@ -1755,6 +1775,9 @@ export interface operations {
               finishedAt?: string | null;
               waitSeconds?: number | null;
               runSeconds?: number | null;
+              timeoutSeconds?: number | null;
+              /** @description set at its first start; past it the job is stopped */
+              deadline?: string | null;
               error?: {
                 code?: string;
                 message?: string;
@@ -2288,6 +2311,7 @@ export interface operations {
            *           "maxConcurrentJobs": 4,
            *           "maxDeviceMemoryBytes": 8589934592,
            *           "maxQueuedJobs": 100000,
+           *           "maxTimeoutSeconds": 86400,
            *           "createdAt": 1796284800000
            *         }
            *       ]
@@ -2302,6 +2326,7 @@ export interface operations {
               maxConcurrentJobs?: number;
               maxDeviceMemoryBytes?: number;
               maxQueuedJobs?: number;
+              maxTimeoutSeconds?: number;
             }[];
           };
         };
@@ -2386,6 +2411,7 @@ export interface operations {
           maxConcurrentJobs?: number;
           maxDeviceMemoryBytes?: number;
           maxQueuedJobs?: number;
+          maxTimeoutSeconds?: number;
           keyLabel?: string;
         };
       };
@@ -2407,6 +2433,7 @@ export interface operations {
            *         "maxConcurrentJobs": 4,
            *         "maxDeviceMemoryBytes": 8589934592,
            *         "maxQueuedJobs": 100000,
+           *         "maxTimeoutSeconds": 86400,
            *         "createdAt": 1796284800000
            *       },
            *       "keyId": "0123456789abcdef",
@@ -2422,6 +2449,7 @@ export interface operations {
               maxConcurrentJobs?: number;
               maxDeviceMemoryBytes?: number;
               maxQueuedJobs?: number;
+              maxTimeoutSeconds?: number;
             };
             keyId?: string;
             /** @description shown once */
@@ -2530,6 +2558,7 @@ export interface operations {
            *         "maxConcurrentJobs": 4,
            *         "maxDeviceMemoryBytes": 8589934592,
            *         "maxQueuedJobs": 100000,
+           *         "maxTimeoutSeconds": 86400,
            *         "createdAt": 1796284800000
            *       },
            *       "keyId": "0123456789abcdef",
@@ -2545,6 +2574,7 @@ export interface operations {
               maxConcurrentJobs?: number;
               maxDeviceMemoryBytes?: number;
               maxQueuedJobs?: number;
+              maxTimeoutSeconds?: number;
             };
             keyId?: string;
             /** @description shown once */

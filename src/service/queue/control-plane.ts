@@ -58,6 +58,7 @@ function tenantsFromKeys(o: ControlPlaneOptions): Map<string, Tenant> {
       maxConcurrentJobs: q?.maxConcurrentJobs ?? 1_000_000,
       maxDeviceMemoryBytes: q?.maxDeviceMemoryBytes ?? Number.MAX_SAFE_INTEGER,
       maxQueuedJobs: q?.maxQueuedJobs ?? 1_000_000,
+      maxTimeoutSeconds: q?.maxTimeoutSeconds ?? 24 * 3600,
       createdAt: 0,
     });
   return byKey;

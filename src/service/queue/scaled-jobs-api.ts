@@ -19,6 +19,7 @@ import {
   type SubmitRequest,
 } from '../api/jobs-api.js';
 import { buildJobTrace, type JobSpan } from '../obs/job-trace.js';
+import { resolveTimeoutMs } from '../runner/deadlines.js';
 import type { JobRecord } from '../store/job-store.js';
 import { HELD_PREFIX, type AttemptRow, type JobStoreApi } from '../store/store.js';
 import { placeJobs, type PlaceDeps } from './placement.js';
@@ -70,6 +71,9 @@ export class ScaledJobsApi implements JobsApi {
 
   async submit(caller: Caller, req: SubmitRequest) {
     const { type, parsed } = req;
+    // The same refusals as one node (a budget above the tenant's ceiling); agents do not enforce
+    // deadlines yet, so the budget is not stored (the job shows timeoutSeconds null).
+    resolveTimeoutMs(req.timeoutSeconds, type, caller, 24 * 3600);
     const [out] = await this.d.store.insertMany([
       {
         tenantId: caller.id,

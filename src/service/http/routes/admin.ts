@@ -12,6 +12,7 @@ export const EXAMPLE_TENANT = {
   maxConcurrentJobs: 4,
   maxDeviceMemoryBytes: 8589934592,
   maxQueuedJobs: 100000,
+  maxTimeoutSeconds: 86400,
   createdAt: 1796284800000,
 };
 
@@ -25,6 +26,7 @@ const TENANT_SCHEMA = {
     maxConcurrentJobs: { type: 'integer' },
     maxDeviceMemoryBytes: { type: 'number' },
     maxQueuedJobs: { type: 'integer' },
+    maxTimeoutSeconds: { type: 'number' },
   },
 } as const;
 
@@ -60,6 +62,7 @@ export function adminRoutes(s: ServiceParts) {
               maxConcurrentJobs: { type: 'integer', minimum: 1, maximum: 10_000 },
               maxDeviceMemoryBytes: { type: 'integer', minimum: 0 },
               maxQueuedJobs: { type: 'integer', minimum: 1, maximum: 10_000_000 },
+              maxTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 31_536_000 },
               keyLabel: { type: 'string', maxLength: 64 },
             },
           },

@@ -29,6 +29,7 @@ interface SubmitBody {
   params: Record<string, unknown>;
   priority: number;
   idempotencyKey?: string;
+  timeoutSeconds?: number;
 }
 
 /** Checks params against the type's own schema and `parse` (shared by both topologies). */
@@ -92,6 +93,7 @@ export function jobRoutes(api: JobsApi) {
           params: body.params,
           priority: body.priority,
           idempotencyKey: idem,
+          timeoutSeconds: body.timeoutSeconds,
           waitMs: Number(req.query.wait ?? 0) * 1000,
         });
         const answer = 'result' in out ? { ...out.job, result: out.result } : out.job;

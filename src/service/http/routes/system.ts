@@ -212,6 +212,7 @@ export function systemRoutes(s: ServiceParts) {
                 maxConcurrentJobs: { type: 'integer' },
                 maxDeviceMemoryBytes: { type: 'number' },
                 maxQueuedJobs: { type: 'integer' },
+                maxTimeoutSeconds: { type: 'number' },
                 createdAt: { type: 'number', description: 'epoch milliseconds' },
               },
             },

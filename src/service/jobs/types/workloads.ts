@@ -17,6 +17,12 @@ const JOB_CLASS: Record<WorkloadJobType['name'], string> = {
   option: 'latency',
   var: 'latency',
 };
+/** Longer budgets than sleep/gemm: an MD run or a large Monte Carlo price legitimately takes minutes. */
+const DEFAULT_TIMEOUT_SECONDS: Record<WorkloadJobType['name'], number> = {
+  md: 3600,
+  option: 600,
+  var: 600,
+};
 const KINDS = new Set(['cpu', 'cuda', 'webgpu']);
 
 function wrap(w: WorkloadJobType): AnyJobType {
@@ -34,6 +40,7 @@ function wrap(w: WorkloadJobType): AnyJobType {
     memoryBytes: (p) =>
       w.name === 'md' ? 128 * Number(p['atoms'] ?? 4 * Number(p['cells'] ?? 10) ** 3) : 64 << 20,
     jobClass: () => JOB_CLASS[w.name],
+    defaultTimeoutSeconds: DEFAULT_TIMEOUT_SECONDS[w.name],
     requestedDevice: (p) =>
       typeof p['device'] === 'string' && p['device'] !== 'auto' ? p['device'] : undefined,
     async run(ctx: JobContext<Params>) {
@@ -45,13 +52,18 @@ function wrap(w: WorkloadJobType): AnyJobType {
         asked ?? (ctx.placement.device && KINDS.has(ctx.placement.device) ? ctx.placement.device : undefined);
       const params = device === undefined ? ctx.params : { ...ctx.params, device };
       const steps = Number(ctx.params['steps'] ?? 0);
-      const result = await w.run(rt, params, (row) => {
-        const step = Number(row['Step'] ?? row['step'] ?? NaN);
-        if (steps > 0 && Number.isFinite(step)) ctx.progress(step / steps, `step ${step}/${steps}`);
-      });
-      // No cancellation point inside a workload run: a cancel takes effect when it returns.
-      if (ctx.aborted ?? ctx.signal.aborted)
-        throw new TandemError('TANDEM_ERR_CANCELLED', 'cancelled while running');
+      // The signal is the cancellation point: the workload stops at its next task or step boundary.
+      const result = await w.run(
+        rt,
+        params,
+        (row) => {
+          const step = Number(row['Step'] ?? row['step'] ?? NaN);
+          if (steps > 0 && Number.isFinite(step)) ctx.progress(step / steps, `step ${step}/${steps}`);
+        },
+        { signal: ctx.signal, tags: ctx.tags },
+      );
+      // A stop that came after its last boundary: the result is dropped, as the job was stopped.
+      if (ctx.signal.aborted) throw new TandemError('TANDEM_ERR_CANCELLED', 'cancelled while running');
       return result;
     },
   });
