@@ -5,8 +5,9 @@
 import { TandemError } from '../../core/errors.js';
 import { buildJobTrace } from '../obs/job-trace.js';
 import { resolveTimeoutMs } from '../runner/deadlines.js';
+import { assertDevicePresent } from '../runner/device-presence.js';
 import { isFinished, JobWaiters } from '../runner/job-waiters.js';
-import type { ServiceParts } from '../service.js';
+import type { ServiceParts } from '../parts.js';
 import type { JobRecord, NewJob } from '../store/job-store.js';
 import {
   requireResult,
@@ -44,6 +45,7 @@ export class LocalJobsApi implements JobsApi {
   async submit(tenant: Caller, req: SubmitRequest) {
     const s = this.s;
     const { type, parsed } = req;
+    assertDevicePresent(type.requestedDevice?.(parsed), s.runtimeStatus(), s.runtime());
     const timeoutMs = resolveTimeoutMs(req.timeoutSeconds, type, tenant, s.config.defaultJobTimeoutSeconds);
     const memBytes = type.memoryBytes(parsed);
     if (memBytes > tenant.maxDeviceMemoryBytes)

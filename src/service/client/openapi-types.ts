@@ -288,12 +288,16 @@ export interface components {
           | 'TANDEM_ERR_FORBIDDEN'
           | 'TANDEM_ERR_RATE_LIMITED'
           | 'TANDEM_ERR_QUOTA'
+          | 'TANDEM_ERR_OVERLOADED'
           | 'TANDEM_ERR_CONFLICT'
           | 'TANDEM_ERR_UNAVAILABLE'
           | 'TANDEM_ERR_MALFORMED_REQUEST'
           | 'TANDEM_ERR_UNKNOWN_JOB_TYPE'
           | 'TANDEM_ERR_PAYLOAD_TOO_LARGE'
           | 'TANDEM_ERR_NOT_READY'
+          | 'TANDEM_ERR_DATA_DIR_LOCKED'
+          | 'TANDEM_ERR_PORT_IN_USE'
+          | 'TANDEM_ERR_DEVICE_ABSENT'
           | 'TANDEM_ERR_INTERNAL';
         message: string;
         details: {
@@ -344,6 +348,16 @@ export interface operations {
             runtime?: 'opening' | 'ready' | 'unavailable';
             reason?: string;
             devicesLost?: string[];
+            load?: {
+              shedding?: boolean;
+              loopDelayMs?: number;
+              drainPerSecond?: number;
+              backlog?: number;
+              backlogBudget?: number;
+              expectedWaitSeconds?: number | null;
+              inFlight?: number;
+              refused?: number;
+            };
           };
         };
       };
@@ -372,6 +386,16 @@ export interface operations {
             runtime?: 'opening' | 'ready' | 'unavailable';
             reason?: string;
             devicesLost?: string[];
+            load?: {
+              shedding?: boolean;
+              loopDelayMs?: number;
+              drainPerSecond?: number;
+              backlog?: number;
+              backlogBudget?: number;
+              expectedWaitSeconds?: number | null;
+              inFlight?: number;
+              refused?: number;
+            };
           };
         };
       };

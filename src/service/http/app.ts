@@ -4,8 +4,9 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { LocalJobsApi } from '../api/local-jobs-api.js';
-import type { ServiceParts } from '../service.js';
+import type { ServiceParts } from '../parts.js';
 import { createHttpApp } from './http-app.js';
+import { installLoadShedding } from './load-shedding.js';
 import { adminRoutes } from './routes/admin.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { jobRoutes } from './routes/jobs.js';
@@ -27,6 +28,8 @@ export async function buildApp(s: ServiceParts): Promise<FastifyInstance> {
       reply.elapsedTime / 1000,
     );
   });
+  // After auth (it needs the tenant), before any body is read.
+  installLoadShedding(app, s.shedder, (code) => s.metrics.httpErrors.inc({ code }));
   await app.register(systemRoutes(s));
   await app.register(jobRoutes(new LocalJobsApi(s)));
   await app.register(adminRoutes(s));

@@ -17,8 +17,9 @@ import {
   paramsSchema,
   type FieldSpec,
 } from '../validate.js';
+import { DEVICE_CHOICES, type DeviceChoice } from '../tasks.js';
 
-export type MdDevice = 'auto' | 'cpu' | 'cuda' | 'webgpu';
+export type MdDevice = DeviceChoice;
 export type MdPrecision = 'f64' | 'f32';
 
 /** What callers send; every field optional except where a preset is not used. */
@@ -152,11 +153,7 @@ export const MD_FIELDS = {
     undefined,
     'thermo output interval (default: min(100, steps))',
   ),
-  device: enumField(
-    ['auto', 'cpu', 'cuda', 'webgpu'] as const,
-    'auto',
-    'device kind to run on (auto: the scheduler picks)',
-  ),
+  device: enumField(DEVICE_CHOICES, 'auto', 'device kind to run on (auto: the scheduler picks)'),
   precision: enumField(['f64', 'f32'] as const, 'f64', 'floating-point precision of the force kernel'),
 } satisfies Record<keyof MdParams, FieldSpec>;
 

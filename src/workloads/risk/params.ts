@@ -14,10 +14,11 @@ import {
   oneOf,
   paramsSchema,
 } from '../validate.js';
+import { DEVICE_CHOICES, type DeviceChoice } from '../tasks.js';
 import type { McTerms } from './mc.js';
 import { parsePortfolio, PORTFOLIO_SCHEMA, type Portfolio } from './portfolio.js';
 
-export type RiskDevice = 'auto' | 'cpu' | 'cuda' | 'webgpu';
+export type RiskDevice = DeviceChoice;
 
 export interface OptionParams {
   type?: 'european' | 'asian';
@@ -64,7 +65,7 @@ export const OPTION_DEFAULTS: OptionConfig = {
   tasks: null,
 };
 
-const DEVICES = ['auto', 'cpu', 'cuda', 'webgpu'] as const;
+const DEVICES = DEVICE_CHOICES;
 const TASKS = numberField(
   { ge: 1, le: 65536, integer: true },
   undefined,

@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { TandemError } from '../../../core/errors.js';
 import type { NewTenant } from '../../auth/tenants.js';
-import type { ServiceParts } from '../../service.js';
+import type { ServiceParts } from '../../parts.js';
 
 export const EXAMPLE_TENANT = {
   id: 'a1b2c3d4e5f60718',

@@ -1,6 +1,6 @@
 /** Health, metrics, devices, live stats and the caller's tenant (the job type catalogue is in jobs.ts). */
 import type { FastifyInstance } from 'fastify';
-import type { ServiceParts } from '../../service.js';
+import type { ServiceParts } from '../../parts.js';
 import { tenantOf } from '../auth.js';
 import { EXAMPLE_TENANT } from './admin.js';
 
@@ -29,6 +29,21 @@ const DEVICE_SCHEMA = {
   },
 } as const;
 
+/** What the load shedder measures (runner/load-shedder.ts): no tenant names, so public like the rest. */
+const LOAD_SCHEMA = {
+  type: 'object',
+  properties: {
+    shedding: { type: 'boolean' },
+    loopDelayMs: { type: 'number' },
+    drainPerSecond: { type: 'number' },
+    backlog: { type: 'integer' },
+    backlogBudget: { type: 'integer' },
+    expectedWaitSeconds: { type: ['number', 'null'] },
+    inFlight: { type: 'integer' },
+    refused: { type: 'integer' },
+  },
+} as const;
+
 export function systemRoutes(s: ServiceParts) {
   return async function (app: FastifyInstance): Promise<void> {
     const health = {
@@ -42,6 +57,7 @@ export function systemRoutes(s: ServiceParts) {
         runtime: { type: 'string', enum: ['opening', 'ready', 'unavailable'] },
         reason: { type: 'string' },
         devicesLost: { type: 'array', items: { type: 'string' } },
+        load: LOAD_SCHEMA,
       },
     } as const;
     // Answered from memory only: no database, no runtime call, so it stays fast while jobs compute.
@@ -67,6 +83,7 @@ export function systemRoutes(s: ServiceParts) {
           runtime: s.runtimeStatus().state,
           ...(life.reason ? { reason: life.reason } : {}),
           ...(life.devicesLost.length ? { devicesLost: life.devicesLost } : {}),
+          load: s.shedder.snapshot(),
         });
       },
     );
