@@ -29,6 +29,8 @@ export interface AgentOptions {
 }
 
 const PROGRESS_WRITE_MS = 250;
+/** How often running jobs' cancel requests (POST /v1/jobs/:id/cancel on a control plane) are read. */
+const CANCEL_POLL_MS = 500;
 
 export class Agent {
   private consumer: Consumer | null = null;
@@ -39,6 +41,9 @@ export class Agent {
   reruns = 0;
 
   private readonly batcher: StoreBatcher | null;
+  /** Running jobs (store mode) by id, aborted when the store says a cancel was requested. */
+  private readonly cancellable = new Map<string, AbortController>();
+  private cancelTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly o: AgentOptions) {
     this.batcher = o.store ? new StoreBatcher(o.store, o.name, o.log) : null;
@@ -47,6 +52,7 @@ export class Agent {
   async start(): Promise<void> {
     await this.beat();
     this.timer = setInterval(() => void this.beat(), this.o.heartbeatMs);
+    if (this.o.store) this.cancelTimer = setInterval(() => void this.pollCancels(), CANCEL_POLL_MS);
     this.consumer = this.o.queue.consume({
       deviceClasses: this.o.deviceClasses,
       concurrency: this.o.concurrency,
@@ -88,6 +94,17 @@ export class Agent {
       await this.o.heartbeat?.beat(this.info());
     } catch (e) {
       this.o.log(`heartbeat: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+
+  /** One query for all running jobs; only while some run. */
+  private async pollCancels(): Promise<void> {
+    if (this.cancellable.size === 0 || !this.o.store) return;
+    try {
+      for (const id of await this.o.store.cancelRequested([...this.cancellable.keys()]))
+        this.cancellable.get(id)?.abort();
+    } catch {
+      // the store is away: the next poll asks again
     }
   }
 
@@ -139,16 +156,24 @@ export class Agent {
     }
     const spans: { name: string; startUs: number; endUs: number }[] = [];
     const t0 = Date.now();
+    // The job's signal aborts on a cancel request or when this agent stops.
+    const cancel = new AbortController();
+    const onStop = (): void => cancel.abort();
+    signal.addEventListener('abort', onStop, { once: true });
+    this.cancellable.set(rec.id, cancel);
     let outcome: ScaleFinish;
     try {
       const result = await type.run(
-        this.context(rec.id, rec.tenantId, rec.attempt, params, signal, job, spans),
+        this.context(rec.id, rec.tenantId, rec.attempt, params, cancel.signal, job, spans),
       );
       outcome = { state: 'succeeded', result };
     } catch (e) {
       const err = asTandemError(e, 'TANDEM_ERR_INTERNAL', `job ${rec.type}`);
       const cancelled = isTandemError(e, 'TANDEM_ERR_CANCELLED');
       outcome = { state: cancelled ? 'cancelled' : 'failed', error: err.toJSON() };
+    } finally {
+      this.cancellable.delete(rec.id);
+      signal.removeEventListener('abort', onStop);
     }
     if (signal.aborted) throw new Error('agent stopping'); // leave it to be re-run elsewhere
     const trace = { agent: this.o.name, attempt: rec.attempt, startedAt: t0, finishedAt: Date.now(), spans };
@@ -203,6 +228,7 @@ export class Agent {
 
   async stop(graceMs = 10_000): Promise<void> {
     if (this.timer) clearInterval(this.timer);
+    if (this.cancelTimer) clearInterval(this.cancelTimer);
     await this.consumer?.close(graceMs);
     await this.o.heartbeat?.remove(this.o.name).catch(() => undefined);
   }

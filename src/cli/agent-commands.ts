@@ -214,6 +214,11 @@ export async function controlPlaneCommand(opts: ControlPlaneOptions): Promise<nu
     keys: parseApiKeys(keysText),
     reconcileMs: opts.reconcileMs ?? 30_000,
     bodyLimitBytes: config.bodyLimitBytes,
+    config: {
+      rateLimitPerSec: config.rateLimitPerSec,
+      rateLimitBurst: config.rateLimitBurst,
+      quotas: config.quotas,
+    },
   });
   const url = await cp.app.listen({ host: config.host, port: config.port });
   const line = {

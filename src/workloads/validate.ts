@@ -91,3 +91,85 @@ export function noExtraKeys(obj: Record<string, unknown>, known: readonly string
       throw invalid(`${where}.${k}`, `is not a known parameter (known: ${known.join(', ')})`);
   }
 }
+
+/**
+ * A parameter described once: the validators read it (`numberField` + `num` ...) and `paramsSchema`
+ * turns the same descriptions into the JSON Schema the service publishes (GET /v1/job-types), so the
+ * dashboard's forms and the checks cannot drift apart.
+ */
+export type FieldSpec =
+  | {
+      readonly kind: 'number';
+      readonly rule: NumberRule;
+      readonly default?: number | undefined;
+      readonly description: string;
+    }
+  | { readonly kind: 'boolean'; readonly default?: boolean | undefined; readonly description: string }
+  | {
+      readonly kind: 'enum';
+      readonly choices: readonly string[];
+      readonly default?: string | undefined;
+      readonly description: string;
+    }
+  /** Checked by hand-written code; `schema` says the shape. */
+  | {
+      readonly kind: 'schema';
+      readonly schema: Readonly<Record<string, unknown>>;
+      readonly description: string;
+    };
+
+export type NumberField = Extract<FieldSpec, { kind: 'number' }>;
+
+export const numberField = (rule: NumberRule, fallback: number | undefined, description: string) =>
+  ({ kind: 'number', rule, default: fallback, description }) as const;
+export const boolField = <D extends boolean | undefined>(fallback: D, description: string) =>
+  ({ kind: 'boolean', default: fallback, description }) as const;
+export const enumField = <T extends string>(
+  choices: readonly T[],
+  fallback: T | undefined,
+  description: string,
+) => ({ kind: 'enum', choices, default: fallback, description }) as const;
+
+/** `num` on a described field: its default and its rule. */
+export function numOf(obj: Record<string, unknown>, key: string, f: NumberField, prefix = ''): number {
+  return num(obj, key, f.default, f.rule, prefix);
+}
+
+/** JSON Schema of a number rule (bounds as JSON Schema keywords). */
+export function numberSchema(rule: NumberRule): Record<string, unknown> {
+  return {
+    type: rule.integer ? 'integer' : 'number',
+    ...(rule.gt !== undefined ? { exclusiveMinimum: rule.gt } : {}),
+    ...(rule.ge !== undefined ? { minimum: rule.ge } : {}),
+    ...(rule.le !== undefined ? { maximum: rule.le } : {}),
+    ...(rule.lt !== undefined ? { exclusiveMaximum: rule.lt } : {}),
+  };
+}
+
+export function fieldSchema(f: FieldSpec): Record<string, unknown> {
+  const base =
+    f.kind === 'number'
+      ? numberSchema(f.rule)
+      : f.kind === 'boolean'
+        ? { type: 'boolean' }
+        : f.kind === 'enum'
+          ? { type: 'string', enum: [...f.choices] }
+          : { ...f.schema };
+  const fallback = 'default' in f ? f.default : undefined;
+  return { ...base, description: f.description, ...(fallback !== undefined ? { default: fallback } : {}) };
+}
+
+/** The JSON Schema of an object of described fields; unknown keys are refused, as `noExtraKeys` does. */
+export function paramsSchema(
+  fields: Readonly<Record<string, FieldSpec>>,
+  extra: { required?: readonly string[]; examples?: readonly unknown[]; description?: string } = {},
+): Record<string, unknown> {
+  return {
+    type: 'object',
+    additionalProperties: false,
+    ...(extra.description ? { description: extra.description } : {}),
+    ...(extra.required?.length ? { required: [...extra.required] } : {}),
+    properties: Object.fromEntries(Object.entries(fields).map(([k, f]) => [k, fieldSchema(f)])),
+    ...(extra.examples ? { examples: [...extra.examples] } : {}),
+  };
+}

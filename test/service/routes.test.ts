@@ -3,6 +3,18 @@ import type { InjectOptions } from 'fastify';
 import assert from 'node:assert/strict';
 import { createTenant, testService, waitForJob, type JobJson } from './helpers.js';
 import { fakeRuntime } from './fake-runtime.js';
+import { jobsApiSuite } from './jobs-api-suite.js';
+
+// The same route tests as the scaled-out control plane's (test/scale/control-plane.test.ts).
+jobsApiSuite('single node (SQLite)', async () => {
+  const t = await testService({ maxRunningJobs: 1 });
+  return {
+    inject: (req) => t.svc.app.inject(req),
+    alice: await createTenant(t, 'alice'),
+    bob: await createTenant(t, 'bob'),
+    close: () => t.close(),
+  };
+});
 
 void test('submit a gemm job, watch it finish, read result and trace', async () => {
   const t = await testService();
@@ -375,7 +387,7 @@ void test('health, metrics, devices and OpenAPI', async () => {
       openapi: string;
       paths: Record<string, Record<string, unknown>>;
     };
-    assert.equal(doc.openapi, '3.0.3');
+    assert.equal(doc.openapi, '3.1.0');
     for (const p of [
       '/v1/jobs',
       '/v1/jobs/{id}',

@@ -1,14 +1,12 @@
 /**
- * The Fastify app: error mapping, auth and rate limits, then the route plugins. JSON schemas on every
- * route feed validation, fast serialization and the OpenAPI document.
+ * The single node's Fastify app: the shared base (http-app.ts), then the job routes over the SQLite
+ * JobsApi, and the system, admin and dashboard routes.
  */
-import Fastify, { type FastifyInstance } from 'fastify';
+import type { FastifyInstance } from 'fastify';
+import { LocalJobsApi } from '../api/local-jobs-api.js';
 import type { ServiceParts } from '../parts.js';
-import { installAuth, TokenBuckets } from './auth.js';
-import { TandemError } from '../../core/errors.js';
-import { installErrorHandling, sendError } from './errors.js';
+import { createHttpApp } from './http-app.js';
 import { installLoadShedding } from './load-shedding.js';
-import { collectOpenApi } from './openapi.js';
 import { adminRoutes } from './routes/admin.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { historyRoutes } from './routes/history.js';
@@ -16,36 +14,25 @@ import { jobRoutes } from './routes/jobs.js';
 import { systemRoutes } from './routes/system.js';
 
 export async function buildApp(s: ServiceParts): Promise<FastifyInstance> {
-  const app = Fastify({
-    logger: s.config.logLevel === 'silent' ? false : { level: s.config.logLevel },
-    bodyLimit: s.config.bodyLimitBytes,
-    // Strict bodies: no type coercion, no silent removal of unknown fields; errors name the field.
-    ajv: {
-      customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: false },
-    },
-    return503OnClosing: true,
-    // Router-level rejections (malformed URL encoding, over-long path parameters) in the catalogue shape.
-    frameworkErrors: (error, _req, reply) => {
-      const code =
-        error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'TANDEM_ERR_SIZE' : 'TANDEM_ERR_INVALID_ARGUMENT';
-      s.metrics.httpErrors.inc({ code });
-      void sendError(reply, new TandemError(code, `the URL is not valid: ${error.message}`));
-    },
-    forceCloseConnections: true,
+  const app = await createHttpApp({
+    logLevel: s.config.logLevel,
+    bodyLimitBytes: s.config.bodyLimitBytes,
+    rateLimitPerSec: s.config.rateLimitPerSec,
+    rateLimitBurst: s.config.rateLimitBurst,
+    authenticate: (key) => s.tenants.authenticate(key),
+    onError: (code) => s.metrics.httpErrors.inc({ code }),
+    openapi: { title: 'Tandem service', description: 'Jobs on pooled CPUs and GPUs (single node).' },
   });
-  installErrorHandling(app, (code) => s.metrics.httpErrors.inc({ code }));
   app.addHook('onResponse', async (req, reply) => {
     s.metrics.httpDuration.observe(
       { method: req.method, route: req.routeOptions.url ?? 'unmatched' },
       reply.elapsedTime / 1000,
     );
   });
-  installAuth(app, s.tenants, new TokenBuckets(s.config.rateLimitPerSec, s.config.rateLimitBurst));
   // After auth (it needs the tenant), before any body is read.
   installLoadShedding(app, s.shedder, (code) => s.metrics.httpErrors.inc({ code }));
-  const openapi = collectOpenApi(app);
-  await app.register(systemRoutes(s, openapi));
-  await app.register(jobRoutes(s));
+  await app.register(systemRoutes(s));
+  await app.register(jobRoutes(new LocalJobsApi(s)));
   await app.register(adminRoutes(s));
   await app.register(historyRoutes(s.history));
   await app.register(dashboardRoutes(s));

@@ -4,7 +4,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { TandemError } from '../../core/errors.js';
-import type { Tenant, TenantStore } from '../auth/tenants.js';
+import type { Tenant } from '../auth/tenants.js';
 import { sendError } from './errors.js';
 
 declare module 'fastify' {
@@ -45,7 +45,15 @@ export function keyFromRequest(req: FastifyRequest): string | null {
   return typeof k === 'string' ? k.trim() : null;
 }
 
-export function installAuth(app: FastifyInstance, tenants: TenantStore, limits: TokenBuckets): void {
+/**
+ * `authenticate` maps a key to its tenant: the tenant store on one node, the configured key list in the
+ * scaled-out control plane; the routes behind it only ever see `req.tenant`.
+ */
+export function installAuth(
+  app: FastifyInstance,
+  authenticate: (key: string) => Tenant | null,
+  limits: TokenBuckets,
+): void {
   app.decorateRequest('tenant', null);
   app.addHook('onRequest', async (req, reply) => {
     const url = req.routeOptions.url;
@@ -57,7 +65,7 @@ export function installAuth(app: FastifyInstance, tenants: TenantStore, limits: 
         reply,
         new TandemError('TANDEM_ERR_UNAUTHORIZED', 'an API key is required (Authorization: Bearer <key>)'),
       );
-    const tenant = tenants.authenticate(key);
+    const tenant = authenticate(key);
     if (!tenant)
       return sendError(reply, new TandemError('TANDEM_ERR_UNAUTHORIZED', 'the API key is not valid'));
     const wait = limits.take(tenant.id);

@@ -7,20 +7,22 @@
  * queue dedups by job id and agents skip jobs the store says are final, so re-adding is always safe.
  * Keys: `tenant=key` pairs from the configuration (TANDEM_API_KEYS), shared by all replicas.
  */
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import { TandemError } from '../../core/errors.js';
 import { RedisAgentRegistry } from './heartbeat.js';
+import type { Tenant } from '../auth/tenants.js';
 import { registerAutoscaleMetrics } from '../autoscale/metrics.js';
 import { DEFAULT_POLICY, ScaleSignal, type ClassSignal } from '../autoscale/signal.js';
-import type { HardwareRule } from '../config.js';
-import { installErrorHandling } from '../http/errors.js';
-import { keyFromRequest } from '../http/auth.js';
+import type { HardwareRule, ServiceConfig } from '../config.js';
+import { createHttpApp } from '../http/http-app.js';
+import { tenantOf } from '../http/auth.js';
+import { jobRoutes } from '../http/routes/jobs.js';
 import type { JobTypeRegistry } from '../jobs/registry.js';
-import type { JobRecord, JobState } from '../store/job-store.js';
 import { HELD_PREFIX, type JobStoreApi } from '../store/store.js';
 import type { BullQueue } from './bullmq-queue.js';
 import { deviceClassFromRules, placeJobs, releaseHeld, type PlaceDeps } from './placement.js';
+import { ScaledJobsApi } from './scaled-jobs-api.js';
 
 export interface ControlPlaneOptions {
   readonly store: JobStoreApi;
@@ -32,34 +34,50 @@ export interface ControlPlaneOptions {
   readonly keys: ReadonlyMap<string, string>;
   readonly reconcileMs: number;
   readonly bodyLimitBytes: number;
+  /** Per-tenant rate limit and the quotas control-plane tenants get (defaults: the service's). */
+  readonly config?: Partial<
+    Pick<ServiceConfig, 'rateLimitPerSec' | 'rateLimitBurst' | 'quotas' | 'logLevel'>
+  >;
 }
-
-interface SubmitBody {
-  type: string;
-  params?: Record<string, unknown>;
-  priority?: number;
-  idempotencyKey?: string;
-}
-
-const SUBMIT_SCHEMA = {
-  type: 'object',
-  required: ['type'],
-  additionalProperties: false,
-  properties: {
-    type: { type: 'string', minLength: 1, maxLength: 32 },
-    params: { type: 'object' },
-    priority: { type: 'integer', minimum: -100, maximum: 100 },
-    idempotencyKey: { type: 'string', minLength: 1, maxLength: 128 },
-  },
-} as const;
 
 export interface ControlPlane {
   readonly app: FastifyInstance;
   close(): Promise<void>;
 }
 
+/** Control-plane tenants come from the key list: users with the configured default quotas. */
+function tenantsFromKeys(o: ControlPlaneOptions): Map<string, Tenant> {
+  const q = o.config?.quotas;
+  const byKey = new Map<string, Tenant>();
+  for (const [key, id] of o.keys)
+    byKey.set(key, {
+      id,
+      name: id,
+      role: 'user',
+      weight: 1,
+      maxConcurrentJobs: q?.maxConcurrentJobs ?? 1_000_000,
+      maxDeviceMemoryBytes: q?.maxDeviceMemoryBytes ?? Number.MAX_SAFE_INTEGER,
+      maxQueuedJobs: q?.maxQueuedJobs ?? 1_000_000,
+      maxTimeoutSeconds: q?.maxTimeoutSeconds ?? 24 * 3600,
+      createdAt: 0,
+    });
+  return byKey;
+}
+
 export async function buildControlPlane(o: ControlPlaneOptions): Promise<ControlPlane> {
-  const app = Fastify({ logger: false, bodyLimit: o.bodyLimitBytes });
+  const tenants = tenantsFromKeys(o);
+  const app = await createHttpApp({
+    logLevel: o.config?.logLevel ?? 'silent',
+    bodyLimitBytes: o.bodyLimitBytes,
+    rateLimitPerSec: o.config?.rateLimitPerSec ?? 1_000_000,
+    rateLimitBurst: o.config?.rateLimitBurst ?? 1_000_000,
+    authenticate: (key) => tenants.get(key) ?? null,
+    onError: () => undefined,
+    openapi: {
+      title: 'Tandem control plane',
+      description: 'Jobs on pooled CPUs and GPUs (scaled out: PostgreSQL store, BullMQ queue, agents).',
+    },
+  });
   const agents = new RedisAgentRegistry(o.queue.redis, o.prefix);
   const signal = new ScaleSignal(DEFAULT_POLICY);
   const deviceClassOf = deviceClassFromRules(o.rules);
@@ -77,101 +95,107 @@ export async function buildControlPlane(o: ControlPlaneOptions): Promise<Control
     return latest.value;
   };
   registerAutoscaleMetrics(metrics, currentSignal);
-  installErrorHandling(app, () => undefined);
 
-  const tenantOf = (req: FastifyRequest): string => {
-    const key = keyFromRequest(req);
-    const t = key ? o.keys.get(key) : undefined;
-    if (!t) throw new TandemError('TANDEM_ERR_UNAUTHORIZED', 'missing or invalid API key');
-    return t;
-  };
-  const view = (j: JobRecord) => ({
-    id: j.id,
-    type: j.type,
-    state: j.state,
-    priority: j.priority,
-    progress: j.progress,
-    message: j.message,
-    held: j.state === 'queued' && j.message.startsWith(HELD_PREFIX),
-    attempt: j.attempt,
-    memoryBytes: j.memBytes,
-    jobClass: j.jobClass,
-    device: j.device,
-    createdAt: new Date(j.createdAt).toISOString(),
-    startedAt: j.startedAt === null ? null : new Date(j.startedAt).toISOString(),
-    finishedAt: j.finishedAt === null ? null : new Date(j.finishedAt).toISOString(),
-    error: j.error,
-    result: j.state === 'succeeded' ? j.result : null,
-  });
-  const own = async (req: FastifyRequest, id: string): Promise<JobRecord> => {
-    const t = tenantOf(req);
-    const j = await o.store.get(id);
-    if (!j || j.tenantId !== t) throw new TandemError('TANDEM_ERR_NOT_FOUND', `no job ${id}`, { id });
-    return j;
-  };
-
-  app.get('/healthz', async () => ({
-    ok: true,
-    mode: 'scaled-out',
-    queue: o.queue.kind,
-    store: 'postgresql',
-  }));
-  app.get('/metrics', async (_req, reply) => reply.type(metrics.contentType).send(await metrics.metrics()));
-  app.post<{ Body: SubmitBody }>('/v1/jobs', { schema: { body: SUBMIT_SCHEMA } }, async (req, reply) => {
-    const tenantId = tenantOf(req);
-    const type = o.registry.get(req.body.type);
-    const raw = req.body.params ?? {};
-    const validate = req.compileValidationSchema(type.paramsSchema);
-    if (!validate(raw))
-      throw new TandemError(
-        'TANDEM_ERR_INVALID_ARGUMENT',
-        `params ${validate.errors?.[0]?.message ?? 'invalid'}`,
-        {
-          issues: validate.errors ?? [],
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        operationId: 'getHealth',
+        summary: 'Liveness of this control-plane replica',
+        tags: ['system'],
+        response: {
+          200: {
+            type: 'object',
+            examples: [{ ok: true, mode: 'scaled-out', queue: 'bullmq', store: 'postgresql' }],
+            properties: {
+              ok: { type: 'boolean' },
+              mode: { type: 'string', enum: ['scaled-out'] },
+              queue: { type: 'string' },
+              store: { type: 'string' },
+            },
+          },
         },
-      );
-    const parsed = type.parse(raw);
-    const [out] = await o.store.insertMany([
-      {
-        tenantId,
-        type: type.name,
-        params: raw,
-        priority: req.body.priority ?? 0,
-        jobClass: type.jobClass(parsed),
-        memBytes: type.memoryBytes(parsed),
-        idempotencyKey: req.body.idempotencyKey ?? null,
       },
-    ]);
-    if (!out || !out.ok)
-      throw out?.error ?? new TandemError('TANDEM_ERR_INTERNAL', 'insert returned nothing');
-    // Durable now. Placement failing (Redis away) is not the caller's problem: the reconciler retries.
-    if (out.created) await placeJobs([out.job], await placeDeps()).catch(() => undefined);
-    const now = (await o.store.get(out.job.id)) ?? out.job;
-    return reply.code(out.created ? 201 : 200).send(view(now));
-  });
-  app.get<{ Params: { id: string } }>('/v1/jobs/:id', async (req) => {
-    const j = await own(req, req.params.id);
-    return { ...view(j), attempts: await o.store.attempts(j.id) };
-  });
-  app.get<{ Querystring: { state?: JobState; limit?: number } }>('/v1/jobs', async (req) => {
-    const t = tenantOf(req);
-    const limit = Math.min(1000, Math.max(1, Number(req.query.limit ?? 100)));
-    return { jobs: (await o.store.list({ tenantId: t, state: req.query.state, limit })).map(view) };
-  });
-  app.delete<{ Params: { id: string } }>('/v1/jobs/:id', async (req) => {
-    const j = await own(req, req.params.id);
-    const ok = await o.store.cancelQueued(j.id);
-    if (ok) await o.queue.cancel(j.id, deviceClassOf(j)).catch(() => false);
-    return { id: j.id, cancelled: ok };
-  });
-  app.get('/v1/agents', async (req) => {
-    tenantOf(req);
-    return { agents: await agents.list() };
-  });
-  app.get('/v1/autoscale', async (req) => {
-    tenantOf(req);
-    return { classes: await currentSignal() };
-  });
+    },
+    async () => ({ ok: true, mode: 'scaled-out', queue: o.queue.kind, store: 'postgresql' }),
+  );
+  app.get(
+    '/metrics',
+    {
+      schema: {
+        operationId: 'getMetrics',
+        summary: 'Prometheus metrics: the autoscaling signal (text format)',
+        tags: ['system'],
+        produces: ['text/plain'],
+        response: {
+          200: { type: 'string', examples: ['tandem_autoscale_desired_agents{device_class="cpu"} 2\n'] },
+        },
+      },
+    },
+    async (_req, reply) => reply.type(metrics.contentType).send(await metrics.metrics()),
+  );
+  await app.register(jobRoutes(new ScaledJobsApi({ store: o.store, registry: o.registry, placeDeps })));
+  app.get(
+    '/v1/agents',
+    {
+      schema: {
+        operationId: 'listAgents',
+        summary: 'Live agents (heartbeats): devices, capacity, running jobs',
+        tags: ['scale'],
+        response: {
+          200: {
+            type: 'object',
+            examples: [{ agents: [{ name: 'node-a', deviceClasses: ['cpu'], running: 1, capacity: 8 }] }],
+            properties: { agents: { type: 'array', items: { type: 'object', additionalProperties: true } } },
+          },
+        },
+      },
+    },
+    async (req) => {
+      tenantOf(req);
+      return { agents: await agents.list() };
+    },
+  );
+  app.get(
+    '/v1/autoscale',
+    {
+      schema: {
+        operationId: 'getAutoscaleSignal',
+        summary: 'Desired agents per device class (the signal KEDA scales on)',
+        tags: ['scale'],
+        response: {
+          200: {
+            type: 'object',
+            examples: [{ classes: [{ deviceClass: 'cpu', desired: 2, agents: 1 }] }],
+            properties: { classes: { type: 'array', items: { type: 'object', additionalProperties: true } } },
+          },
+        },
+      },
+    },
+    async (req) => {
+      tenantOf(req);
+      return { classes: await currentSignal() };
+    },
+  );
+
+  // A cancel asked of a running job whose agent has died since: no agent will read it, and a
+  // re-delivery skips a job with a cancel requested, so the reconciler commits the cancel.
+  const cancelOrphans = async (d: PlaceDeps): Promise<void> => {
+    const live = new Set(d.agents.map((a) => a.name));
+    const running = await o.store.list({ tenantId: null, state: 'running', limit: 1000 });
+    for (const j of running.filter((x) => x.cancelRequested)) {
+      const last = (await o.store.attempts(j.id)).at(-1);
+      if (!last || live.has(last.agent)) continue;
+      await o.store.finish(j.id, j.attempt, {
+        state: 'cancelled',
+        error: {
+          code: 'TANDEM_ERR_CANCELLED',
+          message: `cancelled (its agent ${last.agent} is gone)`,
+          details: { agent: last.agent },
+        },
+      });
+    }
+  };
 
   let reconciling = false;
   const reconcile = async (): Promise<void> => {
@@ -184,6 +208,7 @@ export async function buildControlPlane(o: ControlPlaneOptions): Promise<Control
       const queued = await o.store.list({ tenantId: null, state: 'queued', limit: 1000 });
       const stale = queued.filter((j) => j.createdAt < cutoff && !j.message.startsWith(HELD_PREFIX));
       if (stale.length > 0) await placeJobs(stale, d);
+      await cancelOrphans(d);
     } catch {
       // Redis or PostgreSQL away: the next pass tries again
     } finally {

@@ -366,6 +366,23 @@ export class PgJobStore implements JobStoreApi {
     return r.rowCount === 1;
   }
 
+  async requestCancel(id: string): Promise<boolean> {
+    const r = await this.pool.query(
+      `UPDATE tandem_jobs SET cancel_requested = true WHERE id = $1 AND state = 'running'`,
+      [id],
+    );
+    return r.rowCount === 1;
+  }
+
+  async cancelRequested(ids: readonly string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const r = await this.pool.query<{ id: string }>(
+      `SELECT id FROM tandem_jobs WHERE id = ANY($1) AND state = 'running' AND cancel_requested`,
+      [ids],
+    );
+    return new Set(r.rows.map((x) => x.id));
+  }
+
   async attempts(id: string): Promise<AttemptRow[]> {
     const r = await this.pool.query<{
       job_id: string;
@@ -374,6 +391,7 @@ export class PgJobStore implements JobStoreApi {
       started_at: string;
       finished_at: string | null;
       outcome: string | null;
+      trace: string | null;
     }>('SELECT * FROM tandem_attempts WHERE job_id = $1 ORDER BY attempt', [id]);
     return r.rows.map((a) => ({
       jobId: a.job_id,
@@ -382,6 +400,7 @@ export class PgJobStore implements JobStoreApi {
       startedAt: Number(a.started_at),
       finishedAt: num(a.finished_at),
       outcome: a.outcome,
+      ...(a.trace === null ? {} : { trace: JSON.parse(a.trace) as unknown }),
     }));
   }
 

@@ -27,6 +27,8 @@ export interface AttemptRow {
    * a later attempt had started; 'lost' when it never finished (its agent died) and a later one committed.
    */
   readonly outcome: string | null;
+  /** What the attempt's agent recorded (agent, spans in epoch µs), once it finished. */
+  readonly trace?: unknown;
 }
 
 export interface StoreStats {
@@ -56,6 +58,10 @@ export interface JobStoreApi {
   /** Keeps a queued job queued with a reason shown in its message (no agent fits it yet). */
   hold(id: string, reason: string): Promise<boolean>;
   cancelQueued(id: string, now?: number): Promise<boolean>;
+  /** Marks a running job to be cancelled; its agent sees it and aborts it (false unless running). */
+  requestCancel(id: string): Promise<boolean>;
+  /** The ids among these that are running with a cancel requested (one round trip for an agent). */
+  cancelRequested(ids: readonly string[]): Promise<Set<string>>;
   attempts(id: string): Promise<AttemptRow[]>;
   stats(): Promise<StoreStats>;
   close(): Promise<void>;

@@ -2,10 +2,21 @@
  * Parameters of the `option` and `var` jobs (and `tandem run option|var`): validation with stable
  * error codes before anything runs, and defaults.
  */
+import {
+  asRecord,
+  bool,
+  boolField,
+  enumField,
+  invalid,
+  noExtraKeys,
+  numberField,
+  numOf,
+  oneOf,
+  paramsSchema,
+} from '../validate.js';
 import { DEVICE_CHOICES, type DeviceChoice } from '../tasks.js';
-import { asRecord, bool, invalid, noExtraKeys, num, oneOf } from '../validate.js';
 import type { McTerms } from './mc.js';
-import { parsePortfolio, type Portfolio } from './portfolio.js';
+import { parsePortfolio, PORTFOLIO_SCHEMA, type Portfolio } from './portfolio.js';
 
 export type RiskDevice = DeviceChoice;
 
@@ -54,44 +65,86 @@ export const OPTION_DEFAULTS: OptionConfig = {
   tasks: null,
 };
 
-const OPTION_KEYS = [
-  'type',
-  'right',
-  'spot',
-  'strike',
-  'rate',
-  'vol',
-  'maturity',
-  'dividend',
-  'steps',
-  'paths',
-  'antithetic',
-  'seed',
-  'device',
-  'tasks',
-];
+const DEVICES = DEVICE_CHOICES;
+const TASKS = numberField(
+  { ge: 1, le: 65536, integer: true },
+  undefined,
+  'tasks the work is split into (default: enough to keep every device busy)',
+);
+
+/** The option job's parameters: the validator below reads these, and the published schema is made of them. */
+export const OPTION_FIELDS = {
+  type: enumField(
+    ['european', 'asian'] as const,
+    OPTION_DEFAULTS.kind,
+    'payoff: at maturity, or on the arithmetic average',
+  ),
+  right: enumField(['call', 'put'] as const, OPTION_DEFAULTS.right, 'call or put'),
+  spot: numberField({ gt: 0 }, OPTION_DEFAULTS.spot, 'spot price of the underlying'),
+  strike: numberField({ gt: 0 }, OPTION_DEFAULTS.strike, 'strike price'),
+  rate: numberField({ gt: -1, lt: 1 }, OPTION_DEFAULTS.rate, 'risk-free rate (continuous, per year)'),
+  vol: numberField({ gt: 0, le: 10 }, OPTION_DEFAULTS.vol, 'volatility (per year)'),
+  maturity: numberField({ gt: 0, le: 100 }, OPTION_DEFAULTS.maturity, 'time to maturity in years'),
+  dividend: numberField({ ge: 0, lt: 1 }, OPTION_DEFAULTS.dividend, 'continuous dividend yield'),
+  steps: numberField(
+    { ge: 1, le: 100_000, integer: true },
+    OPTION_DEFAULTS.steps,
+    'monitoring dates of an Asian option (ignored for European)',
+  ),
+  paths: numberField({ ge: 2, le: MAX_PATHS, integer: true }, OPTION_DEFAULTS.paths, 'Monte Carlo paths'),
+  antithetic: boolField(
+    OPTION_DEFAULTS.antithetic,
+    'antithetic variates (halves the variance for smooth payoffs)',
+  ),
+  seed: numberField(
+    { ge: 0, le: MAX_SEED, integer: true },
+    OPTION_DEFAULTS.seed,
+    'Philox seed (same seed, same price)',
+  ),
+  device: enumField(DEVICES, OPTION_DEFAULTS.device, 'device kind to run on (auto: the scheduler picks)'),
+  tasks: TASKS,
+};
+
+const OPTION_KEYS = Object.keys(OPTION_FIELDS);
+
+export const OPTION_SCHEMA = paramsSchema(OPTION_FIELDS, {
+  examples: [
+    {
+      type: 'european',
+      right: 'call',
+      spot: 100,
+      strike: 100,
+      rate: 0.05,
+      vol: 0.2,
+      maturity: 1,
+      paths: 1_000_000,
+    },
+  ],
+});
 
 export function validateOptionParams(input: unknown): OptionConfig {
   const p = asRecord(input ?? {}, 'option');
   noExtraKeys(p, OPTION_KEYS, 'option');
-  const d = OPTION_DEFAULTS;
+  const F = OPTION_FIELDS;
   const at = 'option.';
-  const kind = oneOf(p, 'type', ['european', 'asian'] as const, d.kind, at);
+  const kind = oneOf(p, 'type', F.type.choices, F.type.default, at);
+  // Checked for every type (as the published schema says), used for Asian options only.
+  const steps = numOf(p, 'steps', F.steps, at);
   return {
     kind,
-    right: oneOf(p, 'right', ['call', 'put'] as const, d.right, at),
-    spot: num(p, 'spot', d.spot, { gt: 0 }, at),
-    strike: num(p, 'strike', d.strike, { gt: 0 }, at),
-    rate: num(p, 'rate', d.rate, { gt: -1, lt: 1 }, at),
-    vol: num(p, 'vol', d.vol, { gt: 0, le: 10 }, at),
-    maturity: num(p, 'maturity', d.maturity, { gt: 0, le: 100 }, at),
-    dividend: num(p, 'dividend', d.dividend, { ge: 0, lt: 1 }, at),
-    steps: kind === 'european' ? 1 : num(p, 'steps', d.steps, { ge: 1, le: 100_000, integer: true }, at),
-    paths: num(p, 'paths', d.paths, { ge: 2, le: MAX_PATHS, integer: true }, at),
-    antithetic: bool(p, 'antithetic', d.antithetic, at),
-    seed: num(p, 'seed', d.seed, { ge: 0, le: MAX_SEED, integer: true }, at),
-    device: oneOf(p, 'device', DEVICE_CHOICES, d.device, at),
-    tasks: p.tasks === undefined ? null : num(p, 'tasks', undefined, { ge: 1, le: 65536, integer: true }, at),
+    right: oneOf(p, 'right', F.right.choices, F.right.default, at),
+    spot: numOf(p, 'spot', F.spot, at),
+    strike: numOf(p, 'strike', F.strike, at),
+    rate: numOf(p, 'rate', F.rate, at),
+    vol: numOf(p, 'vol', F.vol, at),
+    maturity: numOf(p, 'maturity', F.maturity, at),
+    dividend: numOf(p, 'dividend', F.dividend, at),
+    steps: kind === 'european' ? 1 : steps,
+    paths: numOf(p, 'paths', F.paths, at),
+    antithetic: bool(p, 'antithetic', F.antithetic.default, at),
+    seed: numOf(p, 'seed', F.seed, at),
+    device: oneOf(p, 'device', F.device.choices, F.device.default, at),
+    tasks: p.tasks === undefined ? null : numOf(p, 'tasks', F.tasks, at),
   };
 }
 
@@ -136,18 +189,39 @@ export const EXAMPLE_PORTFOLIO = {
   ],
 };
 
+/** The var job's parameters (validator and published schema alike). */
+export const VAR_FIELDS = {
+  portfolio: {
+    kind: 'schema',
+    schema: PORTFOLIO_SCHEMA,
+    description: 'assets, correlation, rate and positions',
+  },
+  horizon: numberField({ gt: 0, le: 10 }, 10 / 252, 'horizon in years (default: 10 trading days)'),
+  confidence: numberField({ gt: 0.5, lt: 1 }, 0.99, 'VaR confidence level'),
+  scenarios: numberField({ ge: 100, le: 2 ** 31, integer: true }, 100_000, 'Monte Carlo scenarios'),
+  seed: numberField({ ge: 0, le: MAX_SEED, integer: true }, 20261202, 'Philox seed'),
+  device: enumField(DEVICES, 'auto', 'device kind to run on (auto: the scheduler picks)'),
+  tasks: TASKS,
+} as const;
+
+export const VAR_SCHEMA = paramsSchema(VAR_FIELDS, {
+  required: ['portfolio'],
+  examples: [{ portfolio: EXAMPLE_PORTFOLIO, confidence: 0.99, scenarios: 100_000 }],
+});
+
 export function validateVarParams(input: unknown): VarConfig {
   const p = asRecord(input ?? {}, 'var');
-  noExtraKeys(p, ['portfolio', 'horizon', 'confidence', 'scenarios', 'seed', 'device', 'tasks'], 'var');
+  noExtraKeys(p, Object.keys(VAR_FIELDS), 'var');
   if (p.portfolio === undefined) throw invalid('var.portfolio', 'is required');
+  const F = VAR_FIELDS;
   const at = 'var.';
   return {
     portfolio: parsePortfolio(p.portfolio),
-    horizon: num(p, 'horizon', 10 / 252, { gt: 0, le: 10 }, at),
-    confidence: num(p, 'confidence', 0.99, { gt: 0.5, lt: 1 }, at),
-    scenarios: num(p, 'scenarios', 100_000, { ge: 100, le: 2 ** 31, integer: true }, at),
-    seed: num(p, 'seed', 20261202, { ge: 0, le: MAX_SEED, integer: true }, at),
-    device: oneOf(p, 'device', DEVICE_CHOICES, 'auto', at),
-    tasks: p.tasks === undefined ? null : num(p, 'tasks', undefined, { ge: 1, le: 65536, integer: true }, at),
+    horizon: numOf(p, 'horizon', F.horizon, at),
+    confidence: numOf(p, 'confidence', F.confidence, at),
+    scenarios: numOf(p, 'scenarios', F.scenarios, at),
+    seed: numOf(p, 'seed', F.seed, at),
+    device: oneOf(p, 'device', F.device.choices, F.device.default, at),
+    tasks: p.tasks === undefined ? null : numOf(p, 'tasks', F.tasks, at),
   };
 }

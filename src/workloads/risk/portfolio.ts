@@ -3,7 +3,18 @@
  * with the offending path), the Cholesky factor of the correlation matrix, and the flat numeric form
  * that the scenario kernels consume.
  */
-import { asRecord, invalid, noExtraKeys, num, oneOf } from '../validate.js';
+import {
+  asRecord,
+  fieldSchema,
+  invalid,
+  noExtraKeys,
+  num,
+  numberField,
+  numberSchema,
+  numOf,
+  oneOf,
+  paramsSchema,
+} from '../validate.js';
 
 export const INSTRUMENT_TYPES = ['stock', 'european'] as const;
 export type InstrumentType = (typeof INSTRUMENT_TYPES)[number];
@@ -59,6 +70,69 @@ export interface Portfolio {
 const MAX_ASSETS = 4096;
 const MAX_POSITIONS = 100_000;
 
+/** An asset's numbers (parsePortfolio reads these; PORTFOLIO_SCHEMA publishes them). */
+const ASSET_FIELDS = {
+  spot: numberField({ gt: 0 }, undefined, 'spot price'),
+  vol: numberField({ ge: 0, le: 10 }, undefined, 'volatility (per year)'),
+  /** The default is the portfolio's rate, so the schema shows none. */
+  drift: numberField(
+    { gt: -10, lt: 10 },
+    undefined,
+    "real-world drift per year (default: the portfolio's rate)",
+  ),
+  dividend: numberField({ ge: 0, lt: 1 }, 0, 'continuous dividend yield'),
+};
+const RATE = numberField({ gt: -1, lt: 1 }, 0, 'risk-free rate (continuous, per year)');
+const POSITION_FIELDS = {
+  quantity: numberField({}, undefined, 'units held (negative: short)'),
+  strike: numberField({ gt: 0 }, undefined, 'strike price (european only)'),
+  maturity: numberField({ gt: 0, le: 100 }, undefined, 'years to maturity (european only)'),
+};
+
+/** JSON Schema of a portfolio: the shape and ranges; names, matrix symmetry and the like are checked in parsePortfolio. */
+export const PORTFOLIO_SCHEMA: Readonly<Record<string, unknown>> = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['assets', 'positions'],
+  properties: {
+    assets: {
+      type: 'array',
+      minItems: 1,
+      maxItems: MAX_ASSETS,
+      items: {
+        ...paramsSchema(ASSET_FIELDS, { required: ['name', 'spot', 'vol'] }),
+        properties: {
+          name: { type: 'string', minLength: 1, description: 'unique asset name' },
+          ...(paramsSchema(ASSET_FIELDS)['properties'] as object),
+        },
+      },
+    },
+    correlation: {
+      type: 'array',
+      description: 'assets x assets correlation matrix, symmetric with a unit diagonal (default: identity)',
+      items: { type: 'array', items: numberSchema({ ge: -1, le: 1 }) },
+    },
+    rate: fieldSchema(RATE),
+    positions: {
+      type: 'array',
+      minItems: 1,
+      maxItems: MAX_POSITIONS,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        description: 'a stock, or a european option (which also needs right, strike and maturity)',
+        required: ['type', 'asset', 'quantity'],
+        properties: {
+          type: { type: 'string', enum: [...INSTRUMENT_TYPES] },
+          asset: { type: 'string', description: 'the name of one of the assets' },
+          right: { type: 'string', enum: ['call', 'put'], description: 'call or put (european only)' },
+          ...(paramsSchema(POSITION_FIELDS)['properties'] as object),
+        },
+      },
+    },
+  },
+};
+
 export function cholesky(corr: readonly (readonly number[])[]): Float64Array {
   const d = corr.length;
   const l = new Float64Array(d * d);
@@ -112,7 +186,7 @@ export function parsePortfolio(input: unknown): Portfolio {
   if (!Array.isArray(p.assets) || p.assets.length === 0 || p.assets.length > MAX_ASSETS) {
     throw invalid('portfolio.assets', `must be a non-empty array of at most ${MAX_ASSETS} assets`, p.assets);
   }
-  const rate = num(p, 'rate', 0, { gt: -1, lt: 1 }, 'portfolio.');
+  const rate = numOf(p, 'rate', RATE, 'portfolio.');
   const names = new Map<string, number>();
   const assets: AssetJson[] = p.assets.map((a: unknown, i) => {
     const r = asRecord(a, `portfolio.assets[${i}]`);
@@ -124,10 +198,10 @@ export function parsePortfolio(input: unknown): Portfolio {
     names.set(r.name, i);
     return {
       name: r.name,
-      spot: num(r, 'spot', undefined, { gt: 0 }, at),
-      vol: num(r, 'vol', undefined, { ge: 0, le: 10 }, at),
-      drift: num(r, 'drift', rate, { gt: -10, lt: 10 }, at),
-      dividend: num(r, 'dividend', 0, { ge: 0, lt: 1 }, at),
+      spot: numOf(r, 'spot', ASSET_FIELDS.spot, at),
+      vol: numOf(r, 'vol', ASSET_FIELDS.vol, at),
+      drift: num(r, 'drift', rate, ASSET_FIELDS.drift.rule, at),
+      dividend: numOf(r, 'dividend', ASSET_FIELDS.dividend, at),
     };
   });
   const d = assets.length;
@@ -152,7 +226,7 @@ export function parsePortfolio(input: unknown): Portfolio {
     }
     if (typeof r.asset !== 'string' || !names.has(r.asset))
       throw invalid(`${at}asset`, 'must name one of the portfolio assets', r.asset);
-    const quantity = num(r, 'quantity', undefined, {}, at);
+    const quantity = numOf(r, 'quantity', POSITION_FIELDS.quantity, at);
     if (type === 'stock') {
       noExtraKeys(r, ['type', 'asset', 'quantity'], `portfolio.positions[${i}]`);
       return { type: 'stock', asset: r.asset, quantity };
@@ -162,8 +236,8 @@ export function parsePortfolio(input: unknown): Portfolio {
       type: 'european',
       asset: r.asset,
       right: oneOf(r, 'right', ['call', 'put'] as const, undefined, at),
-      strike: num(r, 'strike', undefined, { gt: 0 }, at),
-      maturity: num(r, 'maturity', undefined, { gt: 0, le: 100 }, at),
+      strike: numOf(r, 'strike', POSITION_FIELDS.strike, at),
+      maturity: numOf(r, 'maturity', POSITION_FIELDS.maturity, at),
       quantity,
     };
   });

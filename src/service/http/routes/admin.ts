@@ -4,6 +4,18 @@ import { TandemError } from '../../../core/errors.js';
 import type { NewTenant } from '../../auth/tenants.js';
 import type { ServiceParts } from '../../parts.js';
 
+export const EXAMPLE_TENANT = {
+  id: 'a1b2c3d4e5f60718',
+  name: 'alice',
+  role: 'user',
+  weight: 2,
+  maxConcurrentJobs: 4,
+  maxDeviceMemoryBytes: 8589934592,
+  maxQueuedJobs: 100000,
+  maxTimeoutSeconds: 86400,
+  createdAt: 1796284800000,
+};
+
 const TENANT_SCHEMA = {
   type: 'object',
   properties: {
@@ -20,6 +32,7 @@ const TENANT_SCHEMA = {
 
 const KEY_SCHEMA = {
   type: 'object',
+  examples: [{ tenant: EXAMPLE_TENANT, keyId: '0123456789abcdef', key: 'tdm_0123456789abcdef_<secret>' }],
   properties: {
     tenant: TENANT_SCHEMA,
     keyId: { type: 'string' },
@@ -34,12 +47,14 @@ export function adminRoutes(s: ServiceParts) {
       {
         config: { admin: true },
         schema: {
+          operationId: 'createTenant',
           summary: 'Create a tenant and its first API key (admin)',
           tags: ['tenants'],
           body: {
             type: 'object',
             additionalProperties: false,
             required: ['name'],
+            examples: [{ name: 'alice', weight: 2, maxConcurrentJobs: 4 }],
             properties: {
               name: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$' },
               role: { type: 'string', enum: ['admin', 'user'] },
@@ -66,10 +81,15 @@ export function adminRoutes(s: ServiceParts) {
       {
         config: { admin: true },
         schema: {
+          operationId: 'listTenants',
           summary: 'List tenants (admin)',
           tags: ['tenants'],
           response: {
-            200: { type: 'object', properties: { tenants: { type: 'array', items: TENANT_SCHEMA } } },
+            200: {
+              type: 'object',
+              examples: [{ tenants: [EXAMPLE_TENANT] }],
+              properties: { tenants: { type: 'array', items: TENANT_SCHEMA } },
+            },
           },
         },
       },
@@ -81,6 +101,7 @@ export function adminRoutes(s: ServiceParts) {
       {
         config: { admin: true },
         schema: {
+          operationId: 'createKey',
           summary: 'Create another API key for a tenant (admin)',
           tags: ['tenants'],
           params: { type: 'object', properties: { name: { type: 'string', maxLength: 64 } } },
@@ -100,10 +121,17 @@ export function adminRoutes(s: ServiceParts) {
       {
         config: { admin: true },
         schema: {
+          operationId: 'revokeKey',
           summary: 'Revoke an API key (admin)',
           tags: ['tenants'],
           params: { type: 'object', properties: { keyId: { type: 'string', pattern: '^[0-9a-f]{16}$' } } },
-          response: { 200: { type: 'object', properties: { revoked: { type: 'boolean' } } } },
+          response: {
+            200: {
+              type: 'object',
+              examples: [{ revoked: true }],
+              properties: { revoked: { type: 'boolean' } },
+            },
+          },
         },
       },
       async (req) => {

@@ -1,22 +1,28 @@
-/** Job routes: submit, list, get, cancel, result, trace. Every lookup is scoped to the caller's tenant. */
+/**
+ * Job routes: submit, list, get, cancel, result, trace and the job type catalogue. One plugin, registered
+ * by the single-node app and by the scaled-out control plane alike: it talks to the JobsApi contract
+ * only (api/jobs-api.ts), so both topologies answer the same paths with the same schemas and errors.
+ * Every lookup is scoped to the caller's tenant (inside the api).
+ */
 import { Readable } from 'node:stream';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { TandemError } from '../../../core/errors.js';
-import { buildJobTrace } from '../../obs/job-trace.js';
-import type { ServiceParts } from '../../parts.js';
-import type { JobRecord, JobState, NewJob } from '../../store/job-store.js';
+import type { JobsApi } from '../../api/jobs-api.js';
+import type { JobState } from '../../store/job-store.js';
 import { tenantOf } from '../auth.js';
-import { resolveTimeoutMs } from '../../runner/deadlines.js';
-import { isFinished, JobWaiters } from '../../runner/job-waiters.js';
 import {
+  CANCEL_ANSWER_SCHEMA,
   JOB_ID_PARAMS,
+  JOB_LIST_SCHEMA,
   JOB_SCHEMA,
+  JOB_TYPES_SCHEMA,
   LIST_QUERY_SCHEMA,
+  RESULT_SCHEMA,
   SUBMIT_ANSWER_SCHEMA,
   SUBMIT_BODY_SCHEMA,
   SUBMIT_QUERY_SCHEMA,
+  TRACE_SCHEMA,
 } from '../schemas.js';
-import { assertDevicePresent } from '../../runner/device-presence.js';
 
 interface SubmitBody {
   type: string;
@@ -26,58 +32,20 @@ interface SubmitBody {
   timeoutSeconds?: number;
 }
 
-const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
-
-export function jobView(s: ServiceParts, j: JobRecord) {
-  const live = s.dispatcher.live(j.id);
-  return {
-    id: j.id,
-    type: j.type,
-    tenant: s.tenants.get(j.tenantId)?.name ?? j.tenantId,
-    state: j.state,
-    priority: j.priority,
-    progress: live?.progress ?? j.progress,
-    message: live?.message ?? j.message,
-    params: j.params,
-    attempt: j.attempt,
-    jobClass: j.jobClass,
-    memoryBytes: j.memBytes,
-    // A running job: the devices its finished tasks ran on so far (the claim's placement target is not one).
-    device: live ? live.device : j.device,
-    placement: live?.placement ?? j.placement,
-    idempotencyKey: j.idempotencyKey,
-    cancelRequested: j.cancelRequested,
-    createdAt: iso(j.createdAt)!,
-    startedAt: iso(j.startedAt),
-    finishedAt: iso(j.finishedAt),
-    waitSeconds: j.startedAt === null ? null : (j.startedAt - j.createdAt) / 1000,
-    runSeconds: j.startedAt === null ? null : ((j.finishedAt ?? Date.now()) - j.startedAt) / 1000,
-    timeoutSeconds: j.timeoutMs == null ? null : j.timeoutMs / 1000,
-    deadline: iso(j.deadlineAt ?? null),
-    error: j.error,
-    hasResult: j.state === 'succeeded',
-  };
-}
-
-/** The job if the caller may see it; another tenant's job is indistinguishable from a missing one. */
-function ownJob(s: ServiceParts, req: FastifyRequest, id: string): JobRecord {
-  const t = tenantOf(req);
-  const job = s.store.get(id);
-  if (!job || (job.tenantId !== t.id && t.role !== 'admin'))
-    throw new TandemError('TANDEM_ERR_NOT_FOUND', `no job ${id}`, { id });
-  return job;
-}
-
-function validateParams(s: ServiceParts, req: FastifyRequest, body: SubmitBody) {
-  if (!s.registry.has(body.type)) s.registry.get(body.type); // throws the catalogue's unknown-type error
-  const type = s.registry.get(body.type);
+/** Checks params against the type's own schema and `parse` (shared by both topologies). */
+function validateParams(api: JobsApi, req: FastifyRequest, body: SubmitBody) {
+  const type = api.jobType(body.type); // throws the catalogue's unknown-type error
   const validate = req.compileValidationSchema(type.paramsSchema);
   if (!validate(body.params)) {
-    const issues = (validate.errors ?? []).slice(0, 10).map((e) => ({
-      where: `params${e.instancePath}`,
-      problem: e.message ?? 'is invalid',
-      params: e.params,
-    }));
+    const issues = (validate.errors ?? []).slice(0, 10).map((e) => {
+      // A typo ("temprature") names the field, as the workloads' own validators do.
+      const extra = e.keyword === 'additionalProperties' ? String(e.params['additionalProperty']) : null;
+      return {
+        where: `params${e.instancePath}${extra === null ? '' : `/${extra}`}`,
+        problem: extra === null ? (e.message ?? 'is invalid') : 'is not a known parameter',
+        params: e.params,
+      };
+    });
     throw new TandemError(
       'TANDEM_ERR_INVALID_ARGUMENT',
       `${issues[0]?.where ?? 'params'} ${issues[0]?.problem ?? 'invalid'}`,
@@ -87,26 +55,28 @@ function validateParams(s: ServiceParts, req: FastifyRequest, body: SubmitBody) 
       },
     );
   }
-  const parsed = type.parse(body.params);
-  assertDevicePresent(type.requestedDevice?.(parsed), s.runtimeStatus(), s.runtime());
-  return { type, parsed };
+  return { type, parsed: type.parse(body.params) };
 }
 
-export function jobRoutes(s: ServiceParts) {
+export function jobRoutes(api: JobsApi) {
   return async function (app: FastifyInstance): Promise<void> {
-    const waiters = new JobWaiters(s.dispatcher);
-    app.addHook('onClose', () => waiters.close());
+    app.addHook('onClose', () => api.close());
     app.post<{ Body: SubmitBody; Querystring: { wait?: string } }>(
       '/v1/jobs',
       {
         schema: {
-          summary:
-            'Submit a job (durable once answered). Idempotency-Key header or body field de-duplicates. ' +
+          operationId: 'submitJob',
+          summary: 'Submit a job',
+          description:
+            'Durable once answered (202 new, 200 when an Idempotency-Key header or body field names an existing job). ' +
             '?wait=s holds the answer until the job has finished (at most s seconds) and includes an inline result.',
           tags: ['jobs'],
           body: SUBMIT_BODY_SCHEMA,
           querystring: SUBMIT_QUERY_SCHEMA,
-          response: { 200: SUBMIT_ANSWER_SCHEMA, 202: SUBMIT_ANSWER_SCHEMA },
+          response: {
+            200: { ...SUBMIT_ANSWER_SCHEMA, description: 'the existing job this idempotency key named' },
+            202: { ...SUBMIT_ANSWER_SCHEMA, description: 'accepted (durable)' },
+          },
         },
       },
       async (req, reply) => {
@@ -116,67 +86,18 @@ export function jobRoutes(s: ServiceParts) {
         const idem =
           body.idempotencyKey ??
           (typeof header === 'string' && header.length > 0 ? header.slice(0, 128) : null);
-        const { type, parsed } = validateParams(s, req, body);
-        const timeoutMs = resolveTimeoutMs(
-          body.timeoutSeconds,
+        const { type, parsed } = validateParams(api, req, body);
+        const out = await api.submit(tenant, {
           type,
-          tenant,
-          s.config.defaultJobTimeoutSeconds,
-        );
-        const memBytes = type.memoryBytes(parsed);
-        if (memBytes > tenant.maxDeviceMemoryBytes)
-          throw new TandemError(
-            'TANDEM_ERR_LIMIT',
-            `the job needs ${memBytes} bytes of device memory; the tenant's quota is ${tenant.maxDeviceMemoryBytes}`,
-            {
-              memoryBytes: memBytes,
-              quota: tenant.maxDeviceMemoryBytes,
-            },
-          );
-        const queued = s.dispatcher.queue.countForTenant(tenant.id) + s.submitter.pendingFor(tenant.id);
-        if (queued >= tenant.maxQueuedJobs)
-          throw new TandemError(
-            'TANDEM_ERR_QUOTA',
-            `the tenant has ${queued} queued jobs (quota ${tenant.maxQueuedJobs})`,
-            {
-              queued,
-              quota: tenant.maxQueuedJobs,
-              retryAfterSeconds: 5,
-            },
-          );
-        const job: NewJob = {
-          tenantId: tenant.id,
-          type: type.name,
+          parsed,
           params: body.params,
           priority: body.priority,
-          jobClass: type.jobClass(parsed),
-          memBytes,
           idempotencyKey: idem,
-          timeoutMs,
-        };
-        const waitMs = Number(req.query.wait ?? 0) * 1000;
-        if (waitMs <= 0) {
-          const out = await s.submitter.submit(job);
-          if (!out.ok) throw out.error;
-          return reply.code(out.created ? 202 : 200).send(jobView(s, out.job));
-        }
-        // Held until the job finishes (a request/response compute call), or answered as it stands then.
-        // It starts in its insert's transaction when the dispatcher has room; its waiter is registered
-        // at the commit, before it can start. A duplicate submit (idempotency key) may name a finished job.
-        let finished: Promise<JobRecord | null> | null = null;
-        const out = await s.submitter.submit(job, {
-          start: s.dispatcher.startAtInsert(job, parsed),
-          accepted: (j) => {
-            if (!isFinished(j)) finished = waiters.wait(j.id, waitMs);
-          },
+          timeoutSeconds: body.timeoutSeconds,
+          waitMs: Number(req.query.wait ?? 0) * 1000,
         });
-        if (!out.ok) throw out.error;
-        const id = out.job.id;
-        const done = isFinished(out.job) ? out.job : await (finished ?? waiters.wait(id, waitMs));
-        const final = done ?? s.store.get(id) ?? out.job;
-        const view = jobView(s, final);
-        const inline = final.state === 'succeeded' && !final.resultFile ? { result: final.result } : {};
-        return reply.code(out.created ? 202 : 200).send({ ...view, ...inline });
+        const answer = 'result' in out ? { ...out.job, result: out.result } : out.job;
+        return reply.code(out.created ? 202 : 200).send(answer);
       },
     );
 
@@ -193,46 +114,26 @@ export function jobRoutes(s: ServiceParts) {
       '/v1/jobs',
       {
         schema: {
+          operationId: 'listJobs',
           summary:
             'List jobs, newest first, filtered by state, type and (admins) tenant; `next` is the cursor ' +
             '(?before=) of the following page; with ?total=true, `total` is how many match (counted up to 10000: ' +
             '`totalExact` false beyond)',
           tags: ['jobs'],
           querystring: LIST_QUERY_SCHEMA,
-          response: {
-            200: {
-              type: 'object',
-              properties: {
-                jobs: { type: 'array', items: JOB_SCHEMA },
-                next: { type: ['string', 'null'] },
-                total: { type: 'integer' },
-                totalExact: { type: 'boolean' },
-              },
-            },
-          },
+          response: { 200: JOB_LIST_SCHEMA },
         },
       },
       async (req) => {
-        const t = tenantOf(req);
         const q = req.query;
-        const limit = Math.min(1000, Math.max(1, Number(q.limit ?? 50)));
-        let tenantId: string | null = t.id;
-        if (t.role === 'admin') {
-          if (!q.tenant || q.tenant === 'all') tenantId = null;
-          else tenantId = s.tenants.byName(q.tenant)?.id ?? `unknown:${q.tenant}`;
-        }
-        const filter = { tenantId, state: q.state, type: q.type };
-        const jobs = s.store.list({
-          ...filter,
-          limit,
-          beforeSeq: q.before === undefined ? undefined : Number(q.before),
+        return api.list(tenantOf(req), {
+          state: q.state,
+          limit: Math.min(1000, Math.max(1, Number(q.limit ?? 50))),
+          before: q.before,
+          tenant: q.tenant,
+          type: q.type,
+          total: q.total === 'true',
         });
-        const counted = q.total === 'true' ? s.store.count(filter) : null;
-        return {
-          jobs: jobs.map((j) => jobView(s, j)),
-          next: jobs.length === limit ? String(jobs.at(-1)!.seq) : null,
-          ...(counted ? { total: counted.total, totalExact: counted.exact } : {}),
-        };
       },
     );
 
@@ -240,71 +141,68 @@ export function jobRoutes(s: ServiceParts) {
       '/v1/jobs/:id',
       {
         schema: {
+          operationId: 'getJob',
           summary: 'A job with its state and progress',
           tags: ['jobs'],
           params: JOB_ID_PARAMS,
           response: { 200: JOB_SCHEMA },
         },
       },
-      async (req) => jobView(s, ownJob(s, req, req.params.id)),
+      async (req) => api.get(tenantOf(req), req.params.id),
     );
 
+    const cancel = async (req: FastifyRequest<{ Params: { id: string } }>) =>
+      api.cancel(tenantOf(req), req.params.id);
     app.post<{ Params: { id: string } }>(
       '/v1/jobs/:id/cancel',
       {
         schema: {
-          summary: 'Cancel a job: a queued one at once, a running one at its next cancellation point',
+          operationId: 'cancelJob',
+          summary: 'Cancel a job',
+          description: 'A queued job at once, a running one at its next cancellation point.',
           tags: ['jobs'],
           params: JOB_ID_PARAMS,
-          response: {
-            200: {
-              type: 'object',
-              properties: {
-                outcome: { type: 'string', enum: ['cancelled', 'cancelling', 'final'] },
-                job: JOB_SCHEMA,
-              },
-            },
-          },
+          response: { 200: CANCEL_ANSWER_SCHEMA },
         },
       },
-      async (req) => {
-        const job = ownJob(s, req, req.params.id);
-        const outcome = s.dispatcher.cancel(job);
-        return { outcome, job: jobView(s, s.store.get(job.id) ?? job) };
+      cancel,
+    );
+    // The scaled-out control plane's original cancel path, kept for clients that use it.
+    app.delete<{ Params: { id: string } }>(
+      '/v1/jobs/:id',
+      {
+        schema: {
+          operationId: 'deleteJob',
+          summary: 'Cancel a job (alias of POST /v1/jobs/{id}/cancel)',
+          tags: ['jobs'],
+          deprecated: true,
+          params: JOB_ID_PARAMS,
+          response: { 200: CANCEL_ANSWER_SCHEMA },
+        },
       },
+      cancel,
     );
 
     app.get<{ Params: { id: string } }>(
       '/v1/jobs/:id/result',
       {
         schema: {
-          summary: "A succeeded job's result: { id, result }",
+          operationId: 'getJobResult',
+          summary: "A succeeded job's result",
           tags: ['jobs'],
           params: JOB_ID_PARAMS,
-          response: {
-            200: { type: 'object', properties: { id: { type: 'string' }, result: {} } },
-          },
+          response: { 200: RESULT_SCHEMA },
         },
       },
-      async (req, reply) => {
-        const job = ownJob(s, req, req.params.id);
-        if (job.state === 'queued' || job.state === 'running')
-          throw new TandemError('TANDEM_ERR_NOT_READY', `job ${job.id} is ${job.state}`, {
-            state: job.state,
-            progress: job.progress,
-          });
-        if (job.state !== 'succeeded')
-          throw new TandemError('TANDEM_ERR_CONFLICT', `job ${job.id} ${job.state}: it has no result`, {
-            state: job.state,
-            error: job.error,
-          });
-        if (!job.resultFile) return { id: job.id, result: job.result };
+      async (req, reply: FastifyReply) => {
+        const out = await api.result(tenantOf(req), req.params.id);
+        if (out.stream === undefined) return { id: out.id, result: out.result };
         // Large results stream from their file without being parsed.
-        const file = s.results.open(job.resultFile);
+        const stream = out.stream;
         const body = Readable.from(
           (async function* () {
-            yield `{"id":${JSON.stringify(job.id)},"result":`;
-            for await (const chunk of file) yield chunk as Buffer;
+            yield `{"id":${JSON.stringify(out.id)},"result":`;
+            yield* stream;
             yield '}';
           })(),
         );
@@ -316,21 +214,33 @@ export function jobRoutes(s: ServiceParts) {
       '/v1/jobs/:id/trace',
       {
         schema: {
+          operationId: 'getJobTrace',
           summary: "The job's timeline as Chrome Trace Event JSON (open in ui.perfetto.dev)",
           tags: ['jobs'],
           params: JOB_ID_PARAMS,
-          response: { 200: { type: 'object', additionalProperties: true } },
+          response: { 200: TRACE_SCHEMA },
         },
       },
       async (req, reply) => {
-        const job = ownJob(s, req, req.params.id);
-        void reply.header('content-disposition', `inline; filename="${job.id}.trace.json"`);
-        const written = job.traceFile ? s.traces.read(job.traceFile) : null;
-        if (written) return written;
-        // Running, or its file was lost (a crash before the trace's batch was written): from the record.
-        const live = s.dispatcher.live(job.id);
-        return buildJobTrace(job, s.traces.events(job.id), live ? { placement: live.placement } : {});
+        const trace = await api.trace(tenantOf(req), req.params.id);
+        void reply.header('content-disposition', `inline; filename="${req.params.id}.trace.json"`);
+        return trace;
       },
+    );
+
+    app.get(
+      '/v1/job-types',
+      {
+        schema: {
+          operationId: 'listJobTypes',
+          summary: 'Job types with their parameter schemas (JSON Schema: types, ranges, defaults)',
+          tags: ['jobs'],
+          response: { 200: JOB_TYPES_SCHEMA },
+        },
+      },
+      async () => ({
+        types: api.types().map((t) => ({ name: t.name, description: t.description, params: t.paramsSchema })),
+      }),
     );
   };
 }

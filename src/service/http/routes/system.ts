@@ -1,8 +1,19 @@
-/** Health, metrics, OpenAPI, devices, live stats and the job type catalogue. */
+/** Health, metrics, devices, live stats and the caller's tenant (the job type catalogue is in jobs.ts). */
 import type { FastifyInstance } from 'fastify';
 import type { ServiceParts } from '../../parts.js';
 import { tenantOf } from '../auth.js';
-import type { OpenApiSource } from '../openapi.js';
+import { EXAMPLE_TENANT } from './admin.js';
+
+const EXAMPLE_DEVICE = {
+  id: 'cpu0',
+  kind: 'cpu',
+  name: 'AMD EPYC (2 threads)',
+  memoryBytes: 8589934592,
+  memoryUsed: 1048576,
+  utilization: 0.42,
+  busySeconds: 12.5,
+  peakFlops: { f32: 98000000000 },
+};
 
 const DEVICE_SCHEMA = {
   type: 'object',
@@ -33,10 +44,11 @@ const LOAD_SCHEMA = {
   },
 } as const;
 
-export function systemRoutes(s: ServiceParts, openapi: OpenApiSource) {
+export function systemRoutes(s: ServiceParts) {
   return async function (app: FastifyInstance): Promise<void> {
     const health = {
       type: 'object',
+      examples: [{ status: 'ok', uptimeSeconds: 42.1, queued: 3, running: 1, runtime: 'ready' }],
       properties: {
         status: { type: 'string', enum: ['ok', 'draining'] },
         uptimeSeconds: { type: 'number' },
@@ -53,6 +65,7 @@ export function systemRoutes(s: ServiceParts, openapi: OpenApiSource) {
       '/healthz',
       {
         schema: {
+          operationId: 'getHealth',
           summary: 'Liveness and a few counters; 503 while draining for a restart after a device was lost',
           tags: ['system'],
           response: { 200: health, 503: health },
@@ -79,9 +92,11 @@ export function systemRoutes(s: ServiceParts, openapi: OpenApiSource) {
       '/metrics',
       {
         schema: {
+          operationId: 'getMetrics',
           summary: 'Prometheus metrics (text format)',
           tags: ['system'],
-          response: { 200: { type: 'string' } },
+          produces: ['text/plain'],
+          response: { 200: { type: 'string', examples: ['tandem_jobs_submitted_total{type="gemm"} 12\n'] } },
         },
       },
       async (_req, reply) => {
@@ -90,17 +105,23 @@ export function systemRoutes(s: ServiceParts, openapi: OpenApiSource) {
       },
     );
 
-    app.get('/openapi.json', async () => openapi());
-
     app.get(
       '/v1/devices',
       {
         schema: {
+          operationId: 'listDevices',
           summary: 'Devices with live utilization and memory, and every backend with its status',
           tags: ['system'],
           response: {
             200: {
               type: 'object',
+              examples: [
+                {
+                  devices: [EXAMPLE_DEVICE],
+                  backends: [{ kind: 'cpu', available: true, reason: null }],
+                  runtime: { available: true, reason: null },
+                },
+              ],
               properties: {
                 devices: { type: 'array', items: DEVICE_SCHEMA },
                 backends: {
@@ -138,11 +159,21 @@ export function systemRoutes(s: ServiceParts, openapi: OpenApiSource) {
       '/v1/stats',
       {
         schema: {
+          operationId: 'getStats',
           summary: 'Live figures for dashboards: devices, queue depth by tenant, running jobs',
           tags: ['system'],
           response: {
             200: {
               type: 'object',
+              examples: [
+                {
+                  time: 1796284800000,
+                  devices: [EXAMPLE_DEVICE],
+                  queued: 3,
+                  running: 1,
+                  queue: [{ tenant: 'alice', priority: 0, queued: 3 }],
+                },
+              ],
               properties: {
                 time: { type: 'number' },
                 devices: { type: 'array', items: DEVICE_SCHEMA },
@@ -180,26 +211,29 @@ export function systemRoutes(s: ServiceParts, openapi: OpenApiSource) {
     );
 
     app.get(
-      '/v1/job-types',
-      {
-        schema: {
-          summary: 'Job types with their parameter schemas',
-          tags: ['jobs'],
-        },
-      },
-      async () => ({
-        types: s.registry
-          .list()
-          .map((t) => ({ name: t.name, description: t.description, params: t.paramsSchema })),
-      }),
-    );
-
-    app.get(
       '/v1/whoami',
       {
         schema: {
+          operationId: 'whoami',
           summary: "The caller's tenant, role and quotas",
           tags: ['tenants'],
+          response: {
+            200: {
+              type: 'object',
+              examples: [EXAMPLE_TENANT],
+              properties: {
+                id: { type: 'string' },
+                name: { type: 'string' },
+                role: { type: 'string', enum: ['admin', 'user'] },
+                weight: { type: 'number' },
+                maxConcurrentJobs: { type: 'integer' },
+                maxDeviceMemoryBytes: { type: 'number' },
+                maxQueuedJobs: { type: 'integer' },
+                maxTimeoutSeconds: { type: 'number' },
+                createdAt: { type: 'number', description: 'epoch milliseconds' },
+              },
+            },
+          },
         },
       },
       async (req) => tenantOf(req),

@@ -39,8 +39,9 @@ function wrap(w: WorkloadJobType): AnyJobType {
   return defineJobType<Params>({
     name: w.name,
     description: w.summary,
-    // The workload's validator is the authority; the schema only bounds the shape.
-    paramsSchema: { type: 'object', maxProperties: 32 },
+    // Made from the same field descriptions as the workload's validator, which still runs in parse
+    // (cross-field rules: the cutoff against the box, portfolio names, a symmetric correlation).
+    paramsSchema: w.paramsSchema,
     parse(raw) {
       w.validate(raw);
       return raw;
@@ -55,9 +56,10 @@ function wrap(w: WorkloadJobType): AnyJobType {
     async run(ctx: JobContext<Params>) {
       // The workloads run on the full Runtime (the service always holds one when a device is open).
       const rt = requireRuntime(ctx) as unknown as Runtime;
+      // 'auto' (the schema's default, filled in at submit) leaves the choice to the hardware rules.
+      const asked = ctx.params['device'] === 'auto' ? undefined : ctx.params['device'];
       const device =
-        ctx.params['device'] ??
-        (ctx.placement.device && KINDS.has(ctx.placement.device) ? ctx.placement.device : undefined);
+        asked ?? (ctx.placement.device && KINDS.has(ctx.placement.device) ? ctx.placement.device : undefined);
       const params = device === undefined ? ctx.params : { ...ctx.params, device };
       // The signal is the cancellation point: the workload stops at its next task or step boundary. The
       // tags put the job's id on every task (its trace's task spans, the device it ran on).
