@@ -179,6 +179,8 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
       dispatcher.enqueue(job);
     },
     (seconds) => metrics.submitCommit.observe(seconds),
+    undefined,
+    (e, id) => log('error', `handing job ${id ?? '?'} to the dispatcher: ${e instanceof Error ? e.message : String(e)}`),
   );
   const recovered = dispatcher.recover();
   const parts: ServiceParts = {

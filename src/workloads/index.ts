@@ -4,7 +4,7 @@
  * returning a JSON-serialisable result.
  */
 import type { Runtime } from '../runtime/runtime.js';
-import { MD_PRESETS, validateMdParams } from './md/params.js';
+import { atomCount, MD_PRESETS, validateMdParams } from './md/params.js';
 import { runMd } from './md/run.js';
 import { EXAMPLE_PORTFOLIO, validateOptionParams, validateVarParams } from './risk/params.js';
 import { portfolioVar, priceOption } from './risk/run.js';
@@ -14,26 +14,40 @@ export interface WorkloadJobType {
   readonly summary: string;
   /** Throws a TandemError on bad parameters; call before accepting a job. */
   validate(params: unknown): void;
+  /**
+   * Upper estimate of the device memory a run needs at once, in bytes, for parameters `validate`
+   * accepted: always a finite, non-negative integer (read from the validated config, so every accepted
+   * shape of a parameter, e.g. md's `cells` as a number or as [nx, ny, nz], is counted).
+   */
+  memoryBytes(params: unknown): number;
   run(rt: Runtime, params: unknown, onProgress?: (p: Record<string, unknown>) => void): Promise<object>;
 }
+
+const MD_BYTES_PER_ATOM = 128;
+/** Monte Carlo risk streams its paths in tasks: a fixed working set, whatever the path count. */
+const RISK_BYTES = 64 << 20;
 
 export const WORKLOAD_JOB_TYPES: Readonly<Record<'md' | 'option' | 'var', WorkloadJobType>> = {
   md: {
     name: 'md',
     summary: 'Lennard-Jones molecular dynamics (presets: ' + Object.keys(MD_PRESETS).join(', ') + ')',
     validate: (p) => void validateMdParams(p),
+    // ~100 B of state per atom (positions, velocities, forces, neighbour lists), rounded up.
+    memoryBytes: (p) => MD_BYTES_PER_ATOM * atomCount(validateMdParams(p)),
     run: (rt, p, onProgress) => runMd(rt, p, { onThermo: (row) => onProgress?.({ ...row }) }),
   },
   option: {
     name: 'option',
     summary: 'European or arithmetic-Asian option price by Monte Carlo (Philox4x32-10), with standard error',
     validate: (p) => void validateOptionParams(p),
+    memoryBytes: () => RISK_BYTES,
     run: (rt, p) => priceOption(rt, p),
   },
   var: {
     name: 'var',
     summary: 'Portfolio value-at-risk and expected shortfall under correlated GBM',
     validate: (p) => void validateVarParams(p),
+    memoryBytes: () => RISK_BYTES,
     run: (rt, p) => portfolioVar(rt, p),
   },
 };

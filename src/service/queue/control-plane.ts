@@ -16,6 +16,7 @@ import { DEFAULT_POLICY, ScaleSignal, type ClassSignal } from '../autoscale/sign
 import type { HardwareRule } from '../config.js';
 import { installErrorHandling } from '../http/errors.js';
 import { keyFromRequest } from '../http/auth.js';
+import { memoryEstimate } from '../jobs/job-type.js';
 import type { JobTypeRegistry } from '../jobs/registry.js';
 import type { JobRecord, JobState } from '../store/job-store.js';
 import { HELD_PREFIX, type JobStoreApi } from '../store/store.js';
@@ -138,7 +139,7 @@ export async function buildControlPlane(o: ControlPlaneOptions): Promise<Control
         params: raw,
         priority: req.body.priority ?? 0,
         jobClass: type.jobClass(parsed),
-        memBytes: type.memoryBytes(parsed),
+        memBytes: memoryEstimate(type, parsed),
         idempotencyKey: req.body.idempotencyKey ?? null,
       },
     ]);

@@ -1,7 +1,9 @@
 /**
  * Group commit for submissions: requests that arrive within one event-loop turn are inserted in one
  * SQLite transaction, so one fsync makes a whole group durable before any of them is acknowledged.
- * This is what lets durable submission run at thousands per second on one disk.
+ * This is what lets durable submission run at thousands per second on one disk. Each job of a group
+ * succeeds or fails on its own (the store inserts each under a savepoint): one bad submission never
+ * fails another tenant's.
  */
 import { TandemError, asTandemError } from '../../core/errors.js';
 import type { InsertClaim, InsertOutcome, JobRecord, JobStore, NewJob } from '../store/job-store.js';
@@ -40,6 +42,8 @@ export class Submitter {
     /** Seconds one group commit took (insert + fsync: the part of a submission's latency the disk sets). */
     private readonly onCommit: (seconds: number, jobs: number) => void = () => undefined,
     private readonly maxGroup = 512,
+    /** A committed job's start or enqueue threw (it stays stored; a restart picks it up). */
+    private readonly onHandOffError: (e: unknown, jobId: string | null) => void = () => undefined,
   ) {}
 
   submit(job: NewJob, opts?: SubmitOptions): Promise<InsertOutcome> {
@@ -89,6 +93,8 @@ export class Submitter {
       }
       return;
     }
+    // Each job's hand-off on its own: a callback that throws for one job neither skips the others nor
+    // leaves their requests unanswered.
     outcomes.forEach((o, i) => {
       const p = group[i]!;
       try {
@@ -96,6 +102,8 @@ export class Submitter {
         if (o.ok && o.created && claims[i]) p.opts!.start!.started(o.job);
         else p.opts?.start?.unreserve();
         if (o.ok && o.created) this.onCreated(o.job);
+      } catch (e) {
+        this.onHandOffError(e, o.ok ? o.job.id : null);
       } finally {
         p.resolve(o);
       }

@@ -141,6 +141,17 @@ export function newJobId(now = Date.now()): string {
     .padStart(8, '0')}${rand}`;
 }
 
+/** Why one job of a group could not be inserted (the others commit). */
+function insertError(e: unknown): TandemError {
+  if (e instanceof TandemError) return e;
+  return new TandemError(
+    'TANDEM_ERR_UNAVAILABLE',
+    `storing the job: ${e instanceof Error ? e.message : String(e)}`,
+    {},
+    { cause: e },
+  );
+}
+
 export interface ListQuery {
   readonly tenantId: string | null;
   readonly state?: JobState | undefined;
@@ -162,9 +173,22 @@ export class JobStore {
   ) => InsertOutcome[];
 
   constructor(private readonly db: Db) {
+    // Called inside insertTx, better-sqlite3 makes this a SAVEPOINT: a job whose insert fails is rolled
+    // back alone and answered with its own error; the rest of its group still commits.
+    const insertSaved = db.transaction(
+      (j: NewJob, now: number, claim: InsertClaim | null): InsertOutcome => this.insertOne(j, now, claim),
+    );
     this.insertTx = db.transaction(
       (jobs: readonly NewJob[], now: number, claims?: readonly (InsertClaim | null)[]): InsertOutcome[] =>
-        jobs.map((j, i) => this.insertOne(j, now, claims?.[i] ?? null)),
+        jobs.map((j, i) => {
+          try {
+            return insertSaved(j, now, claims?.[i] ?? null);
+          } catch (e) {
+            // SQLITE_FULL, IOERR, BUSY may roll back the whole transaction: then the group fails as one.
+            if (!db.inTransaction) throw e;
+            return { ok: false, error: insertError(e) };
+          }
+        }),
     );
     this.fsyncEach = (db.pragma('synchronous', { simple: true }) as number) >= 2;
     this.stmts = {
@@ -218,6 +242,8 @@ export class JobStore {
    * given, inserts job i already running (attempt 1, started now on that placement): the dispatcher had
    * room for it, so its claim shares this commit instead of costing one of its own. A restart re-queues
    * it like any running job. A duplicate (idempotency key) is returned as stored, unclaimed.
+   * Each job is inserted under its own savepoint: one that fails gets `{ ok: false }` and the others
+   * still commit. Only an error that ends the whole transaction (disk full, I/O) throws.
    */
   insertMany(
     jobs: readonly NewJob[],

@@ -5,6 +5,7 @@ import { TandemError } from '../../../core/errors.js';
 import { buildJobTrace } from '../../obs/job-trace.js';
 import type { ServiceParts } from '../../service.js';
 import type { JobRecord, JobState, NewJob } from '../../store/job-store.js';
+import { memoryEstimate } from '../../jobs/job-type.js';
 import { tenantOf } from '../auth.js';
 import { isFinished, JobWaiters } from '../../runner/job-waiters.js';
 import {
@@ -109,7 +110,7 @@ export function jobRoutes(s: ServiceParts) {
           body.idempotencyKey ??
           (typeof header === 'string' && header.length > 0 ? header.slice(0, 128) : null);
         const { type, parsed } = validateParams(s, req, body);
-        const memBytes = type.memoryBytes(parsed);
+        const memBytes = memoryEstimate(type, parsed);
         if (memBytes > tenant.maxDeviceMemoryBytes)
           throw new TandemError(
             'TANDEM_ERR_LIMIT',
