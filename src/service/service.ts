@@ -180,7 +180,11 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     },
     (seconds) => metrics.submitCommit.observe(seconds),
     undefined,
-    (e, id) => log('error', `handing job ${id ?? '?'} to the dispatcher: ${e instanceof Error ? e.message : String(e)}`),
+    (e, id) =>
+      log(
+        'error',
+        `handing job ${id ?? '?'} to the dispatcher: ${e instanceof Error ? e.message : String(e)}`,
+      ),
   );
   const recovered = dispatcher.recover();
   const parts: ServiceParts = {

@@ -73,7 +73,21 @@ const SAMPLES: Readonly<Record<string, Samples>> = {
     base: {},
     fields: {
       preset: ['lammps-lj', 'lj-small', 'nope'],
-      cells: [1, 4, 8, 20, MAX_CELLS, MAX_CELLS + 1, [8, 8, 8], [4, 5, 6], [MAX_CELLS, MAX_CELLS, MAX_CELLS], [1, 1, 1], [8, 8], [8.5, 8, 8], '8'],
+      cells: [
+        1,
+        4,
+        8,
+        20,
+        MAX_CELLS,
+        MAX_CELLS + 1,
+        [8, 8, 8],
+        [4, 5, 6],
+        [MAX_CELLS, MAX_CELLS, MAX_CELLS],
+        [1, 1, 1],
+        [8, 8],
+        [8.5, 8, 8],
+        '8',
+      ],
       atoms: [4, 500, 32_000, 4 * MAX_CELLS ** 3, 4 * MAX_CELLS ** 3 + 1, 3],
       density: [0.01, 0.8442, 10],
       steps: [1, 1e9],
@@ -177,7 +191,10 @@ void test('every job type: memory estimates are finite and non-negative for ever
           headers: auth,
           payload: { type: t.name, params },
         });
-        assert.ok(res.statusCode < 500, `${t.name} ${JSON.stringify(params)} → ${res.statusCode} ${res.body}`);
+        assert.ok(
+          res.statusCode < 500,
+          `${t.name} ${JSON.stringify(params)} → ${res.statusCode} ${res.body}`,
+        );
         if (res.statusCode === 202) accepted++;
         else rejected++;
       }

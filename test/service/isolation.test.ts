@@ -118,36 +118,46 @@ void test('one insert that fails in SQLite fails only its own submit, not its gr
   }
 });
 
-void test('an md job with a cells array runs to its end on the CPU runtime', { timeout: 120_000 }, async (t) => {
-  const dir = tempDir();
-  const cfg = loadServiceConfig(
-    {},
-    {
-      dataDir: dir,
-      runtime: { enabled: true, backends: ['cpu'], cpuThreads: 1, calibrate: false, cacheDir: join(dir, 'c') },
-    },
-  );
-  const { rt, reason } = await openRuntime(cfg);
-  if (!rt || rt.devices.length === 0) {
-    await rt?.close();
-    t.skip(`no CPU device: ${reason}`);
-    return;
-  }
-  const s = await testService({}, rt, dir);
-  try {
-    const res = await s.svc.app.inject({
-      method: 'POST',
-      url: '/v1/jobs',
-      headers: s.auth(),
-      payload: { type: 'md', params: { cells: [4, 4, 5], steps: 10, thermoEvery: 5 } },
-    });
-    assert.equal(res.statusCode, 202, res.body);
-    const done = await waitForJob(s, (res.json() as { id: string }).id, s.admin, 100_000);
-    assert.equal(done.state, 'succeeded', JSON.stringify(done.error));
-    const out = await s.svc.app.inject({ url: `/v1/jobs/${done.id}/result`, headers: s.auth() });
-    assert.equal((out.json() as { result: { atoms: number } }).result.atoms, 4 * 4 * 4 * 5);
-  } finally {
-    await s.close();
-    await rt.close();
-  }
-});
+void test(
+  'an md job with a cells array runs to its end on the CPU runtime',
+  { timeout: 120_000 },
+  async (t) => {
+    const dir = tempDir();
+    const cfg = loadServiceConfig(
+      {},
+      {
+        dataDir: dir,
+        runtime: {
+          enabled: true,
+          backends: ['cpu'],
+          cpuThreads: 1,
+          calibrate: false,
+          cacheDir: join(dir, 'c'),
+        },
+      },
+    );
+    const { rt, reason } = await openRuntime(cfg);
+    if (!rt || rt.devices.length === 0) {
+      await rt?.close();
+      t.skip(`no CPU device: ${reason}`);
+      return;
+    }
+    const s = await testService({}, rt, dir);
+    try {
+      const res = await s.svc.app.inject({
+        method: 'POST',
+        url: '/v1/jobs',
+        headers: s.auth(),
+        payload: { type: 'md', params: { cells: [4, 4, 5], steps: 10, thermoEvery: 5 } },
+      });
+      assert.equal(res.statusCode, 202, res.body);
+      const done = await waitForJob(s, (res.json() as { id: string }).id, s.admin, 100_000);
+      assert.equal(done.state, 'succeeded', JSON.stringify(done.error));
+      const out = await s.svc.app.inject({ url: `/v1/jobs/${done.id}/result`, headers: s.auth() });
+      assert.equal((out.json() as { result: { atoms: number } }).result.atoms, 4 * 4 * 4 * 5);
+    } finally {
+      await s.close();
+      await rt.close();
+    }
+  },
+);

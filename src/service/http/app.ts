@@ -5,8 +5,9 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { ServiceParts } from '../service.js';
 import { installAuth, TokenBuckets } from './auth.js';
+import { installBodyLimits } from './body-limits.js';
 import { TandemError } from '../../core/errors.js';
-import { installErrorHandling, sendError } from './errors.js';
+import { installErrorHandling, sendError, shorten } from './errors.js';
 import { collectOpenApi } from './openapi.js';
 import { adminRoutes } from './routes/admin.js';
 import { dashboardRoutes } from './routes/dashboard.js';
@@ -15,8 +16,16 @@ import { systemRoutes } from './routes/system.js';
 
 export async function buildApp(s: ServiceParts): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: s.config.logLevel === 'silent' ? false : { level: s.config.logLevel },
+    // stderr, never stdout: `tandem serve --json` promises one JSON line per start on stdout.
+    logger: s.config.logLevel === 'silent' ? false : { level: s.config.logLevel, stream: process.stderr },
     bodyLimit: s.config.bodyLimitBytes,
+    // Slow clients (a header or a body byte at a time) are cut off; checked every second, not every 30.
+    requestTimeout: s.config.requestTimeoutMs,
+    keepAliveTimeout: s.config.keepAliveTimeoutMs,
+    http: {
+      headersTimeout: s.config.headersTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, s.config.headersTimeoutMs),
+    },
     // Strict bodies: no type coercion, no silent removal of unknown fields; errors name the field.
     ajv: {
       customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: false },
@@ -27,7 +36,12 @@ export async function buildApp(s: ServiceParts): Promise<FastifyInstance> {
       const code =
         error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'TANDEM_ERR_SIZE' : 'TANDEM_ERR_INVALID_ARGUMENT';
       s.metrics.httpErrors.inc({ code });
-      void sendError(reply, new TandemError(code, `the URL is not valid: ${error.message}`));
+      // Fastify's message quotes the whole URL: name the problem, never echo a long path back.
+      const why =
+        code === 'TANDEM_ERR_SIZE'
+          ? 'a path segment is longer than the limit'
+          : shorten(error.message.replace(/'[^']*'/g, "'…'"));
+      void sendError(reply, new TandemError(code, `the URL is not valid: ${why}`));
     },
     forceCloseConnections: true,
   });
@@ -39,6 +53,7 @@ export async function buildApp(s: ServiceParts): Promise<FastifyInstance> {
     );
   });
   installAuth(app, s.tenants, new TokenBuckets(s.config.rateLimitPerSec, s.config.rateLimitBurst));
+  installBodyLimits(app);
   const openapi = collectOpenApi(app);
   await app.register(systemRoutes(s, openapi));
   await app.register(jobRoutes(s));

@@ -70,6 +70,21 @@ export function toTandemError(e: unknown): TandemError {
   return new TandemError('TANDEM_ERR_INTERNAL', 'an internal error', {}, { cause: e });
 }
 
+/** At most this much of a request's path is echoed back in an error message. */
+export const SHOWN_PATH_CHARS = 96;
+
+/** `text` cut to SHOWN_PATH_CHARS: what a client sent is not reflected back whole. */
+export function shorten(text: string): string {
+  return text.length <= SHOWN_PATH_CHARS
+    ? text
+    : `${text.slice(0, SHOWN_PATH_CHARS)}… (${text.length} chars)`;
+}
+
+/** The path without its query, shortened. */
+export function shownPath(url: string): string {
+  return shorten(url.split('?')[0] ?? '');
+}
+
 export function sendError(reply: FastifyReply, err: TandemError): FastifyReply {
   const status = err.httpStatus;
   const message = err.message.startsWith(`${err.code}: `)
@@ -94,7 +109,7 @@ export function installErrorHandling(app: FastifyInstance, onError: (code: Error
     onError('TANDEM_ERR_NOT_FOUND');
     return sendError(
       reply,
-      new TandemError('TANDEM_ERR_NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`),
+      new TandemError('TANDEM_ERR_NOT_FOUND', `no route ${req.method} ${shownPath(req.url)}`),
     );
   });
 }

@@ -175,8 +175,8 @@ export class JobStore {
   constructor(private readonly db: Db) {
     // Called inside insertTx, better-sqlite3 makes this a SAVEPOINT: a job whose insert fails is rolled
     // back alone and answered with its own error; the rest of its group still commits.
-    const insertSaved = db.transaction(
-      (j: NewJob, now: number, claim: InsertClaim | null): InsertOutcome => this.insertOne(j, now, claim),
+    const insertSaved = db.transaction((j: NewJob, now: number, claim: InsertClaim | null): InsertOutcome =>
+      this.insertOne(j, now, claim),
     );
     this.insertTx = db.transaction(
       (jobs: readonly NewJob[], now: number, claims?: readonly (InsertClaim | null)[]): InsertOutcome[] =>
