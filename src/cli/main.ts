@@ -57,7 +57,7 @@ const HELP = `tandem — CPUs, CUDA GPUs and WebGPU devices working in tandem
   tandem devices                          every backend, with its devices and measured figures
   tandem run gemm --n 2048 --dtype f32 [--device cpu] [--trace out.json]
   tandem bench overhead | gemm --device cpu --n 2048 | sched
-  tandem serve [--port 8080] [--data-dir .tandem/data] [--no-supervise]
+  tandem serve [--port 8080] [--data-dir .tandem/data] [--no-supervise] [--metrics-listen 127.0.0.1:9464]
   tandem submit <type> [--param k=v ...] [--wait]    tandem jobs | status <id> | cancel <id> | trace <id> -o f.json
   tandem serve --queue redis://... --pg postgres://...   tandem agent --queue redis://... [--pg ...]
   tandem autoscale --queue redis://... --min 0 --max 4

@@ -58,6 +58,8 @@ export const serveCommand: Command = async (argv) => {
     backends: { type: 'string' },
     'no-calibrate': { type: 'boolean' },
     'max-running': { type: 'string' },
+    // host:port of a keyless listener for Prometheus (GET /metrics only); TANDEM_METRICS_ADDR too.
+    'metrics-listen': { type: 'string' },
     // Read by main.ts (run without the supervisor); accepted here so that it passes parsing.
     'no-supervise': { type: 'boolean' },
   });
@@ -75,6 +77,7 @@ export const serveCommand: Command = async (argv) => {
   const env: Record<string, string | undefined> = { ...process.env };
   if (typeof values['backends'] === 'string') env['TANDEM_BACKENDS'] = values['backends'];
   if (values['no-calibrate']) env['TANDEM_CALIBRATE'] = '0';
+  if (typeof values['metrics-listen'] === 'string') env['TANDEM_METRICS_ADDR'] = values['metrics-listen'];
   const config = loadServiceConfig(env, overrides);
   const { startServer } = await import('../service/server.js');
   const json = values['json'] === true;
@@ -104,6 +107,7 @@ export const serveCommand: Command = async (argv) => {
         adminKey: server.service.bootstrapKey?.key ?? null,
         pid: process.pid,
         restarts: Number(process.env[RESTARTS_ENV] ?? 0),
+        ...(server.metricsUrl ? { metricsUrl: server.metricsUrl } : {}),
       })}\n`,
     );
   const code = await new Promise<number>((resolve) => {

@@ -7,6 +7,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ServiceConfig } from './config.js';
+import { listenMetrics, type MetricsListener } from './obs/metrics-server.js';
 import { createService, type Service, type ServiceRuntimeHost } from './service.js';
 
 export async function openRuntime(
@@ -37,6 +38,8 @@ export async function openRuntime(
 export interface RunningServer {
   readonly service: Service;
   readonly url: string;
+  /** The keyless metrics listener's URL when `metricsListen` is set, else null. */
+  readonly metricsUrl: string | null;
   stop(): Promise<void>;
   /**
    * With `restartOnDeviceLoss`: resolves with why once the server has drained after a device loss and
@@ -73,6 +76,16 @@ export async function startServer(
     throw e;
   }
   const url = address.replace('[::1]', 'localhost');
+  let metricsListener: MetricsListener | null = null;
+  if (config.metricsListen !== null) {
+    try {
+      metricsListener = await listenMetrics(service.metrics, config.metricsListen);
+    } catch (e) {
+      await service.close().catch(() => undefined);
+      throw e;
+    }
+    out(`metrics (no key; tenant labels included) on ${metricsListener.url}`);
+  }
   const ms = (performance.now() - t0).toFixed(0);
   out(
     `tandem service on ${url} (dashboard ${config.webDir ? `${url}/` : 'not configured'}, API ${url}/openapi.json) in ${ms} ms`,
@@ -98,10 +111,14 @@ export async function startServer(
     );
   }
   let stopping: Promise<void> | null = null;
-  const stop = (): Promise<void> => (stopping ??= service.close());
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      await metricsListener?.close();
+      await service.close();
+    })());
   const restart = service.restartRequested.then(async (why) => {
     await stop();
     return why;
   });
-  return { service, url, stop, restart };
+  return { service, url, metricsUrl: metricsListener?.url ?? null, stop, restart };
 }
