@@ -60,6 +60,11 @@ export interface ServiceConfig {
    * private network); null: `/metrics` is served on the API port to admin keys only.
    */
   readonly metricsListen: string | null;
+  /**
+   * A finished job whose outcome the store refuses (disk full) is retried with backoff; after this long
+   * each retry also offers it as failed (TANDEM_ERR_UNAVAILABLE), for an outcome that alone does not fit.
+   */
+  readonly outcomeRetryMs: number;
 }
 
 export const DEFAULT_HARDWARE_RULES: readonly HardwareRule[] = [
@@ -95,6 +100,7 @@ export const DEFAULT_CONFIG: ServiceConfig = {
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 10_000,
   metricsListen: null,
+  outcomeRetryMs: 30_000,
 };
 
 export type ConfigOverrides = { -readonly [K in keyof ServiceConfig]?: ServiceConfig[K] };

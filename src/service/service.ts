@@ -20,6 +20,7 @@ import { Submitter } from './runner/submitter.js';
 import { WalCheckpointer } from './store/checkpointer.js';
 import { openDatabase, type Db } from './store/db.js';
 import { JobStore } from './store/job-store.js';
+import { StoreHealth } from './store/store-health.js';
 import { buildApp } from './http/app.js';
 import { DeviceLossHandler, type Lifecycle } from './device-loss.js';
 import type { FastifyInstance } from 'fastify';
@@ -59,6 +60,8 @@ export interface ServiceParts {
   readonly traces: JobTraceCollector;
   readonly results: ResultStore;
   readonly checkpointer: WalCheckpointer;
+  /** ok, or degraded while store writes fail or finished jobs' outcomes wait to be committed. */
+  readonly storeHealth: StoreHealth;
   /** The runtime once opened (null while opening, or when none could be opened). */
   runtime(): ServiceRuntimeHost | null;
   runtimeStatus(): RuntimeStatus;
@@ -113,6 +116,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
   const results = new ResultStore(join(config.dataDir, 'results'), config.inlineResultBytes);
 
   let dispatcherRef: Dispatcher | null = null;
+  const storeHealth = new StoreHealth();
   const log = (level: 'info' | 'warn' | 'error', msg: string): void => {
     if (config.logLevel === 'silent') return;
     if (level === 'info' && !['info', 'debug'].includes(config.logLevel)) return;
@@ -170,6 +174,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     results,
     metrics,
     log,
+    health: storeHealth,
   });
   dispatcherRef = dispatcher;
   const submitter = new Submitter(
@@ -178,13 +183,17 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
       metrics.jobsSubmitted.inc({ type: job.type });
       dispatcher.enqueue(job);
     },
-    (seconds) => metrics.submitCommit.observe(seconds),
+    (seconds) => {
+      metrics.submitCommit.observe(seconds);
+      storeHealth.succeeded();
+    },
     undefined,
     (e, id) =>
       log(
         'error',
         `handing job ${id ?? '?'} to the dispatcher: ${e instanceof Error ? e.message : String(e)}`,
       ),
+    (e) => storeHealth.failed('storing submissions', e),
   );
   const recovered = dispatcher.recover();
   const parts: ServiceParts = {
@@ -199,6 +208,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     traces,
     results,
     checkpointer,
+    storeHealth,
     runtime: () => rt,
     runtimeStatus: () => status,
     lifecycle: () => loss.lifecycle(),

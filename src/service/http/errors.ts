@@ -61,6 +61,12 @@ export function toTandemError(e: unknown): TandemError {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new TandemError('TANDEM_ERR_PAYLOAD_TOO_LARGE', 'the request body is larger than the limit');
   }
+  // The job database refused a write or a read (disk full, I/O error, busy): the service is degraded,
+  // the request did nothing; a client may retry (503, not 500).
+  if (typeof fe.code === 'string' && fe.code.startsWith('SQLITE_'))
+    return new TandemError('TANDEM_ERR_UNAVAILABLE', `the job database: ${fe.message ?? fe.code}`, {
+      sqlite: fe.code,
+    });
   if (fe instanceof SyntaxError)
     return new TandemError('TANDEM_ERR_MALFORMED_REQUEST', `the body is not valid JSON: ${fe.message}`);
   if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500)

@@ -18,7 +18,9 @@ import { Admission, type Footprint } from './admission.js';
 import { FairQueue, type QueuedJob } from './fair-queue.js';
 import { selectPlacement, type DeviceView } from './hardware-rules.js';
 import type { ResultStore } from './result-store.js';
+import { OutcomeRetry, unstoredOutcome } from './outcome-retry.js';
 import type { StartAtInsert } from './submitter.js';
+import type { StoreHealth } from '../store/store-health.js';
 
 export interface DispatcherDeps {
   readonly config: ServiceConfig;
@@ -31,6 +33,8 @@ export interface DispatcherDeps {
   readonly results: ResultStore;
   readonly metrics: ServiceMetrics;
   readonly log: (level: 'info' | 'warn' | 'error', msg: string) => void;
+  /** Told of every failed and successful store write on the dispatch path (shown by /healthz). */
+  readonly health: StoreHealth;
 }
 
 interface RunningJob {
@@ -70,10 +74,19 @@ export class Dispatcher {
   /** Paused until the runtime has opened (or failed to), so placement sees the real devices. */
   private paused = true;
   private readonly finishedListeners = new Set<FinishedListener>();
+  /** Finished jobs whose outcome commit failed, retried until it lands (disk full). */
+  private readonly outcomes: OutcomeRetry;
+  /** After a claim the store refused: the pump waits this long before trying again (backoff). */
+  private claimBackoffMs = 0;
 
   constructor(private readonly d: DispatcherDeps) {
     this.queue = new FairQueue((id) => d.tenants.get(id)?.weight ?? 1);
     this.admitted = new Admission(d.tenants, d.config);
+    this.outcomes = new OutcomeRetry({
+      health: d.health,
+      giveUpMs: d.config.outcomeRetryMs,
+      log: (level, msg) => d.log(level, msg),
+    });
     d.traces.onWriteError = (jobId, e) =>
       d.log('warn', `writing the trace of job ${jobId}: ${e instanceof Error ? e.message : String(e)}`);
   }
@@ -162,7 +175,18 @@ export class Dispatcher {
       if (fair && a.tenantRoom(fair) && !a.fits(fair, total)) return;
       const next = this.queue.next((j) => a.tenantRoom(j) && a.fits(j, total));
       if (!next) return;
-      this.start(next);
+      try {
+        this.start(next);
+        if (this.claimBackoffMs > 0) this.d.health.succeeded();
+        this.claimBackoffMs = 0;
+      } catch (e) {
+        // The store refused the claim (disk full): the job stays queued, here and in the database.
+        this.queue.push(next);
+        this.d.health.failed('claiming a job', e);
+        this.claimBackoffMs = Math.min(2000, Math.max(25, 2 * this.claimBackoffMs));
+        setTimeout(() => this.schedulePump(), this.claimBackoffMs).unref();
+        return;
+      }
     }
   }
 
@@ -228,7 +252,7 @@ export class Dispatcher {
       // A job that cannot even be placed fails now (claimed first so the failure is fenced too).
       const claimed = this.d.store.claim(q.id, null);
       if (claimed)
-        this.commit(
+        this.commitOrRetry(
           claimed,
           { state: 'failed', error: asTandemError(e, 'TANDEM_ERR_INTERNAL', 'placing the job').toJSON() },
           undefined,
@@ -291,9 +315,13 @@ export class Dispatcher {
         const now = Date.now();
         if (now - lastWrite >= PROGRESS_WRITE_MS) {
           lastWrite = now;
-          if (this.d.store.setProgress(job.id, job.attempt, r.progress, r.message)) {
-            r.savedProgress = r.progress;
-            r.savedMessage = r.message;
+          try {
+            if (this.d.store.setProgress(job.id, job.attempt, r.progress, r.message)) {
+              r.savedProgress = r.progress;
+              r.savedMessage = r.message;
+            }
+          } catch (e) {
+            this.d.health.failed(`saving the progress of job ${job.id}`, e); // advisory: the job goes on
           }
         }
       },
@@ -313,15 +341,38 @@ export class Dispatcher {
     }
     try {
       // Shutting down: leave the job 'running' in the database; the next start re-queues it.
-      if (this.stopping) return;
-      this.commit(job, outcome, ev, r);
-    } catch (e) {
-      this.d.log('error', `committing job ${job.id}: ${e instanceof Error ? e.message : String(e)}`);
+      if (!this.stopping) this.commitOrRetry(job, outcome, ev, r);
     } finally {
       this.d.traces.end(job.id);
       this.running.delete(job.id);
       this.admitted.release(job);
       this.schedulePump();
+    }
+  }
+
+  /**
+   * commit(), and when the store refuses it (disk full) a retry until it lands: the worker is done
+   * (its slot is released), so nothing may stay `running` in the database without one.
+   */
+  private commitOrRetry(
+    job: JobRecord,
+    outcome: FinishOutcome,
+    ev: ReturnType<JobTraceCollector['begin']> | undefined,
+    r?: RunningJob,
+  ): void {
+    try {
+      this.commit(job, outcome, ev, r);
+    } catch (e) {
+      this.d.log(
+        'error',
+        `committing job ${job.id}: ${e instanceof Error ? e.message : String(e)} (retrying)`,
+      );
+      this.outcomes.add(
+        job.id,
+        e,
+        () => this.commit(job, outcome, ev, r),
+        (why) => this.commit(job, unstoredOutcome(outcome.state, why), ev, r),
+      );
     }
   }
 
@@ -359,6 +410,7 @@ export class Dispatcher {
       this.d.log('warn', `job ${job.id} attempt ${job.attempt}: outcome not committed (superseded)`);
       return;
     }
+    this.d.health.succeeded();
     this.d.metrics.jobsFinished.inc({ type: job.type, state: o.state });
     if (job.startedAt !== null)
       this.d.metrics.jobRun.observe({ type: job.type, state: o.state }, (finishedAt - job.startedAt) / 1000);
@@ -384,6 +436,7 @@ export class Dispatcher {
   /** Stops dispatching and aborts running jobs without committing them (they re-run after restart). */
   async stop(timeoutMs = 5000): Promise<void> {
     this.stopping = true;
+    this.outcomes.close(); // what is pending stays running in the database: the next start re-queues it
     for (const r of this.running.values()) this.stopJob(r);
     const all = Promise.allSettled([...this.running.values()].map((r) => r.done));
     await Promise.race([all, new Promise((res) => setTimeout(res, timeoutMs).unref())]);

@@ -44,6 +44,8 @@ export class Submitter {
     private readonly maxGroup = 512,
     /** A committed job's start or enqueue threw (it stays stored; a restart picks it up). */
     private readonly onHandOffError: (e: unknown, jobId: string | null) => void = () => undefined,
+    /** The whole group's commit failed (disk full): every submission in it was answered with the error. */
+    private readonly onCommitError: (e: unknown) => void = () => undefined,
   ) {}
 
   submit(job: NewJob, opts?: SubmitOptions): Promise<InsertOutcome> {
@@ -87,6 +89,7 @@ export class Submitter {
       this.onCommit((performance.now() - t0) / 1000, group.length);
     } catch (e) {
       const error = asTandemError(e, 'TANDEM_ERR_UNAVAILABLE', 'storing the job');
+      this.onCommitError(e);
       for (const p of group) {
         p.opts?.start?.unreserve();
         p.resolve({ ok: false, error });

@@ -348,8 +348,11 @@ export class JobStore {
     now = Date.now(),
     queued?: JobRecord,
   ): JobRecord | null {
+    // .all(), not .get(): with RETURNING, get() returns the row before the statement's autocommit and
+    // better-sqlite3 drops an error of that commit (disk full), so a claim that never landed looked
+    // done; all() steps to the end and throws it.
     if (queued) {
-      const attempt = this.stmts.claimAttempt.get(now, device, placement, id) as number | undefined;
+      const attempt = (this.stmts.claimAttempt.all(now, device, placement, id) as number[])[0];
       if (attempt === undefined) return null;
       return {
         ...queued,
@@ -364,7 +367,7 @@ export class JobStore {
       };
     }
     // RETURNING: the claimed row in the same statement (no second query on the dispatch path).
-    const r = this.stmts.claim.get(now, device, placement, id) as JobRow | undefined;
+    const r = (this.stmts.claim.all(now, device, placement, id) as JobRow[])[0];
     return r ? fromRow(r) : null;
   }
 

@@ -30,6 +30,15 @@ export function systemRoutes(s: ServiceParts, openapi: OpenApiSource) {
         runtime: { type: 'string', enum: ['opening', 'ready', 'unavailable'] },
         reason: { type: 'string' },
         devicesLost: { type: 'array', items: { type: 'string' } },
+        store: {
+          type: 'object',
+          properties: {
+            state: { type: 'string', enum: ['ok', 'degraded'] },
+            pendingOutcomes: { type: 'integer' },
+            lastError: { type: ['string', 'null'] },
+            lastErrorAt: { type: ['string', 'null'] },
+          },
+        },
       },
     } as const;
     // Answered from memory only: no database, no runtime call, so it stays fast while jobs compute.
@@ -54,6 +63,8 @@ export function systemRoutes(s: ServiceParts, openapi: OpenApiSource) {
           runtime: s.runtimeStatus().state,
           ...(life.reason ? { reason: life.reason } : {}),
           ...(life.devicesLost.length ? { devicesLost: life.devicesLost } : {}),
+          // degraded while writes fail (disk full) or finished jobs' outcomes wait to be stored
+          store: s.storeHealth.view(),
         });
       },
     );
