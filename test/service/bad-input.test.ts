@@ -167,6 +167,7 @@ void test(
     const s = startServe(dir, ['--no-supervise'], { TANDEM_LOG: 'info', TANDEM_BACKENDS: 'none' });
     try {
       const line = await s.next();
+      assert.ok(line.url && line.pid, `the first stdout line is the serve line: ${JSON.stringify(line)}`);
       // Requests the logger writes lines for: a normal one, a 404, a 400, an unauthenticated one.
       await fetch(`${line.url}/healthz`);
       await fetch(`${line.url}/nope/${'q'.repeat(300)}`);

@@ -339,40 +339,48 @@ export class Dispatcher {
       const cancelled = r.stopRequested || isTandemError(e, 'TANDEM_ERR_CANCELLED');
       outcome = { state: cancelled ? 'cancelled' : 'failed', error: err.toJSON() };
     }
+    // A job whose outcome waits for the store keeps its room until it lands: no new job starts while
+    // none could be stored (back-pressure on a full disk).
+    let waiting = false;
     try {
       // Shutting down: leave the job 'running' in the database; the next start re-queues it.
-      if (!this.stopping) this.commitOrRetry(job, outcome, ev, r);
+      if (!this.stopping) waiting = this.commitOrRetry(job, outcome, ev, r);
     } finally {
       this.d.traces.end(job.id);
       this.running.delete(job.id);
-      this.admitted.release(job);
+      if (!waiting) this.admitted.release(job);
       this.schedulePump();
     }
   }
 
   /**
-   * commit(), and when the store refuses it (disk full) a retry until it lands: the worker is done
-   * (its slot is released), so nothing may stay `running` in the database without one.
+   * commit(), and when the store refuses it (disk full) a retry until it lands: the worker is done,
+   * so nothing may stay `running` in the database without one. True when the retry holds the job's
+   * admitted room (released, and the pump run, once it lands).
    */
   private commitOrRetry(
     job: JobRecord,
     outcome: FinishOutcome,
     ev: ReturnType<JobTraceCollector['begin']> | undefined,
     r?: RunningJob,
-  ): void {
+  ): boolean {
     try {
       this.commit(job, outcome, ev, r);
+      return false;
     } catch (e) {
       this.d.log(
         'error',
         `committing job ${job.id}: ${e instanceof Error ? e.message : String(e)} (retrying)`,
       );
-      this.outcomes.add(
-        job.id,
-        e,
-        () => this.commit(job, outcome, ev, r),
-        (why) => this.commit(job, unstoredOutcome(outcome.state, why), ev, r),
-      );
+      this.outcomes.add(job.id, e, {
+        full: () => this.commit(job, outcome, ev, r),
+        fallback: (why) => this.commit(job, unstoredOutcome(outcome.state, why), ev, r),
+        landed: () => {
+          if (r) this.admitted.release(job);
+          this.schedulePump();
+        },
+      });
+      return r !== undefined;
     }
   }
 

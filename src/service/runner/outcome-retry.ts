@@ -32,12 +32,17 @@ export interface OutcomeRetryOptions {
   readonly log: (level: 'warn' | 'error', msg: string) => void;
 }
 
-interface Pending {
-  readonly jobId: string;
+export interface OutcomeCommits {
   /** Commits the outcome as it is; throws when the store refuses the write. */
   readonly full: () => void;
   /** Commits the job as failed with `why`; throws likewise. */
   readonly fallback: (why: string) => void;
+  /** Called once one of them has landed. */
+  readonly landed: () => void;
+}
+
+interface Pending extends OutcomeCommits {
+  readonly jobId: string;
   readonly since: number;
   delayMs: number;
   timer: NodeJS.Timeout | null;
@@ -57,13 +62,12 @@ export class OutcomeRetry {
   }
 
   /** The outcome of `jobId` could not be committed (`error`): retry it until it lands. */
-  add(jobId: string, error: unknown, full: () => void, fallback: (why: string) => void): void {
+  add(jobId: string, error: unknown, commits: OutcomeCommits): void {
     if (this.closed) return;
     this.o.health.failed(`committing job ${jobId}`, error);
     const p: Pending = {
+      ...commits,
       jobId,
-      full,
-      fallback,
       since: Date.now(),
       delayMs: this.o.firstDelayMs ?? 25,
       timer: null,
@@ -106,6 +110,7 @@ export class OutcomeRetry {
     this.pending.delete(p.jobId);
     this.o.health.succeeded();
     this.o.log('warn', `job ${p.jobId}: ${what} committed after ${Date.now() - p.since} ms of store errors`);
+    p.landed();
   }
 
   /** Stops retrying (shutdown): what is pending stays `running` in the database for the next start. */
