@@ -364,24 +364,15 @@ export class Dispatcher {
     ev: ReturnType<JobTraceCollector['begin']> | undefined,
     r?: RunningJob,
   ): boolean {
-    try {
-      this.commit(job, outcome, ev, r);
-      return false;
-    } catch (e) {
-      this.d.log(
-        'error',
-        `committing job ${job.id}: ${e instanceof Error ? e.message : String(e)} (retrying)`,
-      );
-      this.outcomes.add(job.id, e, {
-        full: () => this.commit(job, outcome, ev, r),
-        fallback: (why) => this.commit(job, unstoredOutcome(outcome.state, why), ev, r),
-        landed: () => {
-          if (r) this.admitted.release(job);
-          this.schedulePump();
-        },
-      });
-      return r !== undefined;
-    }
+    const waits = this.outcomes.commit(job.id, {
+      full: () => this.commit(job, outcome, ev, r),
+      fallback: (why) => this.commit(job, unstoredOutcome(outcome.state, why), ev, r),
+      landed: () => {
+        if (r) this.admitted.release(job);
+        this.schedulePump();
+      },
+    });
+    return waits && r !== undefined;
   }
 
   private commit(

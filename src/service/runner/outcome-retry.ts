@@ -61,6 +61,21 @@ export class OutcomeRetry {
     return this.pending.size;
   }
 
+  /**
+   * Commits the outcome (`full`) now; when the store refuses it, retries it until it lands (then calls
+   * `landed`). True when it is waiting for a retry.
+   */
+  commit(jobId: string, commits: OutcomeCommits): boolean {
+    try {
+      commits.full();
+      return false;
+    } catch (e) {
+      this.o.log('error', `committing job ${jobId}: ${message(e)} (retrying)`);
+      this.add(jobId, e, commits);
+      return !this.closed;
+    }
+  }
+
   /** The outcome of `jobId` could not be committed (`error`): retry it until it lands. */
   add(jobId: string, error: unknown, commits: OutcomeCommits): void {
     if (this.closed) return;
