@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { toTandemError } from '../../src/service/http/errors.js';
 import { invalid } from '../../src/workloads/validate.js';
 import { validateMdParams } from '../../src/workloads/md/params.js';
 import { tempDir, testService } from './helpers.js';
@@ -187,3 +188,11 @@ void test(
     }
   },
 );
+
+void test('a store error at the HTTP boundary is 503 TANDEM_ERR_UNAVAILABLE, never a 500', () => {
+  const e = Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
+  const err = toTandemError(e);
+  assert.equal(err.code, 'TANDEM_ERR_UNAVAILABLE');
+  assert.equal(err.httpStatus, 503);
+  assert.match(err.message, /disk is full/);
+});

@@ -253,3 +253,64 @@ void test(
     }
   },
 );
+
+void test('a progress write the store refuses does not fail the job (progress is advisory)', async () => {
+  const t = await testService();
+  try {
+    t.svc.db.exec(
+      `CREATE TRIGGER no_progress BEFORE UPDATE OF progress ON jobs
+       WHEN OLD.state = 'running' AND NEW.state = 'running'
+       BEGIN SELECT RAISE(ABORT, 'database or disk is full (test)'); END`,
+    );
+    const res = await t.svc.app.inject({
+      method: 'POST',
+      url: '/v1/jobs',
+      headers: t.auth(),
+      payload: { type: 'sleep', params: { ms: 600, steps: 3 } }, // progress every 200 ms
+    });
+    const id = (res.json() as { id: string }).id;
+    assert.ok(
+      await until(
+        () => t.svc.store.get(id)?.state !== 'running' && t.svc.store.get(id)?.state !== 'queued',
+        10_000,
+      ),
+    );
+    assert.equal(t.svc.store.get(id)?.state, 'succeeded', JSON.stringify(t.svc.store.get(id)?.error));
+    assert.match((await storeHealth(t))?.lastError ?? '', /progress of job/);
+  } finally {
+    await t.close();
+  }
+});
+
+void test('a claim the store refuses leaves the job queued; it runs once the store takes writes', async () => {
+  const t = await testService();
+  try {
+    t.svc.db.exec(
+      `CREATE TRIGGER no_claim BEFORE UPDATE OF state ON jobs
+       WHEN OLD.state = 'queued' AND NEW.state = 'running'
+       BEGIN SELECT RAISE(ABORT, 'database or disk is full (test)'); END`,
+    );
+    const res = await t.svc.app.inject({
+      method: 'POST',
+      url: '/v1/jobs',
+      headers: t.auth(),
+      payload: { type: 'sleep', params: { ms: 1 } },
+    });
+    assert.equal(res.statusCode, 202, res.body);
+    const id = (res.json() as { id: string }).id;
+    assert.ok(
+      await until(async () => /claiming a job/.test((await storeHealth(t))?.lastError ?? ''), 5000),
+      'the refused claim is reported',
+    );
+    assert.equal(t.svc.store.get(id)?.state, 'queued');
+    assert.equal(t.svc.dispatcher.queue.size, 1, 'still queued in memory, to be tried again');
+    t.svc.db.exec('DROP TRIGGER no_claim');
+    assert.ok(
+      await until(() => t.svc.store.get(id)?.state === 'succeeded', 10_000),
+      t.svc.store.get(id)?.state,
+    );
+    assert.equal((await storeHealth(t))?.state, 'ok');
+  } finally {
+    await t.close();
+  }
+});

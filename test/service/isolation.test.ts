@@ -5,10 +5,14 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
 import { loadServiceConfig } from '../../src/service/config.js';
+import { Submitter } from '../../src/service/runner/submitter.js';
 import { openRuntime } from '../../src/service/server.js';
+import { openDatabase } from '../../src/service/store/db.js';
+import { JobStore } from '../../src/service/store/job-store.js';
 import { createTenant, tempDir, testService, waitForJob, type TestService } from './helpers.js';
 
 const OTHER_TENANTS = 20;
@@ -161,3 +165,48 @@ void test(
     }
   },
 );
+
+void test('a hand-off that throws for one job of a group neither skips nor strands the others', async () => {
+  const dir = tempDir();
+  const db = openDatabase(dir, 'normal');
+  try {
+    const store = new JobStore(db);
+    const handed: string[] = [];
+    const errors: string[] = [];
+    const submitter = new Submitter(
+      store,
+      (job) => {
+        if (job.tenantId === 'bad') throw new Error('enqueue failed');
+        handed.push(job.tenantId);
+      },
+      undefined,
+      undefined,
+      (e, id) => errors.push(`${id ?? '?'}: ${e instanceof Error ? e.message : String(e)}`),
+    );
+    const job = (tenantId: string) => ({
+      tenantId,
+      type: 'sleep',
+      params: {},
+      priority: 0,
+      jobClass: 'latency',
+      memBytes: 0,
+      idempotencyKey: null,
+    });
+    const outcomes = Promise.all(['a', 'bad', 'c', 'd'].map((t) => submitter.submit(job(t))));
+    const answered = await Promise.race([
+      outcomes,
+      new Promise<null>((r) => setTimeout(() => r(null), 2000).unref()),
+    ]);
+    assert.ok(answered, 'every submission of the group is answered');
+    assert.deepEqual(
+      answered.map((o) => o.ok),
+      [true, true, true, true],
+    );
+    assert.deepEqual(handed, ['a', 'c', 'd']);
+    assert.equal(errors.length, 1);
+    assert.match(errors[0]!, /enqueue failed/);
+  } finally {
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
