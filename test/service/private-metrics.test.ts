@@ -54,6 +54,12 @@ void test('/metrics needs an admin key; its tenant labels reach admins only', as
     assert.equal(admin.statusCode, 200);
     assert.match(admin.body, /tandem_queue_depth\{tenant="alice",priority="0"\} \d/);
     assert.match(admin.body, /tandem_queue_depth\{tenant="bob",priority="0"\} \d/);
+    // The API document says so too (no `security: []` on /metrics, as on the public /healthz).
+    const doc = (await t.svc.app.inject({ url: '/openapi.json' })).json() as {
+      paths: Record<string, { get: { security?: unknown[] } }>;
+    };
+    assert.equal(doc.paths['/metrics']?.get.security, undefined);
+    assert.deepEqual(doc.paths['/healthz']?.get.security, []);
   } finally {
     await t.close();
   }

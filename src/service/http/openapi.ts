@@ -44,7 +44,13 @@ export function collectOpenApi(app: FastifyInstance): OpenApiSource {
     if (!schema || schema['hide']) return;
     for (const m of Array.isArray(r.method) ? r.method : [r.method])
       if (m !== 'HEAD')
-        routes.push({ method: m.toLowerCase(), url: r.url, schema, isPublic: !r.url.startsWith('/v1/') });
+        routes.push({
+          method: m.toLowerCase(),
+          url: r.url,
+          schema,
+          // As http/auth.ts decides: /v1/ and admin routes (/metrics) need a key.
+          isPublic: !r.url.startsWith('/v1/') && r.config?.admin !== true,
+        });
   });
   return () => {
     const paths: Record<string, Record<string, Schema>> = {};
