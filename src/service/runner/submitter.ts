@@ -2,7 +2,7 @@
  * Group commit for submissions: requests that arrive within one event-loop turn are inserted in one
  * SQLite transaction, so one fsync makes a whole group durable before any of them is acknowledged.
  * This is what lets durable submission run at thousands per second on one disk. Each job of a group
- * succeeds or fails on its own (the store inserts each under a savepoint): one bad submission never
+ * succeeds or fails on its own (the store rolls back a failing row alone): one bad submission never
  * fails another tenant's.
  */
 import { TandemError, asTandemError } from '../../core/errors.js';
