@@ -191,6 +191,7 @@ export const keysCommand: Command = async (argv) => {
     'max-jobs': { type: 'string' },
     'max-memory': { type: 'string' },
     'max-queued': { type: 'string' },
+    'max-timeout': { type: 'string' },
     label: { type: 'string' },
   });
   const [sub, name] = positionals;
@@ -228,7 +229,7 @@ export const keysCommand: Command = async (argv) => {
   if (sub !== 'create' || !name)
     throw new TandemError(
       'TANDEM_ERR_INVALID_ARGUMENT',
-      'usage: tandem keys create <tenant> [--role user|admin] [--weight w] [--max-jobs n] [--max-memory bytes] | keys list | keys revoke <key id>',
+      'usage: tandem keys create <tenant> [--role user|admin] [--weight w] [--max-jobs n] [--max-memory bytes] [--max-timeout seconds] | keys list | keys revoke <key id>',
     );
   const { tenants } = await c.request<{ tenants: { name: string }[] }>('GET', '/v1/tenants');
   let created: { key: string; keyId: string; tenant: { name: string; role: string } };
@@ -245,6 +246,8 @@ export const keysCommand: Command = async (argv) => {
     if (values['max-memory'] !== undefined) body['maxDeviceMemoryBytes'] = Number(values['max-memory']);
     if (values['max-queued'] !== undefined)
       body['maxQueuedJobs'] = intOption(values['max-queued'], 'max-queued', 1000, 1, 10_000_000);
+    if (values['max-timeout'] !== undefined)
+      body['maxTimeoutSeconds'] = intOption(values['max-timeout'], 'max-timeout', 3600, 1, 31_536_000);
     if (typeof values['label'] === 'string') body['keyLabel'] = values['label'];
     created = await c.request('POST', '/v1/tenants', body);
   }

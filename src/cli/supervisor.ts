@@ -43,6 +43,11 @@ export interface StopMessage {
 }
 
 const WINDOW_MS = 60_000;
+/**
+ * A child that asked for a relaunch but has not exited this long after is killed (SIGKILL): after a hung
+ * GPU kernel its exit may wait on the driver, and only the end of the process stops the kernel.
+ */
+export const RESTART_EXIT_GRACE_MS = 15_000;
 const MAX_BACKOFF_MS = 30_000;
 
 /** Whether `tandem serve <argv>` should run supervised (not in the child, not opted out, not --queue). */
@@ -73,6 +78,26 @@ export function pinPort(argv: readonly string[], port: number): string[] {
   return [...out, '--port', String(port)];
 }
 
+/** The part of a child process the relaunch kill needs. */
+export interface KillableChild {
+  readonly exitCode: number | null;
+  readonly signalCode: NodeJS.Signals | null;
+  kill(signal: NodeJS.Signals): boolean;
+}
+
+/**
+ * After a child asked for a relaunch: kill it (SIGKILL) if it has not exited `graceMs` later, and call
+ * `killed`. Returns a function that disarms the timer (call it when the child exits).
+ */
+export function killIfNotExited(c: KillableChild, graceMs: number, killed: () => void): () => void {
+  const timer = setTimeout(() => {
+    if (c.exitCode !== null || c.signalCode !== null) return;
+    killed();
+    c.kill('SIGKILL');
+  }, graceMs);
+  return () => clearTimeout(timer);
+}
+
 function say(msg: string): void {
   process.stderr.write(`tandem supervisor: ${msg}\n`);
 }
@@ -84,6 +109,8 @@ interface ChildRun {
   readonly ready: boolean;
   /** Why the child asked to be relaunched, when it did. */
   readonly reason: string | null;
+  /** It asked for a relaunch and was killed for not exiting within RESTART_EXIT_GRACE_MS. */
+  readonly killedAfterAsking: boolean;
   readonly startedAt: number;
 }
 
@@ -125,12 +152,22 @@ export async function supervise(argv: readonly string[]): Promise<number> {
     child = c;
     let ready = false;
     let reason: string | null = null;
+    let killedAfterAsking = false;
+    let disarm: (() => void) | null = null;
     c.on('message', (m: unknown) => {
       if (!isChildMessage(m)) return;
       if (m.type === 'tandem:ready') {
         ready = true;
         port = m.port;
-      } else if (m.type === 'tandem:restart') reason = m.reason;
+      } else if (m.type === 'tandem:restart') {
+        reason = m.reason;
+        disarm ??= killIfNotExited(c, RESTART_EXIT_GRACE_MS, () => {
+          say(
+            `the server asked for a relaunch but did not exit within ${RESTART_EXIT_GRACE_MS} ms; killing it`,
+          );
+          killedAfterAsking = true;
+        });
+      }
     });
     return new Promise((resolve) => {
       c.once('error', (e) => say(`the server process: ${e.message}`));
@@ -139,7 +176,10 @@ export async function supervise(argv: readonly string[]): Promise<number> {
       let exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
       let channelOpen = true;
       const done = (): void => {
-        if (exit && !channelOpen) resolve({ ...exit, ready, reason, startedAt });
+        if (exit && !channelOpen) {
+          disarm?.();
+          resolve({ ...exit, ready, reason, startedAt, killedAfterAsking });
+        }
       };
       c.once('disconnect', () => {
         channelOpen = false;
@@ -165,7 +205,7 @@ export async function supervise(argv: readonly string[]): Promise<number> {
       const run = await runChild(generation);
       const code = run.code ?? 128 + (run.signal ? (constants.signals[run.signal] ?? 0) : 0);
       if (stopSignal) return code;
-      const asked = run.code === RESTART_EXIT_CODE;
+      const asked = run.code === RESTART_EXIT_CODE || run.killedAfterAsking;
       if (run.code === 0) return 0; // it stopped by itself, normally
       const why = asked
         ? `the server asked for a relaunch (${run.reason ?? 'no reason given'})`

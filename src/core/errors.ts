@@ -22,6 +22,10 @@ export const ERROR_CATALOGUE = {
   TANDEM_ERR_LIMIT: { http: 400, summary: 'a request exceeds a device or configured limit' },
   TANDEM_ERR_CONFIG: { http: 500, summary: 'the configuration is invalid' },
   TANDEM_ERR_CANCELLED: { http: 409, summary: 'the work was cancelled' },
+  TANDEM_ERR_DEADLINE_EXCEEDED: {
+    http: 504,
+    summary: 'the job ran past its deadline (timeoutSeconds) and was stopped',
+  },
   TANDEM_ERR_UNSTABLE: { http: 422, summary: 'a simulation became numerically unstable' },
   TANDEM_ERR_NOT_FOUND: { http: 404, summary: 'the requested object does not exist' },
   TANDEM_ERR_UNAUTHORIZED: { http: 401, summary: 'missing or invalid API key' },

@@ -268,6 +268,20 @@ export class Runtime {
     return [...this.lost.values()];
   }
 
+  /**
+   * Gives a device up for the rest of this process on the word of its owner: a watchdog saw a kernel run
+   * far past its job's deadline, and a CUDA kernel cannot be stopped in-process (only the end of the
+   * process tears its context down). The effects are a sticky fault's: no new task is placed there and
+   * the onDeviceLost listeners run; tasks in flight there are left as they are (they may never end).
+   * Returns false for an unknown device or one already lost.
+   */
+  declareDeviceLost(deviceId: string, reason: string): boolean {
+    const d = this.devices.find((x) => x.info.id === deviceId);
+    if (!d || this.lost.has(deviceId)) return false;
+    this.deviceLost(d, reason);
+    return true;
+  }
+
   private deviceLost(d: Device, reason: string): void {
     if (this.lost.has(d.info.id)) return;
     const loss: DeviceLoss = { device: d.info.id, kind: d.info.kind, reason, at: Date.now() };

@@ -19,6 +19,8 @@ export interface TenantQuotaDefaults {
   readonly maxConcurrentJobs: number;
   readonly maxDeviceMemoryBytes: number;
   readonly maxQueuedJobs: number;
+  /** A tenant's ceiling on a job's timeoutSeconds unless set on the tenant (`keys create --max-timeout`). */
+  readonly maxTimeoutSeconds: number;
 }
 
 export interface ServiceConfig {
@@ -36,6 +38,13 @@ export interface ServiceConfig {
   readonly rateLimitPerSec: number;
   readonly rateLimitBurst: number;
   readonly quotas: TenantQuotaDefaults;
+  /** A job's time budget when neither the request nor its type says (a type usually declares one). */
+  readonly defaultJobTimeoutSeconds: number;
+  /**
+   * How long after its deadline a job that has not stopped (a task still running: a hung GPU kernel)
+   * is declared hung: its GPU is given up for the process and the service relaunched (watchdog).
+   */
+  readonly deadlineGraceMs: number;
   readonly hardwareRules: readonly HardwareRule[];
   /** Runtime options: which backends to open; false runs without a runtime (API only). */
   readonly runtime: {
@@ -85,7 +94,14 @@ export const DEFAULT_CONFIG: ServiceConfig = {
   bodyLimitBytes: 256 * 1024,
   rateLimitPerSec: 5_000,
   rateLimitBurst: 10_000,
-  quotas: { maxConcurrentJobs: 4, maxDeviceMemoryBytes: 8 * 1024 ** 3, maxQueuedJobs: 100_000 },
+  quotas: {
+    maxConcurrentJobs: 4,
+    maxDeviceMemoryBytes: 8 * 1024 ** 3,
+    maxQueuedJobs: 100_000,
+    maxTimeoutSeconds: 24 * 3600,
+  },
+  defaultJobTimeoutSeconds: 3600,
+  deadlineGraceMs: 10_000,
   hardwareRules: DEFAULT_HARDWARE_RULES,
   runtime: {
     enabled: true,
@@ -140,8 +156,9 @@ export function parseListenAddress(text: string, what: string): { host: string; 
 /**
  * Builds the config from the environment (TANDEM_PORT, TANDEM_HOST, TANDEM_DATA_DIR, TANDEM_DURABILITY,
  * TANDEM_MAX_RUNNING, TANDEM_HW_RULES, TANDEM_BACKENDS ('none' for no runtime), TANDEM_CPU_THREADS,
- * TANDEM_CALIBRATE=0, TANDEM_RATE_LIMIT=rate[:burst], TANDEM_MAX_QUEUED (default tenant quota), TANDEM_LOG, TANDEM_REQUEST_TIMEOUT_MS,
- * TANDEM_METRICS_ADDR=host:port) with explicit overrides on top.
+ * TANDEM_CALIBRATE=0, TANDEM_RATE_LIMIT=rate[:burst], TANDEM_MAX_QUEUED (default tenant quota), TANDEM_LOG,
+ * TANDEM_MAX_TIMEOUT (seconds, default tenant ceiling on timeoutSeconds), TANDEM_DEADLINE_GRACE_MS,
+ * TANDEM_REQUEST_TIMEOUT_MS, TANDEM_METRICS_ADDR=host:port) with explicit overrides on top.
  */
 export function loadServiceConfig(
   env: Readonly<Record<string, string | undefined>>,
@@ -174,6 +191,13 @@ export function loadServiceConfig(
       ...DEFAULT_CONFIG.quotas,
       maxQueuedJobs: intIn('TANDEM_MAX_QUEUED', env['TANDEM_MAX_QUEUED'], 1, 1e9),
     };
+  if (env['TANDEM_MAX_TIMEOUT'])
+    c.quotas = {
+      ...(c.quotas ?? DEFAULT_CONFIG.quotas),
+      maxTimeoutSeconds: intIn('TANDEM_MAX_TIMEOUT', env['TANDEM_MAX_TIMEOUT'], 1, 365 * 86_400),
+    };
+  if (env['TANDEM_DEADLINE_GRACE_MS'])
+    c.deadlineGraceMs = intIn('TANDEM_DEADLINE_GRACE_MS', env['TANDEM_DEADLINE_GRACE_MS'], 0, 3_600_000);
   if (env['TANDEM_CPU_THREADS'])
     c.runtime = {
       ...(c.runtime ?? DEFAULT_CONFIG.runtime),

@@ -23,12 +23,13 @@ import { JobStore } from './store/job-store.js';
 import { StoreHealth } from './store/store-health.js';
 import { buildApp } from './http/app.js';
 import { DeviceLossHandler, type Lifecycle } from './device-loss.js';
+import { HungKernelWatchdog } from './runner/hung-kernel-watchdog.js';
 import type { FastifyInstance } from 'fastify';
 
 /** The runtime as the service holds it: what jobs use plus observers and shutdown. */
 export type ServiceRuntimeHost = ServiceRuntime &
   Pick<Runtime, 'addObserver' | 'removeObserver' | 'close'> &
-  Partial<Pick<Runtime, 'onDeviceLost'>>;
+  Partial<Pick<Runtime, 'onDeviceLost' | 'declareDeviceLost'>>;
 
 export interface DeviceSnapshot extends DeviceView {
   readonly name: string;
@@ -156,6 +157,12 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     tenantName: (id) => tenants.get(id)?.name ?? id,
     activity,
   });
+  const watchdog = new HungKernelWatchdog({
+    deviceKind: (id) => rt?.devices.find((d) => d.info.id === id)?.info.kind,
+    declareLost: (id, reason) => rt?.declareDeviceLost?.(id, reason) ?? false,
+    charge: (tenant, device, seconds) =>
+      metrics.tenantDeviceSeconds.inc({ tenant: tenants.get(tenant)?.name ?? tenant, device }, seconds),
+  });
   const dispatcher = new Dispatcher({
     // Admission closes while draining: the dispatcher starts a job only while fewer than
     // maxRunningJobs run, and reads the figure on every pump.
@@ -175,6 +182,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     metrics,
     log,
     health: storeHealth,
+    onOverdue: (job) => watchdog.overdue(job),
   });
   dispatcherRef = dispatcher;
   const submitter = new Submitter(
@@ -224,7 +232,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     }
     const held = opened.rt;
     rt = held;
-    if (held) for (const o of [activity, metrics, traces]) held.addObserver(o);
+    if (held) for (const o of [activity, metrics, traces, watchdog]) held.addObserver(o);
     // Runs inside the device's fault path, before its tasks fail: the drain (and its observer, which
     // collects the jobs those failures belong to) is in place before the dispatcher sees any of them.
     held?.onDeviceLost?.((lost) => {
@@ -262,8 +270,12 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
       await dispatcher.stop();
       if (opening) await opening.catch(() => undefined);
       const held = rt as ServiceRuntimeHost | null;
-      if (held) for (const o of [activity, metrics, traces, loss]) held.removeObserver(o);
-      if (held && opts.ownsRuntime) await held.close();
+      if (held) for (const o of [activity, metrics, traces, loss, watchdog]) held.removeObserver(o);
+      // A kernel that never ends would hold a runtime close forever (it waits for the device): the
+      // process exit that follows releases it (the driver tears the context down).
+      if (held && opts.ownsRuntime && watchdog.anyHung)
+        log('warn', 'not closing the runtime: a GPU kernel is hung');
+      else if (held && opts.ownsRuntime) await held.close();
       await checkpointer.close();
       db.close();
     },

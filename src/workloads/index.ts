@@ -8,6 +8,7 @@ import { atomCount, MD_PRESETS, validateMdParams } from './md/params.js';
 import { runMd } from './md/run.js';
 import { EXAMPLE_PORTFOLIO, validateOptionParams, validateVarParams } from './risk/params.js';
 import { portfolioVar, priceOption } from './risk/run.js';
+import type { RunOptions } from './tasks.js';
 
 export interface WorkloadJobType {
   readonly name: 'md' | 'option' | 'var';
@@ -20,7 +21,13 @@ export interface WorkloadJobType {
    * shape of a parameter, e.g. md's `cells` as a number or as [nx, ny, nz], is counted).
    */
   memoryBytes(params: unknown): number;
-  run(rt: Runtime, params: unknown, onProgress?: (p: Record<string, unknown>) => void): Promise<object>;
+  /** `opts.signal` stops the run at its next task or step boundary (it drains, then throws). */
+  run(
+    rt: Runtime,
+    params: unknown,
+    onProgress?: (p: Record<string, unknown>) => void,
+    opts?: RunOptions,
+  ): Promise<object>;
 }
 
 const MD_BYTES_PER_ATOM = 128;
@@ -34,21 +41,22 @@ export const WORKLOAD_JOB_TYPES: Readonly<Record<'md' | 'option' | 'var', Worklo
     validate: (p) => void validateMdParams(p),
     // ~100 B of state per atom (positions, velocities, forces, neighbour lists), rounded up.
     memoryBytes: (p) => MD_BYTES_PER_ATOM * atomCount(validateMdParams(p)),
-    run: (rt, p, onProgress) => runMd(rt, p, { onThermo: (row) => onProgress?.({ ...row }) }),
+    run: (rt, p, onProgress, opts) =>
+      runMd(rt, p, { onThermo: (row) => onProgress?.({ ...row }), signal: opts?.signal, tags: opts?.tags }),
   },
   option: {
     name: 'option',
     summary: 'European or arithmetic-Asian option price by Monte Carlo (Philox4x32-10), with standard error',
     validate: (p) => void validateOptionParams(p),
     memoryBytes: () => RISK_BYTES,
-    run: (rt, p) => priceOption(rt, p),
+    run: (rt, p, _progress, opts) => priceOption(rt, p, opts),
   },
   var: {
     name: 'var',
     summary: 'Portfolio value-at-risk and expected shortfall under correlated GBM',
     validate: (p) => void validateVarParams(p),
     memoryBytes: () => RISK_BYTES,
-    run: (rt, p) => portfolioVar(rt, p),
+    run: (rt, p, _progress, opts) => portfolioVar(rt, p, opts),
   },
 };
 

@@ -82,3 +82,79 @@ export function placement(tasks: readonly TaskHandle[]): Record<string, number> 
   }
   return out;
 }
+
+/** How a long workload run is stopped: its AbortSignal (a job's cancel or deadline). */
+export interface RunOptions {
+  /** When it fires the run stops at its next task or step boundary, drains what is in flight, throws. */
+  readonly signal?: AbortSignal | undefined;
+  /** Labels put on every task (the service's job and tenant: its trace, metrics and watchdog find them). */
+  readonly tags?: Readonly<Record<string, string>> | undefined;
+}
+
+/** The abort's reason when it is a TandemError (a deadline), else TANDEM_ERR_CANCELLED. */
+export function abortError(signal: AbortSignal): TandemError {
+  const r: unknown = signal.reason;
+  return r instanceof TandemError ? r : new TandemError('TANDEM_ERR_CANCELLED', 'cancelled while running');
+}
+
+/** One task of a windowed run: its handle, what the host waits for, and what to free after. */
+export interface WindowTask<T> {
+  readonly handle: TaskHandle;
+  readonly result: Promise<T>;
+  readonly release: () => void;
+}
+
+/**
+ * Runs `count` tasks with at most `window` in flight: task i is made by `submit(i)` only once task
+ * i - window has been consumed by `take` (in order). So a job of millions of tasks never queues them all
+ * at once: a cancel (the signal, checked before every submit) takes effect after the tasks in flight,
+ * and memory stays bounded. On abort or failure it stops submitting, waits for every task in flight (a
+ * task on a device cannot be pulled back, and its tensors must not be freed under it), frees, throws.
+ * Returns how many tasks ran on which device.
+ */
+export async function runWindowed<T>(
+  count: number,
+  window: number,
+  signal: AbortSignal | undefined,
+  submit: (i: number) => WindowTask<T>,
+  take: (i: number, value: T) => void,
+): Promise<Record<string, number>> {
+  const inFlight: WindowTask<T>[] = [];
+  const devices: Record<string, number> = {};
+  let next = 0;
+  try {
+    for (let done = 0; done < count; done++) {
+      while (next < count && inFlight.length < window) {
+        if (signal?.aborted) throw abortError(signal);
+        inFlight.push(submit(next++));
+      }
+      const t = inFlight.shift()!;
+      let value: T;
+      try {
+        value = await t.result;
+      } finally {
+        t.release();
+      }
+      const id = t.handle.deviceId ?? 'unknown';
+      devices[id] = (devices[id] ?? 0) + 1;
+      take(done, value);
+    }
+    return devices;
+  } finally {
+    if (inFlight.length > 0) {
+      // Results of tasks no longer wanted: mark handled, wait for each task, then free its tensors.
+      for (const t of inFlight) t.result.catch(() => undefined);
+      await Promise.allSettled(inFlight.map((t) => t.handle.done));
+      for (const t of inFlight) t.release();
+    }
+  }
+}
+
+/** Whether a GPU (any kind but the CPU) may run `op` under the choice. */
+export function gpuEligible(rt: Runtime, op: string, device: DeviceChoice): boolean {
+  const impls = rt.kernels.get(op).impls;
+  return rt.workers.some((w) => {
+    const kind = w.device.info.kind;
+    return kind !== 'cpu' && impls.has(kind) && (device === 'auto' || kind === device);
+  });
+}

@@ -9,7 +9,7 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { defineJobType } from '../../src/service/jobs/job-type.js';
 import { JobTypeRegistry } from '../../src/service/jobs/registry.js';
@@ -247,6 +247,11 @@ void test(
       assert.match(job.error?.message ?? '', /outcome could not be stored: .*(ENOSPC|no space)/);
       assert.equal(t.svc.dispatcher.runningCount, 0);
       assert.equal((await storeHealth(t))?.pendingOutcomes, 0);
+      // The partial result file was removed: it would have held the space the failure record needed.
+      assert.deepEqual(
+        readdirSync(join(dataDir, 'results')).filter((f) => f.endsWith('.tmp')),
+        [],
+      );
     } finally {
       await t.close().catch(() => undefined);
       fs.unmount();

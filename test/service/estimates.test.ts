@@ -9,7 +9,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { seededRandom } from '../../src/core/seeded-random.js';
-import { loadServiceConfig } from '../../src/service/config.js';
+import { DEFAULT_CONFIG, loadServiceConfig } from '../../src/service/config.js';
 import { registerBuiltinJobTypes } from '../../src/service/jobs/builtin.js';
 import type { AnyJobType } from '../../src/service/jobs/job-type.js';
 import { JobTypeRegistry } from '../../src/service/jobs/registry.js';
@@ -173,7 +173,12 @@ void test('every job type: memory estimates are finite and non-negative for ever
       durability: 'normal',
       rateLimitPerSec: 1e6,
       rateLimitBurst: 1e6,
-      quotas: { maxConcurrentJobs: 1, maxDeviceMemoryBytes: 2 ** 50, maxQueuedJobs: 1e6 },
+      quotas: {
+        ...DEFAULT_CONFIG.quotas,
+        maxConcurrentJobs: 1,
+        maxDeviceMemoryBytes: 2 ** 50,
+        maxQueuedJobs: 1e6,
+      },
     },
   );
   // No runtime: accepted jobs stay queued behind "no device" (nothing runs; only the estimates matter).

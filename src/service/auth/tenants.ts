@@ -19,6 +19,8 @@ export interface Tenant {
   readonly maxConcurrentJobs: number;
   readonly maxDeviceMemoryBytes: number;
   readonly maxQueuedJobs: number;
+  /** The longest timeoutSeconds this tenant may ask for (a job's deadline never exceeds it). */
+  readonly maxTimeoutSeconds: number;
   readonly createdAt: number;
 }
 
@@ -37,6 +39,8 @@ interface TenantRow {
   max_concurrent_jobs: number;
   max_device_memory_bytes: number;
   max_queued_jobs: number;
+  /** NULL: the service's default (rows from before deadlines, or created without one). */
+  max_timeout_seconds: number | null;
   created_at: number;
 }
 
@@ -50,7 +54,7 @@ interface KeyRow {
 
 const KEY_RE = /^tdm_([0-9a-f]{16})_([A-Za-z0-9_-]{32})$/;
 
-function tenantFromRow(r: TenantRow): Tenant {
+function tenantFromRow(r: TenantRow, defaults: TenantQuotaDefaults): Tenant {
   return {
     id: r.id,
     name: r.name,
@@ -59,6 +63,7 @@ function tenantFromRow(r: TenantRow): Tenant {
     maxConcurrentJobs: r.max_concurrent_jobs,
     maxDeviceMemoryBytes: r.max_device_memory_bytes,
     maxQueuedJobs: r.max_queued_jobs,
+    maxTimeoutSeconds: r.max_timeout_seconds ?? defaults.maxTimeoutSeconds,
     createdAt: r.created_at,
   };
 }
@@ -74,6 +79,7 @@ export interface NewTenant {
   readonly maxConcurrentJobs?: number;
   readonly maxDeviceMemoryBytes?: number;
   readonly maxQueuedJobs?: number;
+  readonly maxTimeoutSeconds?: number;
 }
 
 export class TenantStore {
@@ -86,7 +92,7 @@ export class TenantStore {
     private readonly defaults: TenantQuotaDefaults,
   ) {
     for (const r of db.prepare('SELECT * FROM tenants').all() as TenantRow[])
-      this.tenants.set(r.id, tenantFromRow(r));
+      this.tenants.set(r.id, tenantFromRow(r, defaults));
   }
 
   list(): Tenant[] {
@@ -116,15 +122,16 @@ export class TenantStore {
       max_concurrent_jobs: t.maxConcurrentJobs ?? this.defaults.maxConcurrentJobs,
       max_device_memory_bytes: t.maxDeviceMemoryBytes ?? this.defaults.maxDeviceMemoryBytes,
       max_queued_jobs: t.maxQueuedJobs ?? this.defaults.maxQueuedJobs,
+      max_timeout_seconds: t.maxTimeoutSeconds ?? null,
       created_at: now,
     };
     this.db
       .prepare(
-        `INSERT INTO tenants (id, name, role, weight, max_concurrent_jobs, max_device_memory_bytes, max_queued_jobs, created_at)
-         VALUES (@id, @name, @role, @weight, @max_concurrent_jobs, @max_device_memory_bytes, @max_queued_jobs, @created_at)`,
+        `INSERT INTO tenants (id, name, role, weight, max_concurrent_jobs, max_device_memory_bytes, max_queued_jobs, max_timeout_seconds, created_at)
+         VALUES (@id, @name, @role, @weight, @max_concurrent_jobs, @max_device_memory_bytes, @max_queued_jobs, @max_timeout_seconds, @created_at)`,
       )
       .run(row);
-    const tenant = tenantFromRow(row);
+    const tenant = tenantFromRow(row, this.defaults);
     this.tenants.set(tenant.id, tenant);
     return tenant;
   }

@@ -36,6 +36,8 @@ export const JOB_SCHEMA = {
     finishedAt: nullable('string'),
     waitSeconds: nullable('number'),
     runSeconds: nullable('number'),
+    timeoutSeconds: nullable('number'),
+    deadline: nullable('string', { description: 'set at its first start; past it the job is stopped' }),
     error: JOB_ERROR_SCHEMA,
     hasResult: { type: 'boolean' },
   },
@@ -68,6 +70,12 @@ export const SUBMIT_BODY_SCHEMA = {
     params: { type: 'object', default: {} },
     priority: { type: 'integer', minimum: -100, maximum: 100, default: 0 },
     idempotencyKey: { type: 'string', minLength: 1, maxLength: 128 },
+    timeoutSeconds: {
+      type: 'number',
+      exclusiveMinimum: 0,
+      maximum: 31_536_000,
+      description: "the job's time budget from its start (default: its type's, within the tenant's maximum)",
+    },
   },
 } as const;
 

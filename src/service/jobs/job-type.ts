@@ -56,6 +56,11 @@ export interface JobType<P = Readonly<Record<string, unknown>>> {
   memoryBytes(p: P): number;
   /** 'training' | 'latency' | 'throughput' | 'batch' ... matched by the operator's hardware rules. */
   jobClass(p: P): string;
+  /**
+   * The job's time budget when the request gives no timeoutSeconds (capped by the tenant's maximum):
+   * short for quick types (sleep, gemm), longer for workloads. Absent: the service's default.
+   */
+  readonly defaultTimeoutSeconds?: number;
   /** The device the user asked for, if any (overrides the hardware rules). */
   requestedDevice?(p: P): string | undefined;
   run(ctx: JobContext<P>): Promise<unknown>;

@@ -32,6 +32,10 @@ export class ServiceMetrics implements Observer {
   readonly httpErrors: Counter<'code'>;
   readonly httpDuration: Histogram<'method' | 'route'>;
   readonly submitCommit: Histogram;
+  /** Device seconds each tenant's tasks held, a hung kernel's included (charged when it is given up). */
+  readonly tenantDeviceSeconds: Counter<'tenant' | 'device'>;
+  /** Jobs failed past their deadline; hung = their kernel had to be stopped by giving up the device. */
+  readonly deadlinesExceeded: Counter<'type' | 'hung'>;
 
   constructor(src: MetricsSources) {
     const registers = [this.registry];
@@ -40,6 +44,18 @@ export class ServiceMetrics implements Observer {
       name: 'tandem_tasks_total',
       help: 'Runtime tasks finished',
       labelNames: ['device', 'op', 'status'],
+      registers,
+    });
+    this.tenantDeviceSeconds = new Counter({
+      name: 'tandem_tenant_device_seconds_total',
+      help: "Seconds of device time of each tenant's tasks (a hung kernel's time is charged when it is stopped)",
+      labelNames: ['tenant', 'device'],
+      registers,
+    });
+    this.deadlinesExceeded = new Counter({
+      name: 'tandem_jobs_deadline_exceeded_total',
+      help: 'Jobs failed past their deadline (hung="true": a GPU kernel that did not end; its device was given up)',
+      labelNames: ['type', 'hung'],
       registers,
     });
     this.taskSeconds = new Counter({

@@ -5,7 +5,7 @@
  * Memory admission reserves for the job fairness picks next (a big job is not starved by small ones)
  * but always admits a job when nothing runs, so it can never livelock.
  */
-import { asTandemError, isTandemError } from '../../core/errors.js';
+import { asTandemError, isTandemError, TandemError } from '../../core/errors.js';
 import type { ServiceConfig } from '../config.js';
 import type { TenantStore } from '../auth/tenants.js';
 import type { AnyJobType, JobContext, Placement, ServiceRuntime } from '../jobs/job-type.js';
@@ -17,6 +17,7 @@ import type { FinishOutcome, InsertClaim, JobRecord, JobStore, NewJob } from '..
 import { Admission, type Footprint } from './admission.js';
 import { FairQueue, type QueuedJob } from './fair-queue.js';
 import { selectPlacement, type DeviceView } from './hardware-rules.js';
+import { deadlineExceeded, deadlineIfStartedAt } from './deadlines.js';
 import type { ResultStore } from './result-store.js';
 import { OutcomeRetry, unstoredOutcome } from './outcome-retry.js';
 import type { StartAtInsert } from './submitter.js';
@@ -35,6 +36,18 @@ export interface DispatcherDeps {
   readonly log: (level: 'info' | 'warn' | 'error', msg: string) => void;
   /** Told of every failed and successful store write on the dispatch path (shown by /healthz). */
   readonly health: StoreHealth;
+  /**
+   * A job still running `deadlineGraceMs` after its deadline (it did not stop at its cancellation
+   * point: a task that does not end, e.g. a hung GPU kernel). The answer adds a note to its failure and
+   * `after` runs once that failure is committed (the service's watchdog gives up the device there).
+   */
+  readonly onOverdue?: (job: JobRecord) => OverdueVerdict | null;
+}
+
+export interface OverdueVerdict {
+  readonly note: string;
+  readonly details: Readonly<Record<string, unknown>>;
+  readonly after?: () => void;
 }
 
 interface RunningJob {
@@ -51,9 +64,18 @@ interface RunningJob {
   /** A cancel or shutdown asked the job to stop (its signal is, or will be made, aborted). */
   stopRequested: boolean;
   cancelRequested: boolean;
+  /** Why the job was asked to stop (the abort's reason): a cancel, its deadline, or a shutdown. */
+  stopReason: TandemError | null;
+  /** Epoch ms; the deadline sweep stops the job past it. */
+  readonly deadlineAt: number;
+  deadlineHit: boolean;
+  /** Failed by the sweep while its run had not returned: its slot is freed, its late outcome dropped. */
+  abandoned: boolean;
 }
 
 const PROGRESS_WRITE_MS = 250;
+/** How often running jobs' deadlines are checked (a deadline is honoured to within this). */
+const DEADLINE_SWEEP_MS = 50;
 
 export type FinishedListener = (jobId: string, read: () => JobRecord | null) => void;
 
@@ -62,6 +84,7 @@ interface Reservation extends Footprint {
   readonly type: AnyJobType;
   readonly params: unknown;
   readonly placement: Placement;
+  readonly deadlineAt: number;
 }
 
 export class Dispatcher {
@@ -78,6 +101,7 @@ export class Dispatcher {
   private readonly outcomes: OutcomeRetry;
   /** After a claim the store refused: the pump waits this long before trying again (backoff). */
   private claimBackoffMs = 0;
+  private sweep: NodeJS.Timeout | null = null;
 
   constructor(private readonly d: DispatcherDeps) {
     this.queue = new FairQueue((id) => d.tenants.get(id)?.weight ?? 1);
@@ -141,7 +165,7 @@ export class Dispatcher {
     const r = this.running.get(job.id);
     if (r && this.d.store.requestCancel(job.id)) {
       r.cancelRequested = true;
-      this.stopJob(r);
+      this.stopJob(r, new TandemError('TANDEM_ERR_CANCELLED', 'cancelled while running'));
       return 'cancelling';
     }
     return 'final';
@@ -149,7 +173,45 @@ export class Dispatcher {
 
   resume(): void {
     this.paused = false;
+    if (!this.sweep && !this.stopping) {
+      this.sweep = setInterval(() => this.checkDeadlines(), DEADLINE_SWEEP_MS);
+      this.sweep.unref();
+    }
     this.schedulePump();
+  }
+
+  /**
+   * Past its deadline a job is asked to stop (its signal aborts with TANDEM_ERR_DEADLINE_EXCEEDED; it
+   * stops at its next task or step boundary, drains and fails). One still running `deadlineGraceMs`
+   * later is failed here and its slot freed (onOverdue decides what else: a hung GPU is given up).
+   */
+  private checkDeadlines(): void {
+    if (this.running.size === 0 || this.stopping) return;
+    const now = Date.now();
+    for (const r of [...this.running.values()]) {
+      if (now < r.deadlineAt) continue;
+      if (!r.deadlineHit) {
+        r.deadlineHit = true;
+        this.stopJob(r, deadlineExceeded(r.job, now));
+      } else if (now >= r.deadlineAt + this.d.config.deadlineGraceMs) this.abandon(r, now);
+    }
+  }
+
+  private abandon(r: RunningJob, now: number): void {
+    const verdict = this.d.onOverdue?.(r.job) ?? null;
+    const note =
+      verdict?.note ??
+      `it did not stop within ${this.d.config.deadlineGraceMs} ms of its deadline; its slot was freed`;
+    this.d.log('warn', `job ${r.job.id} (${r.job.type}) overdue: ${note}`);
+    r.abandoned = true;
+    const err = deadlineExceeded(r.job, now, note, verdict?.details);
+    try {
+      const failed: FinishOutcome = { state: 'failed', error: err.toJSON() };
+      this.commitOrRetry(r.job, failed, this.d.traces.events(r.job.id), r);
+    } finally {
+      this.ended(r);
+    }
+    verdict?.after?.();
   }
 
   private schedulePump(): void {
@@ -201,7 +263,13 @@ export class Dispatcher {
     return {
       reserve: (): InsertClaim | null => {
         held = this.reserve(job, parsed);
-        return held && { device: held.placement.device ?? 'auto', placement: held.placement.reason };
+        return (
+          held && {
+            device: held.placement.device ?? 'auto',
+            placement: held.placement.reason,
+            deadlineAt: held.deadlineAt,
+          }
+        );
       },
       started: (record) => {
         if (held) this.run(record, held.type, held.params, held.placement);
@@ -224,7 +292,15 @@ export class Dispatcher {
       const params = parsed === undefined ? type.parse(job.params) : parsed;
       const device = type.requestedDevice?.(params);
       const placement = selectPlacement(this.d.config.hardwareRules, job.jobClass, device, this.d.devices());
-      const r: Reservation = { tenantId: job.tenantId, memBytes: job.memBytes, type, params, placement };
+      const deadlineAt = deadlineIfStartedAt(job, type, this.d.config.defaultJobTimeoutSeconds, Date.now());
+      const r: Reservation = {
+        tenantId: job.tenantId,
+        memBytes: job.memBytes,
+        type,
+        params,
+        placement,
+        deadlineAt,
+      };
       a.admit(r);
       return r;
     } catch {
@@ -259,8 +335,16 @@ export class Dispatcher {
         );
       return;
     }
-    const job = this.d.store.claim(q.id, placement.device ?? 'auto', placement.reason, Date.now(), record);
+    const now = Date.now();
+    const deadline = deadlineIfStartedAt(record, type, this.d.config.defaultJobTimeoutSeconds, now);
+    const job = this.d.store.claim(q.id, placement.device ?? 'auto', placement.reason, now, record, deadline);
     if (!job) return;
+    if (job.deadlineAt != null && job.deadlineAt <= now) {
+      // Its budget ran out in an earlier process (a restart re-queued it): it fails without running.
+      const err = deadlineExceeded(job, now, 'its time ran out before this start (re-queued by a restart)');
+      this.commitOrRetry(job, { state: 'failed', error: err.toJSON() }, undefined);
+      return;
+    }
     this.admitted.admit(job);
     this.run(job, type, params, placement);
   }
@@ -281,6 +365,12 @@ export class Dispatcher {
       abort: null,
       stopRequested: false,
       cancelRequested: false,
+      stopReason: null,
+      deadlineAt:
+        job.deadlineAt ??
+        deadlineIfStartedAt(job, type, this.d.config.defaultJobTimeoutSeconds, job.startedAt ?? Date.now()),
+      deadlineHit: false,
+      abandoned: false,
       done: Promise.resolve(),
     };
     (entry as { done: Promise<void> }).done = this.execute(entry, type, params);
@@ -299,7 +389,7 @@ export class Dispatcher {
       get signal(): AbortSignal {
         if (!r.abort) {
           r.abort = new AbortController();
-          if (r.stopRequested) r.abort.abort();
+          if (r.stopRequested) r.abort.abort(r.stopReason ?? undefined);
         }
         return r.abort.signal;
       },
@@ -335,22 +425,37 @@ export class Dispatcher {
       const result = await type.run(ctx);
       outcome = { state: 'succeeded', result };
     } catch (e) {
-      const err = asTandemError(e, 'TANDEM_ERR_INTERNAL', `job ${job.type}`);
-      const cancelled = r.stopRequested || isTandemError(e, 'TANDEM_ERR_CANCELLED');
-      outcome = { state: cancelled ? 'cancelled' : 'failed', error: err.toJSON() };
+      if (isTandemError(r.stopReason, 'TANDEM_ERR_DEADLINE_EXCEEDED')) {
+        // Stopped by its deadline: whatever it threw on the way out, that is why it failed.
+        outcome = { state: 'failed', error: r.stopReason.toJSON() };
+      } else {
+        const err = asTandemError(e, 'TANDEM_ERR_INTERNAL', `job ${job.type}`);
+        const cancelled = r.stopRequested || isTandemError(e, 'TANDEM_ERR_CANCELLED');
+        outcome = { state: cancelled ? 'cancelled' : 'failed', error: err.toJSON() };
+      }
     }
+    // Failed by the deadline sweep already (its slot freed): this late outcome is dropped.
+    if (r.abandoned) return;
     // A job whose outcome waits for the store keeps its room until it lands: no new job starts while
     // none could be stored (back-pressure on a full disk).
     let waiting = false;
     try {
       // Shutting down: leave the job 'running' in the database; the next start re-queues it.
-      if (!this.stopping) waiting = this.commitOrRetry(job, outcome, ev, r);
+      if (!this.stopping) waiting = this.commitOrRetry(job, outcome, ev, r, true);
     } finally {
-      this.d.traces.end(job.id);
-      this.running.delete(job.id);
-      if (!waiting) this.admitted.release(job);
-      this.schedulePump();
+      this.ended(r, waiting);
     }
+  }
+
+  /**
+   * A job's trace and running entry are given back once its outcome is committed (or it was abandoned),
+   * and its room too unless `keepRoom` (its outcome waits for the store; released when it lands).
+   */
+  private ended(r: RunningJob, keepRoom = false): void {
+    this.d.traces.end(r.job.id);
+    this.running.delete(r.job.id);
+    if (!keepRoom) this.admitted.release(r.job);
+    this.schedulePump();
   }
 
   /**
@@ -363,16 +468,17 @@ export class Dispatcher {
     outcome: FinishOutcome,
     ev: ReturnType<JobTraceCollector['begin']> | undefined,
     r?: RunningJob,
+    holdRoom = false,
   ): boolean {
     const waits = this.outcomes.commit(job.id, {
       full: () => this.commit(job, outcome, ev, r),
       fallback: (why) => this.commit(job, unstoredOutcome(outcome.state, why), ev, r),
       landed: () => {
-        if (r) this.admitted.release(job);
+        if (holdRoom) this.admitted.release(job);
         this.schedulePump();
       },
     });
-    return waits && r !== undefined;
+    return waits && holdRoom;
   }
 
   private commit(
@@ -411,6 +517,11 @@ export class Dispatcher {
     }
     this.d.health.succeeded();
     this.d.metrics.jobsFinished.inc({ type: job.type, state: o.state });
+    if (o.error?.code === 'TANDEM_ERR_DEADLINE_EXCEEDED')
+      this.d.metrics.deadlinesExceeded.inc({
+        type: job.type,
+        hung: String('hungDevices' in o.error.details),
+      });
     if (job.startedAt !== null)
       this.d.metrics.jobRun.observe({ type: job.type, state: o.state }, (finishedAt - job.startedAt) / 1000);
     this.notifyFinished(job.id, final);
@@ -427,16 +538,21 @@ export class Dispatcher {
     for (const cb of this.finishedListeners) cb(jobId, read);
   }
 
-  private stopJob(r: RunningJob): void {
+  private stopJob(r: RunningJob, reason: TandemError): void {
+    if (r.stopRequested) return; // the first reason stands (a cancel stays a cancel past the deadline)
     r.stopRequested = true;
-    r.abort?.abort();
+    r.stopReason = reason;
+    r.abort?.abort(reason);
   }
 
   /** Stops dispatching and aborts running jobs without committing them (they re-run after restart). */
   async stop(timeoutMs = 5000): Promise<void> {
     this.stopping = true;
     this.outcomes.close(); // what is pending stays running in the database: the next start re-queues it
-    for (const r of this.running.values()) this.stopJob(r);
+    if (this.sweep) clearInterval(this.sweep);
+    this.sweep = null;
+    for (const r of this.running.values())
+      this.stopJob(r, new TandemError('TANDEM_ERR_CANCELLED', 'the service is stopping'));
     const all = Promise.allSettled([...this.running.values()].map((r) => r.done));
     await Promise.race([all, new Promise((res) => setTimeout(res, timeoutMs).unref())]);
     await this.d.traces.close(); // traces are written on a background thread

@@ -58,6 +58,12 @@ const MIGRATIONS: readonly string[] = [
    CREATE INDEX jobs_active ON jobs (state) WHERE state IN ('queued', 'running');`,
   // v2: why the job went where it did (hardware rule or the job's own device), kept after it ends.
   `ALTER TABLE jobs ADD COLUMN placement TEXT;`,
+  // v3: deadlines. timeout_ms as accepted at submit; deadline_at (epoch ms) fixed at the first start and
+  // kept across re-queues, so a restart never hands a job a fresh budget. A tenant's ceiling on
+  // timeoutSeconds (NULL: the service default).
+  `ALTER TABLE jobs ADD COLUMN timeout_ms INTEGER;
+   ALTER TABLE jobs ADD COLUMN deadline_at INTEGER;
+   ALTER TABLE tenants ADD COLUMN max_timeout_seconds INTEGER;`,
 ];
 
 export function openDatabase(dataDir: string, durability: 'full' | 'normal'): Db {

@@ -41,6 +41,10 @@ export interface JobRecord {
   readonly result: unknown;
   readonly resultFile: string | null;
   readonly traceFile: string | null;
+  /** The job's time budget as accepted at submit (null: a job from before deadlines; its type's default). */
+  readonly timeoutMs?: number | null;
+  /** Epoch ms past which the job is stopped: set at its first start, kept across re-queues. */
+  readonly deadlineAt?: number | null;
 }
 
 export interface NewJob {
@@ -51,12 +55,16 @@ export interface NewJob {
   readonly jobClass: string;
   readonly memBytes: number;
   readonly idempotencyKey: string | null;
+  /** Time budget in ms (timeoutSeconds, or the type's default within the tenant's maximum). */
+  readonly timeoutMs?: number;
 }
 
 /** Where a job inserted already running goes (`insertMany`'s claims). */
 export interface InsertClaim {
   readonly device: string | null;
   readonly placement: string | null;
+  /** Its deadline (epoch ms): it starts now, so its budget starts now. */
+  readonly deadlineAt?: number | null;
 }
 
 export type InsertOutcome =
@@ -94,6 +102,8 @@ interface JobRow {
   result: string | null;
   result_file: string | null;
   trace_file: string | null;
+  timeout_ms: number | null;
+  deadline_at: number | null;
 }
 
 function fromRow(r: JobRow): JobRecord {
@@ -121,6 +131,8 @@ function fromRow(r: JobRow): JobRecord {
     result: r.result === null ? null : (JSON.parse(r.result) as unknown),
     resultFile: r.result_file,
     traceFile: r.trace_file,
+    timeoutMs: r.timeout_ms,
+    deadlineAt: r.deadline_at,
   };
 }
 
@@ -191,29 +203,29 @@ export class JobStore {
     this.fsyncEach = (db.pragma('synchronous', { simple: true }) as number) >= 2;
     this.stmts = {
       insert: db.prepare(
-        `INSERT INTO jobs (id, tenant_id, type, params, priority, job_class, mem_bytes, state, idempotency_key, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)`,
+        `INSERT INTO jobs (id, tenant_id, type, params, priority, job_class, mem_bytes, state, idempotency_key, created_at, timeout_ms)
+         VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)`,
       ),
       byKey: db.prepare('SELECT * FROM jobs WHERE tenant_id = ? AND idempotency_key = ?'),
       byId: db.prepare('SELECT * FROM jobs WHERE id = ?'),
       claim: db.prepare(
-        `UPDATE jobs SET state = 'running', attempt = attempt + 1, started_at = ?, device = ?, placement = ?, progress = 0, message = ''
+        `UPDATE jobs SET state = 'running', attempt = attempt + 1, started_at = ?, device = ?, placement = ?, progress = 0, message = '',
+           deadline_at = COALESCE(deadline_at, ?)
          WHERE id = ? AND state = 'queued' AND cancel_requested = 0
          RETURNING *`,
       ),
       // The same claim when the caller holds the queued record: only the attempt comes back (no JSON).
-      claimAttempt: db
-        .prepare(
-          `UPDATE jobs SET state = 'running', attempt = attempt + 1, started_at = ?, device = ?, placement = ?, progress = 0, message = ''
+      claimAttempt: db.prepare(
+        `UPDATE jobs SET state = 'running', attempt = attempt + 1, started_at = ?, device = ?, placement = ?, progress = 0, message = '',
+           deadline_at = COALESCE(deadline_at, ?)
          WHERE id = ? AND state = 'queued' AND cancel_requested = 0
-         RETURNING attempt`,
-        )
-        .pluck(),
+         RETURNING attempt, deadline_at AS deadlineAt`,
+      ),
       // A job inserted already claimed (attempt 1): what insert + claim commit, in one statement.
       insertRunning: db.prepare(
         `INSERT INTO jobs (id, tenant_id, type, params, priority, job_class, mem_bytes, state, idempotency_key, created_at,
-           attempt, started_at, device, placement)
-         VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, 1, ?, ?, ?)`,
+           timeout_ms, attempt, started_at, device, placement, deadline_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, 1, ?, ?, ?, ?)`,
       ),
       progress: db.prepare(
         `UPDATE jobs SET progress = ?, message = ? WHERE id = ? AND state = 'running' AND attempt = ?`,
@@ -280,9 +292,11 @@ export class JobStore {
       j.memBytes,
       j.idempotencyKey,
       now,
+      j.timeoutMs ?? null,
     ];
+    const deadlineAt = claim?.deadlineAt ?? null;
     const info = claim
-      ? this.stmts.insertRunning.run(...fields, now, claim.device, claim.placement)
+      ? this.stmts.insertRunning.run(...fields, now, claim.device, claim.placement, deadlineAt)
       : this.stmts.insert.run(...fields);
     const job: JobRecord = {
       seq: Number(info.lastInsertRowid),
@@ -308,6 +322,8 @@ export class JobStore {
       result: null,
       resultFile: null,
       traceFile: null,
+      timeoutMs: j.timeoutMs ?? null,
+      deadlineAt,
     };
     return { ok: true, job, created: true };
   }
@@ -340,6 +356,7 @@ export class JobStore {
    * queued → running; returns the claimed record (attempt incremented) or null if it was not queued.
    * With `queued` (the record as inserted, which the dispatcher holds) the row is not read back: only
    * the new attempt is, and the record is rebuilt from it (no JSON parsing on the dispatch path).
+   * `deadlineAt` is the job's deadline if this is its first start; one set by an earlier start is kept.
    */
   claim(
     id: string,
@@ -347,17 +364,24 @@ export class JobStore {
     placement: string | null = null,
     now = Date.now(),
     queued?: JobRecord,
+    deadlineAt: number | null = null,
   ): JobRecord | null {
     // .all(), not .get(): with RETURNING, get() returns the row before the statement's autocommit and
     // better-sqlite3 drops an error of that commit (disk full), so a claim that never landed looked
     // done; all() steps to the end and throws it.
     if (queued) {
-      const attempt = (this.stmts.claimAttempt.all(now, device, placement, id) as number[])[0];
-      if (attempt === undefined) return null;
+      const row = (
+        this.stmts.claimAttempt.all(now, device, placement, deadlineAt, id) as {
+          attempt: number;
+          deadlineAt: number | null;
+        }[]
+      )[0];
+      if (row === undefined) return null;
       return {
         ...queued,
         state: 'running',
-        attempt,
+        attempt: row.attempt,
+        deadlineAt: row.deadlineAt,
         startedAt: now,
         device,
         placement,
@@ -367,7 +391,7 @@ export class JobStore {
       };
     }
     // RETURNING: the claimed row in the same statement (no second query on the dispatch path).
-    const r = (this.stmts.claim.all(now, device, placement, id) as JobRow[])[0];
+    const r = (this.stmts.claim.all(now, device, placement, deadlineAt, id) as JobRow[])[0];
     return r ? fromRow(r) : null;
   }
 

@@ -10,7 +10,14 @@ import type { Runtime } from '../../runtime/runtime.js';
 import type { TaskHandle } from '../../runtime/task.js';
 import type { Tensor } from '../../memory/tensor.js';
 import { META_CELL_OVERFLOW, META_NONFINITE } from '../../kernels/md_common/fixed.js';
-import { constraint, eligibleQueues, placement, requireDevice, type DeviceChoice } from '../tasks.js';
+import {
+  abortError,
+  constraint,
+  eligibleQueues,
+  requireDevice,
+  type DeviceChoice,
+  type RunOptions,
+} from '../tasks.js';
 import { createFcc, createVelocities } from './lattice.js';
 import { atomCount, validateMdParams, type MdConfig } from './params.js';
 import { unstable, type MdHooks } from './simulate.js';
@@ -23,6 +30,14 @@ import { THERMO_COLUMNS, energyDrift, thermoRow, type ThermoRow } from './thermo
  * the pipelined result against the local engine).
  */
 const PIPELINE = true;
+
+/**
+ * Steps in flight at most (submitted, not yet finished): the host waits for step s - window before it
+ * submits step s, and checks the run's signal there. On a GPU, 32 steps keep its queue fed while the host
+ * waits; on the CPU a step can take tens of ms, so two steps bound a cancel's drain (and the worker still
+ * has the next step queued). Without a bound a 10^9-step run would queue every task before the first ran.
+ */
+const STEPS_IN_FLIGHT = { cpu: 2, gpu: 32 } as const;
 
 export interface MdResult {
   atoms: number;
@@ -69,7 +84,13 @@ function cellsPerSide(cfg: MdConfig): number {
   return Math.floor((Math.min(...cfg.cells) * a) / (cfg.cutoff + cfg.skin));
 }
 
-export async function runMd(rt: Runtime, params: unknown, hooks: MdHooks = {}): Promise<MdResult> {
+export async function runMd(
+  rt: Runtime,
+  params: unknown,
+  hooks: MdHooks & RunOptions = {},
+): Promise<MdResult> {
+  const { signal } = hooks;
+  if (signal?.aborted) throw abortError(signal);
   const cfg = validateMdParams(params);
   const device = chooseDevice(rt, cfg);
   // GPUs run MD in f32 (the H200 target is f32; WGSL has no f64); the CPU honours the request.
@@ -102,7 +123,28 @@ export async function runMd(rt: Runtime, params: unknown, hooks: MdHooks = {}): 
   const meta = make([2], 'i32');
   const on = constraint(device);
   const listOn = device === 'webgpu' ? constraint('cpu') : on;
+  // Tasks submitted and not yet retired (counted where they ran); `stepEnds[k]` is the index past
+  // the last task of the k-th oldest step in flight.
   const handles: TaskHandle[] = [];
+  const stepEnds: number[] = [];
+  const devices: Record<string, number> = {};
+  const retire = (count: number): void => {
+    for (const h of handles.splice(0, count)) {
+      const id = h.deviceId ?? 'unknown';
+      devices[id] = (devices[id] ?? 0) + 1;
+    }
+    for (let k = 0; k < stepEnds.length; k++) stepEnds[k]! -= count;
+  };
+  const window = device === 'cpu' ? STEPS_IN_FLIGHT.cpu : STEPS_IN_FLIGHT.gpu;
+  /** Before a step: wait until at most window - 1 steps are in flight, then honour a cancel. */
+  const admitStep = async (): Promise<void> => {
+    while (stepEnds.length >= window) {
+      const end = stepEnds.shift()!;
+      await handles[end - 1]!.done;
+      retire(end);
+    }
+    if (signal?.aborted) throw abortError(signal);
+  };
   const submit = async (
     kernel: string,
     args: Record<string, Tensor>,
@@ -110,7 +152,14 @@ export async function runMd(rt: Runtime, params: unknown, hooks: MdHooks = {}): 
     name: string,
     where: { device?: string } = on,
   ): Promise<void> => {
-    const h = rt.submit({ kernel, args, scalars, name, ...where });
+    const h = rt.submit({
+      kernel,
+      args,
+      scalars,
+      name,
+      ...where,
+      ...(hooks.tags ? { tags: hooks.tags } : {}),
+    });
     handles.push(h);
     if (!PIPELINE) await h.done;
   };
@@ -171,19 +220,24 @@ export async function runMd(rt: Runtime, params: unknown, hooks: MdHooks = {}): 
     await sample(0);
     const checks: Promise<void>[] = [];
     const t0 = performance.now();
+    retire(handles.length);
     for (let step = 1; step <= cfg.steps; step++) {
+      await admitStep();
       await submit('md_integrate', { x, v, f }, { dt: cfg.dt, stage: 1 }, `integrate1@${step}`);
       // Fixed-interval rebuilds (LAMMPS `check no`); the displacement check needs positions on the host,
       // which would stall a GPU every step, so only the local engine (simulate.ts) implements it.
       if (step % cfg.neighEvery === 0) checks.push((await neighbors(step)).check);
       await forces(step);
       await submit('md_integrate', { x, v, f }, { dt: cfg.dt, stage: 2 }, `integrate2@${step}`);
+      stepEnds.push(handles.length);
       if (step % cfg.thermoEvery === 0 || step === cfg.steps) {
         await Promise.all(checks.splice(0));
         await sample(step);
       }
     }
     await Promise.all(checks);
+    await Promise.all(handles.map((h) => h.done));
+    retire(handles.length);
     const seconds = (performance.now() - t0) / 1000;
     return {
       atoms: n,
@@ -200,9 +254,11 @@ export async function runMd(rt: Runtime, params: unknown, hooks: MdHooks = {}): 
       maxNeighbors,
       seconds,
       atomStepsPerSecond: (n * cfg.steps) / seconds,
-      devices: placement(handles),
+      devices,
     };
   } finally {
+    // A stop or a failure mid-run: the tasks in flight still use the tensors; wait for them first.
+    if (handles.length > 0) await Promise.allSettled(handles.map((h) => h.done));
     for (const t of made) rt.free(t);
   }
 }

@@ -19,7 +19,17 @@ import {
 } from '../../kernels/mc_common/engine.js';
 import { portfolioValue } from '../../kernels/mc_var/engine.js';
 import { packPortfolio } from '../../kernels/mc_var/layout.js';
-import { constraint, parallelSlots, placement, requireDevice, settleAll } from '../tasks.js';
+import {
+  abortError,
+  constraint,
+  gpuEligible,
+  parallelSlots,
+  placement,
+  requireDevice,
+  runWindowed,
+  settleAll,
+  type RunOptions,
+} from '../tasks.js';
 import { validateOptionParams, validateVarParams } from './params.js';
 import { riskFigures, type RiskFigures } from './var.js';
 
@@ -39,20 +49,49 @@ export interface OptionResult {
   pathsPerSecond: number;
 }
 
-/** Enough tasks to occupy every eligible queue, but none smaller than 16k streams. */
-function taskCount(requested: number | null, queues: number, streams: number): number {
-  return Math.max(1, Math.min(streams, requested ?? Math.min(queues, Math.ceil(streams / 16384))));
+/**
+ * The most work one task may hold (streams × path steps; a European stream is 4 samples of one step):
+ * about 0.1 s on one CPU core, about 1 ms on an H200. A cancel or a deadline takes effect at a task
+ * boundary, so a huge job (2^40 paths) is cut into many such tasks instead of one per device, and
+ * submitted a window at a time (runWindowed). Jobs below queues × this split exactly as before.
+ */
+const MAX_TASK_WORK_CPU = 2 ** 19;
+const MAX_TASK_WORK_GPU = 2 ** 26;
+
+/** Enough tasks to occupy every eligible queue, but none smaller than 16k streams nor bigger than maxStreams. */
+function taskCount(requested: number | null, queues: number, streams: number, maxStreams: number): number {
+  const n = Math.max(1, Math.min(streams, requested ?? Math.min(queues, Math.ceil(streams / 16384))));
+  return Math.max(n, Math.ceil(streams / maxStreams));
 }
 
-export async function priceOption(rt: Runtime, params: unknown): Promise<OptionResult> {
+/**
+ * Tasks in flight at once for a job cut into more tasks than queues: one per CPU queue (a cancel then
+ * waits for one task per worker), two more when a GPU may run them (its next launch is queued while one
+ * runs, so the GPU does not idle during each read-back).
+ */
+function windowSize(queues: number, gpu: boolean): number {
+  return queues + (gpu ? 2 : 0);
+}
+
+export async function priceOption(
+  rt: Runtime,
+  params: unknown,
+  opts: RunOptions = {},
+): Promise<OptionResult> {
   const cfg = validateOptionParams(params);
   const op = cfg.kind === 'european' ? 'mc_european' : 'mc_asian';
   requireDevice(rt, op, cfg.device);
   const queues = parallelSlots(rt, op, cfg.device);
   const spec = mcSpec(cfg);
   const streams = streamCount(spec);
-  const tasks = taskCount(cfg.tasks, queues, streams);
-  const per = Math.ceil(streams / tasks);
+  const gpu = gpuEligible(rt, op, cfg.device);
+  const stepsPerStream = spec.kind === 'european' ? 4 : spec.steps;
+  const maxStreams = Math.max(1, Math.floor((gpu ? MAX_TASK_WORK_GPU : MAX_TASK_WORK_CPU) / stepsPerStream));
+  const per = Math.ceil(streams / taskCount(cfg.tasks, queues, streams, maxStreams));
+  const tasks = Math.ceil(streams / per);
+  const window = windowSize(queues, gpu);
+  if (opts.signal?.aborted) throw abortError(opts.signal);
+  if (tasks > window) return priceWindowed(rt, cfg, op, spec, tasks, per, window, opts);
   const t0 = performance.now();
   const outs = [];
   const handles: TaskHandle[] = [];
@@ -67,6 +106,7 @@ export async function priceOption(rt: Runtime, params: unknown): Promise<OptionR
         scalars: mcScalars(spec, first, n),
         name: `${op}[${first}+${n}]`,
         ...constraint(cfg.device),
+        ...(opts.tags ? { tags: opts.tags } : {}),
       }),
     );
   }
@@ -110,6 +150,59 @@ export async function priceOption(rt: Runtime, params: unknown): Promise<OptionR
   }
 }
 
+/** priceOption for a job of more tasks than the window: submitted a window at a time, stoppable between. */
+async function priceWindowed(
+  rt: Runtime,
+  cfg: ReturnType<typeof validateOptionParams>,
+  op: string,
+  spec: ReturnType<typeof mcSpec>,
+  tasks: number,
+  per: number,
+  window: number,
+  opts: RunOptions,
+): Promise<OptionResult> {
+  const streams = streamCount(spec);
+  const t0 = performance.now();
+  const total: McPartial = { sum: 0, sumSq: 0, count: 0 };
+  const devices = await runWindowed(
+    tasks,
+    window,
+    opts.signal,
+    (i) => {
+      const first = i * per;
+      const n = Math.min(per, streams - first);
+      const out = rt.tensor([mcRows(n), 3], 'f32');
+      const handle = rt.submit({
+        kernel: op,
+        args: { out },
+        scalars: mcScalars(spec, first, n),
+        name: `${op}[${first}+${n}]`,
+        ...constraint(cfg.device),
+        ...(opts.tags ? { tags: opts.tags } : {}),
+      });
+      return { handle, result: rt.read(out), release: () => rt.free(out) };
+    },
+    (_i, rows) => addPartialRows(total, rows),
+  );
+  const { price, stdError } = estimate(spec, total);
+  const seconds = (performance.now() - t0) / 1000;
+  const n = paths(spec);
+  return {
+    type: cfg.kind,
+    right: cfg.right,
+    price,
+    stdError,
+    analytic: cfg.kind === 'european' ? blackScholes(cfg) : null,
+    paths: n,
+    antithetic: cfg.antithetic,
+    seed: cfg.seed,
+    tasks,
+    devices,
+    seconds,
+    pathsPerSecond: n / seconds,
+  };
+}
+
 export interface VarResult extends RiskFigures {
   confidence: number;
   horizon: number;
@@ -122,52 +215,87 @@ export interface VarResult extends RiskFigures {
   scenariosPerSecond: number;
 }
 
-export async function portfolioVar(rt: Runtime, params: unknown): Promise<VarResult> {
+/** Scenarios one mc_var task may hold: about 0.1 s on one CPU core (see MAX_TASK_WORK_CPU). */
+const MAX_VAR_SCENARIOS_CPU = 2 ** 15;
+const MAX_VAR_SCENARIOS_GPU = 2 ** 22;
+
+export async function portfolioVar(rt: Runtime, params: unknown, opts: RunOptions = {}): Promise<VarResult> {
   const cfg = validateVarParams(params);
   requireDevice(rt, 'mc_var', cfg.device);
   const queues = parallelSlots(rt, 'mc_var', cfg.device);
+  const gpu = gpuEligible(rt, 'mc_var', cfg.device);
   const pf = cfg.portfolio;
   const v0 = portfolioValue(pf, pf.spot, 0);
-  const tasks = Math.max(
+  const split = Math.max(
     1,
     Math.min(cfg.scenarios, cfg.tasks ?? Math.min(queues, Math.ceil(cfg.scenarios / 8192))),
+    Math.ceil(cfg.scenarios / (gpu ? MAX_VAR_SCENARIOS_GPU : MAX_VAR_SCENARIOS_CPU)),
   );
-  const per = Math.ceil(cfg.scenarios / tasks);
+  const per = Math.ceil(cfg.scenarios / split);
+  const tasks = Math.ceil(cfg.scenarios / per);
+  if (opts.signal?.aborted) throw abortError(opts.signal);
   const t0 = performance.now();
   const packed = rt.tensor([packPortfolio(pf).length], 'f32', packPortfolio(pf));
+  const scalarsFor = (first: number) => ({
+    first,
+    assets: pf.assets,
+    positions: pf.positions,
+    horizon: cfg.horizon,
+    rate: pf.rate,
+    v0,
+    k0: cfg.seed % 2 ** 32,
+    k1: Math.floor(cfg.seed / 2 ** 32),
+  });
   const outs = [];
   const handles: TaskHandle[] = [];
-  for (let first = 0; first < cfg.scenarios; first += per) {
-    const n = Math.min(per, cfg.scenarios - first);
-    const losses = rt.tensor([n], 'f32');
-    outs.push(losses);
-    const scalars = {
-      first,
-      assets: pf.assets,
-      positions: pf.positions,
-      horizon: cfg.horizon,
-      rate: pf.rate,
-      v0,
-      k0: cfg.seed % 2 ** 32,
-      k1: Math.floor(cfg.seed / 2 ** 32),
-    };
-    handles.push(
-      rt.submit({
-        kernel: 'mc_var',
-        args: { portfolio: packed, losses },
-        scalars,
-        name: `mc_var[${first}+${n}]`,
-        ...constraint(cfg.device),
-      }),
-    );
-  }
+  const window = windowSize(queues, gpu);
+  const all = new Float64Array(cfg.scenarios);
+  let devices: Record<string, number> | null = null;
   try {
-    await settleAll(handles);
-    const all = new Float64Array(cfg.scenarios);
-    let o = 0;
-    for (const part of await Promise.all(outs.map((t) => rt.read(t)))) {
-      all.set(part, o);
-      o += part.length;
+    if (tasks > window) {
+      // A window at a time, each part copied home as it comes: stoppable between tasks.
+      devices = await runWindowed(
+        tasks,
+        window,
+        opts.signal,
+        (i) => {
+          const first = i * per;
+          const n = Math.min(per, cfg.scenarios - first);
+          const losses = rt.tensor([n], 'f32');
+          const handle = rt.submit({
+            kernel: 'mc_var',
+            args: { portfolio: packed, losses },
+            scalars: scalarsFor(first),
+            name: `mc_var[${first}+${n}]`,
+            ...constraint(cfg.device),
+            ...(opts.tags ? { tags: opts.tags } : {}),
+          });
+          return { handle, result: rt.read(losses), release: () => rt.free(losses) };
+        },
+        (i, part) => all.set(part, i * per),
+      );
+    } else {
+      for (let first = 0; first < cfg.scenarios; first += per) {
+        const n = Math.min(per, cfg.scenarios - first);
+        const losses = rt.tensor([n], 'f32');
+        outs.push(losses);
+        handles.push(
+          rt.submit({
+            kernel: 'mc_var',
+            args: { portfolio: packed, losses },
+            scalars: scalarsFor(first),
+            name: `mc_var[${first}+${n}]`,
+            ...constraint(cfg.device),
+            ...(opts.tags ? { tags: opts.tags } : {}),
+          }),
+        );
+      }
+      await settleAll(handles);
+      let o = 0;
+      for (const part of await Promise.all(outs.map((t) => rt.read(t)))) {
+        all.set(part, o);
+        o += part.length;
+      }
     }
     const figures = riskFigures(all, cfg.confidence);
     const seconds = (performance.now() - t0) / 1000;
@@ -178,8 +306,8 @@ export async function portfolioVar(rt: Runtime, params: unknown): Promise<VarRes
       scenarios: cfg.scenarios,
       portfolioValue: v0,
       seed: cfg.seed,
-      tasks: handles.length,
-      devices: placement(handles),
+      tasks,
+      devices: devices ?? placement(handles),
       seconds,
       scenariosPerSecond: cfg.scenarios / seconds,
     };

@@ -14,6 +14,7 @@ const TENANT_SCHEMA = {
     maxConcurrentJobs: { type: 'integer' },
     maxDeviceMemoryBytes: { type: 'number' },
     maxQueuedJobs: { type: 'integer' },
+    maxTimeoutSeconds: { type: 'number' },
   },
 } as const;
 
@@ -46,6 +47,7 @@ export function adminRoutes(s: ServiceParts) {
               maxConcurrentJobs: { type: 'integer', minimum: 1, maximum: 10_000 },
               maxDeviceMemoryBytes: { type: 'integer', minimum: 0 },
               maxQueuedJobs: { type: 'integer', minimum: 1, maximum: 10_000_000 },
+              maxTimeoutSeconds: { type: 'integer', minimum: 1, maximum: 31_536_000 },
               keyLabel: { type: 'string', maxLength: 64 },
             },
           },

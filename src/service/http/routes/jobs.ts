@@ -7,6 +7,7 @@ import type { ServiceParts } from '../../service.js';
 import type { JobRecord, JobState, NewJob } from '../../store/job-store.js';
 import { memoryEstimate } from '../../jobs/job-type.js';
 import { tenantOf } from '../auth.js';
+import { resolveTimeoutMs } from '../../runner/deadlines.js';
 import { isFinished, JobWaiters } from '../../runner/job-waiters.js';
 import {
   JOB_ID_PARAMS,
@@ -22,6 +23,7 @@ interface SubmitBody {
   params: Record<string, unknown>;
   priority: number;
   idempotencyKey?: string;
+  timeoutSeconds?: number;
 }
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
@@ -49,6 +51,8 @@ export function jobView(s: ServiceParts, j: JobRecord) {
     finishedAt: iso(j.finishedAt),
     waitSeconds: j.startedAt === null ? null : (j.startedAt - j.createdAt) / 1000,
     runSeconds: j.startedAt === null ? null : ((j.finishedAt ?? Date.now()) - j.startedAt) / 1000,
+    timeoutSeconds: j.timeoutMs == null ? null : j.timeoutMs / 1000,
+    deadline: iso(j.deadlineAt ?? null),
     error: j.error,
     hasResult: j.state === 'succeeded',
   };
@@ -110,6 +114,12 @@ export function jobRoutes(s: ServiceParts) {
           body.idempotencyKey ??
           (typeof header === 'string' && header.length > 0 ? header.slice(0, 128) : null);
         const { type, parsed } = validateParams(s, req, body);
+        const timeoutMs = resolveTimeoutMs(
+          body.timeoutSeconds,
+          type,
+          tenant,
+          s.config.defaultJobTimeoutSeconds,
+        );
         const memBytes = memoryEstimate(type, parsed);
         if (memBytes > tenant.maxDeviceMemoryBytes)
           throw new TandemError(
@@ -139,6 +149,7 @@ export function jobRoutes(s: ServiceParts) {
           jobClass: type.jobClass(parsed),
           memBytes,
           idempotencyKey: idem,
+          timeoutMs,
         };
         const waitMs = Number(req.query.wait ?? 0) * 1000;
         if (waitMs <= 0) {

@@ -245,6 +245,8 @@ export const customKernelJob = defineJobType<CustomKernelParams>({
   memoryBytes: (p) =>
     p.tensors.reduce((a, t) => a + t.shape.reduce((x, y) => x * y, 1) * bytesPerElement(t.dtype), 0),
   jobClass: () => 'custom',
+  // Short: a kernel that does not end is stopped by the deadline watchdog (a relaunch), so soon is better.
+  defaultTimeoutSeconds: 60,
   requestedDevice: (p) => (p.language === 'cuda' ? 'cuda' : 'webgpu'),
   async run(ctx) {
     const rt = requireRuntime(ctx);

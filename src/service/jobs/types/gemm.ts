@@ -245,6 +245,8 @@ export const gemmJob = defineJobType<GemmParams>({
   },
   memoryBytes: (p) => 3 * p.n * p.n * bytesPerElement(p.dtype),
   jobClass: (p) => (p.n >= 2048 ? 'throughput' : 'latency'),
+  // n = 8192 on a 2-core CPU takes about a minute; a GPU, well under a second.
+  defaultTimeoutSeconds: 300,
   requestedDevice: (p) => p.device,
   run: runGemm,
 });

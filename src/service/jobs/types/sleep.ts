@@ -24,6 +24,7 @@ export const sleepJob = defineJobType<SleepParams>({
   parse: (raw) => ({ ms: Number(raw['ms'] ?? 0), steps: Number(raw['steps'] ?? 1) }),
   memoryBytes: () => 0,
   jobClass: () => 'latency',
+  defaultTimeoutSeconds: 120,
   async run(ctx) {
     const { ms, steps } = ctx.params;
     for (let i = 0; i < steps; i++) {

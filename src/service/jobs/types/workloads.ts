@@ -17,6 +17,12 @@ const JOB_CLASS: Record<WorkloadJobType['name'], string> = {
   option: 'latency',
   var: 'latency',
 };
+/** Longer budgets than sleep/gemm: an MD run or a large Monte Carlo price legitimately takes minutes. */
+const DEFAULT_TIMEOUT_SECONDS: Record<WorkloadJobType['name'], number> = {
+  md: 3600,
+  option: 600,
+  var: 600,
+};
 const KINDS = new Set(['cpu', 'cuda', 'webgpu']);
 
 function wrap(w: WorkloadJobType): AnyJobType {
@@ -32,6 +38,7 @@ function wrap(w: WorkloadJobType): AnyJobType {
     // From the workload's validated config (md: cells as a number or [nx, ny, nz], atoms, presets).
     memoryBytes: (p) => w.memoryBytes(p),
     jobClass: () => JOB_CLASS[w.name],
+    defaultTimeoutSeconds: DEFAULT_TIMEOUT_SECONDS[w.name],
     requestedDevice: (p) =>
       typeof p['device'] === 'string' && p['device'] !== 'auto' ? p['device'] : undefined,
     async run(ctx: JobContext<Params>) {
@@ -42,13 +49,18 @@ function wrap(w: WorkloadJobType): AnyJobType {
         (ctx.placement.device && KINDS.has(ctx.placement.device) ? ctx.placement.device : undefined);
       const params = device === undefined ? ctx.params : { ...ctx.params, device };
       const steps = Number(ctx.params['steps'] ?? 0);
-      const result = await w.run(rt, params, (row) => {
-        const step = Number(row['Step'] ?? row['step'] ?? NaN);
-        if (steps > 0 && Number.isFinite(step)) ctx.progress(step / steps, `step ${step}/${steps}`);
-      });
-      // No cancellation point inside a workload run: a cancel takes effect when it returns.
-      if (ctx.aborted ?? ctx.signal.aborted)
-        throw new TandemError('TANDEM_ERR_CANCELLED', 'cancelled while running');
+      // The signal is the cancellation point: the workload stops at its next task or step boundary.
+      const result = await w.run(
+        rt,
+        params,
+        (row) => {
+          const step = Number(row['Step'] ?? row['step'] ?? NaN);
+          if (steps > 0 && Number.isFinite(step)) ctx.progress(step / steps, `step ${step}/${steps}`);
+        },
+        { signal: ctx.signal, tags: ctx.tags },
+      );
+      // A stop that came after its last boundary: the result is dropped, as the job was stopped.
+      if (ctx.signal.aborted) throw new TandemError('TANDEM_ERR_CANCELLED', 'cancelled while running');
       return result;
     },
   });
