@@ -7,10 +7,11 @@
  */
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import type { HostArray } from '../src/core/dtype.js';
-import type { Tensor } from '../src/memory/tensor.js';
-import { Runtime } from '../src/runtime/runtime.js';
-import { spdValue, submitCholesky, type TileMatrix } from '../src/workloads/tiled/index.js';
+import { Runtime, type HostArray, type Tensor } from 'tandem';
+import { tiled } from 'tandem/workloads';
+
+const { spdValue, submitCholesky } = tiled;
+type TileMatrix = tiled.TileMatrix;
 
 const { values } = parseArgs({
   options: {

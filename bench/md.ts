@@ -8,10 +8,11 @@
 import { writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { intOption, parse } from '../src/cli/output.js';
-import { Runtime } from '../src/runtime/runtime.js';
-import { runMd, type MdResult } from '../src/workloads/md/run.js';
-import { runLocal } from '../src/workloads/md/simulate.js';
-import { validateMdParams } from '../src/workloads/md/params.js';
+import { Runtime } from 'tandem';
+import { md } from 'tandem/workloads';
+
+const { runMd, runLocal, validateMdParams } = md;
+type MdResult = md.MdResult;
 
 // --json names the file to write (not the CLI's boolean --json).
 const { values } = parse(process.argv.slice(2), {

@@ -4,8 +4,7 @@
  * `tandem bench overhead [--tasks 200000] [--backends cpu] [--json]`
  */
 import { intOption, parse, print, table } from '../src/cli/output.js';
-import { Runtime } from '../src/runtime/runtime.js';
-import type { TaskHandle } from '../src/runtime/task.js';
+import { Runtime, type TaskHandle } from 'tandem';
 
 export interface OverheadResult {
   readonly pattern: string;

@@ -9,9 +9,10 @@
  * the workload's own host work — what a GPU price costs on the main thread, on a machine without one.
  */
 import { intOption, parse } from '../src/cli/output.js';
-import { simBackend } from '../src/devices/sim/backend.js';
-import { Runtime } from '../src/runtime/runtime.js';
-import { priceOption } from '../src/workloads/risk/run.js';
+import { Runtime, simBackend } from 'tandem';
+import { risk } from 'tandem/workloads';
+
+const { priceOption } = risk;
 import { gcLine, slowWithGc, watchGc } from './gc-watch.js';
 import { quantile } from './quantile.js';
 

@@ -13,13 +13,14 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setImmediate as immediate } from 'node:timers/promises';
 import { intOption, parse } from '../src/cli/output.js';
-import { Runtime } from '../src/runtime/runtime.js';
-import { priceOption } from '../src/workloads/risk/run.js';
-import { validateOptionParams } from '../src/workloads/risk/params.js';
+import { Runtime } from 'tandem';
+import { risk } from 'tandem/workloads';
 import { mcRows, mcScalars } from '../src/kernels/mc_common/def.js';
 import { addPartialRows, estimate, mcSpec, streamCount } from '../src/kernels/mc_common/engine.js';
 import { slowWithGc, watchGc } from './gc-watch.js';
 import { quantile } from './quantile.js';
+
+const { priceOption, validateOptionParams } = risk;
 
 const { values } = parse(process.argv.slice(2), {
   device: { type: 'string', default: 'cuda' },

@@ -8,13 +8,14 @@
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { intOption, parse } from '../src/cli/output.js';
-import { Runtime } from '../src/runtime/runtime.js';
-import { portfolioVar, priceOption } from '../src/workloads/risk/run.js';
-import { EXAMPLE_PORTFOLIO, validateOptionParams } from '../src/workloads/risk/params.js';
+import { Runtime } from 'tandem';
+import { risk } from 'tandem/workloads';
 import { mcRows, mcScalars } from '../src/kernels/mc_common/def.js';
 import { mcSpec, streamCount } from '../src/kernels/mc_common/engine.js';
 import { gcLine, slowWithGc, watchGc } from './gc-watch.js';
 import { quantile } from './quantile.js';
+
+const { EXAMPLE_PORTFOLIO, portfolioVar, priceOption, validateOptionParams } = risk;
 
 // --json names the file to write (not the CLI's boolean --json).
 const { values } = parse(process.argv.slice(2), {

@@ -5,7 +5,7 @@
  * `node dist/bench/scale-autoscale.js [--jobs 400] [--job-ms 200] [--max 4] [--idle-ms 3000]`
  */
 import { parseArgs } from 'node:util';
-import { RedisAgentRegistry } from '../src/agent/heartbeat.js';
+import { RedisAgentRegistry } from '../src/service/queue/heartbeat.js';
 import { LocalAutoscaler, type ScaleEvent } from '../src/service/autoscale/local.js';
 import { DEFAULT_POLICY, ScaleSignal } from '../src/service/autoscale/signal.js';
 import { BullQueue } from '../src/service/queue/bullmq-queue.js';

@@ -9,13 +9,10 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fillRandom } from '../src/core/seeded-random.js';
-import { simBackend } from '../src/devices/sim/backend.js';
-import type { Backend } from '../src/devices/device.js';
-import type { TaskEvent } from '../src/obs/observer.js';
-import { Runtime } from '../src/runtime/runtime.js';
-import type { Tensor } from '../src/memory/tensor.js';
-import { spdValue, submitCholesky, tileMatrix } from '../src/workloads/tiled/index.js';
+import { Runtime, fillRandom, simBackend, type Backend, type TaskEvent, type Tensor } from 'tandem';
+import { tiled } from 'tandem/workloads';
+
+const { spdValue, submitCholesky, tileMatrix } = tiled;
 
 export interface MixedRow {
   readonly policy: string;

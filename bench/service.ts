@@ -19,14 +19,20 @@ import { parseArgs } from 'node:util';
 
 const MAIN = join(process.cwd(), 'dist', 'src', 'cli', 'main.js');
 
-interface Server {
+export interface Server {
   child: ChildProcess;
   url: string;
   key: string;
+  /** The server process (under the supervisor, not the child itself). */
+  pid: number;
   startedMs: number;
 }
 
-async function serve(dataDir: string, args: string[], env: Record<string, string> = {}): Promise<Server> {
+export async function serve(
+  dataDir: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<Server> {
   const t0 = performance.now();
   const child = spawn(
     process.execPath,
@@ -38,6 +44,8 @@ async function serve(dataDir: string, args: string[], env: Record<string, string
         TANDEM_LOG: 'silent',
         TANDEM_RATE_LIMIT: '1000000',
         TANDEM_MAX_QUEUED: '10000000',
+        // These figures are durable acceptance of a deep queue of long jobs, which shedding would refuse.
+        TANDEM_SHED: '0',
         ...env,
       },
     },
@@ -46,12 +54,12 @@ async function serve(dataDir: string, args: string[], env: Record<string, string
     createInterface({ input: child.stdout! }).once('line', resolve);
     child.once('exit', (c) => reject(new Error(`serve exited with ${c}`)));
   });
-  const url = (JSON.parse(line) as { url: string }).url;
+  const { url, pid } = JSON.parse(line) as { url: string; pid: number };
   const key = readFileSync(join(dataDir, 'admin-key.txt'), 'utf8').trim();
-  return { child, url, key, startedMs: performance.now() - t0 };
+  return { child, url, key, pid, startedMs: performance.now() - t0 };
 }
 
-async function stop(s: Server, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+export async function stop(s: Server, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
   if (s.child.exitCode !== null) return;
   const exited = new Promise((r) => s.child.once('exit', r));
   s.child.kill(signal);

@@ -5,9 +5,7 @@
  *   npx tsc -p . && node dist/examples/seed-matrixmul.js
  */
 import { pathToFileURL } from 'node:url';
-import { TandemError } from '../src/core/errors.js';
-import type { CudaProgram } from '../src/devices/cuda/kernel-api.js';
-import type { KernelDef } from '../src/kernels/kernel.js';
+import { TandemError, type CudaProgram, type KernelDef } from 'tandem';
 
 /** Verbatim from the seed document (section 二.2): C[M,K] = A[M,N] · B[N,K], one thread per element. */
 export const SEED_MATRIXMUL_SOURCE = `__global__ void matrixMul(float *A, float *B, float *C, int M, int N, int K) {

@@ -11,7 +11,7 @@ import type { AnyJobType, JobContext, ServiceRuntime } from '../service/jobs/job
 import type { JobTypeRegistry } from '../service/jobs/registry.js';
 import { JobFailure, type Consumer, type JobQueue, type QueueJob } from '../service/queue/queue.js';
 import type { JobStoreApi, ScaleFinish } from '../service/store/store.js';
-import type { AgentDevice, AgentInfo, AgentRegistry } from './heartbeat.js';
+import type { AgentDevice, AgentInfo, AgentRegistry } from '../service/queue/heartbeat.js';
 import { StoreBatcher } from './store-batcher.js';
 
 export interface AgentOptions {

@@ -7,7 +7,7 @@
 import { freemem, hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Agent } from '../agent/agent.js';
-import { RedisAgentRegistry, deviceClassOf, type AgentDevice } from '../agent/heartbeat.js';
+import { RedisAgentRegistry, deviceClassOf, type AgentDevice } from '../service/queue/heartbeat.js';
 import { TandemError } from '../core/errors.js';
 import { Runtime } from '../runtime/runtime.js';
 import { registerBuiltinJobTypes } from '../service/jobs/builtin.js';

@@ -6,16 +6,21 @@ import { TraceRecorder } from '../obs/trace.js';
 import { Runtime } from '../runtime/runtime.js';
 import { checkGemmRows, randomData } from './gemm-check.js';
 import { flops, intOption, parse, print, table, type Command } from './output.js';
+import { logLevelFrom, printBackendSummary, runtimeLoggers } from './runtime-log.js';
 
 export async function openRuntime(
-  opts: { backends?: string[]; scheduler?: string; calibrate?: boolean } = {},
+  opts: { backends?: string[]; scheduler?: string; calibrate?: boolean; summary?: boolean } = {},
 ): Promise<Runtime> {
-  return Runtime.create({
+  const { log, debug } = runtimeLoggers(logLevelFrom(process.env));
+  const rt = await Runtime.create({
     ...(opts.backends ? { backends: opts.backends } : {}),
     ...(opts.scheduler ? { scheduler: opts.scheduler } : {}),
     calibrate: opts.calibrate ?? true,
-    log: (m) => process.stderr.write(`[tandem] ${m}\n`),
+    log,
+    debug,
   });
+  if (opts.summary !== false) printBackendSummary(rt, log);
+  return rt;
 }
 
 function backendList(v: unknown): string[] | undefined {
@@ -25,7 +30,12 @@ function backendList(v: unknown): string[] | undefined {
 export const devicesCommand: Command = async (argv) => {
   const { values } = parse(argv, { backends: { type: 'string' }, 'no-calibrate': { type: 'boolean' } });
   const backends = backendList(values['backends']);
-  const rt = await openRuntime({ ...(backends ? { backends } : {}), calibrate: !values['no-calibrate'] });
+  // The table below is the summary: nothing else on stderr.
+  const rt = await openRuntime({
+    ...(backends ? { backends } : {}),
+    calibrate: !values['no-calibrate'],
+    summary: false,
+  });
   try {
     const data = rt.backends.map((b) => ({
       backend: b.kind,

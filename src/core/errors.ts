@@ -32,6 +32,10 @@ export const ERROR_CATALOGUE = {
   TANDEM_ERR_FORBIDDEN: { http: 403, summary: 'the key may not do this' },
   TANDEM_ERR_RATE_LIMITED: { http: 429, summary: 'too many requests' },
   TANDEM_ERR_QUOTA: { http: 429, summary: 'a tenant quota is exhausted' },
+  TANDEM_ERR_OVERLOADED: {
+    http: 429,
+    summary: 'the service sheds load: its queue or event loop is full (retry after Retry-After seconds)',
+  },
   TANDEM_ERR_CONFLICT: { http: 409, summary: 'the request conflicts with the current state' },
   TANDEM_ERR_UNAVAILABLE: { http: 503, summary: 'a dependency (database, queue) is unreachable' },
   TANDEM_ERR_MALFORMED_REQUEST: {
@@ -41,6 +45,12 @@ export const ERROR_CATALOGUE = {
   TANDEM_ERR_UNKNOWN_JOB_TYPE: { http: 400, summary: 'no job type is registered under this name' },
   TANDEM_ERR_PAYLOAD_TOO_LARGE: { http: 413, summary: 'the request body exceeds the configured limit' },
   TANDEM_ERR_NOT_READY: { http: 409, summary: 'the job has not produced this yet (still queued or running)' },
+  TANDEM_ERR_DATA_DIR_LOCKED: { http: 409, summary: 'another running server holds this data directory' },
+  TANDEM_ERR_PORT_IN_USE: { http: 409, summary: 'the port is already in use by another process' },
+  TANDEM_ERR_DEVICE_ABSENT: {
+    http: 400,
+    summary: 'the job asks for a device kind this server does not have',
+  },
   TANDEM_ERR_INTERNAL: { http: 500, summary: 'an internal error' },
 } as const;
 

@@ -7,7 +7,18 @@
 import type { DType } from '../core/dtype.js';
 import type { Shape } from '../core/shape.js';
 
-export type DeviceKind = 'cpu' | 'cuda' | 'webgpu' | 'sim';
+/**
+ * The one list of device kinds: the built-in hardware backends, in the order they are tried, and
+ * `sim` (simulated devices for scheduling studies). Every other list of kinds derives from these.
+ */
+export const HARDWARE_KINDS = ['cpu', 'cuda', 'webgpu'] as const;
+export type HardwareKind = (typeof HARDWARE_KINDS)[number];
+export const DEVICE_KINDS = [...HARDWARE_KINDS, 'sim'] as const;
+export type DeviceKind = (typeof DEVICE_KINDS)[number];
+
+export function isHardwareKind(x: unknown): x is HardwareKind {
+  return (HARDWARE_KINDS as readonly unknown[]).includes(x);
+}
 export type MemoryKind = 'host' | 'cuda' | 'webgpu' | 'sim';
 
 /** Measured figures; a field is absent when it was not measured, never guessed. */
@@ -136,8 +147,21 @@ export interface BackendContext {
   readonly calibrate: boolean;
   readonly options: Readonly<Record<string, unknown>>;
   readonly log: (msg: string) => void;
+  /**
+   * Detail nobody needs unless debugging: drivers' and Dawn's own start-up warnings, per-device
+   * notes. Optional; shown by the CLI and the service with TANDEM_LOG=debug.
+   */
+  readonly debug?: (msg: string) => void;
   /** This runtime's implementation of `op` for the backend's kind (for calibration runs). */
   readonly kernelImpl?: (op: string) => unknown;
+  /**
+   * URL of the module whose `KERNEL_IMPLS` export is the built-in kernel table ({op, backend, impl}),
+   * for backends that run kernels in worker threads and must import them there. Devices sit below
+   * the kernel library and never import it themselves; the runtime hands them this.
+   */
+  readonly kernelTableModule?: string;
+  /** FLOPs of one run of `op` on these arguments, from the kernel's cost model (0 when unknown). */
+  readonly kernelFlops?: (op: string, args: readonly TensorDesc[], scalars: Scalars) => number;
 }
 
 export interface BackendStatus {

@@ -7,7 +7,7 @@ import { TandemError } from '../core/errors.js';
 import type { CopyRoute, DeviceBuffer, MemoryKind, MemoryNode } from '../devices/device.js';
 import type { MemoryManager } from './memory-manager.js';
 import type { Replica, Tensor } from './tensor.js';
-import { nowUs } from '../obs/observer.js';
+import { nowUs } from '../core/clock.js';
 
 export type TransferListener = (
   t: Tensor,

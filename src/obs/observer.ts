@@ -40,6 +40,4 @@ export interface Observer {
   onTransfer?(e: TransferEvent): void;
 }
 
-export function nowUs(): number {
-  return performance.now() * 1000;
-}
+export { nowUs } from '../core/clock.js';

@@ -1,7 +1,7 @@
 /** Runtime configuration: parsed and validated once, then passed down. */
 import { join } from 'node:path';
 import { TandemError } from '../core/errors.js';
-import type { Backend } from '../devices/device.js';
+import { HARDWARE_KINDS, type Backend } from '../devices/device.js';
 import type { SchedulerPolicy } from './policies/policy.js';
 
 export interface RuntimeConfig {
@@ -17,6 +17,8 @@ export interface RuntimeConfig {
   /** Backend options by kind: { cpu: { threads: 2 }, cuda: {...}, webgpu: {...} }. */
   readonly options?: Readonly<Record<string, unknown>>;
   readonly log?: (msg: string) => void;
+  /** Debug detail (drivers' and Dawn's start-up warnings); default: dropped. */
+  readonly debug?: (msg: string) => void;
 }
 
 export interface ResolvedConfig {
@@ -27,12 +29,13 @@ export interface ResolvedConfig {
   readonly memoryBudget: Readonly<Record<string, number>>;
   readonly options: Readonly<Record<string, unknown>>;
   readonly log: (msg: string) => void;
+  readonly debug: (msg: string) => void;
 }
 
 export function resolveConfig(config: RuntimeConfig = {}): ResolvedConfig {
   if (config === null || typeof config !== 'object')
     throw new TandemError('TANDEM_ERR_CONFIG', 'runtime config must be an object');
-  const backends = config.backends ?? ['cpu', 'cuda', 'webgpu'];
+  const backends = config.backends ?? [...HARDWARE_KINDS];
   if (!Array.isArray(backends)) throw new TandemError('TANDEM_ERR_CONFIG', 'backends must be an array');
   for (const b of backends) {
     if (typeof b !== 'string' && (typeof b !== 'object' || typeof (b as Backend).open !== 'function')) {
@@ -53,5 +56,6 @@ export function resolveConfig(config: RuntimeConfig = {}): ResolvedConfig {
     memoryBudget: budget,
     options: config.options ?? {},
     log: config.log ?? ((m) => process.stderr.write(`[tandem] ${m}\n`)),
+    debug: config.debug ?? ((): void => {}),
   };
 }

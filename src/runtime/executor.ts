@@ -149,6 +149,9 @@ export class Executor implements PredecessorSink {
     for (let i = 0; i < task.tensors.length; i++) {
       if (readsFrom(task.modes[i]!) && !this.coherence.isLocal(task.tensors[i]!, w.node)) return;
     }
+    // A policy sharing devices between groups may want this task to wait its turn instead.
+    const admit = this.policy.admitForward;
+    if (admit !== undefined && !admit(task, w)) return;
     let preds = all;
     if (inFlight < n) {
       preds = null;
@@ -404,6 +407,12 @@ export class Executor implements PredecessorSink {
       w.inflight--;
       for (const t of task.tensors) t.replica(w.node.index).users--;
       if (!error && this.models) this.models.record(task, w, us);
+      const share = task.share;
+      if (share !== null) {
+        // Device time per share group (shown as usage; failed tasks used the device too).
+        share.deviceUs += us > 0 ? us : 0;
+        share.tasks++;
+      }
     }
     if (this.observers.length) this.emit(task, error);
     if (w) this.policy.onComplete?.(task, w, us, !error);

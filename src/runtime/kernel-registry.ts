@@ -1,6 +1,6 @@
 /** The runtime's own table of ops and their per-backend implementations (no global registry). */
 import { TandemError } from '../core/errors.js';
-import type { DeviceKind } from '../devices/device.js';
+import type { DeviceKind, Scalars, TensorDesc } from '../devices/device.js';
 import type { KernelDef, KernelImplEntry } from '../kernels/kernel.js';
 
 export interface RegisteredKernel {
@@ -66,5 +66,22 @@ export class KernelRegistry {
 
   names(): string[] {
     return [...this.kernels.keys()].filter((n) => !n.startsWith('__'));
+  }
+}
+
+/**
+ * FLOPs of one run of `def` on positional argument descriptors, from its cost model; 0 when the
+ * arguments do not fit it (a timing model then falls back to its fixed launch cost).
+ */
+export function kernelFlops(def: KernelDef, args: readonly TensorDesc[], scalars: Scalars): number {
+  const descs: Record<string, TensorDesc> = {};
+  def.args.forEach((a, i) => {
+    const d = args[i];
+    if (d) descs[a.name] = d;
+  });
+  try {
+    return def.cost(descs, scalars).flops;
+  } catch {
+    return 0;
   }
 }

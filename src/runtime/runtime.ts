@@ -7,7 +7,16 @@ import type { DType, HostArray } from '../core/dtype.js';
 import { assertDType } from '../core/dtype.js';
 import { TandemError } from '../core/errors.js';
 import { assertShape } from '../core/shape.js';
-import type { Backend, BackendStatus, Device, DeviceKind, Scalars } from '../devices/device.js';
+import {
+  HARDWARE_KINDS,
+  isHardwareKind,
+  type Backend,
+  type BackendStatus,
+  type Device,
+  type DeviceKind,
+  type Scalars,
+  type TensorDesc,
+} from '../devices/device.js';
 import type { AccessMode, KernelDef } from '../kernels/kernel.js';
 import { argMode } from '../kernels/kernel.js';
 import { KERNEL_DEFS, KERNEL_IMPLS } from '../kernels/register.js';
@@ -29,7 +38,7 @@ import {
   validateHostData,
   writeHost,
 } from './host-access.js';
-import { KernelRegistry, type RegisteredKernel } from './kernel-registry.js';
+import { KernelRegistry, kernelFlops, type RegisteredKernel } from './kernel-registry.js';
 import { createPolicy } from './policies/index.js';
 import type { SchedulerPolicy, WorkerSlot } from './policies/policy.js';
 import type { TaskHandle, TaskKernel } from './task.js';
@@ -41,6 +50,8 @@ import { PerfModels } from './perf-model.js';
 import { loadModels, modelFile, saveModels } from './perf-model-store.js';
 import { submitGraph, type GraphNode } from './submit-graph.js';
 import { TaskModels, deviceKey } from './task-models.js';
+import { ShareTable, checkShareName, type ShareGroup, type ShareUsage } from './shares.js';
+import { shareView } from './share-view.js';
 
 export type { SubmitRequest } from './submit.js';
 export type { GraphNode } from './submit-graph.js';
@@ -79,6 +90,8 @@ export class Runtime {
   /** Bandwidth and latency per pair of memory nodes. */
   readonly bus = new BusModel();
   readonly evictor: LruEvictor;
+  /** Share groups (fair sharing of devices between tenants or jobs; see shares.ts). */
+  readonly shares = new ShareTable();
   private executor!: Executor;
   private readonly tensors = new Map<number, Tensor>();
   private nextTensorId = 1;
@@ -139,15 +152,23 @@ export class Runtime {
       calibrate: this.config.calibrate,
       options: this.config.options,
       log: this.config.log,
+      debug: this.config.debug,
+      // Worker threads import the built-in kernels from here; the sim backend costs ops with kernelFlops.
+      kernelTableModule: new URL('../kernels/register.js', import.meta.url).href,
+      kernelFlops: (op: string, args: readonly TensorDesc[], scalars: Scalars): number =>
+        this.kernels.has(op) ? kernelFlops(this.kernels.get(op).def, args, scalars) : 0,
     };
     for (const spec of this.config.backends) {
       let backend: Backend;
       const kind = typeof spec === 'string' ? spec : spec.kind;
       try {
         if (typeof spec === 'string') {
-          const load = BUILTIN_BACKENDS[spec];
-          if (!load) throw new TandemError('TANDEM_ERR_CONFIG', `unknown backend ${JSON.stringify(spec)}`);
-          backend = await load();
+          if (!isHardwareKind(spec))
+            throw new TandemError(
+              'TANDEM_ERR_CONFIG',
+              `unknown backend ${JSON.stringify(spec)} (built-in: ${HARDWARE_KINDS.join(', ')})`,
+            );
+          backend = await BUILTIN_BACKENDS[spec]();
         } else backend = spec;
       } catch (e) {
         if (e instanceof TandemError && e.code === 'TANDEM_ERR_CONFIG') throw e;
@@ -319,9 +340,18 @@ export class Runtime {
   }
 
   submit(req: SubmitRequest): TaskHandle {
+    return this.submitCharged(req, null);
+  }
+
+  /**
+   * `submit`, charging the task to `fallback` when the request names no share group (share views use
+   * this rather than copying each request: a spread copy per task cost more than the task).
+   */
+  submitCharged(req: SubmitRequest, fallback: ShareGroup | null): TaskHandle {
     this.assertOpen();
     const k = this.kernels.get(req?.kernel);
     const v = validateSubmit(this, k.def, req);
+    const share = req.share === undefined ? fallback : this.shares.resolve(req.share);
     const task = new Task(
       this.nextTaskId++,
       req.name ?? k.def.name,
@@ -332,11 +362,26 @@ export class Runtime {
       v.priority,
       v.constraint,
       req.tags,
+      share,
     );
     task.cost = v.cost;
     task.eligible = this.anySupports ? this.eligibleFor(task, k.impls) : this.eligibleOf(k, v.constraint);
     this.executor.submit(task, v.deps);
     return task;
+  }
+
+  /**
+   * This runtime seen through share group `share` (made on first use; `weight` replaces its weight):
+   * every task submitted through the view without a share of its own is charged to that group.
+   */
+  withShare(share: string, weight?: number): Runtime {
+    this.assertOpen();
+    return shareView(this, this.shares.group(checkShareName(share), weight));
+  }
+
+  /** Device time used per share group, with tasks waiting and running (see ShareUsage). */
+  shareUsage(): ShareUsage[] {
+    return this.shares.usage();
   }
 
   private modesOf(def: KernelDef, scalars: Scalars): readonly AccessMode[] {

@@ -3,6 +3,7 @@ import { TandemError } from '../core/errors.js';
 import type { Scalars, ScalarValue, TensorDesc } from '../devices/device.js';
 import type { Cost, KernelDef } from '../kernels/kernel.js';
 import type { Tensor } from '../memory/tensor.js';
+import type { ShareGroup } from './shares.js';
 import { Task } from './task.js';
 import type { TaskHandle } from './task.js';
 
@@ -18,6 +19,11 @@ export interface SubmitRequest {
   readonly name?: string;
   /** Labels carried into trace events (job id, tenant). */
   readonly tags?: Readonly<Record<string, string>>;
+  /**
+   * The share group whose device time this task is charged to (a name, or a group of this runtime's
+   * `shares`): eager and prio give free devices to the group most behind per weight. Default: none.
+   */
+  readonly share?: string | ShareGroup;
 }
 
 export interface ValidatedSubmit {

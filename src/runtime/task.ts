@@ -13,6 +13,7 @@ import type { AccessMode, Cost, KernelDef } from '../kernels/kernel.js';
 import type { AccessRecord, Tensor } from '../memory/tensor.js';
 import type { TaskShape } from './perf-model.js';
 import type { WorkerSlot } from './policies/policy.js';
+import type { ShareGroup } from './shares.js';
 
 export type TaskState = 'waiting' | 'ready' | 'dispatched' | 'done' | 'failed';
 
@@ -98,6 +99,7 @@ class TaskRare {
   placement: string | undefined = undefined;
   hostFn: ((task: Task) => void) | null = null;
   completion: Completion | null = null;
+  share: ShareGroup | null = null;
 }
 
 export class Task implements TaskHandle, AccessRecord {
@@ -136,10 +138,12 @@ export class Task implements TaskHandle, AccessRecord {
     readonly priority: number,
     constraint: string | null,
     tags: Readonly<Record<string, string>> | undefined,
+    share: ShareGroup | null = null,
   ) {
     if (name !== kernel.def.name) this.more().name = name;
     if (constraint !== null) this.more().constraint = constraint;
     if (tags !== undefined) this.more().tags = tags;
+    if (share !== null) this.more().share = share;
   }
 
   timed(): TaskTimes {
@@ -157,6 +161,11 @@ export class Task implements TaskHandle, AccessRecord {
   /** A device kind or id the task must run on. */
   get constraint(): string | null {
     return this.rare?.constraint ?? null;
+  }
+
+  /** The share group its device time is charged to; null for the runtime's default group. */
+  get share(): ShareGroup | null {
+    return this.rare?.share ?? null;
   }
 
   /** Labels carried into trace events. */

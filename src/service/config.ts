@@ -5,6 +5,7 @@
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { TandemError } from '../core/errors.js';
+import { HARDWARE_KINDS } from '../devices/device.js';
 
 /** Operator rule: a job class runs on a device class. First matching rule wins. */
 export interface HardwareRule {
@@ -21,6 +22,20 @@ export interface TenantQuotaDefaults {
   readonly maxQueuedJobs: number;
   /** A tenant's ceiling on a job's timeoutSeconds unless set on the tenant (`keys create --max-timeout`). */
   readonly maxTimeoutSeconds: number;
+}
+
+/** Admission that sheds load before latency collapses (runner/load-shedder.ts). */
+export interface LoadShedConfig {
+  readonly enabled: boolean;
+  /** The longest expected queue wait accepted: the queued-jobs budget is drain rate × this. */
+  readonly targetWaitSeconds: number;
+  /** The budget's floor (a cold service, or long jobs that drain slowly) and its ceiling (memory). */
+  readonly minBacklog: number;
+  readonly maxBacklog: number;
+  /** Event-loop delay (smoothed, ms) above which tenants submitting faster than their share are refused. */
+  readonly maxLoopDelayMs: number;
+  /** Submissions in progress at once (parsing, waiting for the group commit, held by ?wait). */
+  readonly maxInFlight: number;
 }
 
 export interface ServiceConfig {
@@ -45,7 +60,15 @@ export interface ServiceConfig {
    * is declared hung: its GPU is given up for the process and the service relaunched (watchdog).
    */
   readonly deadlineGraceMs: number;
+  readonly shed: LoadShedConfig;
   readonly hardwareRules: readonly HardwareRule[];
+  /**
+   * Fair sharing of devices at the task level: each job's tasks are charged to its tenant and the
+   * runtime's scheduler gives free devices to the tenant most behind in device time per weight
+   * (runner/tenant-share.ts). TANDEM_FAIR_SHARE=0 turns it off (jobs' tasks then run first come, first
+   * served, as before; the job starts stay fair either way).
+   */
+  readonly fairShare: boolean;
   /** Runtime options: which backends to open; false runs without a runtime (API only). */
   readonly runtime: {
     readonly enabled: boolean;
@@ -102,10 +125,19 @@ export const DEFAULT_CONFIG: ServiceConfig = {
   },
   defaultJobTimeoutSeconds: 3600,
   deadlineGraceMs: 10_000,
+  shed: {
+    enabled: true,
+    targetWaitSeconds: 10,
+    minBacklog: 1_000,
+    maxBacklog: 100_000,
+    maxLoopDelayMs: 20,
+    maxInFlight: 10_000,
+  },
   hardwareRules: DEFAULT_HARDWARE_RULES,
+  fairShare: true,
   runtime: {
     enabled: true,
-    backends: ['cpu', 'cuda', 'webgpu'],
+    backends: [...HARDWARE_KINDS],
     // Leave one core to the event loop (see server.ts).
     cpuThreads: Math.max(1, availableParallelism() - 1),
     calibrate: true,
@@ -129,6 +161,34 @@ function intIn(name: string, raw: string | number, min: number, max: number): nu
       `${name} must be an integer in [${min}, ${max}], got ${String(raw)}`,
     );
   return v;
+}
+
+function shedFromEnv(
+  env: Readonly<Record<string, string | undefined>>,
+  base: LoadShedConfig,
+): LoadShedConfig {
+  const flag = env['TANDEM_SHED'];
+  if (flag !== undefined && flag !== '0' && flag !== '1')
+    throw new TandemError('TANDEM_ERR_CONFIG', `TANDEM_SHED is 0|1, got ${flag}`);
+  const [min, max] = (env['TANDEM_SHED_BACKLOG'] ?? '').split(':');
+  const shed: LoadShedConfig = {
+    ...base,
+    enabled: flag === undefined ? base.enabled : flag === '1',
+    targetWaitSeconds: env['TANDEM_SHED_WAIT']
+      ? intIn('TANDEM_SHED_WAIT', env['TANDEM_SHED_WAIT'], 1, 86_400)
+      : base.targetWaitSeconds,
+    minBacklog: min ? intIn('TANDEM_SHED_BACKLOG', min, 1, 1e9) : base.minBacklog,
+    maxBacklog: max ? intIn('TANDEM_SHED_BACKLOG max', max, 1, 1e9) : base.maxBacklog,
+    maxLoopDelayMs: env['TANDEM_SHED_LOOP_MS']
+      ? intIn('TANDEM_SHED_LOOP_MS', env['TANDEM_SHED_LOOP_MS'], 1, 60_000)
+      : base.maxLoopDelayMs,
+  };
+  if (shed.minBacklog > shed.maxBacklog)
+    throw new TandemError(
+      'TANDEM_ERR_CONFIG',
+      `TANDEM_SHED_BACKLOG: min ${shed.minBacklog} > max ${shed.maxBacklog}`,
+    );
+  return shed;
 }
 
 /** Parses "training=largest-gpu,latency=cpu!" ('!' makes the rule strict). */
@@ -156,9 +216,11 @@ export function parseListenAddress(text: string, what: string): { host: string; 
 /**
  * Builds the config from the environment (TANDEM_PORT, TANDEM_HOST, TANDEM_DATA_DIR, TANDEM_DURABILITY,
  * TANDEM_MAX_RUNNING, TANDEM_HW_RULES, TANDEM_BACKENDS ('none' for no runtime), TANDEM_CPU_THREADS,
- * TANDEM_CALIBRATE=0, TANDEM_RATE_LIMIT=rate[:burst], TANDEM_MAX_QUEUED (default tenant quota), TANDEM_LOG,
- * TANDEM_MAX_TIMEOUT (seconds, default tenant ceiling on timeoutSeconds), TANDEM_DEADLINE_GRACE_MS,
- * TANDEM_REQUEST_TIMEOUT_MS, TANDEM_METRICS_ADDR=host:port) with explicit overrides on top.
+ * TANDEM_CALIBRATE=0, TANDEM_FAIR_SHARE=0|1, TANDEM_RATE_LIMIT=rate[:burst], TANDEM_MAX_QUEUED (default
+ * tenant quota), TANDEM_LOG, TANDEM_MAX_TIMEOUT (seconds, default tenant ceiling on timeoutSeconds),
+ * TANDEM_DEADLINE_GRACE_MS, TANDEM_SHED=0 (no load shedding), TANDEM_SHED_WAIT=s,
+ * TANDEM_SHED_BACKLOG=min[:max], TANDEM_SHED_LOOP_MS, TANDEM_REQUEST_TIMEOUT_MS,
+ * TANDEM_METRICS_ADDR=host:port) with explicit overrides on top.
  */
 export function loadServiceConfig(
   env: Readonly<Record<string, string | undefined>>,
@@ -176,6 +238,11 @@ export function loadServiceConfig(
   }
   if (env['TANDEM_MAX_RUNNING'])
     c.maxRunningJobs = intIn('TANDEM_MAX_RUNNING', env['TANDEM_MAX_RUNNING'], 1, 1024);
+  if (env['TANDEM_FAIR_SHARE']) {
+    const f = env['TANDEM_FAIR_SHARE'];
+    if (f !== '0' && f !== '1') throw new TandemError('TANDEM_ERR_CONFIG', 'TANDEM_FAIR_SHARE is 0|1');
+    c.fairShare = f === '1';
+  }
   if (env['TANDEM_HW_RULES']) c.hardwareRules = parseHardwareRules(env['TANDEM_HW_RULES']);
   if (env['TANDEM_BACKENDS']) {
     const list = env['TANDEM_BACKENDS'].split(',').filter(Boolean);
@@ -198,6 +265,13 @@ export function loadServiceConfig(
     };
   if (env['TANDEM_DEADLINE_GRACE_MS'])
     c.deadlineGraceMs = intIn('TANDEM_DEADLINE_GRACE_MS', env['TANDEM_DEADLINE_GRACE_MS'], 0, 3_600_000);
+  if (
+    env['TANDEM_SHED'] !== undefined ||
+    env['TANDEM_SHED_WAIT'] ||
+    env['TANDEM_SHED_BACKLOG'] ||
+    env['TANDEM_SHED_LOOP_MS']
+  )
+    c.shed = shedFromEnv(env, c.shed ?? DEFAULT_CONFIG.shed);
   if (env['TANDEM_CPU_THREADS'])
     c.runtime = {
       ...(c.runtime ?? DEFAULT_CONFIG.runtime),

@@ -6,9 +6,60 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { describeBackend } from '../runtime/backends.js';
 import type { ServiceConfig } from './config.js';
 import { listenMetrics, type MetricsListener } from './obs/metrics-server.js';
+import { createServer, type AddressInfo } from 'node:net';
+import { TandemError } from '../core/errors.js';
+import type { OpenedRuntime } from './parts.js';
 import { createService, type Service, type ServiceRuntimeHost } from './service.js';
+import { lockDataDir } from './store/data-dir-lock.js';
+
+/** EADDRINUSE (and EACCES for a privileged port) said plainly, with a stable code. */
+function portError(e: unknown, host: string, port: number): unknown {
+  const code = (e as NodeJS.ErrnoException | null)?.code;
+  if (code === 'EADDRINUSE')
+    return new TandemError(
+      'TANDEM_ERR_PORT_IN_USE',
+      `port ${port} on ${host} is already in use by another process; pick another with --port or TANDEM_PORT (0 = any free port)`,
+      { host, port },
+    );
+  if (code === 'EACCES')
+    return new TandemError(
+      'TANDEM_ERR_PORT_IN_USE',
+      `not allowed to listen on ${host}:${port} (a privileged port?)`,
+      {
+        host,
+        port,
+      },
+    );
+  return e;
+}
+
+/** Binds and releases the port once, so a taken port is reported before devices are opened. */
+async function assertPortFree(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  await new Promise<void>((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', (e) => reject(portError(e, host, port)));
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()));
+  });
+}
+
+/** Backends' warnings from `warn` up; drivers' and Dawn's start-up chatter only at `debug`. */
+function runtimeLogging(level: ServiceConfig['logLevel']): {
+  log: (m: string) => void;
+  debug: (m: string) => void;
+} {
+  return {
+    log: (m) => {
+      if (!['silent', 'error'].includes(level)) process.stderr.write(`[tandem] ${m}\n`);
+    },
+    debug: (m) => {
+      if (level === 'debug') process.stderr.write(`[tandem debug] ${m}\n`);
+    },
+  };
+}
 
 export async function openRuntime(
   config: ServiceConfig,
@@ -24,7 +75,11 @@ export async function openRuntime(
       // One BLAS thread per CPU worker: with cpuThreads = cores - 1 the event loop keeps a core of its
       // own, so health checks and submissions are answered in milliseconds during long CPU kernels.
       options: { cpu: { threads: config.runtime.cpuThreads, blasThreads: 1 } },
+      ...runtimeLogging(config.logLevel),
     });
+    // One line per backend: its devices, or why it is unavailable (as `tandem devices` says).
+    if (!['silent', 'error'].includes(config.logLevel))
+      for (const b of rt.backends) process.stderr.write(`[tandem] ${describeBackend(b)}\n`);
     if (rt.devices.length === 0) {
       const why = rt.backends.map((b) => `${b.kind}: ${b.reason ?? 'no device'}`).join('; ');
       return { rt, reason: `no device opened (${why})` };
@@ -59,22 +114,34 @@ export async function startServer(
   opts: StartOptions = {},
 ): Promise<RunningServer> {
   const t0 = performance.now();
-  // Serve first, open devices in the background: a restart answers within a second or two even when
-  // the devices take longer to start; queued jobs dispatch once the runtime is ready.
-  const opening = openRuntime(config);
-  const service = await createService(config, {
-    runtime: opening,
-    ownsRuntime: true,
-    restartOnDeviceLoss: opts.restartOnDeviceLoss === true,
-  });
+  // Refused before anything is opened: a data dir another server holds, a port another process holds.
+  const lock = lockDataDir(config.dataDir, config.host, config.port === 0 ? null : config.port);
+  let service: Service;
+  let opening: Promise<OpenedRuntime>;
+  try {
+    await assertPortFree(config.host, config.port);
+    // Serve first, open devices in the background: a restart answers within a second or two even when
+    // the devices take longer to start; queued jobs dispatch once the runtime is ready.
+    opening = openRuntime(config);
+    service = await createService(config, {
+      runtime: opening,
+      ownsRuntime: true,
+      restartOnDeviceLoss: opts.restartOnDeviceLoss === true,
+    });
+  } catch (e) {
+    lock.release();
+    throw e;
+  }
   let address: string;
   try {
     address = await service.app.listen({ host: config.host, port: config.port });
   } catch (e) {
-    // E.g. the port is taken: close what was opened, or its handles keep the process from exiting.
+    // Taken between the check and now: close what was opened, or its handles keep the process alive.
     await service.close().catch(() => undefined);
-    throw e;
+    lock.release();
+    throw portError(e, config.host, config.port);
   }
+  lock.setPort((service.app.server.address() as AddressInfo).port);
   const url = address.replace('[::1]', 'localhost');
   let metricsListener: MetricsListener | null = null;
   if (config.metricsListen !== null) {
@@ -115,7 +182,7 @@ export async function startServer(
     (stopping ??= (async () => {
       await metricsListener?.close();
       await service.close();
-    })());
+    })().finally(() => lock.release()));
   const restart = service.restartRequested.then(async (why) => {
     await stop();
     return why;

@@ -4,73 +4,41 @@
  * `server.ts` adds listening, the first admin key and signals.
  */
 import { join } from 'node:path';
-import type { Runtime } from '../runtime/runtime.js';
 import { TenantStore, type CreatedKey } from './auth/tenants.js';
 import type { ServiceConfig } from './config.js';
-import type { ServiceRuntime } from './jobs/job-type.js';
 import { JobTypeRegistry } from './jobs/registry.js';
 import { registerBuiltinJobTypes } from './jobs/builtin.js';
 import { DeviceActivity } from './obs/device-activity.js';
 import { JobTraceCollector } from './obs/job-trace.js';
 import { ServiceMetrics } from './obs/metrics.js';
 import { Dispatcher } from './runner/dispatcher.js';
-import type { DeviceView } from './runner/hardware-rules.js';
 import { ResultStore } from './runner/result-store.js';
 import { Submitter } from './runner/submitter.js';
+import { LoadShedder } from './runner/load-shedder.js';
 import { WalCheckpointer } from './store/checkpointer.js';
-import { openDatabase, type Db } from './store/db.js';
+import { openDatabase } from './store/db.js';
 import { JobStore } from './store/job-store.js';
 import { StoreHealth } from './store/store-health.js';
 import { buildApp } from './http/app.js';
-import { DeviceLossHandler, type Lifecycle } from './device-loss.js';
+import { DeviceLossHandler } from './device-loss.js';
+import { tenantDeviceUsage } from './runner/tenant-share.js';
 import { HungKernelWatchdog } from './runner/hung-kernel-watchdog.js';
 import type { FastifyInstance } from 'fastify';
+import type {
+  DeviceSnapshot,
+  OpenedRuntime,
+  RuntimeStatus,
+  ServiceParts,
+  ServiceRuntimeHost,
+} from './parts.js';
 
-/** The runtime as the service holds it: what jobs use plus observers and shutdown. */
-export type ServiceRuntimeHost = ServiceRuntime &
-  Pick<Runtime, 'addObserver' | 'removeObserver' | 'close'> &
-  Partial<Pick<Runtime, 'onDeviceLost' | 'declareDeviceLost'>>;
-
-export interface DeviceSnapshot extends DeviceView {
-  readonly name: string;
-  readonly utilization: number;
-  readonly memoryUsed: number;
-  readonly busySeconds: number;
-}
-
-export interface RuntimeStatus {
-  readonly state: 'opening' | 'ready' | 'unavailable';
-  readonly available: boolean;
-  readonly reason: string | null;
-}
-
-export interface OpenedRuntime {
-  readonly rt: ServiceRuntimeHost | null;
-  readonly reason: string;
-}
-
-export interface ServiceParts {
-  readonly config: ServiceConfig;
-  readonly db: Db;
-  readonly store: JobStore;
-  readonly tenants: TenantStore;
-  readonly registry: JobTypeRegistry;
-  readonly dispatcher: Dispatcher;
-  readonly submitter: Submitter;
-  readonly metrics: ServiceMetrics;
-  readonly traces: JobTraceCollector;
-  readonly results: ResultStore;
-  readonly checkpointer: WalCheckpointer;
-  /** ok, or degraded while store writes fail or finished jobs' outcomes wait to be committed. */
-  readonly storeHealth: StoreHealth;
-  /** The runtime once opened (null while opening, or when none could be opened). */
-  runtime(): ServiceRuntimeHost | null;
-  runtimeStatus(): RuntimeStatus;
-  /** Serving, or draining to be relaunched after a device was lost (device-loss.ts). */
-  lifecycle(): Lifecycle;
-  readonly startedAt: number;
-  devices(): DeviceSnapshot[];
-}
+export type {
+  DeviceSnapshot,
+  OpenedRuntime,
+  RuntimeStatus,
+  ServiceParts,
+  ServiceRuntimeHost,
+} from './parts.js';
 
 export interface Service extends ServiceParts {
   readonly app: FastifyInstance;
@@ -156,6 +124,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     running: () => dispatcherRef?.runningByTenant() ?? new Map(),
     tenantName: (id) => tenants.get(id)?.name ?? id,
     activity,
+    tenantDeviceUsage: () => tenantDeviceUsage(rt),
   });
   const watchdog = new HungKernelWatchdog({
     deviceKind: (id) => rt?.devices.find((d) => d.info.id === id)?.info.kind,
@@ -203,6 +172,18 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
       ),
     (e) => storeHealth.failed('storing submissions', e),
   );
+  const shedder = new LoadShedder(config.shed, {
+    backlog: () => dispatcher.queue.size + submitter.pending,
+    backlogFor: (id) => dispatcher.queue.countForTenant(id) + submitter.pendingFor(id),
+    pendingCommit: () => submitter.pending,
+    activeTenants: function* () {
+      for (const [id, byPriority] of dispatcher.queue.depthByTenantAndPriority())
+        if (byPriority.size > 0) yield id;
+    },
+    weightOf: (id) => tenants.get(id)?.weight ?? 1,
+  });
+  dispatcher.onJobFinished(() => shedder.jobFinished());
+  shedder.start();
   const recovered = dispatcher.recover();
   const parts: ServiceParts = {
     config,
@@ -212,6 +193,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     registry,
     dispatcher,
     submitter,
+    shedder,
     metrics,
     traces,
     results,
@@ -266,6 +248,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
       if (closed) return;
       closed = true;
       submitter.close();
+      shedder.stop();
       await app.close();
       await dispatcher.stop();
       if (opening) await opening.catch(() => undefined);

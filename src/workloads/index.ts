@@ -63,3 +63,5 @@ export const WORKLOAD_JOB_TYPES: Readonly<Record<'md' | 'option' | 'var', Worklo
 export { EXAMPLE_PORTFOLIO, MD_PRESETS };
 export * as md from './md/index.js';
 export * as risk from './risk/index.js';
+export * as tiled from './tiled/index.js';
+export * as multiGpu from './multi-gpu/index.js';

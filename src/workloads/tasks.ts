@@ -3,10 +3,13 @@
  * constraint to put on them, and waiting for a batch of tasks without leaving any rejection unhandled.
  */
 import { TandemError } from '../core/errors.js';
+import { HARDWARE_KINDS, type HardwareKind } from '../devices/device.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { TaskHandle } from '../runtime/task.js';
 
-export type DeviceChoice = 'auto' | 'cpu' | 'cuda' | 'webgpu';
+/** 'auto' or one of the hardware kinds (devices/device.ts). */
+export type DeviceChoice = 'auto' | HardwareKind;
+export const DEVICE_CHOICES: readonly DeviceChoice[] = ['auto', ...HARDWARE_KINDS];
 
 /** Queues (workers) that could run `op` under the choice; 'auto' counts every kind with an implementation. */
 export function eligibleQueues(rt: Runtime, op: string, device: DeviceChoice): number {

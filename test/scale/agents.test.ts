@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { isTandemError } from '../../src/core/errors.js';
-import { RedisAgentRegistry } from '../../src/agent/heartbeat.js';
+import { RedisAgentRegistry } from '../../src/service/queue/heartbeat.js';
 import { BullQueue } from '../../src/service/queue/bullmq-queue.js';
 import { placeJobs } from '../../src/service/queue/placement.js';
 import { PgJobStore } from '../../src/service/store/pg-store.js';

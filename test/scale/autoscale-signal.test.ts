@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
-import type { AgentInfo } from '../../src/agent/heartbeat.js';
+import type { AgentInfo } from '../../src/service/queue/heartbeat.js';
 import { registerAutoscaleMetrics } from '../../src/service/autoscale/metrics.js';
 import { ScaleSignal } from '../../src/service/autoscale/signal.js';
 import { emptyCounts } from '../../src/service/queue/queue.js';

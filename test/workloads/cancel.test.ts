@@ -90,11 +90,11 @@ for (const [name, run] of [
 }
 
 void test('an option cut into more tasks than the window prices as before', async () => {
-  // 2^23 paths on one CPU worker: 8 tasks of 2^17 streams, submitted one at a time.
+  // 2^23 paths on one CPU worker: 256 tasks of 2^12 streams (2^14 path steps), two at a time.
   const p = { paths: 2 ** 23, device: 'cpu' as const, seed: 7 };
   const res = await priceOption(rt, p);
-  assert.equal(res.tasks, 8);
-  assert.deepEqual(res.devices, { [rt.devices[0]!.info.id]: 8 });
+  assert.equal(res.tasks, 256);
+  assert.deepEqual(res.devices, { [rt.devices[0]!.info.id]: 256 });
   const bs = res.analytic!;
   assert.ok(Math.abs(res.price - bs) < 4 * res.stdError, `${res.price} vs ${bs} ± ${res.stdError}`);
 });
@@ -106,8 +106,8 @@ void test('a var run submitted a window at a time equals the same split submitte
     options: { cpu: { threads: 4 } },
   });
   try {
-    const p = { portfolio: EXAMPLE_PORTFOLIO, scenarios: 2 ** 17, device: 'cpu' as const, seed: 11 };
-    const windowed = await portfolioVar(rt, p); // 4 tasks on 1 worker: one at a time
+    const p = { portfolio: EXAMPLE_PORTFOLIO, scenarios: 2 ** 14, device: 'cpu' as const, seed: 11 };
+    const windowed = await portfolioVar(rt, p); // 4 tasks on 1 worker: two at a time
     const atOnce = await portfolioVar(wide, p); // 4 tasks on 4 workers: all at once
     assert.equal(windowed.tasks, 4);
     assert.equal(atOnce.tasks, 4);

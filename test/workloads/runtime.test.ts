@@ -72,7 +72,8 @@ void test('priceOption through the runtime: European within 3 SE of Black–Scho
     rate: 0.03,
     vol: 0.3,
     maturity: 0.75,
-    paths: 400_000,
+    // Small enough that 3 tasks are within the per-task bound (risk/run.ts MAX_TASK_WORK_CPU).
+    paths: 40_000,
     device: 'cpu' as const,
     tasks: 3,
   };
@@ -80,7 +81,7 @@ void test('priceOption through the runtime: European within 3 SE of Black–Scho
   const bs = blackScholes({ ...p, dividend: 0, right: 'call' });
   assert.equal(res.analytic, bs);
   assert.equal(res.tasks, 3);
-  assert.equal(res.paths, 400_000);
+  assert.equal(res.paths, 40_000);
   assert.ok(Math.abs(res.price - bs) < 3 * res.stdError, `${res.price} ± ${res.stdError} vs ${bs}`);
   // The same seed split differently gives the same estimate (counter-based streams).
   const again = await priceOption(rt, { ...p, tasks: 1 });

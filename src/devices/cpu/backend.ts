@@ -64,7 +64,15 @@ export const cpuBackend: Backend = {
     const threads = Math.max(1, Math.min(opts.threads ?? availableParallelism(), 256));
     const queues = Array.from(
       { length: threads },
-      (_, i) => new CpuQueue('cpu0', i, opts.depth ?? 256, opts.gemmEngine ?? 'auto', opts.blasThreads),
+      (_, i) =>
+        new CpuQueue(
+          'cpu0',
+          i,
+          opts.depth ?? 256,
+          opts.gemmEngine ?? 'auto',
+          opts.blasThreads,
+          ctx.kernelTableModule,
+        ),
     );
     try {
       await Promise.all(queues.map((q) => q.ready));

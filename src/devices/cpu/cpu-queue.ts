@@ -7,7 +7,7 @@ import { Worker } from 'node:worker_threads';
 import { TandemError } from '../../core/errors.js';
 import type { ErrorCode } from '../../core/errors.js';
 import type { ExecQueue, HostBuffer, LaunchRequest, LaunchTiming } from '../device.js';
-import { Fifo } from '../../runtime/policies/queues.js';
+import { Fifo } from '../../core/queues.js';
 import {
   EARLY_FLUSH_TASKS,
   RESULT_STRIDE,
@@ -67,10 +67,16 @@ export class CpuQueue implements ExecQueue {
     maxDepth: number,
     gemmEngine: WorkerConfig['gemmEngine'],
     blasThreads?: number,
+    kernelTable?: string,
   ) {
     this.id = `${deviceId}.w${index}`;
     this.maxDepth = maxDepth;
-    const config: WorkerConfig = { index, gemmEngine, ...(blasThreads ? { blasThreads } : {}) };
+    const config: WorkerConfig = {
+      index,
+      gemmEngine,
+      ...(blasThreads ? { blasThreads } : {}),
+      ...(kernelTable ? { kernelTable } : {}),
+    };
     this.worker = new Worker(workerUrl, { workerData: config });
     this.worker.unref();
     this.ready = new Promise((resolve, reject) => {

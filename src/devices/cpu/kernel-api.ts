@@ -4,9 +4,6 @@
  */
 import type { HostArray } from '../../core/dtype.js';
 import type { Scalars, TensorDesc } from '../device.js';
-import type { CpuLapack } from './openblas.js';
-
-export type { CpuLapack };
 
 export interface CpuArg {
   readonly data: HostArray;
@@ -36,6 +33,51 @@ export type Gemm<T extends Float32Array | Float64Array> = (
 export interface CpuBlas {
   readonly sgemm: Gemm<Float32Array>;
   readonly dgemm: Gemm<Float64Array>;
+}
+
+export type Uplo = 'upper' | 'lower';
+export type Side = 'left' | 'right';
+type F = Float32Array;
+type D = Float64Array;
+
+/** potrf: LAPACK's info: 0 = done, i > 0 = leading minor i is not positive definite. */
+export type Potrf<T extends F | D> = (uplo: Uplo, n: number, a: T, lda: number) => number;
+/** B = alpha * op(A)^-1 B (side 'left') or alpha * B op(A)^-1 (side 'right'), A triangular. */
+export type Trsm<T extends F | D> = (
+  side: Side,
+  uplo: Uplo,
+  transA: boolean,
+  unitDiag: boolean,
+  m: number,
+  n: number,
+  alpha: number,
+  a: T,
+  lda: number,
+  b: T,
+  ldb: number,
+) => void;
+/** C = alpha * A A^T + beta * C (trans: A^T A), only the `uplo` triangle of C is touched. */
+export type Syrk<T extends F | D> = (
+  uplo: Uplo,
+  trans: boolean,
+  n: number,
+  k: number,
+  alpha: number,
+  a: T,
+  lda: number,
+  beta: number,
+  c: T,
+  ldc: number,
+) => void;
+
+/** Cholesky pieces, row-major, in float (s) and double (d). */
+export interface CpuLapack {
+  readonly spotrf: Potrf<F>;
+  readonly dpotrf: Potrf<D>;
+  readonly strsm: Trsm<F>;
+  readonly dtrsm: Trsm<D>;
+  readonly ssyrk: Syrk<F>;
+  readonly dsyrk: Syrk<D>;
 }
 
 export interface CpuKernelContext {

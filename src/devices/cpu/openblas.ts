@@ -7,7 +7,9 @@
  * the loader's message), for `tandem devices` to print.
  */
 import koffi, { type LibraryHandle } from 'koffi';
-import type { CpuBlas, Gemm } from './kernel-api.js';
+import type { CpuBlas, CpuLapack, Gemm, Potrf, Side, Syrk, Trsm, Uplo } from './kernel-api.js';
+
+export type { CpuLapack, Side, Uplo };
 
 /** CBLAS enum values (cblas.h). */
 const ROW_MAJOR = 101;
@@ -29,50 +31,8 @@ export const DEFAULT_OPENBLAS_PATHS: readonly string[] = [
   '/opt/homebrew/opt/openblas/lib/libopenblas.dylib',
 ];
 
-export type Uplo = 'upper' | 'lower';
-export type Side = 'left' | 'right';
 type F = Float32Array;
 type D = Float64Array;
-
-/** potrf: LAPACK's info: 0 = done, i > 0 = leading minor i is not positive definite. */
-type Potrf<T extends F | D> = (uplo: Uplo, n: number, a: T, lda: number) => number;
-/** B = alpha * op(A)^-1 B (side 'left') or alpha * B op(A)^-1 (side 'right'), A triangular. */
-type Trsm<T extends F | D> = (
-  side: Side,
-  uplo: Uplo,
-  transA: boolean,
-  unitDiag: boolean,
-  m: number,
-  n: number,
-  alpha: number,
-  a: T,
-  lda: number,
-  b: T,
-  ldb: number,
-) => void;
-/** C = alpha * A A^T + beta * C (trans: A^T A), only the `uplo` triangle of C is touched. */
-type Syrk<T extends F | D> = (
-  uplo: Uplo,
-  trans: boolean,
-  n: number,
-  k: number,
-  alpha: number,
-  a: T,
-  lda: number,
-  beta: number,
-  c: T,
-  ldc: number,
-) => void;
-
-/** Cholesky pieces, row-major, in float (s) and double (d). */
-export interface CpuLapack {
-  readonly spotrf: Potrf<F>;
-  readonly dpotrf: Potrf<D>;
-  readonly strsm: Trsm<F>;
-  readonly dtrsm: Trsm<D>;
-  readonly ssyrk: Syrk<F>;
-  readonly dsyrk: Syrk<D>;
-}
 
 export interface OpenBlas extends CpuBlas {
   readonly lapack: CpuLapack;

@@ -59,4 +59,6 @@ export interface WorkerConfig {
   readonly gemmEngine: 'auto' | 'openblas' | 'wasm' | 'ts';
   /** OpenBLAS threads per call (process-wide); unset keeps OpenBLAS's default (all cores). */
   readonly blasThreads?: number;
+  /** The kernel table's module URL (BackendContext.kernelTableModule); none: custom kernels only. */
+  readonly kernelTable?: string;
 }

@@ -4,7 +4,6 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { hostView } from '../../core/dtype.js';
-import { KERNEL_IMPLS } from '../../kernels/register.js';
 import type { CpuArg, CpuKernel, CpuKernelContext } from './kernel-api.js';
 import { loadOpenBlas } from './openblas.js';
 import { wasmGemmStatus } from './wasm/gemm-wasm.js';
@@ -21,7 +20,13 @@ import {
 const config = workerData as WorkerConfig;
 const port = parentPort!;
 const kernels = new Map<string, CpuKernel>();
-for (const e of KERNEL_IMPLS) if (e.backend === 'cpu') kernels.set(e.op, e.impl as CpuKernel);
+// The built-in kernels come from the table the runtime names (devices never import the kernel library).
+if (config.kernelTable) {
+  const table = (await import(config.kernelTable)) as {
+    KERNEL_IMPLS?: readonly { op: string; backend: string; impl: unknown }[];
+  };
+  for (const e of table.KERNEL_IMPLS ?? []) if (e.backend === 'cpu') kernels.set(e.op, e.impl as CpuKernel);
+}
 
 const ops: string[] = [];
 const buffers = new Map<number, SharedArrayBuffer>();

@@ -202,7 +202,10 @@ export function createCudaBackend(): Backend {
         for (const d of devices) await d.close();
         return unavailable(`opening the GPUs failed: ${e instanceof Error ? e.message : String(e)}`);
       }
-      ctx.log(`cuda: ${devices.map((d) => `${d.id} ${d.info.name} (${d.info.details['arch']})`).join(', ')}`);
+      // Detail for debugging: the runtime's user prints the backend's summary line.
+      ctx.debug?.(
+        `cuda: ${devices.map((d) => `${d.id} ${d.info.name} (${d.info.details['arch']})`).join(', ')}`,
+      );
       const peers = new PeerLinks(devices, driver, { peerAccess: opts.peerAccess !== false, log: ctx.log });
       return { kind: 'cuda', available: true, devices, copies: cudaCopyRoutes(devices, peers) };
     },

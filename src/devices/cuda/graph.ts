@@ -4,8 +4,23 @@
  */
 import { TandemError } from '../../core/errors.js';
 import type { Done, Scalars } from '../device.js';
-import type { CudaDevice } from './cuda-device.js';
+import type { CompletionPoller } from './completion.js';
+import type { CudaContext } from './context.js';
 import type { CudaArg, CudaKernelImpl } from './kernel-api.js';
+import type { Launcher } from './launcher.js';
+
+/**
+ * What a graph needs of its device (CudaDevice provides it). Declared here rather than importing
+ * CudaDevice, which itself builds graphs: the two files would form an import cycle.
+ */
+export interface GraphDevice {
+  readonly id: string;
+  readonly context: CudaContext;
+  readonly launcher: Launcher;
+  readonly poller: CompletionPoller;
+  /** The memory node's epoch: a graph recorded before a device reset is dead. */
+  readonly node: { readonly epoch: number };
+}
 
 export type GraphLaunch = (impl: CudaKernelImpl, args: readonly CudaArg[], scalars: Scalars) => void;
 
@@ -15,7 +30,7 @@ export class CudaGraph {
   private destroyed = false;
 
   private constructor(
-    private readonly device: CudaDevice,
+    private readonly device: GraphDevice,
     private readonly graph: number,
     private readonly exec: number,
     private readonly epoch: number,
@@ -23,7 +38,7 @@ export class CudaGraph {
     readonly launches: number,
   ) {}
 
-  static capture(device: CudaDevice, body: (launch: GraphLaunch) => void): CudaGraph {
+  static capture(device: GraphDevice, body: (launch: GraphLaunch) => void): CudaGraph {
     const ctx = device.context;
     const d = ctx.driver;
     ctx.makeCurrent();

@@ -10,11 +10,10 @@
  */
 import { TandemError } from '../../core/errors.js';
 import { bytesPerElement, hostView } from '../../core/dtype.js';
-import type { Scalars, TensorDesc } from '../device.js';
-import { KERNEL_DEFS } from '../../kernels/register.js';
 import type { CpuArg, CpuKernel, CpuKernelContext } from '../cpu/kernel-api.js';
 import type {
   Backend,
+  BackendContext,
   BackendStatus,
   CopyRoute,
   Device,
@@ -24,6 +23,8 @@ import type {
   LaunchRequest,
   LaunchTiming,
   MemoryNode,
+  Scalars,
+  TensorDesc,
 } from '../device.js';
 
 export interface SimDeviceSpec {
@@ -32,6 +33,8 @@ export interface SimDeviceSpec {
   readonly type?: 'cpu' | 'gpu';
   readonly memoryBytes?: number;
   readonly queues?: number;
+  /** Launches a queue takes before the runtime holds the rest (default 2; a CUDA stream takes 256). */
+  readonly depth?: number;
   /** Sustained FLOP/s of one queue and fixed µs per launch. */
   readonly flops?: number;
   readonly launchUs?: number;
@@ -99,23 +102,11 @@ function sabOf(b: DeviceBuffer): SharedArrayBuffer {
 
 const TS_CONTEXT: CpuKernelContext = { blas: null, lapack: null, gemmEngine: 'ts', workerIndex: 0 };
 
-function costOf(op: string, args: readonly { desc: TensorDesc }[], scalars: Scalars): number {
-  const def = KERNEL_DEFS.find((d) => d.name === op);
-  if (!def) return 0;
-  const descs: Record<string, TensorDesc> = {};
-  def.args.forEach((a, i) => {
-    const d = args[i]?.desc;
-    if (d) descs[a.name] = d;
-  });
-  try {
-    return def.cost(descs, scalars).flops;
-  } catch {
-    return 0;
-  }
-}
+/** FLOPs of an op on its arguments (the runtime's cost models, through BackendContext.kernelFlops). */
+type FlopsOf = (op: string, args: readonly TensorDesc[], scalars: Scalars) => number;
 
 class SimQueue implements ExecQueue {
-  readonly depth = 2;
+  readonly depth: number;
   private readonly failed = new Set<number>();
   /** Simulated clock of this queue (µs): in-order, so a task starts when the previous one ends. */
   private clock = 0;
@@ -125,12 +116,19 @@ class SimQueue implements ExecQueue {
     private readonly compute: boolean,
     private readonly isDown: () => string | null,
     private readonly paced: boolean,
-  ) {}
+    private readonly flopsOf: FlopsOf,
+  ) {
+    this.depth = spec.depth ?? 2;
+  }
 
   durationUs(req: LaunchRequest): number {
     const fixed = this.spec.opUs?.[req.op];
     if (fixed !== undefined) return fixed;
-    const flops = costOf(req.op, req.args, req.scalars);
+    const flops = this.flopsOf(
+      req.op,
+      req.args.map((a) => a.desc),
+      req.scalars,
+    );
     return (this.spec.launchUs ?? 5) + (this.spec.flops ? (flops / this.spec.flops) * 1e6 : 0);
   }
 
@@ -182,10 +180,11 @@ class SimDevice implements Device {
     spec: SimDeviceSpec,
     compute: boolean,
     paced: boolean,
+    flopsOf: FlopsOf,
   ) {
     this.queues = Array.from(
       { length: spec.queues ?? 1 },
-      (_, i) => new SimQueue(`${info.id}.q${i}`, spec, compute, () => this.down, paced),
+      (_, i) => new SimQueue(`${info.id}.q${i}`, spec, compute, () => this.down, paced, flopsOf),
     );
   }
 
@@ -244,8 +243,9 @@ export function simBackend(opts: SimBackendOptions): Backend & { readonly device
   return {
     kind: 'sim',
     devices,
-    open(): Promise<BackendStatus> {
+    open(ctx: BackendContext): Promise<BackendStatus> {
       const compute = opts.compute ?? true;
+      const flopsOf: FlopsOf = ctx.kernelFlops ?? (() => 0);
       for (const spec of opts.devices) {
         const mem = spec.memoryBytes ?? 1 << 30;
         const node = new SimNode(spec.id, mem);
@@ -259,7 +259,7 @@ export function simBackend(opts: SimBackendOptions): Backend & { readonly device
             : {},
           details: { type: spec.type ?? 'gpu', simulated: true },
         };
-        devices.push(new SimDevice(info, node, spec, compute, !!opts.paced));
+        devices.push(new SimDevice(info, node, spec, compute, !!opts.paced, flopsOf));
       }
       const a = opts.asyncCopies ?? false;
       const p = opts.paced;

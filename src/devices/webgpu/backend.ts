@@ -6,6 +6,7 @@
 import type { Backend, BackendContext, BackendStatus } from '../device.js';
 import { calibrate, cachedMeasurements } from './calibrate.js';
 import { discoverAdapter } from './discovery.js';
+import { withNativeStderr } from './native-stderr.js';
 import { isWebGpuKernel, type WebGpuKernel } from './kernel-api.js';
 import { parseWebGpuOptions } from './options.js';
 import { hostRoutes } from './transfers.js';
@@ -44,19 +45,25 @@ export class WebGpuBackend implements Backend {
     } catch (e) {
       return unavailable(e instanceof Error ? e.message : String(e));
     }
-    const found = await discoverAdapter(opts);
-    if (!found.ok) return unavailable(found.reason);
-    const a = found.found;
-    let gpu: GPUDevice;
-    try {
-      gpu = await requestGpuDevice(a, ctx.log);
-    } catch (e) {
-      return unavailable(
-        `${a.backend} adapter found but requestDevice failed: ${e instanceof Error ? e.message : e}`,
-      );
-    }
+    const debug = ctx.debug ?? ((): void => {});
+    // Dawn prints its start-up warnings from native code; they go to the debug log (native-stderr.ts).
+    const opened = await withNativeStderr(debug, async () => {
+      const found = await discoverAdapter(opts);
+      if (!found.ok) return unavailable(found.reason);
+      const a = found.found;
+      try {
+        return { a, gpu: await requestGpuDevice(a, ctx.log) };
+      } catch (e) {
+        return unavailable(
+          `${a.backend} adapter found but requestDevice failed: ${e instanceof Error ? e.message : e}`,
+        );
+      }
+    });
+    if ('kind' in opened) return opened;
+    const { a, gpu } = opened;
     const device = new WebGpuDevice('webgpu0', gpu, a, opts, ctx.log);
-    ctx.log(
+    // The runtime's user sees the backend's one summary line; this detail is for debugging.
+    debug(
       `webgpu0: ${device.info.name} via ${a.backend} (${a.featureLevel}${a.software ? ', SOFTWARE rasterizer' : ''})`,
     );
     try {

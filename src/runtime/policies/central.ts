@@ -2,30 +2,34 @@
  * Central-queue policies (eager, prio): ready tasks wait in one queue per eligibility set (the set of
  * workers that can run them), so a worker never scans past tasks it cannot run. A worker pops the
  * best head among the queues it belongs to.
+ *
+ * Tasks of share groups (rt.submit's `share`) wait in a lane per group, and a free worker takes its
+ * next task from the group most behind in device time per weight (fair-share.ts). Until the first
+ * such task arrives, everything is the default group's one lane and nothing else runs.
  */
+import { FairShare } from './fair-share.js';
 import type { PolicyContext, SchedTask, SchedulerPolicy, WorkerSlot } from './policy.js';
 
-interface Bucket {
+export interface Bucket {
   push(t: SchedTask): void;
   peek(): SchedTask | undefined;
   pop(): SchedTask | undefined;
   readonly length: number;
 }
 
-export abstract class CentralPolicy implements SchedulerPolicy {
-  abstract readonly name: string;
-  readonly forwardChains = true;
+/** The ready tasks of one share group: a bucket per eligibility set, and each worker's buckets. */
+export class Lane {
   private readonly buckets = new Map<readonly number[], Bucket>();
   private readonly byKey = new Map<string, Bucket>();
-  private bucketsOfWorker: Bucket[][] = [];
-  private count = 0;
+  private readonly bucketsOfWorker: Bucket[][];
+  count = 0;
 
-  protected abstract newBucket(): Bucket;
-  /** True when a must run before b. */
-  protected abstract before(a: SchedTask, b: SchedTask): boolean;
-
-  attach(ctx: PolicyContext): void {
-    this.bucketsOfWorker = ctx.workers.map(() => []);
+  constructor(
+    workers: number,
+    private readonly newBucket: () => Bucket,
+    private readonly before: (a: SchedTask, b: SchedTask) => boolean,
+  ) {
+    this.bucketsOfWorker = Array.from({ length: workers }, () => []);
   }
 
   private bucketFor(eligible: readonly number[]): Bucket {
@@ -47,9 +51,10 @@ export abstract class CentralPolicy implements SchedulerPolicy {
     this.count++;
   }
 
-  pop(worker: WorkerSlot): SchedTask | undefined {
-    const mine = this.bucketsOfWorker[worker.index];
-    if (!mine) return undefined;
+  /** The bucket holding the task `worker` would take next, or null. */
+  bestFor(worker: number): Bucket | null {
+    const mine = this.bucketsOfWorker[worker];
+    if (!mine) return null;
     let best: Bucket | null = null;
     let bestTask: SchedTask | undefined;
     for (const b of mine) {
@@ -59,12 +64,78 @@ export abstract class CentralPolicy implements SchedulerPolicy {
         bestTask = t;
       }
     }
+    return best;
+  }
+
+  pop(worker: number): SchedTask | undefined {
+    const best = this.bestFor(worker);
     if (!best) return undefined;
     this.count--;
     return best.pop();
   }
+}
+
+export abstract class CentralPolicy implements SchedulerPolicy {
+  abstract readonly name: string;
+  private ctx!: PolicyContext;
+  /** The default group's tasks (all tasks, until a share group shows up). */
+  private lane!: Lane;
+  private fair: FairShare | null = null;
+  private count = 0;
+
+  protected abstract newBucket(): Bucket;
+  /** True when a must run before b. */
+  protected abstract before(a: SchedTask, b: SchedTask): boolean;
+
+  readonly forwardChains = true;
+  /**
+   * Chains follow their predecessors into a queue without passing through pop: once share groups
+   * exist, only within the fair share's bound on queued work and when no group is more behind.
+   * Undefined until then, so a runtime without groups makes no call for it.
+   */
+  admitForward: ((task: SchedTask, worker: WorkerSlot) => boolean) | undefined = undefined;
+
+  attach(ctx: PolicyContext): void {
+    this.ctx = ctx;
+    this.lane = this.newLane();
+  }
+
+  private newLane(): Lane {
+    return new Lane(
+      this.ctx.workers.length,
+      () => this.newBucket(),
+      (a, b) => this.before(a, b),
+    );
+  }
+
+  push(task: SchedTask): void {
+    this.count++;
+    if (this.fair === null) {
+      if (!task.share) {
+        this.lane.push(task);
+        return;
+      }
+      const fair = (this.fair = new FairShare(this.ctx, this.lane, () => this.newLane()));
+      this.admitForward = (t, w) => fair.admitForward(t, w);
+    }
+    this.fair.push(task);
+  }
+
+  pop(worker: WorkerSlot): SchedTask | undefined {
+    const t = this.fair === null ? this.lane.pop(worker.index) : this.fair.pop(worker);
+    if (t) this.count--;
+    return t;
+  }
 
   pending(): number {
     return this.count;
+  }
+
+  onForward(task: SchedTask, worker: WorkerSlot): void {
+    if (this.fair !== null) this.fair.forwarded(task, worker);
+  }
+
+  onComplete(task: SchedTask, worker: WorkerSlot, durationUs: number): void {
+    if (this.fair !== null) this.fair.completed(task, worker, durationUs);
   }
 }

@@ -5,6 +5,7 @@
  */
 import type { Device, ExecQueue, MemoryNode } from '../../devices/device.js';
 import type { Cost } from '../../kernels/kernel.js';
+import type { ShareGroup } from '../shares.js';
 
 export interface WorkerSlot {
   readonly index: number;
@@ -22,6 +23,8 @@ export interface SchedTask {
   readonly priority: number;
   readonly seq: number;
   readonly eligible: readonly number[];
+  /** Who its device time is charged to (fair sharing); null or absent for the default group. */
+  readonly share?: ShareGroup | null;
   /** Why it was placed where it was; shown in the trace. */
   placement: string | undefined;
 }
@@ -57,6 +60,11 @@ export interface SchedulerPolicy {
   pending(): number;
   onStart?(task: SchedTask, worker: WorkerSlot): void;
   onComplete?(task: SchedTask, worker: WorkerSlot, durationUs: number, ok: boolean): void;
+  /**
+   * Whether `task` may follow its predecessors into `worker`'s queue now (chain forwarding); absent:
+   * yes. Refused, it waits for them to finish and goes through push/pop.
+   */
+  readonly admitForward?: ((task: SchedTask, worker: WorkerSlot) => boolean) | undefined;
   /** A task that bypassed push/pop (chain forwarding) now occupies `worker`. */
   onForward?(task: SchedTask, worker: WorkerSlot): void;
 }

@@ -10,7 +10,7 @@
 import type { TileOp } from '../../devices/sim/tables.js';
 import type { PerfModels, TaskShape } from '../perf-model.js';
 import type { PolicyContext, SchedTask, SchedulerPolicy, WorkerSlot } from '../policies/policy.js';
-import { Heap } from '../policies/queues.js';
+import { Heap } from '../../core/queues.js';
 import type { SimPlatform, SimWorker } from './platform.js';
 
 export interface SimGraphTask {

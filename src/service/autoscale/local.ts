@@ -5,7 +5,7 @@
  * reported through `onEvent` with a timestamp (the step-response benchmark reads them).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import type { AgentRegistry } from '../../agent/heartbeat.js';
+import type { AgentRegistry } from '../queue/heartbeat.js';
 import type { JobQueue } from '../queue/queue.js';
 import type { ScaleSignal } from './signal.js';
 

@@ -6,7 +6,7 @@
  * queued work and no activity for that long goes to zero. The same numbers feed the local autoscaler and
  * the Prometheus gauges that HPA (prometheus-adapter) or KEDA read, so all three agree.
  */
-import type { AgentInfo } from '../../agent/heartbeat.js';
+import type { AgentInfo } from '../queue/heartbeat.js';
 import type { QueueCounts } from '../queue/queue.js';
 
 export interface ScalePolicy {

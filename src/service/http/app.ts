@@ -3,11 +3,12 @@
  * route feed validation, fast serialization and the OpenAPI document.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { ServiceParts } from '../service.js';
+import type { ServiceParts } from '../parts.js';
 import { installAuth, TokenBuckets } from './auth.js';
 import { installBodyLimits } from './body-limits.js';
 import { TandemError } from '../../core/errors.js';
 import { installErrorHandling, sendError, shorten } from './errors.js';
+import { installLoadShedding } from './load-shedding.js';
 import { collectOpenApi } from './openapi.js';
 import { adminRoutes } from './routes/admin.js';
 import { dashboardRoutes } from './routes/dashboard.js';
@@ -53,6 +54,8 @@ export async function buildApp(s: ServiceParts): Promise<FastifyInstance> {
     );
   });
   installAuth(app, s.tenants, new TokenBuckets(s.config.rateLimitPerSec, s.config.rateLimitBurst));
+  // After auth (it needs the tenant), before any body is read.
+  installLoadShedding(app, s.shedder, (code) => s.metrics.httpErrors.inc({ code }));
   installBodyLimits(app);
   const openapi = collectOpenApi(app);
   await app.register(systemRoutes(s, openapi));

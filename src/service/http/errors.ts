@@ -96,7 +96,7 @@ export function sendError(reply: FastifyReply, err: TandemError): FastifyReply {
   const message = err.message.startsWith(`${err.code}: `)
     ? err.message.slice(err.code.length + 2)
     : err.message;
-  if (err.code === 'TANDEM_ERR_RATE_LIMITED' || err.code === 'TANDEM_ERR_QUOTA')
+  if (status === 429 || err.details['retryAfterSeconds'] !== undefined)
     void reply.header('retry-after', String(err.details['retryAfterSeconds'] ?? 1));
   return reply
     .code(status)

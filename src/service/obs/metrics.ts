@@ -5,6 +5,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Observer, TaskEvent, TransferEvent } from '../../obs/observer.js';
+import type { ShareUsage } from '../../runtime/shares.js';
 import type { DeviceActivity } from './device-activity.js';
 
 export interface MetricsSources {
@@ -13,6 +14,8 @@ export interface MetricsSources {
   readonly running: () => ReadonlyMap<string, number>;
   readonly tenantName: (id: string) => string;
   readonly activity: DeviceActivity;
+  /** Device time per tenant from the runtime's share groups (named by tenant id); absent: none. */
+  readonly tenantDeviceUsage?: () => readonly ShareUsage[];
 }
 
 const WAIT_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 1800];
@@ -167,6 +170,21 @@ export class ServiceMetrics implements Observer {
         for (const [tenant, byPrio] of src.queueDepth())
           for (const [prio, n] of byPrio)
             this.set({ tenant: src.tenantName(tenant), priority: String(prio) }, n);
+      },
+    });
+    // Device-time shares (the runtime shares devices by these, by weight): tandem_tenant_device_seconds_total
+    // counts what each tenant's tasks used (the watchdog's task events); this, what each waits for and holds.
+    new Gauge({
+      name: 'tandem_tenant_tasks',
+      help: "Each tenant's runtime tasks waiting for a device (state=waiting) and on one (state=running)",
+      labelNames: ['tenant', 'state'],
+      registers,
+      collect() {
+        this.reset();
+        for (const u of src.tenantDeviceUsage?.() ?? []) {
+          this.set({ tenant: src.tenantName(u.share), state: 'waiting' }, u.pending);
+          this.set({ tenant: src.tenantName(u.share), state: 'running' }, u.running);
+        }
       },
     });
     new Gauge({

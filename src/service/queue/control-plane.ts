@@ -10,7 +10,7 @@
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { Registry } from 'prom-client';
 import { TandemError } from '../../core/errors.js';
-import { RedisAgentRegistry } from '../../agent/heartbeat.js';
+import { RedisAgentRegistry } from './heartbeat.js';
 import { registerAutoscaleMetrics } from '../autoscale/metrics.js';
 import { DEFAULT_POLICY, ScaleSignal, type ClassSignal } from '../autoscale/signal.js';
 import type { HardwareRule } from '../config.js';

@@ -4,8 +4,35 @@
  * consumers that died, in this process or another.
  */
 import { randomBytes } from 'node:crypto';
-import type { EmbeddedQueue, Row } from './embedded-queue.js';
-import { JobFailure, errorMessage, type ConsumeOptions, type Consumer } from './queue.js';
+import { JobFailure, errorMessage, type ConsumeOptions, type Consumer, type QueueEvent } from './queue.js';
+
+export interface Row {
+  id: string;
+  lane: string;
+  priority: number;
+  mem_bytes: number;
+  data: string;
+  attempts_made: number;
+}
+
+export type Outcome =
+  | { kind: 'done'; id: string; owner: string; result: unknown }
+  | { kind: 'fail'; id: string; owner: string; error: string; retry: boolean };
+
+/** What a consumer needs of its queue (EmbeddedQueue), declared here so the two files form no cycle. */
+export interface ConsumerHost {
+  readonly pollMs: number;
+  readonly lockMs: number;
+  readonly stalledCheckMs: number;
+  take(lane: string, n: number, owner: string, o: ConsumeOptions): Row[];
+  renew(owner: string): void;
+  recoverStalled(): string[];
+  settle(o: Outcome): void;
+  trim(): void;
+  release(owner: string): void;
+  emit(e: QueueEvent): void;
+  forget(c: EmbeddedConsumer): void;
+}
 
 export class EmbeddedConsumer implements Consumer {
   readonly id = `c_${randomBytes(4).toString('hex')}`;
@@ -16,7 +43,7 @@ export class EmbeddedConsumer implements Consumer {
   private pumping = false;
 
   constructor(
-    private readonly q: EmbeddedQueue,
+    private readonly q: ConsumerHost,
     private readonly o: ConsumeOptions,
   ) {}
 

@@ -11,7 +11,7 @@ import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { TandemError } from '../../core/errors.js';
-import { EmbeddedConsumer } from './embedded-consumer.js';
+import { EmbeddedConsumer, type ConsumerHost, type Outcome, type Row } from './embedded-consumer.js';
 import {
   DEFAULT_TUNING,
   clampPriority,
@@ -50,19 +50,6 @@ CREATE INDEX IF NOT EXISTS qjobs_ready ON qjobs (lane, state, priority DESC, seq
 CREATE INDEX IF NOT EXISTS qjobs_locks ON qjobs (state, lock_until) WHERE state = 'active';
 CREATE TABLE IF NOT EXISTS qrate (lane TEXT PRIMARY KEY, window_start INTEGER NOT NULL, used INTEGER NOT NULL);`;
 
-export interface Row {
-  id: string;
-  lane: string;
-  priority: number;
-  mem_bytes: number;
-  data: string;
-  attempts_made: number;
-}
-
-export type Outcome =
-  | { kind: 'done'; id: string; owner: string; result: unknown }
-  | { kind: 'fail'; id: string; owner: string; error: string; retry: boolean };
-
 export interface EmbeddedQueueOptions {
   readonly path: string;
   readonly tuning?: QueueTuning;
@@ -73,7 +60,9 @@ export interface EmbeddedQueueOptions {
 
 const DECLINE_DELAY_MS = 250;
 
-export class EmbeddedQueue implements JobQueue {
+export type { Outcome, Row } from './embedded-consumer.js';
+
+export class EmbeddedQueue implements JobQueue, ConsumerHost {
   readonly kind = 'embedded' as const;
   private readonly db: Database.Database;
   private readonly emitter = new EventEmitter();

@@ -5,7 +5,7 @@
  * with the reason in its message, and is placed again on a later pass (a bigger agent may join). With
  * no agent of the class alive at all the job is queued anyway: that is what scales a pool up from zero.
  */
-import type { AgentInfo } from '../../agent/heartbeat.js';
+import type { AgentInfo } from './heartbeat.js';
 import type { HardwareRule } from '../config.js';
 import type { JobRecord } from '../store/job-store.js';
 import { HELD_PREFIX, type JobStoreApi } from '../store/store.js';

@@ -22,6 +22,7 @@ import type { ResultStore } from './result-store.js';
 import { OutcomeRetry, unstoredOutcome } from './outcome-retry.js';
 import type { StartAtInsert } from './submitter.js';
 import type { StoreHealth } from '../store/store-health.js';
+import { tenantRuntime } from './tenant-share.js';
 
 export interface DispatcherDeps {
   readonly config: ServiceConfig;
@@ -396,7 +397,13 @@ export class Dispatcher {
       get aborted(): boolean {
         return r.stopRequested;
       },
-      rt: this.d.rt(),
+      // Its tasks are charged to its tenant: devices are shared by weight at the task level too.
+      rt: tenantRuntime(
+        this.d.rt(),
+        job.tenantId,
+        this.d.tenants.get(job.tenantId)?.weight ?? 1,
+        this.d.config.fairShare,
+      ),
       placement: r.placement,
       tags: { job: job.id, tenant: job.tenantId },
       progress: (fraction, message = '') => {

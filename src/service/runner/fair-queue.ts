@@ -4,7 +4,7 @@
  * and within a tenant the highest priority first, then submission order. SQLite stays the truth; this
  * is rebuilt from it at start.
  */
-import { Heap } from '../../runtime/policies/queues.js';
+import { Heap } from '../../core/queues.js';
 import type { JobRecord } from '../store/job-store.js';
 
 export interface QueuedJob {

@@ -64,6 +64,11 @@ export class Submitter {
     });
   }
 
+  /** Submissions waiting for the next group commit (all tenants). */
+  get pending(): number {
+    return this.batch.length;
+  }
+
   /** Jobs waiting for the next group commit (counted against queue quotas). */
   pendingFor(tenantId: string): number {
     let n = 0;

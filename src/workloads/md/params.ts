@@ -2,9 +2,10 @@
  * MD job parameters: the JSON the service's `md` job type and `tandem run md` accept, their validation
  * (clear TANDEM_ERR_INVALID_ARGUMENT errors before anything runs) and the presets.
  */
+import { DEVICE_CHOICES, type DeviceChoice } from '../tasks.js';
 import { asRecord, bool, invalid, noExtraKeys, num, oneOf } from '../validate.js';
 
-export type MdDevice = 'auto' | 'cpu' | 'cuda' | 'webgpu';
+export type MdDevice = DeviceChoice;
 export type MdPrecision = 'f64' | 'f32';
 
 /** What callers send; every field optional except where a preset is not used. */
@@ -154,7 +155,7 @@ export function validateMdParams(input: unknown): MdConfig {
     dt: num(p, 'dt', base.dt, { gt: 0, le: 1 }, 'md.'),
     steps,
     thermoEvery: num(p, 'thermoEvery', Math.min(base.thermoEvery, steps), { ge: 1, integer: true }, 'md.'),
-    device: oneOf(p, 'device', ['auto', 'cpu', 'cuda', 'webgpu'] as const, base.device, 'md.'),
+    device: oneOf(p, 'device', DEVICE_CHOICES, base.device, 'md.'),
     precision: oneOf(p, 'precision', ['f64', 'f32'] as const, base.precision, 'md.'),
   };
   // Minimum-image convention: the interaction range (cutoff + skin for the neighbour list) must fit in

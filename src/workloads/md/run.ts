@@ -6,6 +6,7 @@
  * stalling the queue.
  */
 import { TandemError } from '../../core/errors.js';
+import type { HardwareKind } from '../../devices/device.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import type { TaskHandle } from '../../runtime/task.js';
 import type { Tensor } from '../../memory/tensor.js';
@@ -44,7 +45,7 @@ export interface MdResult {
   cells: [number, number, number];
   box: [number, number, number];
   steps: number;
-  device: 'cpu' | 'cuda' | 'webgpu';
+  device: HardwareKind;
   precision: 'f32' | 'f64';
   columns: readonly string[];
   thermo: ThermoRow[];
@@ -63,7 +64,7 @@ export interface MdResult {
  * in WGSL and builds the neighbour list on the CPU (WGSL has no scratch memory for cell lists), the
  * runtime moving positions and lists between the two.
  */
-function chooseDevice(rt: Runtime, cfg: MdConfig): 'cpu' | 'cuda' | 'webgpu' {
+function chooseDevice(rt: Runtime, cfg: MdConfig): HardwareKind {
   const want: DeviceChoice = cfg.device;
   if (want === 'auto')
     return eligibleQueues(rt, 'lj_forces', 'cuda') > 0 && cellsPerSide(cfg) >= 3 ? 'cuda' : 'cpu';

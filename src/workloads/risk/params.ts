@@ -2,11 +2,12 @@
  * Parameters of the `option` and `var` jobs (and `tandem run option|var`): validation with stable
  * error codes before anything runs, and defaults.
  */
+import { DEVICE_CHOICES, type DeviceChoice } from '../tasks.js';
 import { asRecord, bool, invalid, noExtraKeys, num, oneOf } from '../validate.js';
 import type { McTerms } from './mc.js';
 import { parsePortfolio, type Portfolio } from './portfolio.js';
 
-export type RiskDevice = 'auto' | 'cpu' | 'cuda' | 'webgpu';
+export type RiskDevice = DeviceChoice;
 
 export interface OptionParams {
   type?: 'european' | 'asian';
@@ -89,7 +90,7 @@ export function validateOptionParams(input: unknown): OptionConfig {
     paths: num(p, 'paths', d.paths, { ge: 2, le: MAX_PATHS, integer: true }, at),
     antithetic: bool(p, 'antithetic', d.antithetic, at),
     seed: num(p, 'seed', d.seed, { ge: 0, le: MAX_SEED, integer: true }, at),
-    device: oneOf(p, 'device', ['auto', 'cpu', 'cuda', 'webgpu'] as const, d.device, at),
+    device: oneOf(p, 'device', DEVICE_CHOICES, d.device, at),
     tasks: p.tasks === undefined ? null : num(p, 'tasks', undefined, { ge: 1, le: 65536, integer: true }, at),
   };
 }
@@ -146,7 +147,7 @@ export function validateVarParams(input: unknown): VarConfig {
     confidence: num(p, 'confidence', 0.99, { gt: 0.5, lt: 1 }, at),
     scenarios: num(p, 'scenarios', 100_000, { ge: 100, le: 2 ** 31, integer: true }, at),
     seed: num(p, 'seed', 20261202, { ge: 0, le: MAX_SEED, integer: true }, at),
-    device: oneOf(p, 'device', ['auto', 'cpu', 'cuda', 'webgpu'] as const, 'auto', at),
+    device: oneOf(p, 'device', DEVICE_CHOICES, 'auto', at),
     tasks: p.tasks === undefined ? null : num(p, 'tasks', undefined, { ge: 1, le: 65536, integer: true }, at),
   };
 }

@@ -51,11 +51,12 @@ export interface OptionResult {
 
 /**
  * The most work one task may hold (streams × path steps; a European stream is 4 samples of one step):
- * about 0.1 s on one CPU core, about 1 ms on an H200. A cancel or a deadline takes effect at a task
- * boundary, so a huge job (2^40 paths) is cut into many such tasks instead of one per device, and
- * submitted a window at a time (runWindowed). Jobs below queues × this split exactly as before.
+ * about 2-3 ms on one CPU core of the shared VMs (~1.8e6 European streams/s), about 1 ms on an H200.
+ * A cancel or a deadline takes effect at a task boundary, and a device cannot be handed to another
+ * tenant mid-task (the runtime's fair sharing picks between tasks), so a huge job (2^40 paths) is cut
+ * into many such tasks instead of one per device, and submitted a window at a time (runWindowed).
  */
-const MAX_TASK_WORK_CPU = 2 ** 19;
+const MAX_TASK_WORK_CPU = 2 ** 14;
 const MAX_TASK_WORK_GPU = 2 ** 26;
 
 /** Enough tasks to occupy every eligible queue, but none smaller than 16k streams nor bigger than maxStreams. */
@@ -65,12 +66,13 @@ function taskCount(requested: number | null, queues: number, streams: number, ma
 }
 
 /**
- * Tasks in flight at once for a job cut into more tasks than queues: one per CPU queue (a cancel then
- * waits for one task per worker), two more when a GPU may run them (its next launch is queued while one
- * runs, so the GPU does not idle during each read-back).
+ * Tasks in flight at once for a job cut into more tasks than queues: two per CPU queue (one running,
+ * the next already there: with tasks of a few ms the worker would otherwise idle for every round trip
+ * through the host; a cancel waits for at most two), two more when a GPU may run them (its next launch
+ * is queued while one runs, so the GPU does not idle during each read-back).
  */
 function windowSize(queues: number, gpu: boolean): number {
-  return queues + (gpu ? 2 : 0);
+  return 2 * queues + (gpu ? 2 : 0);
 }
 
 export async function priceOption(
@@ -215,8 +217,8 @@ export interface VarResult extends RiskFigures {
   scenariosPerSecond: number;
 }
 
-/** Scenarios one mc_var task may hold: about 0.1 s on one CPU core (see MAX_TASK_WORK_CPU). */
-const MAX_VAR_SCENARIOS_CPU = 2 ** 15;
+/** Scenarios one mc_var task may hold: a few ms on one CPU core for a small portfolio (see MAX_TASK_WORK_CPU). */
+const MAX_VAR_SCENARIOS_CPU = 2 ** 12;
 const MAX_VAR_SCENARIOS_GPU = 2 ** 22;
 
 export async function portfolioVar(rt: Runtime, params: unknown, opts: RunOptions = {}): Promise<VarResult> {

@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { TandemError } from '../../../core/errors.js';
 import type { NewTenant } from '../../auth/tenants.js';
-import type { ServiceParts } from '../../service.js';
+import type { ServiceParts } from '../../parts.js';
 
 const TENANT_SCHEMA = {
   type: 'object',

@@ -3,7 +3,7 @@ import fastifyStatic from '@fastify/static';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import type { ServiceParts } from '../../service.js';
+import type { ServiceParts } from '../../parts.js';
 
 export function dashboardRoutes(s: ServiceParts) {
   return async function (app: FastifyInstance): Promise<void> {

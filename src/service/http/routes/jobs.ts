@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { TandemError } from '../../../core/errors.js';
 import { buildJobTrace } from '../../obs/job-trace.js';
-import type { ServiceParts } from '../../service.js';
+import type { ServiceParts } from '../../parts.js';
 import type { JobRecord, JobState, NewJob } from '../../store/job-store.js';
 import { memoryEstimate } from '../../jobs/job-type.js';
 import { tenantOf } from '../auth.js';
@@ -17,6 +17,7 @@ import {
   SUBMIT_BODY_SCHEMA,
   SUBMIT_QUERY_SCHEMA,
 } from '../schemas.js';
+import { assertDevicePresent } from '../../runner/device-presence.js';
 
 interface SubmitBody {
   type: string;
@@ -86,7 +87,9 @@ function validateParams(s: ServiceParts, req: FastifyRequest, body: SubmitBody) 
       },
     );
   }
-  return { type, parsed: type.parse(body.params) };
+  const parsed = type.parse(body.params);
+  assertDevicePresent(type.requestedDevice?.(parsed), s.runtimeStatus(), s.runtime());
+  return { type, parsed };
 }
 
 export function jobRoutes(s: ServiceParts) {

@@ -1,6 +1,6 @@
 /** Health, metrics, OpenAPI, devices, live stats and the job type catalogue. */
 import type { FastifyInstance } from 'fastify';
-import type { ServiceParts } from '../../service.js';
+import type { ServiceParts } from '../../parts.js';
 import { tenantOf } from '../auth.js';
 import type { OpenApiSource } from '../openapi.js';
 
@@ -15,6 +15,21 @@ const DEVICE_SCHEMA = {
     utilization: { type: 'number' },
     busySeconds: { type: 'number' },
     peakFlops: { type: 'object', additionalProperties: { type: 'number' } },
+  },
+} as const;
+
+/** What the load shedder measures (runner/load-shedder.ts): no tenant names, so public like the rest. */
+const LOAD_SCHEMA = {
+  type: 'object',
+  properties: {
+    shedding: { type: 'boolean' },
+    loopDelayMs: { type: 'number' },
+    drainPerSecond: { type: 'number' },
+    backlog: { type: 'integer' },
+    backlogBudget: { type: 'integer' },
+    expectedWaitSeconds: { type: ['number', 'null'] },
+    inFlight: { type: 'integer' },
+    refused: { type: 'integer' },
   },
 } as const;
 
@@ -39,6 +54,7 @@ export function systemRoutes(s: ServiceParts, openapi: OpenApiSource) {
             lastErrorAt: { type: ['string', 'null'] },
           },
         },
+        load: LOAD_SCHEMA,
       },
     } as const;
     // Answered from memory only: no database, no runtime call, so it stays fast while jobs compute.
@@ -65,6 +81,7 @@ export function systemRoutes(s: ServiceParts, openapi: OpenApiSource) {
           ...(life.devicesLost.length ? { devicesLost: life.devicesLost } : {}),
           // degraded while writes fail (disk full) or finished jobs' outcomes wait to be stored
           store: s.storeHealth.view(),
+          load: s.shedder.snapshot(),
         });
       },
     );

@@ -4,6 +4,7 @@
  * The module is imported when the service starts, so a build without it still serves the other types.
  */
 import { TandemError } from '../../../core/errors.js';
+import { HARDWARE_KINDS } from '../../../devices/device.js';
 import type { Runtime } from '../../../runtime/runtime.js';
 import type { WorkloadJobType } from '../../../workloads/index.js';
 import { defineJobType, type AnyJobType, type JobContext } from '../job-type.js';
@@ -23,7 +24,7 @@ const DEFAULT_TIMEOUT_SECONDS: Record<WorkloadJobType['name'], number> = {
   option: 600,
   var: 600,
 };
-const KINDS = new Set(['cpu', 'cuda', 'webgpu']);
+const KINDS = new Set<string>(HARDWARE_KINDS);
 
 function wrap(w: WorkloadJobType): AnyJobType {
   return defineJobType<Params>({
