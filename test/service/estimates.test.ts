@@ -201,7 +201,12 @@ void test('every job type: memory estimates are finite and non-negative for ever
           `${t.name} ${JSON.stringify(params)} → ${res.statusCode} ${res.body}`,
         );
         if (res.statusCode === 202) accepted++;
-        else rejected++;
+        else if (res.body.includes('TANDEM_ERR_DEVICE_ABSENT')) {
+          // Valid, but refused here for want of its device (custom-kernel needs a GPU; this service has
+          // none): estimate it as the route would have.
+          spied.get(t.name).memoryBytes(t.parse(params));
+          accepted++;
+        } else rejected++;
       }
       const estimates = seen.get(t.name)!;
       assert.ok(accepted >= 5, `${t.name}: ${accepted} samples accepted (${rejected} refused)`);
