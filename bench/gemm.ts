@@ -7,6 +7,7 @@ import { assertDType } from '../src/core/dtype.js';
 import { TandemError } from '../src/core/errors.js';
 import { checkGemmRows, randomData } from '../src/cli/gemm-check.js';
 import { flops, intOption, parse, print, table } from '../src/cli/output.js';
+import type { ReportProgress } from '../src/cli/progress.js';
 import { loadOpenBlas } from '../src/devices/cpu/openblas.js';
 import { Runtime } from '../src/runtime/runtime.js';
 
@@ -25,7 +26,12 @@ export interface CpuGemmBench {
   readonly check: ReturnType<typeof checkGemmRows>;
 }
 
-export async function cpuGemmBench(n: number, dtype: 'f32' | 'f64', reps: number): Promise<CpuGemmBench> {
+export async function cpuGemmBench(
+  n: number,
+  dtype: 'f32' | 'f64',
+  reps: number,
+  progress: ReportProgress = () => undefined,
+): Promise<CpuGemmBench> {
   const load = loadOpenBlas();
   if (!load.blas)
     throw new TandemError('TANDEM_ERR_DEVICE_UNAVAILABLE', `OpenBLAS is not available: ${load.reason}`);
@@ -80,6 +86,7 @@ export async function cpuGemmBench(n: number, dtype: 'f32' | 'f64', reps: number
     const base: number[] = [];
     // Interleave the two so that the shared machine's load hits both alike.
     for (let r = 0; r < reps; r++) {
+      progress(r / reps, `round ${r + 1} of ${reps}`);
       let t0 = performance.now();
       await viaRuntime();
       tandem.push((performance.now() - t0) / 1000);
@@ -87,6 +94,7 @@ export async function cpuGemmBench(n: number, dtype: 'f32' | 'f64', reps: number
       direct();
       base.push((performance.now() - t0) / 1000);
     }
+    progress(1, 'checking');
     const check = checkGemmRows(dtype, n, n, n, A, B, await rt.read(c));
     const fl = 2 * n ** 3;
     const tandemFlops = fl / median(tandem);
@@ -97,7 +105,8 @@ export async function cpuGemmBench(n: number, dtype: 'f32' | 'f64', reps: number
   }
 }
 
-export async function main(argv: string[]): Promise<number> {
+/** `progress` is the CLI's bar (`tandem bench gemm` on a terminal; CPU only); a direct run passes none. */
+export async function main(argv: string[], progress?: ReportProgress): Promise<number> {
   const device = argv[argv.indexOf('--device') + 1];
   if (argv.includes('--device') && device === 'webgpu') return (await import('./webgpu-gemm.js')).main(argv);
   if (argv.includes('--device') && device === 'cuda') {
@@ -122,7 +131,7 @@ export async function main(argv: string[]): Promise<number> {
   if (dtype !== 'f32' && dtype !== 'f64')
     throw new TandemError('TANDEM_ERR_DTYPE', 'the CPU GEMM benchmark takes f32 or f64');
   const reps = intOption(values['reps'], 'reps', 7, 1, 1000);
-  const r = await cpuGemmBench(n, dtype, reps);
+  const r = await cpuGemmBench(n, dtype, reps, progress);
   print(!!values['json'], r, () =>
     [
       table([

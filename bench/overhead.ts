@@ -5,6 +5,7 @@
  */
 import { intOption, parse, print, table } from '../src/cli/output.js';
 import { Runtime, type TaskHandle } from 'tandem';
+import type { ReportProgress } from '../src/cli/progress.js';
 
 export interface OverheadResult {
   readonly pattern: string;
@@ -32,16 +33,24 @@ export async function runOverhead(
   tasks: number,
   backends: string[],
   scheduler: string,
+  progress: ReportProgress = () => undefined,
 ): Promise<OverheadResult[]> {
   const rt = await Runtime.create({ backends, scheduler, calibrate: false });
   try {
     await measure(rt, 'warm-up', 20_000, 0);
     const out: OverheadResult[] = [];
+    const runs = [
+      ['independent', 0],
+      ['one chain', 1],
+      ['8 chains', 8],
+    ] as const;
     for (let rep = 0; rep < 3; rep++) {
-      out.push(await measure(rt, 'independent', tasks, 0));
-      out.push(await measure(rt, 'one chain', tasks, 1));
-      out.push(await measure(rt, '8 chains', tasks, 8));
+      for (const [pattern, chains] of runs) {
+        progress(out.length / 9, `${pattern}, round ${rep + 1} of 3`);
+        out.push(await measure(rt, pattern, tasks, chains));
+      }
     }
+    progress(1, 'done');
     // Report the median of three per pattern: these 2-core machines are shared and noisy.
     const patterns = ['independent', 'one chain', '8 chains'];
     return patterns.map((p) => {
@@ -53,7 +62,8 @@ export async function runOverhead(
   }
 }
 
-export async function main(argv: string[]): Promise<number> {
+/** `progress` is the CLI's bar (`tandem bench overhead` on a terminal); a direct run passes none. */
+export async function main(argv: string[], progress?: ReportProgress): Promise<number> {
   const { values } = parse(argv, {
     tasks: { type: 'string' },
     backends: { type: 'string' },
@@ -62,7 +72,7 @@ export async function main(argv: string[]): Promise<number> {
   const tasks = intOption(values['tasks'], 'tasks', 200_000, 1, 10_000_000);
   const backends = typeof values['backends'] === 'string' ? values['backends'].split(',') : ['cpu'];
   const scheduler = typeof values['scheduler'] === 'string' ? values['scheduler'] : 'eager';
-  const results = await runOverhead(tasks, backends, scheduler);
+  const results = await runOverhead(tasks, backends, scheduler, progress);
   print(!!values['json'], results, () =>
     table([
       ['PATTERN', 'TASKS', 'SECONDS', 'TASKS/S', 'US/TASK'],

@@ -10,6 +10,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { intOption, parse, print, table } from '../src/cli/output.js';
+import type { ReportProgress } from '../src/cli/progress.js';
 import { STARPU_TABLES, DEFAULT_TABLE } from '../src/devices/sim/tables.js';
 import { runDecisionCost, runSimulation, type SimReport } from './sched-sim.js';
 import { runMixed, runRealCholesky } from './sched-real.js';
@@ -34,7 +35,11 @@ lower bound ${f(r.lowerBoundMs, 0)} ms = max(critical path ${f(r.criticalPathMs,
   return `${head}\n${table(rows)}`;
 }
 
-export async function main(argv: string[]): Promise<number> {
+/**
+ * `progress` is the CLI's bar (`tandem bench sched` on a terminal): by stage only (the simulations run
+ * synchronously); a direct run passes none.
+ */
+export async function main(argv: string[], progress: ReportProgress = () => undefined): Promise<number> {
   const { values } = parse(argv, {
     table: { type: 'string' },
     nt: { type: 'string' },
@@ -82,8 +87,11 @@ export async function main(argv: string[]): Promise<number> {
   const nt = intOption(values['nt'], 'nt', 40, 2, 200);
   const cpus = intOption(values['cpus'], 'cpus', 8, 0, 256);
   const gpus = intOption(values['gpus'], 'gpus', 2, 0, 64);
+  progress(0, 'simulations');
   const sims = tables.map((t) => runSimulation(t, nt, cpus, gpus));
+  progress(0.3, 'decision cost');
   const cost = runDecisionCost();
+  progress(0.4, values['skip-mixed'] ? 'done' : 'mixed graph on the real devices');
   const mixed = values['skip-mixed']
     ? null
     : await runMixed({
@@ -96,6 +104,7 @@ export async function main(argv: string[]): Promise<number> {
         largeN: intOption(values['large-n'], 'large-n', device === 'cuda' ? 2048 : 768, 1, 16384),
         threads: intOption(values['threads'], 'threads', Math.max(1, availableParallelism() - 1), 1, 256),
       });
+  progress(1, 'done');
   print(json, { simulation: sims, decisionCost: cost, mixed }, () => {
     const parts = sims.map(simText);
     parts.push(

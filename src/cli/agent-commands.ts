@@ -20,40 +20,29 @@ import { LocalAutoscaler } from '../service/autoscale/local.js';
 import { DEFAULT_POLICY, ScaleSignal } from '../service/autoscale/signal.js';
 import { loadServiceConfig } from '../service/config.js';
 import { buildControlPlane, parseApiKeys } from '../service/queue/control-plane.js';
-import { intOption, parse } from './output.js';
 
-const HELP = `tandem agent --queue redis://127.0.0.1:6379 [--pg postgres://...] [--name NAME]
-  [--backends cpu,cuda,webgpu|none] [--concurrency 4] [--cpu-threads 2] [--prefix tandem] [--grace-ms 10000]`;
+/** `tandem agent` options, parsed and range-checked by commander (program-service.ts). */
+export interface AgentOptions {
+  readonly queue: string;
+  readonly pg?: string;
+  readonly name?: string;
+  /** Comma-separated kinds, or none. */
+  readonly backends: string;
+  readonly concurrency: number;
+  readonly cpuThreads: number;
+  readonly prefix: string;
+  readonly graceMs: number;
+}
 
-export async function agentCommand(argv: string[]): Promise<number> {
-  const { values } = parse(argv, {
-    queue: { type: 'string' },
-    pg: { type: 'string' },
-    name: { type: 'string' },
-    backends: { type: 'string' },
-    concurrency: { type: 'string' },
-    'cpu-threads': { type: 'string' },
-    prefix: { type: 'string' },
-    'grace-ms': { type: 'string' },
-  });
-  if (values['help']) {
-    process.stdout.write(`${HELP}\n`);
-    return 0;
-  }
-  const queueUrl = values['queue'];
-  if (typeof queueUrl !== 'string')
-    throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `--queue is required\n${HELP}`);
-  const name = typeof values['name'] === 'string' ? values['name'] : `${hostname()}-${process.pid}`;
-  const backends = String(values['backends'] ?? 'cpu,cuda,webgpu')
-    .split(',')
-    .filter(Boolean);
-  const concurrency = intOption(values['concurrency'], 'concurrency', 4, 1, 1024);
-  const graceMs = intOption(values['grace-ms'], 'grace-ms', 10_000, 0, 600_000);
-  const prefix = typeof values['prefix'] === 'string' ? values['prefix'] : 'tandem';
+export async function agentCommand(opts: AgentOptions): Promise<number> {
+  const queueUrl = opts.queue;
+  const name = opts.name ?? `${hostname()}-${process.pid}`;
+  const backends = opts.backends.split(',').filter(Boolean);
+  const { concurrency, graceMs, prefix } = opts;
 
   // Unreachable Redis/PostgreSQL fail here, naming the URL, before any device is opened.
   const queue = await openQueue(queueUrl, { prefix });
-  const store = typeof values['pg'] === 'string' ? await PgJobStore.open(values['pg']) : null;
+  const store = opts.pg !== undefined ? await PgJobStore.open(opts.pg) : null;
   const registry = new JobTypeRegistry();
   await registerBuiltinJobTypes(registry);
   const activity = new DeviceActivity();
@@ -62,7 +51,7 @@ export async function agentCommand(argv: string[]): Promise<number> {
     : await Runtime.create({
         backends,
         calibrate: false,
-        options: { cpu: { threads: intOption(values['cpu-threads'], 'cpu-threads', 2, 1, 256) } },
+        options: { cpu: { threads: opts.cpuThreads } },
       });
   rt?.addObserver(activity);
   const devices = (): AgentDevice[] => {
@@ -124,58 +113,35 @@ export async function agentCommand(argv: string[]): Promise<number> {
   return 0;
 }
 
-const AUTOSCALE_HELP = `tandem autoscale --queue redis://127.0.0.1:6379 [--pg postgres://...] [--min 0] [--max 4]
-  [--class cpu] [--jobs-per-agent 8] [--idle-ms 5000] [--prefix tandem] [--agent-args "--backends cpu --concurrency 8"]`;
+/** `tandem autoscale` options, parsed and range-checked by commander (program-service.ts). */
+export interface AutoscaleOptions {
+  readonly queue: string;
+  readonly pg?: string;
+  readonly min: number;
+  readonly max: number;
+  readonly class: string;
+  readonly jobsPerAgent: number;
+  readonly idleMs: number;
+  readonly prefix: string;
+  readonly agentArgs?: string;
+}
 
 /** `tandem autoscale`: starts and stops agent processes on this machine from the scaling signal. */
-export async function autoscaleCommand(argv: string[]): Promise<number> {
-  const { values } = parse(argv, {
-    queue: { type: 'string' },
-    pg: { type: 'string' },
-    min: { type: 'string' },
-    max: { type: 'string' },
-    class: { type: 'string' },
-    'jobs-per-agent': { type: 'string' },
-    'idle-ms': { type: 'string' },
-    prefix: { type: 'string' },
-    'agent-args': { type: 'string' },
-  });
-  if (values['help']) {
-    process.stdout.write(`${AUTOSCALE_HELP}\n`);
-    return 0;
-  }
-  const queueUrl = values['queue'];
-  if (typeof queueUrl !== 'string' || !/^rediss?:/.test(queueUrl))
-    throw new TandemError(
-      'TANDEM_ERR_INVALID_ARGUMENT',
-      `--queue redis://... is required\n${AUTOSCALE_HELP}`,
-    );
-  const prefix = typeof values['prefix'] === 'string' ? values['prefix'] : 'tandem';
-  const min = intOption(values['min'], 'min', 0, 0, 256);
-  const max = intOption(values['max'], 'max', 4, 1, 256);
+export async function autoscaleCommand(opts: AutoscaleOptions): Promise<number> {
+  const queueUrl = opts.queue;
+  if (!/^rediss?:/.test(queueUrl))
+    throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `--queue must be a redis:// URL, got ${queueUrl}`);
+  const { prefix, min, max } = opts;
   if (min > max) throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `--min ${min} is above --max ${max}`);
-  const policy = {
-    ...DEFAULT_POLICY,
-    min,
-    max,
-    jobsPerAgent: intOption(
-      values['jobs-per-agent'],
-      'jobs-per-agent',
-      DEFAULT_POLICY.jobsPerAgent,
-      1,
-      1 << 20,
-    ),
-    idleMs: intOption(values['idle-ms'], 'idle-ms', DEFAULT_POLICY.idleMs, 0, 3_600_000),
-  };
+  const policy = { ...DEFAULT_POLICY, min, max, jobsPerAgent: opts.jobsPerAgent, idleMs: opts.idleMs };
   const queue = await BullQueue.open({ url: queueUrl, prefix });
   const main = fileURLToPath(new URL('./main.js', import.meta.url));
-  const extra =
-    typeof values['agent-args'] === 'string' ? values['agent-args'].split(/\s+/).filter(Boolean) : [];
+  const extra = opts.agentArgs?.split(/\s+/).filter(Boolean) ?? [];
   const scaler = new LocalAutoscaler({
     queue,
     agents: new RedisAgentRegistry(queue.redis, prefix),
     signal: new ScaleSignal(policy),
-    deviceClass: typeof values['class'] === 'string' ? values['class'] : 'cpu',
+    deviceClass: opts.class,
     agentCommand: [
       process.execPath,
       main,
@@ -184,7 +150,7 @@ export async function autoscaleCommand(argv: string[]): Promise<number> {
       queueUrl,
       '--prefix',
       prefix,
-      ...(typeof values['pg'] === 'string' ? ['--pg', values['pg']] : []),
+      ...(opts.pg !== undefined ? ['--pg', opts.pg] : []),
       ...extra,
     ],
     tickMs: 500,
@@ -205,17 +171,20 @@ export async function autoscaleCommand(argv: string[]): Promise<number> {
  * `tandem serve --queue redis://... --pg postgres://...`: the scaled-out control plane (`serve` hands
  * over here when --queue is given). API keys come from TANDEM_API_KEYS ("tenant=key,...").
  */
-export async function controlPlaneCommand(argv: string[]): Promise<number> {
-  const { values } = parse(argv, {
-    queue: { type: 'string' },
-    pg: { type: 'string' },
-    host: { type: 'string' },
-    port: { type: 'string' },
-    prefix: { type: 'string' },
-    'reconcile-ms': { type: 'string' },
-  });
-  const queueUrl = values['queue'];
-  const pgUrl = values['pg'];
+/** The `tandem serve` options the control plane reads (serve-command.ts hands its own over). */
+export interface ControlPlaneOptions {
+  readonly json?: boolean;
+  readonly host?: string;
+  readonly port?: number;
+  readonly queue?: string;
+  readonly pg?: string;
+  readonly prefix?: string;
+  readonly reconcileMs?: number;
+}
+
+export async function controlPlaneCommand(opts: ControlPlaneOptions): Promise<number> {
+  const queueUrl = opts.queue;
+  const pgUrl = opts.pg;
   if (typeof queueUrl !== 'string' || !/^rediss?:/.test(queueUrl) || typeof pgUrl !== 'string')
     throw new TandemError(
       'TANDEM_ERR_INVALID_ARGUMENT',
@@ -228,10 +197,10 @@ export async function controlPlaneCommand(argv: string[]): Promise<number> {
       'TANDEM_API_KEYS ("tenant=key,...") is required in scaled-out mode',
     );
   const config = loadServiceConfig(process.env, {
-    ...(typeof values['host'] === 'string' ? { host: values['host'] } : {}),
-    ...(values['port'] !== undefined ? { port: intOption(values['port'], 'port', 8080, 0, 65535) } : {}),
+    ...(opts.host !== undefined ? { host: opts.host } : {}),
+    ...(opts.port !== undefined ? { port: opts.port } : {}),
   });
-  const prefix = typeof values['prefix'] === 'string' ? values['prefix'] : 'tandem';
+  const prefix = opts.prefix ?? 'tandem';
   const queue = await BullQueue.open({ url: queueUrl, prefix });
   const store = await PgJobStore.open(pgUrl);
   const registry = new JobTypeRegistry();
@@ -243,7 +212,7 @@ export async function controlPlaneCommand(argv: string[]): Promise<number> {
     prefix,
     rules: config.hardwareRules,
     keys: parseApiKeys(keysText),
-    reconcileMs: intOption(values['reconcile-ms'], 'reconcile-ms', 30_000, 100, 3_600_000),
+    reconcileMs: opts.reconcileMs ?? 30_000,
     bodyLimitBytes: config.bodyLimitBytes,
   });
   const url = await cp.app.listen({ host: config.host, port: config.port });
@@ -254,7 +223,7 @@ export async function controlPlaneCommand(argv: string[]): Promise<number> {
     store: 'postgresql',
   };
   process.stdout.write(
-    values['json']
+    opts.json
       ? `${JSON.stringify(line)}\n`
       : `tandem control plane on ${url} (queue ${line.queue}, PostgreSQL store)\n`,
   );

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PerfModels } from '../runtime/perf-model.js';
 import { loadModels, modelFile } from '../runtime/perf-model-store.js';
-import { parse, print, table, flops } from './output.js';
+import { print, table, flops } from './output.js';
 
 interface BusEntry {
   readonly pair: string;
@@ -30,16 +30,18 @@ function readBus(cacheDir: string): BusEntry[] {
   }
 }
 
-export async function modelsCommand(argv: string[]): Promise<number> {
-  const { values } = parse(argv, { 'cache-dir': { type: 'string' }, op: { type: 'string' } });
-  const json = values['json'] === true;
-  const cacheDir =
-    typeof values['cache-dir'] === 'string' ? values['cache-dir'] : join(process.cwd(), '.tandem', 'cache');
+export async function modelsCommand(opts: {
+  readonly json?: boolean;
+  readonly cacheDir?: string;
+  readonly op?: string;
+}): Promise<number> {
+  const json = opts.json === true;
+  const cacheDir = opts.cacheDir ?? join(process.cwd(), '.tandem', 'cache');
   const file = modelFile(cacheDir);
   const models = new PerfModels();
   const { warning } = loadModels(file, models);
   if (warning) process.stderr.write(`tandem: ${warning}\n`);
-  const op = typeof values['op'] === 'string' ? values['op'] : undefined;
+  const op = opts.op;
   const stats = models
     .stats()
     .filter((s) => !op || s.op === op)

@@ -1,8 +1,12 @@
-/** Shared CLI plumbing: option parsing, JSON/table output and error reporting with stable codes. */
+/**
+ * Shared CLI plumbing: JSON/table output, output files under .tandem/, and error reporting with stable
+ * codes. `parse`/`intOption` are the argument parsing of the standalone bench scripts (`node
+ * dist/bench/x.js`); the `tandem` command itself parses with commander (program.ts).
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { TandemError, isTandemError } from '../core/errors.js';
-
-export type Command = (argv: string[]) => Promise<number>;
 
 export type Options = NonNullable<ParseArgsConfig['options']>;
 
@@ -69,9 +73,22 @@ export function flops(rate: number): string {
   return `${(rate / 1e9).toFixed(1)} GFLOP/s`;
 }
 
-export function unknownSub(group: string, sub: string | undefined, known: string[]): never {
-  throw new TandemError(
-    'TANDEM_ERR_INVALID_ARGUMENT',
-    `unknown ${group} command ${JSON.stringify(sub ?? '')}; try one of: ${known.join(', ')}`,
-  );
+/** Where files the CLI writes go when no path is given: .tandem/ of the working directory. */
+export const OUTPUT_DIR = '.tandem';
+
+/**
+ * The absolute path of an output file: `given` as the user wrote it, or `.tandem/traces/<name>`; its
+ * folder is created. A folder that cannot be made is a clear error before anything runs.
+ */
+export function outputFile(given: string | undefined, name: string, cwd = process.cwd()): string {
+  const file = given !== undefined ? resolve(cwd, given) : join(resolve(cwd, OUTPUT_DIR), 'traces', name);
+  try {
+    mkdirSync(dirname(file), { recursive: true });
+  } catch (e) {
+    throw new TandemError(
+      'TANDEM_ERR_INVALID_ARGUMENT',
+      `cannot write ${file}: ${e instanceof Error ? e.message : String(e)}`,
+    );
+  }
+  return file;
 }

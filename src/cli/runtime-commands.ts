@@ -1,11 +1,10 @@
 /** CLI commands that drive a local runtime: devices, run gemm, demo. */
-import { resolve } from 'node:path';
-import { assertDType } from '../core/dtype.js';
+import type { DType } from '../core/dtype.js';
 import { formatBytes } from '../core/errors.js';
 import { TraceRecorder } from '../obs/trace.js';
 import { Runtime } from '../runtime/runtime.js';
 import { checkGemmRows, randomData } from './gemm-check.js';
-import { flops, intOption, parse, print, table, type Command } from './output.js';
+import { flops, outputFile, print, table } from './output.js';
 import { logLevelFrom, printBackendSummary, runtimeLoggers } from './runtime-log.js';
 
 export async function openRuntime(
@@ -23,17 +22,19 @@ export async function openRuntime(
   return rt;
 }
 
-function backendList(v: unknown): string[] | undefined {
-  return typeof v === 'string' ? v.split(',').map((s) => s.trim()) : undefined;
+export interface DevicesOptions {
+  readonly json?: boolean;
+  /** Comma-separated kinds (checked by the parser). */
+  readonly backends?: string;
+  readonly calibrate: boolean;
 }
 
-export const devicesCommand: Command = async (argv) => {
-  const { values } = parse(argv, { backends: { type: 'string' }, 'no-calibrate': { type: 'boolean' } });
-  const backends = backendList(values['backends']);
+export async function devicesCommand(opts: DevicesOptions): Promise<number> {
+  const backends = opts.backends?.split(',');
   // The table below is the summary: nothing else on stderr.
   const rt = await openRuntime({
     ...(backends ? { backends } : {}),
-    calibrate: !values['no-calibrate'],
+    calibrate: opts.calibrate,
     summary: false,
   });
   try {
@@ -43,7 +44,7 @@ export const devicesCommand: Command = async (argv) => {
       ...(b.reason ? { reason: b.reason } : {}),
       devices: b.devices.map((d) => d.info),
     }));
-    print(!!values['json'], data, () => {
+    print(opts.json === true, data, () => {
       const rows: string[][] = [['BACKEND', 'DEVICE', 'NAME', 'MEMORY', 'PEAK', 'BANDWIDTH', 'STATUS']];
       for (const b of rt.backends) {
         if (!b.available) {
@@ -72,25 +73,30 @@ export const devicesCommand: Command = async (argv) => {
     await rt.close();
   }
   return 0;
-};
+}
 
-export const runGemmCommand: Command = async (argv) => {
-  const { values } = parse(argv, {
-    n: { type: 'string' },
-    dtype: { type: 'string' },
-    device: { type: 'string' },
-    reps: { type: 'string' },
-    precision: { type: 'string' },
-    trace: { type: 'string' },
-  });
-  const n = intOption(values['n'], 'n', 1024, 1, 65536);
-  const dtype = assertDType(values['dtype'] ?? 'f32');
-  const reps = intOption(values['reps'], 'reps', 3, 1, 1000);
-  const device = values['device'] as string | undefined;
-  const precision = (values['precision'] as string | undefined) ?? 'default';
+export interface GemmOptions {
+  readonly json?: boolean;
+  readonly n: number;
+  readonly dtype: DType;
+  readonly reps: number;
+  /** A kind or a device id (checked by the parser). */
+  readonly device?: string;
+  readonly precision: 'default' | 'tf32';
+  /** A file, or true for .tandem/traces/gemm-<time>.trace.json. */
+  readonly trace?: string | true;
+}
+
+export async function runGemmCommand(opts: GemmOptions): Promise<number> {
+  const { n, dtype, reps, device, precision } = opts;
   const backends = device ? ['cpu', device.replace(/\d+$/, '')] : undefined;
+  // Where the trace goes is settled (and its folder made) before any device opens.
+  const traceFile =
+    opts.trace === undefined
+      ? null
+      : outputFile(opts.trace === true ? undefined : opts.trace, `gemm-${Date.now()}.trace.json`);
   const rt = await openRuntime({ ...(backends ? { backends: [...new Set(backends)] } : {}) });
-  const trace = values['trace'] ? new TraceRecorder() : null;
+  const trace = traceFile ? new TraceRecorder() : null;
   if (trace) rt.addObserver(trace);
   try {
     const a = rt.tensor([n, n], dtype, randomData(dtype, n * n, 1));
@@ -117,7 +123,7 @@ export const runGemmCommand: Command = async (argv) => {
     times.sort((x, y) => x - y);
     const median = times[Math.floor(times.length / 2)]!;
     const rate = (2 * n ** 3) / median;
-    if (trace) trace.writeFile(resolve(String(values['trace'])));
+    if (trace && traceFile) trace.writeFile(traceFile);
     const result = {
       op: 'gemm',
       n,
@@ -127,27 +133,24 @@ export const runGemmCommand: Command = async (argv) => {
       medianSeconds: median,
       flopsPerSecond: rate,
       check,
-      ...(values['trace'] ? { trace: resolve(String(values['trace'])) } : {}),
+      ...(traceFile ? { trace: traceFile } : {}),
     };
-    print(!!values['json'], result, () =>
+    print(opts.json === true, result, () =>
       [
         `gemm ${n}x${n}x${n} ${dtype}${precision !== 'default' ? ` (${precision})` : ''} on ${first.deviceId}: ${(median * 1e3).toFixed(2)} ms median of ${reps}, ${flops(rate)}`,
         `check: max relative error ${check.maxRelError.toExponential(2)} over ${check.rowsChecked} rows (tolerance ${check.tolerance.toExponential(2)}) ${check.ok ? 'OK' : 'FAILED'}`,
-        ...(values['trace']
-          ? [`trace written to ${resolve(String(values['trace']))} (open in https://ui.perfetto.dev)`]
-          : []),
+        ...(traceFile ? [`trace written to ${traceFile} (open in https://ui.perfetto.dev)`] : []),
       ].join('\n'),
     );
     return check.ok ? 0 : 1;
   } finally {
     await rt.close();
   }
-};
+}
 
-export const demoCommand: Command = async (argv) => {
-  const { values } = parse(argv, {});
+export async function demoCommand(opts: { readonly json?: boolean }): Promise<number> {
   process.stdout.write('Tandem demo: devices, then a checked GEMM through the runtime.\n\n');
-  await devicesCommand(values['json'] ? ['--json'] : []);
+  await devicesCommand({ json: opts.json === true, calibrate: true });
   process.stdout.write('\n');
-  return runGemmCommand(['--n', '1024', ...(values['json'] ? ['--json'] : [])]);
-};
+  return runGemmCommand({ json: opts.json === true, n: 1024, dtype: 'f32', reps: 3, precision: 'default' });
+}

@@ -6,7 +6,6 @@
 import { fileURLToPath } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import { loadServiceConfig, type ConfigOverrides } from '../service/config.js';
-import { intOption, parse, type Command } from './output.js';
 import {
   RESTART_EXIT_CODE,
   RESTARTS_ENV,
@@ -27,9 +26,28 @@ function isStopMessage(m: unknown): m is StopMessage {
   return typeof m === 'object' && m !== null && (m as { type?: unknown }).type === 'tandem:stop';
 }
 
-export const serveCommand: Command = async (argv) => {
+/** The options of `tandem serve`, parsed and range-checked by commander (program-service.ts). */
+export interface ServeOptions {
+  readonly json?: boolean;
+  readonly port?: number;
+  readonly host?: string;
+  readonly dataDir?: string;
+  readonly webDir?: string;
+  readonly backends?: string;
+  readonly calibrate: boolean;
+  readonly maxRunning?: number;
+  /** host:port of a keyless listener for Prometheus (GET /metrics only); TANDEM_METRICS_ADDR too. */
+  readonly metricsListen?: string;
+  /** Scaled-out control plane (agent-commands.ts) when set. */
+  readonly queue?: string;
+  readonly pg?: string;
+  readonly prefix?: string;
+  readonly reconcileMs?: number;
+}
+
+export async function serveCommand(opts: ServeOptions): Promise<number> {
   // Scaled-out mode (issue 8): with --queue the control plane runs over Redis + PostgreSQL instead.
-  if (argv.includes('--queue')) return (await import('./agent-commands.js')).controlPlaneCommand(argv);
+  if (opts.queue !== undefined) return (await import('./agent-commands.js')).controlPlaneCommand(opts);
   const supervised = supervisedChild();
   // A stop asked for by the supervisor: handled once the server runs (or at once if asked before).
   let stopAsked: string | null = null;
@@ -50,37 +68,20 @@ export const serveCommand: Command = async (argv) => {
     process.channel?.unref();
     if (!process.connected) orphaned();
   }
-  const { values } = parse(argv, {
-    port: { type: 'string' },
-    host: { type: 'string' },
-    'data-dir': { type: 'string' },
-    'web-dir': { type: 'string' },
-    backends: { type: 'string' },
-    'no-calibrate': { type: 'boolean' },
-    'max-running': { type: 'string' },
-    // host:port of a keyless listener for Prometheus (GET /metrics only); TANDEM_METRICS_ADDR too.
-    'metrics-listen': { type: 'string' },
-    // Read by main.ts (run without the supervisor); accepted here so that it passes parsing.
-    'no-supervise': { type: 'boolean' },
-  });
   const overrides: ConfigOverrides = {
-    webDir:
-      typeof values['web-dir'] === 'string'
-        ? values['web-dir']
-        : fileURLToPath(new URL('../../../web/dist', import.meta.url)),
+    webDir: opts.webDir ?? fileURLToPath(new URL('../../../web/dist', import.meta.url)),
   };
-  if (values['port'] !== undefined) overrides.port = intOption(values['port'], 'port', 8080, 0, 65535);
-  if (typeof values['host'] === 'string') overrides.host = values['host'];
-  if (typeof values['data-dir'] === 'string') overrides.dataDir = values['data-dir'];
-  if (values['max-running'] !== undefined)
-    overrides.maxRunningJobs = intOption(values['max-running'], 'max-running', 2, 1, 1024);
+  if (opts.port !== undefined) overrides.port = opts.port;
+  if (opts.host !== undefined) overrides.host = opts.host;
+  if (opts.dataDir !== undefined) overrides.dataDir = opts.dataDir;
+  if (opts.maxRunning !== undefined) overrides.maxRunningJobs = opts.maxRunning;
   const env: Record<string, string | undefined> = { ...process.env };
-  if (typeof values['backends'] === 'string') env['TANDEM_BACKENDS'] = values['backends'];
-  if (values['no-calibrate']) env['TANDEM_CALIBRATE'] = '0';
-  if (typeof values['metrics-listen'] === 'string') env['TANDEM_METRICS_ADDR'] = values['metrics-listen'];
+  if (opts.backends !== undefined) env['TANDEM_BACKENDS'] = opts.backends;
+  if (!opts.calibrate) env['TANDEM_CALIBRATE'] = '0';
+  if (opts.metricsListen !== undefined) env['TANDEM_METRICS_ADDR'] = opts.metricsListen;
   const config = loadServiceConfig(env, overrides);
   const { startServer } = await import('../service/server.js');
-  const json = values['json'] === true;
+  const json = opts.json === true;
   const server = await startServer(
     config,
     (line) => {
@@ -140,4 +141,4 @@ export const serveCommand: Command = async (argv) => {
   if (supervised) process.exit(code);
   setTimeout(() => process.exit(code), EXIT_GRACE_MS).unref();
   return code;
-};
+}

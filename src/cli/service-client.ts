@@ -7,15 +7,21 @@ import { ERROR_CATALOGUE, TandemError, type ErrorCode } from '../core/errors.js'
 export interface ClientConfig {
   readonly url: string;
   readonly key: string | null;
+  /** Each request (answer and body) within this long, or TANDEM_ERR_UNAVAILABLE; default 30 s. */
+  readonly timeoutMs?: number;
 }
+
+/** A service that accepts the connection but never answers must not hang the CLI. */
+const DEFAULT_TIMEOUT_MS = 30_000;
 
 export function clientConfig(
   values: Record<string, unknown>,
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): ClientConfig {
-  const url =
-    (typeof values['url'] === 'string' ? values['url'] : env['TANDEM_URL']) ?? 'http://127.0.0.1:8080';
-  const key = (typeof values['key'] === 'string' ? values['key'] : env['TANDEM_KEY']) ?? null;
+  // An empty value (`TANDEM_URL=`) counts as not set.
+  const given = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+  const url = given(values['url']) ?? given(env['TANDEM_URL']) ?? 'http://127.0.0.1:8080';
+  const key = given(values['key']) ?? given(env['TANDEM_KEY']) ?? null;
   return { url: url.replace(/\/+$/, ''), key };
 }
 
@@ -29,7 +35,15 @@ export class ServiceClient {
     headers: Record<string, string> = {},
   ): Promise<T> {
     const res = await this.raw(method, path, body, headers);
-    const text = await res.text();
+    let text: string;
+    try {
+      text = await res.text();
+    } catch (e) {
+      throw new TandemError(
+        'TANDEM_ERR_UNAVAILABLE',
+        `${method} ${path}: the answer from ${this.cfg.url} broke off (${e instanceof Error ? e.message : String(e)})`,
+      );
+    }
     let json: unknown;
     try {
       json = text.length ? JSON.parse(text) : null;
@@ -58,13 +72,20 @@ export class ServiceClient {
     const h: Record<string, string> = { ...headers };
     if (this.cfg.key) h['authorization'] = `Bearer ${this.cfg.key}`;
     if (body !== undefined) h['content-type'] = 'application/json';
+    const timeoutMs = this.cfg.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     try {
       return await fetch(`${this.cfg.url}${path}`, {
         method,
         headers: h,
+        signal: AbortSignal.timeout(timeoutMs),
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
       });
     } catch (e) {
+      if (e instanceof Error && e.name === 'TimeoutError')
+        throw new TandemError(
+          'TANDEM_ERR_UNAVAILABLE',
+          `${method} ${path}: no answer from the service at ${this.cfg.url} within ${timeoutMs / 1000} s`,
+        );
       throw new TandemError(
         'TANDEM_ERR_UNAVAILABLE',
         `cannot reach the service at ${this.cfg.url} (${e instanceof Error ? e.message : String(e)}); start it with \`tandem serve\` or set --url / TANDEM_URL`,

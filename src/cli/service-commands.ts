@@ -1,14 +1,21 @@
 /**
  * `tandem submit | jobs | status | cancel | trace | keys`: clients of a running service (--url, --key
  * or TANDEM_URL / TANDEM_KEY); `serve` itself is in serve-command.ts. Every command takes --json.
+ * The options come parsed and range-checked by commander (program-service.ts).
  */
 import { writeFileSync } from 'node:fs';
 import { TandemError } from '../core/errors.js';
-import { intOption, parse, print, table, type Command, type Options } from './output.js';
-import { serveCommand } from './serve-command.js';
+import { suggestion } from './cli-options.js';
+import { outputFile, print, table } from './output.js';
+import { withProgress } from './progress.js';
 import { ServiceClient, clientConfig, parseParams } from './service-client.js';
 
-const CLIENT_OPTIONS: Options = { url: { type: 'string' }, key: { type: 'string' } };
+/** What every client command takes (commander fills url/key from TANDEM_URL/TANDEM_KEY too). */
+export interface ClientOptions {
+  readonly url?: string;
+  readonly key?: string;
+  readonly json?: boolean;
+}
 
 interface JobView {
   id: string;
@@ -28,14 +35,8 @@ interface JobView {
 
 const FINAL = new Set(['succeeded', 'failed', 'cancelled']);
 
-function client(values: Record<string, unknown>): ServiceClient {
-  return new ServiceClient(clientConfig(values));
-}
-
-function needId(positionals: string[], cmd: string): string {
-  const id = positionals[0];
-  if (!id) throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `usage: tandem ${cmd} <job id>`);
-  return id;
+function client(opts: ClientOptions): ServiceClient {
+  return new ServiceClient(clientConfig({ url: opts.url, key: opts.key }));
 }
 
 const secs = (v: number | null | undefined): string =>
@@ -46,53 +47,48 @@ function bar(progress: number, width = 30): string {
   return `[${'#'.repeat(full)}${'-'.repeat(width - full)}] ${(progress * 100).toFixed(0).padStart(3)}%`;
 }
 
+/** Polls the job to its end, drawing its progress as a bar on a terminal (progress.ts). */
 async function waitForJob(c: ServiceClient, id: string, json: boolean): Promise<JobView> {
-  const tty = process.stderr.isTTY && !json;
-  let last = '';
-  for (;;) {
-    const job = await c.request<JobView>('GET', `/v1/jobs/${id}`);
-    const line = `${bar(job.progress)} ${job.state}${job.message ? ` ${job.message}` : ''}`;
-    if (!json && line !== last) {
-      process.stderr.write(tty ? `\r${line.padEnd(last.length)}` : `${line}\n`);
-      last = line;
+  return withProgress(id, { json }, async (p) => {
+    for (;;) {
+      const job = await c.request<JobView>('GET', `/v1/jobs/${encodeURIComponent(id)}`);
+      p.update(job.progress, `${job.state}${job.message ? ` ${job.message}` : ''}`);
+      if (FINAL.has(job.state)) return job;
+      await new Promise((r) => setTimeout(r, 200));
     }
-    if (FINAL.has(job.state)) {
-      if (tty) process.stderr.write('\n');
-      return job;
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  });
 }
 
-export const submitCommand: Command = async (argv) => {
-  const { values, positionals } = parse(argv, {
-    ...CLIENT_OPTIONS,
-    param: { type: 'string', multiple: true, short: 'p' },
-    params: { type: 'string' },
-    priority: { type: 'string' },
-    'idempotency-key': { type: 'string' },
-    wait: { type: 'boolean', short: 'w' },
+/** An unknown job type answered with the closest known one (the service sends the list). */
+function withTypeSuggestion(e: unknown, type: string): unknown {
+  if (!(e instanceof TandemError) || e.code !== 'TANDEM_ERR_UNKNOWN_JOB_TYPE') return e;
+  const known = e.details['known'];
+  if (!Array.isArray(known) || !known.every((k): k is string => typeof k === 'string')) return e;
+  return new TandemError(
+    'TANDEM_ERR_UNKNOWN_JOB_TYPE',
+    `unknown job type ${JSON.stringify(type)}${suggestion(type, known)}`,
+    e.details,
+  );
+}
+
+export interface SubmitOptions extends ClientOptions {
+  readonly param?: string[];
+  readonly params?: string;
+  readonly priority?: number;
+  readonly idempotencyKey?: string;
+  readonly wait?: boolean;
+}
+
+export async function submitCommand(type: string, opts: SubmitOptions): Promise<number> {
+  const json = opts.json === true;
+  const c = client(opts);
+  const body: Record<string, unknown> = { type, params: parseParams(opts.param ?? [], opts.params) };
+  if (opts.priority !== undefined) body['priority'] = opts.priority;
+  if (opts.idempotencyKey !== undefined) body['idempotencyKey'] = opts.idempotencyKey;
+  const job = await c.request<JobView>('POST', '/v1/jobs', body).catch((e: unknown) => {
+    throw withTypeSuggestion(e, type);
   });
-  const type = positionals[0];
-  if (!type)
-    throw new TandemError(
-      'TANDEM_ERR_INVALID_ARGUMENT',
-      'usage: tandem submit <type> [--param k=v ...] [--wait]',
-    );
-  const json = values['json'] === true;
-  const c = client(values);
-  const body: Record<string, unknown> = {
-    type,
-    params: parseParams(
-      (values['param'] as string[] | undefined) ?? [],
-      values['params'] as string | undefined,
-    ),
-  };
-  if (values['priority'] !== undefined)
-    body['priority'] = intOption(values['priority'], 'priority', 0, -100, 100);
-  if (typeof values['idempotency-key'] === 'string') body['idempotencyKey'] = values['idempotency-key'];
-  const job = await c.request<JobView>('POST', '/v1/jobs', body);
-  if (!values['wait']) {
+  if (!opts.wait) {
     print(json, job, () => `${job.id} ${job.state}`);
     return 0;
   }
@@ -108,21 +104,21 @@ export const submitCommand: Command = async (argv) => {
       : `${done.id} ${done.state}: ${done.error?.code ?? ''} ${done.error?.message ?? ''}`,
   );
   return done.state === 'succeeded' ? 0 : 1;
-};
+}
 
-export const jobsCommand: Command = async (argv) => {
-  const { values } = parse(argv, {
-    ...CLIENT_OPTIONS,
-    state: { type: 'string' },
-    limit: { type: 'string' },
-    tenant: { type: 'string' },
-  });
+export interface JobsOptions extends ClientOptions {
+  readonly state?: string;
+  readonly limit: number;
+  readonly tenant?: string;
+}
+
+export async function jobsCommand(opts: JobsOptions): Promise<number> {
   const q = new URLSearchParams();
-  if (typeof values['state'] === 'string') q.set('state', values['state']);
-  q.set('limit', String(intOption(values['limit'], 'limit', 20, 1, 1000)));
-  if (typeof values['tenant'] === 'string') q.set('tenant', values['tenant']);
-  const { jobs } = await client(values).request<{ jobs: JobView[] }>('GET', `/v1/jobs?${q.toString()}`);
-  print(values['json'] === true, jobs, () =>
+  if (opts.state !== undefined) q.set('state', opts.state);
+  q.set('limit', String(opts.limit));
+  if (opts.tenant !== undefined) q.set('tenant', opts.tenant);
+  const { jobs } = await client(opts).request<{ jobs: JobView[] }>('GET', `/v1/jobs?${q.toString()}`);
+  print(opts.json === true, jobs, () =>
     jobs.length === 0
       ? 'no jobs'
       : table([
@@ -141,12 +137,11 @@ export const jobsCommand: Command = async (argv) => {
         ]),
   );
   return 0;
-};
+}
 
-export const statusCommand: Command = async (argv) => {
-  const { values, positionals } = parse(argv, CLIENT_OPTIONS);
-  const job = await client(values).request<JobView>('GET', `/v1/jobs/${needId(positionals, 'status')}`);
-  print(values['json'] === true, job, () =>
+export async function statusCommand(id: string, opts: ClientOptions): Promise<number> {
+  const job = await client(opts).request<JobView>('GET', `/v1/jobs/${encodeURIComponent(id)}`);
+  print(opts.json === true, job, () =>
     [
       `${job.id}  ${job.type}  ${job.state}  ${bar(job.progress, 20)}${job.message ? `  ${job.message}` : ''}`,
       `tenant ${job.tenant}, priority ${job.priority}, device ${job.device ?? '-'}, waited ${secs(job.waitSeconds)}, ran ${secs(job.runSeconds)}`,
@@ -155,100 +150,103 @@ export const statusCommand: Command = async (argv) => {
     ].join('\n'),
   );
   return 0;
-};
+}
 
-export const cancelCommand: Command = async (argv) => {
-  const { values, positionals } = parse(argv, CLIENT_OPTIONS);
-  const r = await client(values).request<{ outcome: string; job: JobView }>(
+export async function cancelCommand(id: string, opts: ClientOptions): Promise<number> {
+  const r = await client(opts).request<{ outcome: string; job: JobView }>(
     'POST',
-    `/v1/jobs/${needId(positionals, 'cancel')}/cancel`,
+    `/v1/jobs/${encodeURIComponent(id)}/cancel`,
   );
-  print(values['json'] === true, r, () =>
+  print(opts.json === true, r, () =>
     r.outcome === 'final' ? `${r.job.id} already ${r.job.state}` : `${r.job.id} ${r.outcome}`,
   );
   return 0;
-};
+}
 
-export const traceCommand: Command = async (argv) => {
-  const { values, positionals } = parse(argv, { ...CLIENT_OPTIONS, output: { type: 'string', short: 'o' } });
-  const id = needId(positionals, 'trace');
-  const trace = await client(values).request<{ traceEvents: unknown[] }>('GET', `/v1/jobs/${id}/trace`);
-  const file = typeof values['output'] === 'string' ? values['output'] : `${id}.trace.json`;
+/** `tandem trace <id> [-o file]`: without -o the file goes to .tandem/traces/<id>.trace.json. */
+export async function traceCommand(id: string, opts: ClientOptions & { output?: string }): Promise<number> {
+  const trace = await client(opts).request<{ traceEvents: unknown[] }>(
+    'GET',
+    `/v1/jobs/${encodeURIComponent(id)}/trace`,
+  );
+  const file = outputFile(opts.output, `${id.replace(/[^A-Za-z0-9_.-]/g, '_')}.trace.json`);
   writeFileSync(file, JSON.stringify(trace));
   print(
-    values['json'] === true,
+    opts.json === true,
     { file, events: trace.traceEvents.length },
     () => `${file}: ${trace.traceEvents.length} events (open in https://ui.perfetto.dev)`,
   );
   return 0;
-};
+}
 
-export const keysCommand: Command = async (argv) => {
-  const { values, positionals } = parse(argv, {
-    ...CLIENT_OPTIONS,
-    role: { type: 'string' },
-    weight: { type: 'string' },
-    'max-jobs': { type: 'string' },
-    'max-memory': { type: 'string' },
-    'max-queued': { type: 'string' },
-    'max-timeout': { type: 'string' },
-    label: { type: 'string' },
-  });
-  const [sub, name] = positionals;
-  const c = client(values);
-  const json = values['json'] === true;
-  if (sub === 'list') {
-    const { tenants } = await c.request<{
-      tenants: {
-        name: string;
-        role: string;
-        weight: number;
-        maxConcurrentJobs: number;
-        maxDeviceMemoryBytes: number;
-      }[];
-    }>('GET', '/v1/tenants');
-    print(json, tenants, () =>
-      table([
-        ['TENANT', 'ROLE', 'WEIGHT', 'MAX JOBS', 'MAX MEMORY'],
-        ...tenants.map((t) => [
-          t.name,
-          t.role,
-          String(t.weight),
-          String(t.maxConcurrentJobs),
-          String(t.maxDeviceMemoryBytes),
-        ]),
+export interface KeyCreateOptions extends ClientOptions {
+  readonly role?: string;
+  readonly weight?: number;
+  readonly maxJobs?: number;
+  readonly maxMemory?: number;
+  readonly maxQueued?: number;
+  /** Longest `timeoutSeconds` the tenant's jobs may ask for. */
+  readonly maxTimeout?: number;
+  readonly label?: string;
+}
+
+/** `tandem keys list`. */
+export async function keysListCommand(opts: ClientOptions): Promise<number> {
+  const c = client(opts);
+  const json = opts.json === true;
+  const { tenants } = await c.request<{
+    tenants: {
+      name: string;
+      role: string;
+      weight: number;
+      maxConcurrentJobs: number;
+      maxDeviceMemoryBytes: number;
+    }[];
+  }>('GET', '/v1/tenants');
+  print(json, tenants, () =>
+    table([
+      ['TENANT', 'ROLE', 'WEIGHT', 'MAX JOBS', 'MAX MEMORY'],
+      ...tenants.map((t) => [
+        t.name,
+        t.role,
+        String(t.weight),
+        String(t.maxConcurrentJobs),
+        String(t.maxDeviceMemoryBytes),
       ]),
-    );
-    return 0;
-  }
-  if (sub === 'revoke' && name) {
-    const r = await c.request<{ revoked: boolean }>('DELETE', `/v1/keys/${name}`);
-    print(json, r, () => `key ${name} revoked`);
-    return 0;
-  }
-  if (sub !== 'create' || !name)
-    throw new TandemError(
-      'TANDEM_ERR_INVALID_ARGUMENT',
-      'usage: tandem keys create <tenant> [--role user|admin] [--weight w] [--max-jobs n] [--max-memory bytes] [--max-timeout seconds] | keys list | keys revoke <key id>',
-    );
+    ]),
+  );
+  return 0;
+}
+
+/** `tandem keys revoke <key id>`. */
+export async function keysRevokeCommand(keyId: string, opts: ClientOptions): Promise<number> {
+  const r = await client(opts).request<{ revoked: boolean }>(
+    'DELETE',
+    `/v1/keys/${encodeURIComponent(keyId)}`,
+  );
+  print(opts.json === true, r, () => `key ${keyId} revoked`);
+  return 0;
+}
+
+/** `tandem keys create <tenant>`: a new tenant with its first key, or another key of an existing one. */
+export async function keysCreateCommand(name: string, opts: KeyCreateOptions): Promise<number> {
+  const c = client(opts);
+  const json = opts.json === true;
   const { tenants } = await c.request<{ tenants: { name: string }[] }>('GET', '/v1/tenants');
   let created: { key: string; keyId: string; tenant: { name: string; role: string } };
   if (tenants.some((t) => t.name === name)) {
     created = await c.request('POST', `/v1/tenants/${encodeURIComponent(name)}/keys`, {
-      label: values['label'] ?? '',
+      label: opts.label ?? '',
     });
   } else {
     const body: Record<string, unknown> = { name };
-    if (typeof values['role'] === 'string') body['role'] = values['role'];
-    if (values['weight'] !== undefined) body['weight'] = Number(values['weight']);
-    if (values['max-jobs'] !== undefined)
-      body['maxConcurrentJobs'] = intOption(values['max-jobs'], 'max-jobs', 4, 1, 10_000);
-    if (values['max-memory'] !== undefined) body['maxDeviceMemoryBytes'] = Number(values['max-memory']);
-    if (values['max-queued'] !== undefined)
-      body['maxQueuedJobs'] = intOption(values['max-queued'], 'max-queued', 1000, 1, 10_000_000);
-    if (values['max-timeout'] !== undefined)
-      body['maxTimeoutSeconds'] = intOption(values['max-timeout'], 'max-timeout', 3600, 1, 31_536_000);
-    if (typeof values['label'] === 'string') body['keyLabel'] = values['label'];
+    if (opts.role !== undefined) body['role'] = opts.role;
+    if (opts.weight !== undefined) body['weight'] = opts.weight;
+    if (opts.maxJobs !== undefined) body['maxConcurrentJobs'] = opts.maxJobs;
+    if (opts.maxMemory !== undefined) body['maxDeviceMemoryBytes'] = opts.maxMemory;
+    if (opts.maxQueued !== undefined) body['maxQueuedJobs'] = opts.maxQueued;
+    if (opts.maxTimeout !== undefined) body['maxTimeoutSeconds'] = opts.maxTimeout;
+    if (opts.label !== undefined) body['keyLabel'] = opts.label;
     created = await c.request('POST', '/v1/tenants', body);
   }
   print(
@@ -258,15 +256,4 @@ export const keysCommand: Command = async (argv) => {
       `tenant ${created.tenant.name} (${created.tenant.role}) key ${created.keyId}:\n  ${created.key}\n(shown once; store it now)`,
   );
   return 0;
-};
-
-/** For a caller that wants the whole group (the lead's main.ts loads them lazily by name). */
-export const serviceCommands: Record<string, Command> = {
-  serve: serveCommand,
-  submit: submitCommand,
-  jobs: jobsCommand,
-  status: statusCommand,
-  cancel: cancelCommand,
-  trace: traceCommand,
-  keys: keysCommand,
-};
+}

@@ -134,9 +134,18 @@ export class Runtime {
   static async create(config?: RuntimeConfig): Promise<Runtime> {
     // Big host tensors from fresh pages, never zero-filled on this thread (see host-pages.ts).
     freshPagesForLargeBuffers();
-    const rt = new Runtime(resolveConfig(config));
-    await rt.openBackends();
-    await rt.openModels();
+    const resolved = resolveConfig(config);
+    assertKnownBackends(resolved.backends);
+    const rt = new Runtime(resolved);
+    try {
+      await rt.openBackends();
+      await rt.openModels();
+    } catch (e) {
+      // Devices opened before the failure (the CPU backend's worker threads, a GPU context) would
+      // otherwise hold the process open after the caller has reported the error.
+      await Promise.allSettled(rt.devices.map((d) => d.close()));
+      throw e;
+    }
     const models = new TaskModels(rt.models, rt.bus, rt.coherence, rt.workers);
     models.bindWorkers();
     rt.executor = new Executor(rt.workers, rt.policy, rt.coherence, rt.observers, models);
@@ -571,6 +580,19 @@ export class Runtime {
     this.tensors.clear();
     await Promise.allSettled(this.devices.map((d) => d.close()));
   }
+}
+
+/**
+ * An unknown backend name fails before any backend opens: one found after the CPU backend had started
+ * its worker threads used to leave them holding the process open after the error was reported.
+ */
+function assertKnownBackends(backends: ResolvedConfig['backends']): void {
+  for (const spec of backends)
+    if (typeof spec === 'string' && !Object.hasOwn(BUILTIN_BACKENDS, spec))
+      throw new TandemError(
+        'TANDEM_ERR_CONFIG',
+        `unknown backend ${JSON.stringify(spec)}; known: ${Object.keys(BUILTIN_BACKENDS).join(', ')}`,
+      );
 }
 
 export { Tensor } from '../memory/tensor.js';

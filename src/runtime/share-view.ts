@@ -4,7 +4,6 @@
  * service hands each job such a view of its one runtime, so library code (the workloads) shares
  * devices by tenant without knowing about tenants.
  */
-import type { Runtime } from './runtime.js';
 import type { ShareGroup } from './shares.js';
 import type { SubmitRequest } from './submit.js';
 import type { GraphNode } from './submit-graph.js';
@@ -14,9 +13,15 @@ function tagged<T extends { readonly share?: SubmitRequest['share'] }>(req: T, g
   return req !== null && typeof req === 'object' && req.share === undefined ? { ...req, share: group } : req;
 }
 
-export function shareView(rt: Runtime, group: ShareGroup): Runtime {
-  const submit = (req: SubmitRequest): ReturnType<Runtime['submit']> => rt.submitCharged(req, group);
-  const submitGraph = (nodes: readonly GraphNode[]): ReturnType<Runtime['submitGraph']> =>
+/** What a view needs of the runtime (structural, so this module does not import runtime.ts). */
+export interface ShareHost {
+  submitCharged(req: SubmitRequest, group: ShareGroup): unknown;
+  submitGraph(nodes: readonly GraphNode[]): unknown;
+}
+
+export function shareView<R extends ShareHost>(rt: R, group: ShareGroup): R {
+  const submit = (req: SubmitRequest): unknown => rt.submitCharged(req, group);
+  const submitGraph = (nodes: readonly GraphNode[]): unknown =>
     rt.submitGraph(Array.isArray(nodes) ? nodes.map((n: GraphNode) => tagged(n, group)) : nodes);
   // Methods run on the runtime itself (bound once per view), never on the proxy: tensors made through
   // the view belong to the runtime, and its own fields are read without a trap.

@@ -97,6 +97,8 @@ export interface ServiceConfig {
    * each retry also offers it as failed (TANDEM_ERR_UNAVAILABLE), for an outcome that alone does not fit.
    */
   readonly outcomeRetryMs: number;
+  /** How often the device history (GET /v1/devices/history, 900 samples kept) is sampled. */
+  readonly historyIntervalMs: number;
 }
 
 export const DEFAULT_HARDWARE_RULES: readonly HardwareRule[] = [
@@ -149,6 +151,7 @@ export const DEFAULT_CONFIG: ServiceConfig = {
   keepAliveTimeoutMs: 10_000,
   metricsListen: null,
   outcomeRetryMs: 30_000,
+  historyIntervalMs: 1000,
 };
 
 export type ConfigOverrides = { -readonly [K in keyof ServiceConfig]?: ServiceConfig[K] };

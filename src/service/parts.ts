@@ -9,6 +9,7 @@ import type { ServiceConfig } from './config.js';
 import type { Lifecycle } from './device-loss.js';
 import type { ServiceRuntime } from './jobs/job-type.js';
 import type { JobTypeRegistry } from './jobs/registry.js';
+import type { DeviceHistory } from './obs/device-history.js';
 import type { JobTraceCollector } from './obs/job-trace.js';
 import type { ServiceMetrics } from './obs/metrics.js';
 import type { Dispatcher } from './runner/dispatcher.js';
@@ -60,6 +61,8 @@ export interface ServiceParts {
   readonly checkpointer: WalCheckpointer;
   /** ok, or degraded while store writes fail or finished jobs' outcomes wait to be committed. */
   readonly storeHealth: StoreHealth;
+  /** The last ~15 minutes of device utilization, memory and queue depth (GET /v1/devices/history). */
+  readonly history: DeviceHistory;
   /** The runtime once opened (null while opening, or when none could be opened). */
   runtime(): ServiceRuntimeHost | null;
   runtimeStatus(): RuntimeStatus;

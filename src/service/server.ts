@@ -171,7 +171,8 @@ export async function startServer(
     writeFileSync(file, `${service.bootstrapKey.key}\n`, { mode: 0o600 });
     out(`first start: admin API key (shown once, also in ${file}):`);
     out(`  ${service.bootstrapKey.key}`);
-    out(`  export TANDEM_KEY=${service.bootstrapKey.key}`);
+    // Pasted into a shell, every `tandem` client command (and the README's curl lines) talks to this server.
+    out(`  export TANDEM_URL=${url} TANDEM_KEY=${service.bootstrapKey.key}`);
   } else {
     out(
       `admin key: from the first start (${join(config.dataDir, 'admin-key.txt')}), or create one with \`tandem keys create\``,

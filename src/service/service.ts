@@ -9,6 +9,7 @@ import type { ServiceConfig } from './config.js';
 import { JobTypeRegistry } from './jobs/registry.js';
 import { registerBuiltinJobTypes } from './jobs/builtin.js';
 import { DeviceActivity } from './obs/device-activity.js';
+import { DeviceHistory } from './obs/device-history.js';
 import { JobTraceCollector } from './obs/job-trace.js';
 import { ServiceMetrics } from './obs/metrics.js';
 import { Dispatcher } from './runner/dispatcher.js';
@@ -185,6 +186,12 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
   dispatcher.onJobFinished(() => shedder.jobFinished());
   shedder.start();
   const recovered = dispatcher.recover();
+  const history = new DeviceHistory(config.historyIntervalMs);
+  history.start(() => ({
+    devices: devices().map((d) => ({ ...d, inflight: activity.inflight(d.id) })),
+    queued: dispatcher.queue.size,
+    running: dispatcher.runningCount,
+  }));
   const parts: ServiceParts = {
     config,
     db,
@@ -199,6 +206,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     results,
     checkpointer,
     storeHealth,
+    history,
     runtime: () => rt,
     runtimeStatus: () => status,
     lifecycle: () => loss.lifecycle(),
@@ -247,6 +255,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     async close() {
       if (closed) return;
       closed = true;
+      history.stop();
       submitter.close();
       shedder.stop();
       await app.close();

@@ -41,8 +41,7 @@ export const WORKLOAD_JOB_TYPES: Readonly<Record<'md' | 'option' | 'var', Worklo
     validate: (p) => void validateMdParams(p),
     // ~100 B of state per atom (positions, velocities, forces, neighbour lists), rounded up.
     memoryBytes: (p) => MD_BYTES_PER_ATOM * atomCount(validateMdParams(p)),
-    run: (rt, p, onProgress, opts) =>
-      runMd(rt, p, { onThermo: (row) => onProgress?.({ ...row }), signal: opts?.signal, tags: opts?.tags }),
+    run: (rt, p, onProgress, opts) => runMd(rt, p, { ...opts, onThermo: (row) => onProgress?.({ ...row }) }),
   },
   option: {
     name: 'option',

@@ -92,6 +92,11 @@ export interface RunOptions {
   readonly signal?: AbortSignal | undefined;
   /** Labels put on every task (the service's job and tenant: its trace, metrics and watchdog find them). */
   readonly tags?: Readonly<Record<string, string>> | undefined;
+  /**
+   * Progress: called as each unit of the run completes (`done` of `total`; MD counts steps, the Monte
+   * Carlo workloads their tasks). The service turns it into the job's progress.
+   */
+  readonly onProgress?: ((done: number, total: number, unit: 'step' | 'task') => void) | undefined;
 }
 
 /** The abort's reason when it is a TandemError (a deadline), else TANDEM_ERR_CANCELLED. */

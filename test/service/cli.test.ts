@@ -31,7 +31,8 @@ void test(
       const url = (JSON.parse(line) as { url: string }).url;
       const key = readFileSync(join(dir, 'admin-key.txt'), 'utf8').trim();
       const env = { ...process.env, TANDEM_URL: url, TANDEM_KEY: key };
-      const cli = async (...args: string[]) => (await run(process.execPath, [MAIN, ...args], { env })).stdout;
+      const cli = async (...args: string[]) =>
+        (await run(process.execPath, [MAIN, ...args], { env, cwd: dir })).stdout;
 
       const waited = JSON.parse(
         await cli('submit', 'sleep', '--param', 'ms=50', '--param', 'steps=2', '--wait', '--json'),
@@ -58,6 +59,19 @@ void test(
       const trace = JSON.parse(readFileSync(out, 'utf8')) as { traceEvents: { name: string }[] };
       assert.ok(trace.traceEvents.some((e) => e.name === 'run sleep'));
 
+      // Without -o the trace goes under .tandem/traces of the working directory, not into it.
+      const traced = JSON.parse(await cli('trace', waited.job.id, '--json')) as { file: string };
+      assert.equal(traced.file, join(dir, '.tandem', 'traces', `${waited.job.id}.trace.json`));
+      assert.ok(existsSync(traced.file));
+
+      // The job types with their schemas, from the service named by TANDEM_URL.
+      const types = JSON.parse(await cli('types', '--json')) as {
+        source: string;
+        types: { name: string; params: Record<string, unknown> }[];
+      };
+      assert.equal(types.source, url);
+      assert.ok(types.types.some((t) => t.name === 'sleep' && t.params['type'] === 'object'));
+
       const created = JSON.parse(await cli('keys', 'create', 'carol', '--weight', '2', '--json')) as {
         key: string;
         tenant: { name: string };
@@ -67,6 +81,16 @@ void test(
         env: { ...env, TANDEM_KEY: created.key },
       });
       assert.deepEqual(JSON.parse(asCarol.stdout), [], "carol does not see the admin's jobs");
+
+      // An unknown job type is answered with the closest known one (from the service's list).
+      const typo = await run(process.execPath, [MAIN, 'submit', 'gemmm'], { env }).catch(
+        (e: { code: number; stderr: string }) => e,
+      );
+      assert.equal((typo as { code: number }).code, 2);
+      assert.match(
+        (typo as { stderr: string }).stderr,
+        /TANDEM_ERR_UNKNOWN_JOB_TYPE: unknown job type "gemmm" \(did you mean gemm\?\)/,
+      );
 
       // Errors keep their codes and exit non-zero.
       const bad = await run(process.execPath, [MAIN, 'submit', 'gemm', '--param', 'n=999999', '--json'], {

@@ -139,14 +139,20 @@ void describe('tandem serve supervisor', () => {
     { timeout: 60_000 },
     async () => {
       const dir = tempDir('tandem-sup-');
+      // A bad flag is refused while the arguments are parsed: no server process is started at all.
       const bad = serve(dir, ['--max-running', 'many']);
+      // A bad setting the server process itself finds (its config) ends it before it serves.
+      const badConfig = serve(dir, [], { TANDEM_DURABILITY: 'sometimes' });
       const s = serve(dir, ['--no-supervise']);
       try {
         assert.equal(await within(bad.exited, 20_000, 'exit on a bad argument'), 2);
-        assert.match(bad.stderr(), /exited with code 2 before it was serving; not relaunching/);
+        assert.doesNotMatch(bad.stderr(), /supervisor/);
+        assert.equal(await within(badConfig.exited, 20_000, 'exit on a bad config'), 2);
+        assert.match(badConfig.stderr(), /exited with code 2 before it was serving; not relaunching/);
         assert.equal((await s.next()).pid, s.proc.pid);
       } finally {
         bad.kill();
+        badConfig.kill();
         s.kill();
         rmSync(dir, { recursive: true, force: true });
       }

@@ -9,6 +9,8 @@ export interface Job {
   message?: string;
   params: Record<string, unknown>;
   attempt: number;
+  cancelRequested: boolean;
+  /** The device(s) the job's tasks ran on once any has; before that where it was placed ('auto', a kind). */
   device: string | null;
   placement: string | null;
   createdAt: string;
@@ -26,6 +28,37 @@ export interface Device {
   memoryBytes: number;
   memoryUsed: number;
   utilization: number;
+}
+
+export interface JobList {
+  jobs: Job[];
+  /** Cursor of the next (older) page: pass as ?before=. */
+  next: string | null;
+  /** With ?total=true: how many match (counted up to 10000; totalExact false beyond). */
+  total?: number;
+  totalExact?: boolean;
+}
+
+/** GET /v1/devices/history: columns, index i of each array at time t[i] (epoch ms). */
+export interface History {
+  intervalMs: number;
+  t: number[];
+  queued: number[];
+  running: number[];
+  devices: {
+    id: string;
+    kind: string;
+    name: string;
+    memoryBytes: number;
+    utilization: (number | null)[];
+    memoryUsed: (number | null)[];
+    inflight: (number | null)[];
+  }[];
+}
+
+export interface WhoAmI {
+  name: string;
+  role: 'admin' | 'user';
 }
 
 export interface Stats {

@@ -16,50 +16,110 @@ export function jobView(root: HTMLElement, id: string): () => void {
     h('p', {}, h('a', { href: '#/' }, '← all jobs')),
     head,
     details,
-    h('section', {}, h('h2', {}, 'Timeline'), canvas, info, download),
+    h(
+      'section',
+      {},
+      h(
+        'h2',
+        {},
+        'Timeline ',
+        h('span', { class: 'muted' }, '— the job, then each device queue and copy engine'),
+      ),
+      canvas,
+      info,
+      download,
+    ),
   );
   let stopped = false;
+  let timer: ReturnType<typeof setTimeout> | null = null;
   let lastState = '';
+  let lastTrace = 0;
+  // Built once and updated in place: a button re-created every poll would lose a click made across it.
+  const headView = new JobHead(head, () => {
+    if (timer) clearTimeout(timer);
+    void tick();
+  });
   const tick = async (): Promise<void> => {
+    timer = null;
     try {
       const job = await api<Job>('GET', `/v1/jobs/${id}`);
-      renderHead(head, job);
-      if (job.state !== lastState || !FINAL.has(job.state)) {
+      headView.show(job);
+      const changed = job.state !== lastState;
+      if (changed || !FINAL.has(job.state)) {
         const result =
           job.state === 'succeeded'
             ? (await api<{ result: unknown }>('GET', `/v1/jobs/${id}/result`)).result
             : undefined;
-        renderDetails(details, job, result);
-        const trace = await api<{ traceEvents: TraceEvent[] }>('GET', `/v1/jobs/${id}/trace`);
-        drawTimeline(canvas, trace.traceEvents, info);
+        if (changed || job.state === 'running') renderDetails(details, job, result);
+        // A running job's trace grows with every task: redrawn every 2 s, and once at the end.
+        if (changed || Date.now() - lastTrace > 2000) {
+          const trace = await api<{ traceEvents: TraceEvent[] }>('GET', `/v1/jobs/${id}/trace`);
+          drawTimeline(canvas, trace.traceEvents, info);
+          lastTrace = Date.now();
+        }
         lastState = job.state;
       }
       if (FINAL.has(job.state)) return;
     } catch (e) {
-      head.replaceChildren(
-        h('p', { class: 'error' }, e instanceof ApiError ? `${e.code}: ${e.message}` : String(e)),
-      );
+      headView.error(e instanceof ApiError ? `${e.code}: ${e.message}` : String(e));
     }
-    if (!stopped) setTimeout(() => void tick(), 700);
+    if (!stopped) timer = setTimeout(() => void tick(), 700);
   };
   void tick();
   return () => {
     stopped = true;
+    if (timer) clearTimeout(timer);
   };
 }
 
-function renderHead(box: HTMLElement, job: Job): void {
-  const cancel = h('button', { id: 'cancel-job', disabled: FINAL.has(job.state) }, 'Cancel');
-  cancel.addEventListener('click', () => void api('POST', `/v1/jobs/${job.id}/cancel`));
-  box.replaceChildren(
-    h('h2', {}, `${job.type} `, h('code', {}, job.id), ' ', stateBadge(job.state), ' ', cancel),
-    h(
-      'div',
-      { class: 'row' },
-      progressBar(job.progress),
-      h('span', { id: 'job-message' }, ` ${(job.progress * 100).toFixed(0)}% ${job.message ?? ''}`),
-    ),
-  );
+/** The job's title, state, cancel button and progress. */
+class JobHead {
+  private readonly title = h('span', {});
+  private readonly badge = h('span', {});
+  private readonly cancel = h('button', { id: 'cancel-job', type: 'button' }, 'Cancel');
+  private readonly bar = h('span', {});
+  private readonly message = h('span', { id: 'job-message' });
+  private readonly problem = h('p', { class: 'error', hidden: true });
+
+  constructor(box: HTMLElement, refresh: () => void) {
+    box.replaceChildren(
+      h('h2', {}, this.title, ' ', this.badge, ' ', this.cancel),
+      h('div', { class: 'row' }, this.bar, this.message),
+      this.problem,
+    );
+    this.cancel.addEventListener('click', () => {
+      const id = this.cancel.dataset['job'];
+      if (!id) return;
+      this.cancel.disabled = true;
+      api('POST', `/v1/jobs/${id}/cancel`).then(refresh, (e: unknown) => {
+        this.error(e instanceof ApiError ? `cancel: ${e.code}: ${e.message}` : String(e));
+        this.cancel.disabled = false;
+      });
+    });
+  }
+
+  show(job: Job): void {
+    this.problem.hidden = true;
+    this.title.replaceChildren(`${job.type} `, h('code', {}, job.id));
+    const cancelling = job.state === 'running' && job.cancelRequested;
+    this.badge.replaceChildren(
+      stateBadge(job.state),
+      cancelling ? h('span', { class: 'muted', id: 'job-cancelling' }, ' cancel requested, stopping…') : '',
+    );
+    this.cancel.dataset['job'] = job.id;
+    this.cancel.disabled = FINAL.has(job.state) || cancelling;
+    this.cancel.hidden = FINAL.has(job.state);
+    this.bar.replaceChildren(progressBar(job.progress));
+    const where = job.device ? ` · on ${job.device}` : '';
+    // The stored message is the last one written (a few a second): stale once the job has finished.
+    const note = job.state === 'running' ? (job.message ?? '') : job.state;
+    this.message.textContent = ` ${(job.progress * 100).toFixed(0)}% ${note}${where}`;
+  }
+
+  error(text: string): void {
+    this.problem.textContent = text;
+    this.problem.hidden = false;
+  }
 }
 
 function renderDetails(box: HTMLElement, job: Job, result: unknown): void {
@@ -67,7 +127,7 @@ function renderDetails(box: HTMLElement, job: Job, result: unknown): void {
     ['tenant', job.tenant],
     ['priority', String(job.priority)],
     ['attempt', String(job.attempt)],
-    ['device', job.device ?? '–'],
+    ['ran on', job.device ?? '–'],
     ['placement', job.placement ?? '–'],
     ['submitted', new Date(job.createdAt).toLocaleString()],
     ['waited', secs(job.waitSeconds)],
@@ -85,10 +145,21 @@ function renderDetails(box: HTMLElement, job: Job, result: unknown): void {
     h(
       'section',
       {},
-      h('h2', {}, job.error ? 'Error' : 'Result'),
-      job.error
-        ? h('pre', { class: 'error', id: 'job-error' }, `${job.error.code}\n${job.error.message}`)
-        : h('pre', { id: 'job-result' }, result === undefined ? 'not yet' : JSON.stringify(result, null, 2)),
+      h('h2', {}, job.state === 'cancelled' ? 'Cancelled' : job.error ? 'Error' : 'Result'),
+      job.state === 'cancelled'
+        ? h(
+            'p',
+            { id: 'job-cancelled' },
+            `Cancelled ${job.finishedAt ? `at ${new Date(job.finishedAt).toLocaleTimeString()}` : ''}: `,
+            h('span', { class: 'muted' }, job.error?.message ?? 'cancelled'),
+          )
+        : job.error
+          ? h('pre', { class: 'error', id: 'job-error' }, `${job.error.code}\n${job.error.message}`)
+          : h(
+              'pre',
+              { id: 'job-result' },
+              result === undefined ? 'not yet' : JSON.stringify(result, null, 2),
+            ),
     ),
   );
 }

@@ -21,7 +21,7 @@
  *   group on; a runtime without groups keeps its queues' full depth.
  */
 import { ShareGroup } from '../shares.js';
-import type { Lane } from './central.js';
+import type { Lane } from './lane.js';
 import type { PolicyContext, SchedTask, WorkerSlot } from './policy.js';
 
 /**

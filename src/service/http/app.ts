@@ -12,6 +12,7 @@ import { installLoadShedding } from './load-shedding.js';
 import { collectOpenApi } from './openapi.js';
 import { adminRoutes } from './routes/admin.js';
 import { dashboardRoutes } from './routes/dashboard.js';
+import { historyRoutes } from './routes/history.js';
 import { jobRoutes } from './routes/jobs.js';
 import { systemRoutes } from './routes/system.js';
 
@@ -61,6 +62,7 @@ export async function buildApp(s: ServiceParts): Promise<FastifyInstance> {
   await app.register(systemRoutes(s, openapi));
   await app.register(jobRoutes(s));
   await app.register(adminRoutes(s));
+  await app.register(historyRoutes(s.history));
   await app.register(dashboardRoutes(s));
   return app;
 }

@@ -90,6 +90,13 @@ export const LIST_QUERY_SCHEMA = {
   additionalProperties: false,
   properties: {
     state: { type: 'string', enum: [...JOB_STATES] },
+    type: { type: 'string', pattern: '^[a-z][a-z0-9_-]{0,63}$', description: 'a job type name' },
+    total: {
+      type: 'string',
+      enum: ['true', 'false'],
+      description:
+        'true: also count the matching jobs (up to 10000); a count can scan the table, so ask when the filters change, not on every poll',
+    },
     limit: { type: 'string', pattern: '^[0-9]{1,4}$', description: '1-1000, default 50' },
     before: { type: 'string', pattern: '^[0-9]{1,15}$', description: 'cursor from a previous page (next)' },
     tenant: {

@@ -120,6 +120,11 @@ export class DeviceActivity implements Observer {
     return Math.min(1, Math.max(0, busy / this.windowUs));
   }
 
+  /** Tasks started on the device and not yet ended: its queue depth as the device sees it. */
+  inflight(deviceId: string): number {
+    return this.devices.get(deviceId)?.inflight.size ?? 0;
+  }
+
   busySeconds(deviceId: string): number {
     return (this.devices.get(deviceId)?.busyUs ?? 0) / 1e6;
   }

@@ -41,6 +41,8 @@ export interface JobEvents {
   readonly tasks: TaskEvent[];
   readonly transfers: TransferEvent[];
   readonly spans: JobSpan[];
+  /** The devices the job's tasks ran on (kept even when events are dropped). */
+  readonly devices: Set<string>;
   dropped: number;
 }
 
@@ -66,7 +68,7 @@ export class JobTraceCollector implements Observer {
   }
 
   begin(jobId: string): JobEvents {
-    const ev: JobEvents = { tasks: [], transfers: [], spans: [], dropped: 0 };
+    const ev: JobEvents = { tasks: [], transfers: [], spans: [], devices: new Set(), dropped: 0 };
     this.live.set(jobId, ev);
     return ev;
   }
@@ -91,6 +93,8 @@ export class JobTraceCollector implements Observer {
   }
 
   onTaskEnd(e: TaskEvent): void {
+    const id = e.tags?.['job'];
+    if (id !== undefined) this.live.get(id)?.devices.add(e.deviceId);
     this.bucket(e.tags)?.tasks.push({
       ...e,
       submitUs: e.submitUs + EPOCH_OFFSET_US,

@@ -141,10 +141,22 @@ export class Dispatcher {
     return () => this.finishedListeners.delete(cb);
   }
 
-  /** Live progress of a running job (fresher than the database, which is written a few times a second). */
-  live(jobId: string): { progress: number; message: string; placement: string } | undefined {
+  /**
+   * Live progress of a running job (fresher than the database, which is written a few times a second),
+   * and the devices its finished tasks ran on so far (null before the first).
+   */
+  live(
+    jobId: string,
+  ): { progress: number; message: string; placement: string; device: string | null } | undefined {
     const r = this.running.get(jobId);
-    return r && { progress: r.progress, message: r.message, placement: r.placement.reason };
+    if (!r) return undefined;
+    const devices = this.d.traces.events(jobId)?.devices;
+    return {
+      progress: r.progress,
+      message: r.message,
+      placement: r.placement.reason,
+      device: devices?.size ? [...devices].sort().join(',') : null,
+    };
   }
 
   runningByTenant(): ReadonlyMap<string, number> {
@@ -501,6 +513,8 @@ export class Dispatcher {
       o = { ...o, result: stored.inline, resultFile: stored.file };
     }
     const placement = r?.placement.reason;
+    // Where its tasks ran (none: null) replaces where it was meant to go (a kind, or 'auto').
+    if (ev) o = { ...o, device: ev.devices.size ? [...ev.devices].sort().join(',') : null };
     // The record exactly as finish() below writes it (the columns it sets, the rest as claimed), so
     // the listeners (a ?wait answer) need not read it back.
     const base: JobRecord = {
@@ -513,6 +527,7 @@ export class Dispatcher {
       progress: o.state === 'succeeded' ? 1 : (r?.savedProgress ?? job.progress),
       message: r?.savedMessage ?? job.message,
       cancelRequested: job.cancelRequested || (r?.cancelRequested ?? false),
+      device: o.device === undefined ? job.device : o.device,
     };
     // The trace is built when its batch is written (or first read), off this path.
     const times = { resultStoredAt: Date.now(), ...(placement ? { placement } : {}) };

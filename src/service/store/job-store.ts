@@ -76,6 +76,11 @@ export interface FinishOutcome {
   readonly resultFile?: string | null;
   readonly error?: JobError | null;
   readonly traceFile?: string | null;
+  /**
+   * The device(s) the job's tasks ran on ("cpu0", "cpu0,cuda0"), null when none ran; replaces the
+   * placement target the claim wrote. Absent: left as claimed.
+   */
+  readonly device?: string | null;
 }
 
 interface JobRow {
@@ -167,9 +172,37 @@ function insertError(e: unknown): TandemError {
 export interface ListQuery {
   readonly tenantId: string | null;
   readonly state?: JobState | undefined;
+  /** A job type name. */
+  readonly type?: string | undefined;
   readonly limit: number;
   /** Only jobs submitted before this sequence number (pagination, newest first). */
   readonly beforeSeq?: number | undefined;
+}
+
+/** The WHERE clause of a list or count (SQLite placeholders). */
+function listFilter(
+  q: Omit<ListQuery, 'limit' | 'beforeSeq'>,
+  beforeSeq: number | undefined,
+): { where: string; args: (string | number)[] } {
+  const where: string[] = [];
+  const args: (string | number)[] = [];
+  if (q.tenantId !== null) {
+    where.push('tenant_id = ?');
+    args.push(q.tenantId);
+  }
+  if (q.state) {
+    where.push('state = ?');
+    args.push(q.state);
+  }
+  if (q.type) {
+    where.push('type = ?');
+    args.push(q.type);
+  }
+  if (beforeSeq !== undefined) {
+    where.push('seq < ?');
+    args.push(beforeSeq);
+  }
+  return { where: where.length ? `WHERE ${where.join(' AND ')}` : '', args };
 }
 
 export class JobStore {
@@ -232,7 +265,7 @@ export class JobStore {
       ),
       finish: db.prepare(
         `UPDATE jobs SET state = ?, finished_at = ?, result = ?, result_file = ?, error = ?, trace_file = ?,
-           progress = CASE WHEN ? = 'succeeded' THEN 1 ELSE progress END
+           device = CASE WHEN ? THEN ? ELSE device END, progress = CASE WHEN ? = 'succeeded' THEN 1 ELSE progress END
          WHERE id = ? AND state = 'running' AND attempt = ?`,
       ),
       cancelQueued: db.prepare(
@@ -334,22 +367,21 @@ export class JobStore {
   }
 
   list(q: ListQuery): JobRecord[] {
-    const where: string[] = [];
-    const args: (string | number)[] = [];
-    if (q.tenantId !== null) {
-      where.push('tenant_id = ?');
-      args.push(q.tenantId);
-    }
-    if (q.state) {
-      where.push('state = ?');
-      args.push(q.state);
-    }
-    if (q.beforeSeq !== undefined) {
-      where.push('seq < ?');
-      args.push(q.beforeSeq);
-    }
-    const sql = `SELECT * FROM jobs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC LIMIT ?`;
+    const { where, args } = listFilter(q, q.beforeSeq);
+    const sql = `SELECT * FROM jobs ${where} ORDER BY seq DESC LIMIT ?`;
     return (this.db.prepare(sql).all(...args, q.limit) as JobRow[]).map(fromRow);
+  }
+
+  /**
+   * How many jobs match `q`'s filters (its cursor and limit aside), counted up to `cap`: a list page's
+   * total. The cap bounds what a dashboard polling every second costs on a table of millions of jobs
+   * (`exact` false: there are at least `cap`).
+   */
+  count(q: Omit<ListQuery, 'limit' | 'beforeSeq'>, cap = 10_000): { total: number; exact: boolean } {
+    const { where, args } = listFilter(q, undefined);
+    const sql = `SELECT COUNT(*) AS n FROM (SELECT 1 FROM jobs ${where} LIMIT ?)`;
+    const n = (this.db.prepare(sql).get(...args, cap) as { n: number }).n;
+    return { total: n, exact: n < cap };
   }
 
   /**
@@ -416,6 +448,8 @@ export class JobStore {
       o.resultFile ?? null,
       o.error ? JSON.stringify(o.error) : null,
       o.traceFile ?? null,
+      o.device === undefined ? 0 : 1,
+      o.device ?? null,
       o.state,
       id,
       attempt,

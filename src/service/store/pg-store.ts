@@ -217,13 +217,22 @@ export class PgJobStore implements JobStoreApi {
   }
 
   async list(q: ListQuery): Promise<JobRecord[]> {
-    const where: string[] = [];
     const args: (string | number)[] = [];
-    if (q.tenantId !== null) where.push(`tenant_id = $${args.push(q.tenantId)}`);
-    if (q.state) where.push(`state = $${args.push(q.state)}`);
-    if (q.beforeSeq !== undefined) where.push(`seq < $${args.push(q.beforeSeq)}`);
-    const sql = `SELECT * FROM tandem_jobs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC LIMIT $${args.push(q.limit)}`;
+    const where = pgListFilter(q, q.beforeSeq, args);
+    const sql = `SELECT * FROM tandem_jobs ${where} ORDER BY seq DESC LIMIT $${args.push(q.limit)}`;
     return (await this.pool.query<Row>(sql, args)).rows.map(fromRow);
+  }
+
+  /** How many jobs match `q`'s filters, counted up to `cap` (as JobStore.count). */
+  async count(
+    q: Omit<ListQuery, 'limit' | 'beforeSeq'>,
+    cap = 10_000,
+  ): Promise<{ total: number; exact: boolean }> {
+    const args: (string | number)[] = [];
+    const where = pgListFilter(q, undefined, args);
+    const sql = `SELECT COUNT(*)::int AS n FROM (SELECT 1 FROM tandem_jobs ${where} LIMIT $${args.push(cap)}) m`;
+    const n = (await this.pool.query<{ n: number }>(sql, args)).rows[0]!.n;
+    return { total: n, exact: n < cap };
   }
 
   async startAttempt(id: string, agent: string, now = Date.now()): Promise<AttemptStart | null> {
@@ -399,4 +408,18 @@ export class PgJobStore implements JobStoreApi {
   async close(): Promise<void> {
     await this.pool.end();
   }
+}
+
+/** The WHERE clause of a list or count, its values pushed onto `args` ($1, $2, ...). */
+function pgListFilter(
+  q: Omit<ListQuery, 'limit' | 'beforeSeq'>,
+  beforeSeq: number | undefined,
+  args: (string | number)[],
+): string {
+  const where: string[] = [];
+  if (q.tenantId !== null) where.push(`tenant_id = $${args.push(q.tenantId)}`);
+  if (q.state) where.push(`state = $${args.push(q.state)}`);
+  if (q.type) where.push(`type = $${args.push(q.type)}`);
+  if (beforeSeq !== undefined) where.push(`seq < $${args.push(beforeSeq)}`);
+  return where.length ? `WHERE ${where.join(' AND ')}` : '';
 }

@@ -41,6 +41,8 @@ export interface JobStoreApi {
   insertMany(jobs: readonly NewJob[], now?: number): Promise<InsertOutcome[]>;
   get(id: string): Promise<JobRecord | null>;
   list(q: ListQuery): Promise<JobRecord[]>;
+  /** How many jobs match the filters of a list, counted up to `cap` (`exact` false: at least `cap`). */
+  count(q: Omit<ListQuery, 'limit' | 'beforeSeq'>, cap?: number): Promise<{ total: number; exact: boolean }>;
   startAttempt(id: string, agent: string, now?: number): Promise<AttemptStart | null>;
   /** startAttempt for many jobs at once (one round trip); jobs not started are absent from the map. */
   startAttempts(ids: readonly string[], agent: string, now?: number): Promise<Map<string, AttemptStart>>;

@@ -231,6 +231,13 @@ export async function runMd(
       await forces(step);
       await submit('md_integrate', { x, v, f }, { dt: cfg.dt, stage: 2 }, `integrate2@${step}`);
       stepEnds.push(handles.length);
+      // The step's last task: its completion is the step's (progress; a failure is reported below).
+      const onProgress = hooks.onProgress;
+      if (onProgress)
+        handles.at(-1)!.done.then(
+          () => onProgress(step, cfg.steps, 'step'),
+          () => undefined,
+        );
       if (step % cfg.thermoEvery === 0 || step === cfg.steps) {
         await Promise.all(checks.splice(0));
         await sample(step);

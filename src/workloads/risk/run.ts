@@ -114,6 +114,7 @@ export async function priceOption(
   }
   // The reads go in with the tasks: each starts as soon as its task completes (no extra turn between).
   const reads = outs.map((o) => rt.read(o));
+  reportTasks(handles, opts.onProgress);
   try {
     // A read settles only after its task (it reads what the task wrote), so when all goes well the
     // reads alone are awaited; a failure waits for every task and reports the first failed one, as
@@ -184,7 +185,10 @@ async function priceWindowed(
       });
       return { handle, result: rt.read(out), release: () => rt.free(out) };
     },
-    (_i, rows) => addPartialRows(total, rows),
+    (i, rows) => {
+      addPartialRows(total, rows);
+      opts.onProgress?.(i + 1, tasks, 'task');
+    },
   );
   const { price, stdError } = estimate(spec, total);
   const seconds = (performance.now() - t0) / 1000;
@@ -203,6 +207,17 @@ async function priceWindowed(
     seconds,
     pathsPerSecond: n / seconds,
   };
+}
+
+/** Reports each task's completion to `onProgress` (a failed task counts as no progress: it is reported by the run). */
+function reportTasks(handles: readonly TaskHandle[], onProgress: RunOptions['onProgress']): void {
+  if (!onProgress) return;
+  let done = 0;
+  for (const h of handles)
+    h.done.then(
+      () => onProgress(++done, handles.length, 'task'),
+      () => undefined,
+    );
 }
 
 export interface VarResult extends RiskFigures {
@@ -274,7 +289,10 @@ export async function portfolioVar(rt: Runtime, params: unknown, opts: RunOption
           });
           return { handle, result: rt.read(losses), release: () => rt.free(losses) };
         },
-        (i, part) => all.set(part, i * per),
+        (i, part) => {
+          all.set(part, i * per);
+          opts.onProgress?.(i + 1, tasks, 'task');
+        },
       );
     } else {
       for (let first = 0; first < cfg.scenarios; first += per) {
@@ -292,6 +310,7 @@ export async function portfolioVar(rt: Runtime, params: unknown, opts: RunOption
           }),
         );
       }
+      reportTasks(handles, opts.onProgress);
       await settleAll(handles);
       let o = 0;
       for (const part of await Promise.all(outs.map((t) => rt.read(t)))) {

@@ -43,7 +43,8 @@ export function jobView(s: ServiceParts, j: JobRecord) {
     attempt: j.attempt,
     jobClass: j.jobClass,
     memoryBytes: j.memBytes,
-    device: j.device,
+    // A running job: the devices its finished tasks ran on so far (the claim's placement target is not one).
+    device: live ? live.device : j.device,
     placement: live?.placement ?? j.placement,
     idempotencyKey: j.idempotencyKey,
     cancelRequested: j.cancelRequested,
@@ -180,17 +181,34 @@ export function jobRoutes(s: ServiceParts) {
       },
     );
 
-    app.get<{ Querystring: { state?: JobState; limit?: string; before?: string; tenant?: string } }>(
+    app.get<{
+      Querystring: {
+        state?: JobState;
+        type?: string;
+        limit?: string;
+        before?: string;
+        tenant?: string;
+        total?: 'true' | 'false';
+      };
+    }>(
       '/v1/jobs',
       {
         schema: {
-          summary: 'List jobs, newest first',
+          summary:
+            'List jobs, newest first, filtered by state, type and (admins) tenant; `next` is the cursor ' +
+            '(?before=) of the following page; with ?total=true, `total` is how many match (counted up to 10000: ' +
+            '`totalExact` false beyond)',
           tags: ['jobs'],
           querystring: LIST_QUERY_SCHEMA,
           response: {
             200: {
               type: 'object',
-              properties: { jobs: { type: 'array', items: JOB_SCHEMA }, next: { type: ['string', 'null'] } },
+              properties: {
+                jobs: { type: 'array', items: JOB_SCHEMA },
+                next: { type: ['string', 'null'] },
+                total: { type: 'integer' },
+                totalExact: { type: 'boolean' },
+              },
             },
           },
         },
@@ -204,15 +222,17 @@ export function jobRoutes(s: ServiceParts) {
           if (!q.tenant || q.tenant === 'all') tenantId = null;
           else tenantId = s.tenants.byName(q.tenant)?.id ?? `unknown:${q.tenant}`;
         }
+        const filter = { tenantId, state: q.state, type: q.type };
         const jobs = s.store.list({
-          tenantId,
-          state: q.state,
+          ...filter,
           limit,
           beforeSeq: q.before === undefined ? undefined : Number(q.before),
         });
+        const counted = q.total === 'true' ? s.store.count(filter) : null;
         return {
           jobs: jobs.map((j) => jobView(s, j)),
           next: jobs.length === limit ? String(jobs.at(-1)!.seq) : null,
+          ...(counted ? { total: counted.total, totalExact: counted.exact } : {}),
         };
       },
     );

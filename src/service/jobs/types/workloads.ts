@@ -26,6 +26,15 @@ const DEFAULT_TIMEOUT_SECONDS: Record<WorkloadJobType['name'], number> = {
 };
 const KINDS = new Set<string>(HARDWARE_KINDS);
 
+/**
+ * The job's progress from the workload's: MD reports each completed step, the Monte Carlo types each
+ * completed task (RunOptions.onProgress); the message is what the dashboard and the CLI show.
+ */
+function progressOf(ctx: JobContext<Params>) {
+  return (done: number, total: number, unit: 'step' | 'task'): void =>
+    ctx.progress(total > 0 ? done / total : 0, `${unit} ${done}/${total}`);
+}
+
 function wrap(w: WorkloadJobType): AnyJobType {
   return defineJobType<Params>({
     name: w.name,
@@ -49,17 +58,13 @@ function wrap(w: WorkloadJobType): AnyJobType {
         ctx.params['device'] ??
         (ctx.placement.device && KINDS.has(ctx.placement.device) ? ctx.placement.device : undefined);
       const params = device === undefined ? ctx.params : { ...ctx.params, device };
-      const steps = Number(ctx.params['steps'] ?? 0);
-      // The signal is the cancellation point: the workload stops at its next task or step boundary.
-      const result = await w.run(
-        rt,
-        params,
-        (row) => {
-          const step = Number(row['Step'] ?? row['step'] ?? NaN);
-          if (steps > 0 && Number.isFinite(step)) ctx.progress(step / steps, `step ${step}/${steps}`);
-        },
-        { signal: ctx.signal, tags: ctx.tags },
-      );
+      // The signal is the cancellation point: the workload stops at its next task or step boundary. The
+      // tags put the job's id on every task (its trace's task spans, the device it ran on).
+      const result = await w.run(rt, params, undefined, {
+        signal: ctx.signal,
+        tags: ctx.tags,
+        onProgress: progressOf(ctx),
+      });
       // A stop that came after its last boundary: the result is dropped, as the job was stopped.
       if (ctx.signal.aborted) throw new TandemError('TANDEM_ERR_CANCELLED', 'cancelled while running');
       return result;
