@@ -6,6 +6,7 @@
  */
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { DTYPES } from '../core/dtype.js';
+import { HARDWARE_KINDS } from '../devices/device.js';
 
 /** Damerau-Levenshtein distance (adjacent swaps count one), as commander's own suggestions use. */
 export function editDistance(a: string, b: string): number {
@@ -53,8 +54,8 @@ export function oneOfParser<T extends string>(known: readonly T[]): (value: stri
   };
 }
 
-/** Device kinds a user can ask for on the command line (`auto` lets the scheduler choose). */
-export const DEVICE_KINDS = ['cpu', 'cuda', 'webgpu'] as const;
+/** Device kinds a user can ask for on the command line (`auto` lets the scheduler choose): the one list. */
+export const DEVICE_KINDS = HARDWARE_KINDS;
 
 /**
  * `--device`: a kind (cpu, cuda, webgpu) or a device id (cuda0, webgpu1); with `auto` when the command
