@@ -97,12 +97,16 @@ function hist(metrics: string, name: string, labels: string): { sum: number; cou
 
 function getText(path: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    request({ host: url.hostname, port: url.port, path, agent }, (res) => {
-      let data = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (data += c));
-      res.on('end', () => resolve(data));
-    })
+    // /metrics needs the admin key.
+    request(
+      { host: url.hostname, port: url.port, path, agent, headers: { authorization: `Bearer ${key}` } },
+      (res) => {
+        let data = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (data += c));
+        res.on('end', () => resolve(data));
+      },
+    )
       .on('error', reject)
       .end();
   });

@@ -121,7 +121,9 @@ type Buckets = { le: number; n: number }[];
 
 /** Cumulative buckets of one of the service's histograms (`labels` as printed, or '' for none). */
 async function histogram(s: Server, name: string, labels: string): Promise<Buckets> {
-  const text = await (await fetch(`${s.url}/metrics`)).text();
+  const text = await (
+    await fetch(`${s.url}/metrics`, { headers: { authorization: `Bearer ${s.key}` } })
+  ).text();
   const want = `${name}_bucket{le="`;
   const out: Buckets = [];
   for (const line of text.split('\n')) {
@@ -147,7 +149,9 @@ const COMMIT = ['tandem_submit_commit_seconds', ''] as const;
  * prom-client samples with a 10 ms timer, so an idle loop reads about 10: the excess is the stall.
  */
 async function serverLoopDelay(s: Server): Promise<{ p99: number; max: number }> {
-  const text = await (await fetch(`${s.url}/metrics`)).text();
+  const text = await (
+    await fetch(`${s.url}/metrics`, { headers: { authorization: `Bearer ${s.key}` } })
+  ).text();
   const read = (name: string) =>
     Number(new RegExp(`^tandem_process_nodejs_eventloop_lag_${name}_seconds (\\S+)`, 'm').exec(text)?.[1]) *
     1000;

@@ -33,6 +33,8 @@ const SERVE_ENV: ReadonlyArray<readonly [string, string]> = [
   ['TANDEM_MAX_QUEUED', 'default tenant quota of queued jobs'],
   ['TANDEM_SUPERVISE', '0 runs without the relaunching supervisor'],
   ['TANDEM_RESTART_LIMIT', 'unexpected exits per minute before the supervisor gives up (default 5)'],
+  ['TANDEM_METRICS_ADDR', 'host:port of a keyless GET /metrics listener; --metrics-listen wins'],
+  ['TANDEM_REQUEST_TIMEOUT_MS', 'a request (headers and body) must arrive within this (default 30000)'],
   ['TANDEM_SEMI_SPACE_MB', "server's V8 young generation in MiB (default 16, 0: V8's)"],
   ['TANDEM_API_KEYS', 'scaled-out mode (--queue): tenant=key,...'],
   ...RUNTIME_ENV,
@@ -70,6 +72,10 @@ function addServe(program: Command, setCode: SetExitCode): void {
       new Option('--max-running <n>', 'jobs running at once (default: 2)').argParser(intParser(1, 1024)),
     )
     .option('--no-supervise', 'run in this process, without the relaunching supervisor')
+    .option(
+      '--metrics-listen <host:port>',
+      'also serve GET /metrics without a key on this address (keep it private: tenant labels)',
+    )
     .addOption(
       new Option('--queue <url>', 'scaled-out control plane: redis://... (needs --pg)').helpGroup(
         'Scaled out:',

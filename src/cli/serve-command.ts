@@ -36,6 +36,8 @@ export interface ServeOptions {
   readonly backends?: string;
   readonly calibrate: boolean;
   readonly maxRunning?: number;
+  /** host:port of a keyless listener for Prometheus (GET /metrics only); TANDEM_METRICS_ADDR too. */
+  readonly metricsListen?: string;
   /** Scaled-out control plane (agent-commands.ts) when set. */
   readonly queue?: string;
   readonly pg?: string;
@@ -76,6 +78,7 @@ export async function serveCommand(opts: ServeOptions): Promise<number> {
   const env: Record<string, string | undefined> = { ...process.env };
   if (opts.backends !== undefined) env['TANDEM_BACKENDS'] = opts.backends;
   if (!opts.calibrate) env['TANDEM_CALIBRATE'] = '0';
+  if (opts.metricsListen !== undefined) env['TANDEM_METRICS_ADDR'] = opts.metricsListen;
   const config = loadServiceConfig(env, overrides);
   const { startServer } = await import('../service/server.js');
   const json = opts.json === true;
@@ -105,6 +108,7 @@ export async function serveCommand(opts: ServeOptions): Promise<number> {
         adminKey: server.service.bootstrapKey?.key ?? null,
         pid: process.pid,
         restarts: Number(process.env[RESTARTS_ENV] ?? 0),
+        ...(server.metricsUrl ? { metricsUrl: server.metricsUrl } : {}),
       })}\n`,
     );
   const code = await new Promise<number>((resolve) => {

@@ -79,6 +79,24 @@ export interface ServiceConfig {
     readonly cacheDir: string;
   };
   readonly logLevel: 'silent' | 'error' | 'warn' | 'info' | 'debug';
+  /**
+   * Slow clients: the request line and headers must arrive within `headersTimeoutMs`, the whole request
+   * (body included) within `requestTimeoutMs`; an idle keep-alive connection closes after
+   * `keepAliveTimeoutMs`. A `?wait` answer may take 60 s: these bound receiving, not answering.
+   */
+  readonly headersTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly keepAliveTimeoutMs: number;
+  /**
+   * `host:port` of a second listener that serves only `/metrics` without a key (for a Prometheus on a
+   * private network); null: `/metrics` is served on the API port to admin keys only.
+   */
+  readonly metricsListen: string | null;
+  /**
+   * A finished job whose outcome the store refuses (disk full) is retried with backoff; after this long
+   * each retry also offers it as failed (TANDEM_ERR_UNAVAILABLE), for an outcome that alone does not fit.
+   */
+  readonly outcomeRetryMs: number;
   /** How often the device history (GET /v1/devices/history, 900 samples kept) is sampled. */
   readonly historyIntervalMs: number;
 }
@@ -128,6 +146,11 @@ export const DEFAULT_CONFIG: ServiceConfig = {
     cacheDir: '.tandem/cache',
   },
   logLevel: 'warn',
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 10_000,
+  metricsListen: null,
+  outcomeRetryMs: 30_000,
   historyIntervalMs: 1000,
 };
 
@@ -185,13 +208,22 @@ export function parseHardwareRules(text: string): HardwareRule[] {
     });
 }
 
+/** "host:port" or ":port" / "port" (host 127.0.0.1); IPv6 hosts in brackets ("[::1]:9464"). */
+export function parseListenAddress(text: string, what: string): { host: string; port: number } {
+  const m = /^(?:(\[[0-9a-f:.]+\]|[\w.-]+)?:)?(\d{1,5})$/i.exec(text.trim());
+  if (!m) throw new TandemError('TANDEM_ERR_CONFIG', `${what} must be host:port, got "${text}"`);
+  const host = m[1] ? m[1].replace(/^\[|\]$/g, '') : '127.0.0.1';
+  return { host, port: intIn(`${what} port`, m[2]!, 0, 65535) };
+}
+
 /**
  * Builds the config from the environment (TANDEM_PORT, TANDEM_HOST, TANDEM_DATA_DIR, TANDEM_DURABILITY,
  * TANDEM_MAX_RUNNING, TANDEM_HW_RULES, TANDEM_BACKENDS ('none' for no runtime), TANDEM_CPU_THREADS,
  * TANDEM_CALIBRATE=0, TANDEM_FAIR_SHARE=0|1, TANDEM_RATE_LIMIT=rate[:burst], TANDEM_MAX_QUEUED (default
  * tenant quota), TANDEM_LOG, TANDEM_MAX_TIMEOUT (seconds, default tenant ceiling on timeoutSeconds),
  * TANDEM_DEADLINE_GRACE_MS, TANDEM_SHED=0 (no load shedding), TANDEM_SHED_WAIT=s,
- * TANDEM_SHED_BACKLOG=min[:max], TANDEM_SHED_LOOP_MS) with explicit overrides on top.
+ * TANDEM_SHED_BACKLOG=min[:max], TANDEM_SHED_LOOP_MS, TANDEM_REQUEST_TIMEOUT_MS,
+ * TANDEM_METRICS_ADDR=host:port) with explicit overrides on top.
  */
 export function loadServiceConfig(
   env: Readonly<Record<string, string | undefined>>,
@@ -251,6 +283,9 @@ export function loadServiceConfig(
   if (env['TANDEM_CALIBRATE'] === '0')
     c.runtime = { ...(c.runtime ?? DEFAULT_CONFIG.runtime), calibrate: false };
   if (env['TANDEM_LOG']) c.logLevel = env['TANDEM_LOG'] as ServiceConfig['logLevel'];
+  if (env['TANDEM_REQUEST_TIMEOUT_MS'])
+    c.requestTimeoutMs = intIn('TANDEM_REQUEST_TIMEOUT_MS', env['TANDEM_REQUEST_TIMEOUT_MS'], 100, 3_600_000);
+  if (env['TANDEM_METRICS_ADDR']) c.metricsListen = env['TANDEM_METRICS_ADDR'];
   for (const [k, v] of Object.entries(overrides)) if (v !== undefined) (c as Record<string, unknown>)[k] = v;
   const cfg = c as ServiceConfig;
   intIn('port', cfg.port, 0, 65535);
@@ -260,5 +295,10 @@ export function loadServiceConfig(
       'TANDEM_ERR_CONFIG',
       `log level "${cfg.logLevel}" is not silent|error|warn|info|debug`,
     );
+  intIn('requestTimeoutMs', cfg.requestTimeoutMs, 100, 3_600_000);
+  // Node requires headersTimeout <= requestTimeout.
+  intIn('headersTimeoutMs', cfg.headersTimeoutMs, 100, cfg.requestTimeoutMs);
+  intIn('keepAliveTimeoutMs', cfg.keepAliveTimeoutMs, 100, 3_600_000);
+  if (cfg.metricsListen !== null) parseListenAddress(cfg.metricsListen, 'TANDEM_METRICS_ADDR');
   return { ...cfg, dataDir: resolve(cfg.dataDir), webDir: cfg.webDir ? resolve(cfg.webDir) : null };
 }

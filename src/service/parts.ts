@@ -20,6 +20,7 @@ import type { Submitter } from './runner/submitter.js';
 import type { WalCheckpointer } from './store/checkpointer.js';
 import type { Db } from './store/db.js';
 import type { JobStore } from './store/job-store.js';
+import type { StoreHealth } from './store/store-health.js';
 
 /** The runtime as the service holds it: what jobs use plus observers and shutdown. */
 export type ServiceRuntimeHost = ServiceRuntime &
@@ -58,6 +59,8 @@ export interface ServiceParts {
   readonly traces: JobTraceCollector;
   readonly results: ResultStore;
   readonly checkpointer: WalCheckpointer;
+  /** ok, or degraded while store writes fail or finished jobs' outcomes wait to be committed. */
+  readonly storeHealth: StoreHealth;
   /** The last ~15 minutes of device utilization, memory and queue depth (GET /v1/devices/history). */
   readonly history: DeviceHistory;
   /** The runtime once opened (null while opening, or when none could be opened). */

@@ -8,6 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describeBackend } from '../runtime/backends.js';
 import type { ServiceConfig } from './config.js';
+import { listenMetrics, type MetricsListener } from './obs/metrics-server.js';
 import { createServer, type AddressInfo } from 'node:net';
 import { TandemError } from '../core/errors.js';
 import type { OpenedRuntime } from './parts.js';
@@ -92,6 +93,8 @@ export async function openRuntime(
 export interface RunningServer {
   readonly service: Service;
   readonly url: string;
+  /** The keyless metrics listener's URL when `metricsListen` is set, else null. */
+  readonly metricsUrl: string | null;
   stop(): Promise<void>;
   /**
    * With `restartOnDeviceLoss`: resolves with why once the server has drained after a device loss and
@@ -140,6 +143,16 @@ export async function startServer(
   }
   lock.setPort((service.app.server.address() as AddressInfo).port);
   const url = address.replace('[::1]', 'localhost');
+  let metricsListener: MetricsListener | null = null;
+  if (config.metricsListen !== null) {
+    try {
+      metricsListener = await listenMetrics(service.metrics, config.metricsListen);
+    } catch (e) {
+      await service.close().catch(() => undefined);
+      throw e;
+    }
+    out(`metrics (no key; tenant labels included) on ${metricsListener.url}`);
+  }
   const ms = (performance.now() - t0).toFixed(0);
   out(
     `tandem service on ${url} (dashboard ${config.webDir ? `${url}/` : 'not configured'}, API ${url}/openapi.json) in ${ms} ms`,
@@ -166,10 +179,14 @@ export async function startServer(
     );
   }
   let stopping: Promise<void> | null = null;
-  const stop = (): Promise<void> => (stopping ??= service.close().finally(() => lock.release()));
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      await metricsListener?.close();
+      await service.close();
+    })().finally(() => lock.release()));
   const restart = service.restartRequested.then(async (why) => {
     await stop();
     return why;
   });
-  return { service, url, stop, restart };
+  return { service, url, metricsUrl: metricsListener?.url ?? null, stop, restart };
 }

@@ -19,6 +19,7 @@ import { LoadShedder } from './runner/load-shedder.js';
 import { WalCheckpointer } from './store/checkpointer.js';
 import { openDatabase } from './store/db.js';
 import { JobStore } from './store/job-store.js';
+import { StoreHealth } from './store/store-health.js';
 import { buildApp } from './http/app.js';
 import { DeviceLossHandler } from './device-loss.js';
 import { tenantDeviceUsage } from './runner/tenant-share.js';
@@ -85,6 +86,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
   const results = new ResultStore(join(config.dataDir, 'results'), config.inlineResultBytes);
 
   let dispatcherRef: Dispatcher | null = null;
+  const storeHealth = new StoreHealth();
   const log = (level: 'info' | 'warn' | 'error', msg: string): void => {
     if (config.logLevel === 'silent') return;
     if (level === 'info' && !['info', 'debug'].includes(config.logLevel)) return;
@@ -149,6 +151,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     results,
     metrics,
     log,
+    health: storeHealth,
     onOverdue: (job) => watchdog.overdue(job),
   });
   dispatcherRef = dispatcher;
@@ -158,7 +161,17 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
       metrics.jobsSubmitted.inc({ type: job.type });
       dispatcher.enqueue(job);
     },
-    (seconds) => metrics.submitCommit.observe(seconds),
+    (seconds) => {
+      metrics.submitCommit.observe(seconds);
+      storeHealth.succeeded();
+    },
+    undefined,
+    (e, id) =>
+      log(
+        'error',
+        `handing job ${id ?? '?'} to the dispatcher: ${e instanceof Error ? e.message : String(e)}`,
+      ),
+    (e) => storeHealth.failed('storing submissions', e),
   );
   const shedder = new LoadShedder(config.shed, {
     backlog: () => dispatcher.queue.size + submitter.pending,
@@ -192,6 +205,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     traces,
     results,
     checkpointer,
+    storeHealth,
     history,
     runtime: () => rt,
     runtimeStatus: () => status,

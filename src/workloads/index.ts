@@ -4,7 +4,7 @@
  * returning a JSON-serialisable result.
  */
 import type { Runtime } from '../runtime/runtime.js';
-import { MD_PRESETS, MD_SCHEMA, validateMdParams } from './md/params.js';
+import { atomCount, MD_PRESETS, MD_SCHEMA, validateMdParams } from './md/params.js';
 import { runMd } from './md/run.js';
 import {
   EXAMPLE_PORTFOLIO,
@@ -23,6 +23,12 @@ export interface WorkloadJobType {
   readonly paramsSchema: Readonly<Record<string, unknown>>;
   /** Throws a TandemError on bad parameters; call before accepting a job. */
   validate(params: unknown): void;
+  /**
+   * Upper estimate of the device memory a run needs at once, in bytes, for parameters `validate`
+   * accepted: always a finite, non-negative integer (read from the validated config, so every accepted
+   * shape of a parameter, e.g. md's `cells` as a number or as [nx, ny, nz], is counted).
+   */
+  memoryBytes(params: unknown): number;
   /** `opts.signal` stops the run at its next task or step boundary (it drains, then throws). */
   run(
     rt: Runtime,
@@ -32,12 +38,18 @@ export interface WorkloadJobType {
   ): Promise<object>;
 }
 
+const MD_BYTES_PER_ATOM = 128;
+/** Monte Carlo risk streams its paths in tasks: a fixed working set, whatever the path count. */
+const RISK_BYTES = 64 << 20;
+
 export const WORKLOAD_JOB_TYPES: Readonly<Record<'md' | 'option' | 'var', WorkloadJobType>> = {
   md: {
     name: 'md',
     summary: 'Lennard-Jones molecular dynamics (presets: ' + Object.keys(MD_PRESETS).join(', ') + ')',
     paramsSchema: MD_SCHEMA,
     validate: (p) => void validateMdParams(p),
+    // ~100 B of state per atom (positions, velocities, forces, neighbour lists), rounded up.
+    memoryBytes: (p) => MD_BYTES_PER_ATOM * atomCount(validateMdParams(p)),
     run: (rt, p, onProgress, opts) => runMd(rt, p, { ...opts, onThermo: (row) => onProgress?.({ ...row }) }),
   },
   option: {
@@ -45,6 +57,7 @@ export const WORKLOAD_JOB_TYPES: Readonly<Record<'md' | 'option' | 'var', Worklo
     summary: 'European or arithmetic-Asian option price by Monte Carlo (Philox4x32-10), with standard error',
     paramsSchema: OPTION_SCHEMA,
     validate: (p) => void validateOptionParams(p),
+    memoryBytes: () => RISK_BYTES,
     run: (rt, p, _progress, opts) => priceOption(rt, p, opts),
   },
   var: {
@@ -52,6 +65,7 @@ export const WORKLOAD_JOB_TYPES: Readonly<Record<'md' | 'option' | 'var', Worklo
     summary: 'Portfolio value-at-risk and expected shortfall under correlated GBM',
     paramsSchema: VAR_SCHEMA,
     validate: (p) => void validateVarParams(p),
+    memoryBytes: () => RISK_BYTES,
     run: (rt, p, _progress, opts) => portfolioVar(rt, p, opts),
   },
 };

@@ -6,8 +6,49 @@ import { TandemError } from '../core/errors.js';
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
+/** At most this many characters of an offending value are shown in a message. */
+const SHOWN_CHARS = 80;
+
+/**
+ * A short preview of a value for an error message: at most 3 levels and 4 entries per level, cut to
+ * SHOWN_CHARS. Never JSON.stringify of the whole value: a value nested 20,000 deep overflowed the stack
+ * there (a 500 instead of this 400), and a large one would be echoed back whole.
+ */
+export function preview(value: unknown, depth = 0): string {
+  if (typeof value === 'string') {
+    const s = JSON.stringify(value.length > SHOWN_CHARS ? `${value.slice(0, SHOWN_CHARS)}…` : value);
+    return s;
+  }
+  if (typeof value !== 'object' || value === null) return String(value);
+  if (depth >= 3) return Array.isArray(value) ? '[…]' : '{…}';
+  const parts: string[] = [];
+  let n = 0;
+  if (Array.isArray(value)) {
+    for (const v of value as unknown[]) {
+      if (n++ === 4) {
+        parts.push('…');
+        break;
+      }
+      parts.push(preview(v, depth + 1));
+    }
+  } else {
+    for (const k in value) {
+      if (!Object.hasOwn(value, k)) continue;
+      if (n++ === 4) {
+        parts.push('…');
+        break;
+      }
+      parts.push(
+        `${JSON.stringify(k.slice(0, 32))}:${preview((value as Record<string, unknown>)[k], depth + 1)}`,
+      );
+    }
+  }
+  const s = Array.isArray(value) ? `[${parts.join(',')}]` : `{${parts.join(',')}}`;
+  return depth === 0 && s.length > SHOWN_CHARS ? `${s.slice(0, SHOWN_CHARS)}…` : s;
+}
+
 export function invalid(field: string, message: string, value?: unknown): TandemError {
-  const shown = typeof value === 'number' || typeof value === 'boolean' ? value : JSON.stringify(value);
+  const shown = preview(value);
   return new TandemError(
     'TANDEM_ERR_INVALID_ARGUMENT',
     `${field} ${message}${value === undefined ? '' : `, got ${shown}`}`,

@@ -99,7 +99,7 @@ void describe('job deadlines', () => {
       }
       assert.equal((await waitForJob(t, next.id, t.admin, 5000)).state, 'succeeded');
       assert.ok(Date.now() - t0 < 3000);
-      const metrics = await t.svc.app.inject({ url: '/metrics' });
+      const metrics = await t.svc.app.inject({ url: '/metrics', headers: t.auth() });
       assert.match(metrics.body, /tandem_jobs_deadline_exceeded_total\{type="sleep",hung="false"\} 2/);
     } finally {
       await t.close();

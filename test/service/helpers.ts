@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadServiceConfig, type ConfigOverrides } from '../../src/service/config.js';
+import type { JobTypeRegistry } from '../../src/service/jobs/registry.js';
 import { createService, type Service, type ServiceRuntimeHost } from '../../src/service/service.js';
 import { fakeRuntime } from './fake-runtime.js';
 
@@ -22,12 +23,13 @@ export async function testService(
   overrides: ConfigOverrides = {},
   runtime: ServiceRuntimeHost | null = fakeRuntime(),
   dir = tempDir(),
+  registry?: JobTypeRegistry,
 ): Promise<TestService> {
   const config = loadServiceConfig(
     {},
     { dataDir: dir, logLevel: 'silent', durability: 'normal', ...overrides },
   );
-  const svc = await createService(config, { runtime });
+  const svc = await createService(config, { runtime, ...(registry ? { registry } : {}) });
   const admin = svc.bootstrapKey?.key ?? '';
   return {
     svc,

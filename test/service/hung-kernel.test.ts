@@ -106,7 +106,7 @@ void describe('a GPU kernel that does not end by its deadline', () => {
       const waiting = await s.submit({ type: 'sleep', params: { ms: 10 } });
       assert.equal((await s.get(other.id)).state, 'running', 'the other job is left for the next process');
 
-      const metrics = (await s.svc.app.inject({ url: '/metrics' })).body;
+      const metrics = (await s.svc.app.inject({ url: '/metrics', headers: s.headers })).body;
       const charged = /tandem_tenant_device_seconds_total\{tenant="admin",device="cuda0"\} ([0-9.e-]+)/.exec(
         metrics,
       );

@@ -367,7 +367,7 @@ void test('health, metrics, devices and OpenAPI', async () => {
       payload: { type: 'gemm', params: { n: 8 } },
     });
     await waitForJob(t, (sub.json() as JobJson).id);
-    const m = await t.svc.app.inject({ url: '/metrics' });
+    const m = await t.svc.app.inject({ url: '/metrics', headers: t.auth() });
     assert.match(m.headers['content-type'] as string, /text\/plain/);
     for (const name of [
       'tandem_device_utilization_ratio{device="cpu0"}',

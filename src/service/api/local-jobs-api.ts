@@ -2,6 +2,7 @@
  * The single-node JobsApi: the SQLite store, the group-commit submitter and the in-process dispatcher.
  * The logic is what the job routes did before they were shared with the control plane.
  */
+import { memoryEstimate } from '../jobs/job-type.js';
 import { TandemError } from '../../core/errors.js';
 import { buildJobTrace } from '../obs/job-trace.js';
 import { resolveTimeoutMs } from '../runner/deadlines.js';
@@ -47,7 +48,7 @@ export class LocalJobsApi implements JobsApi {
     const { type, parsed } = req;
     assertDevicePresent(type.requestedDevice?.(parsed), s.runtimeStatus(), s.runtime());
     const timeoutMs = resolveTimeoutMs(req.timeoutSeconds, type, tenant, s.config.defaultJobTimeoutSeconds);
-    const memBytes = type.memoryBytes(parsed);
+    const memBytes = memoryEstimate(type, parsed);
     if (memBytes > tenant.maxDeviceMemoryBytes)
       throw new TandemError(
         'TANDEM_ERR_LIMIT',

@@ -27,7 +27,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Prometheus metrics (text format) */
+    /** Prometheus metrics (text format; admin key, or the separate metrics listener) */
     get: operations['getMetrics'];
     put?: never;
     post?: never;
@@ -61,7 +61,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Live figures for dashboards: devices, queue depth by tenant, running jobs */
+    /** Live figures for dashboards: devices, queue depth by tenant, running jobs (a tenant's own; every tenant's for an admin) */
     get: operations['getStats'];
     put?: never;
     post?: never;
@@ -482,6 +482,13 @@ export interface operations {
             runtime?: 'opening' | 'ready' | 'unavailable';
             reason?: string;
             devicesLost?: string[];
+            store?: {
+              /** @enum {string} */
+              state?: 'ok' | 'degraded';
+              pendingOutcomes?: number;
+              lastError?: string | null;
+              lastErrorAt?: string | null;
+            };
             load?: {
               shedding?: boolean;
               loopDelayMs?: number;
@@ -520,6 +527,13 @@ export interface operations {
             runtime?: 'opening' | 'ready' | 'unavailable';
             reason?: string;
             devicesLost?: string[];
+            store?: {
+              /** @enum {string} */
+              state?: 'ok' | 'degraded';
+              pendingOutcomes?: number;
+              lastError?: string | null;
+              lastErrorAt?: string | null;
+            };
             load?: {
               shedding?: boolean;
               loopDelayMs?: number;
@@ -562,7 +576,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description Prometheus metrics (text format) */
+      /** @description Prometheus metrics (text format; admin key, or the separate metrics listener) */
       200: {
         headers: {
           [name: string]: unknown;
@@ -570,6 +584,42 @@ export interface operations {
         content: {
           /** @example tandem_jobs_submitted_total{type="gemm"} 12 */
           'text/plain': string;
+        };
+      };
+      /** @description missing or invalid API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_UNAUTHORIZED",
+           *         "message": "the API key is not valid",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description rate limit or queue quota reached (see Retry-After) */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_RATE_LIMITED",
+           *         "message": "too many requests for this tenant",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
         };
       };
       /** @description any other error in the catalogue shape, with its status (403, 409, 413, 5xx) */
@@ -726,7 +776,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description Live figures for dashboards: devices, queue depth by tenant, running jobs */
+      /** @description Live figures for dashboards: devices, queue depth by tenant, running jobs (a tenant's own; every tenant's for an admin) */
       200: {
         headers: {
           [name: string]: unknown;

@@ -17,6 +17,9 @@ export async function buildApp(s: ServiceParts): Promise<FastifyInstance> {
   const app = await createHttpApp({
     logLevel: s.config.logLevel,
     bodyLimitBytes: s.config.bodyLimitBytes,
+    requestTimeoutMs: s.config.requestTimeoutMs,
+    headersTimeoutMs: s.config.headersTimeoutMs,
+    keepAliveTimeoutMs: s.config.keepAliveTimeoutMs,
     rateLimitPerSec: s.config.rateLimitPerSec,
     rateLimitBurst: s.config.rateLimitBurst,
     authenticate: (key) => s.tenants.authenticate(key),

@@ -1,6 +1,7 @@
 /**
  * Authentication (API key → tenant) and per-tenant rate limiting, as one onRequest hook on the API
- * (/v1/...). Health, metrics, the OpenAPI document and the dashboard's files are public.
+ * (/v1/...) and on any other route marked `config.admin` (/metrics). Health, the OpenAPI document and
+ * the dashboard's files are public.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { TandemError } from '../../core/errors.js';
@@ -57,8 +58,8 @@ export function installAuth(
   app.decorateRequest('tenant', null);
   app.addHook('onRequest', async (req, reply) => {
     const url = req.routeOptions.url;
-    if (url === undefined || !url.startsWith('/v1/')) return;
     const cfg = req.routeOptions.config;
+    if (url === undefined || (!url.startsWith('/v1/') && cfg.admin !== true)) return;
     const key = keyFromRequest(req);
     if (!key)
       return sendError(

@@ -61,6 +61,12 @@ export function toTandemError(e: unknown): TandemError {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new TandemError('TANDEM_ERR_PAYLOAD_TOO_LARGE', 'the request body is larger than the limit');
   }
+  // The job database refused a write or a read (disk full, I/O error, busy): the service is degraded,
+  // the request did nothing; a client may retry (503, not 500).
+  if (typeof fe.code === 'string' && fe.code.startsWith('SQLITE_'))
+    return new TandemError('TANDEM_ERR_UNAVAILABLE', `the job database: ${fe.message ?? fe.code}`, {
+      sqlite: fe.code,
+    });
   if (fe instanceof SyntaxError)
     return new TandemError('TANDEM_ERR_MALFORMED_REQUEST', `the body is not valid JSON: ${fe.message}`);
   if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500)
@@ -68,6 +74,21 @@ export function toTandemError(e: unknown): TandemError {
       fastifyCode: fe.code,
     });
   return new TandemError('TANDEM_ERR_INTERNAL', 'an internal error', {}, { cause: e });
+}
+
+/** At most this much of a request's path is echoed back in an error message. */
+export const SHOWN_PATH_CHARS = 96;
+
+/** `text` cut to SHOWN_PATH_CHARS: what a client sent is not reflected back whole. */
+export function shorten(text: string): string {
+  return text.length <= SHOWN_PATH_CHARS
+    ? text
+    : `${text.slice(0, SHOWN_PATH_CHARS)}… (${text.length} chars)`;
+}
+
+/** The path without its query, shortened. */
+export function shownPath(url: string): string {
+  return shorten(url.split('?')[0] ?? '');
 }
 
 export function sendError(reply: FastifyReply, err: TandemError): FastifyReply {
@@ -94,7 +115,7 @@ export function installErrorHandling(app: FastifyInstance, onError: (code: Error
     onError('TANDEM_ERR_NOT_FOUND');
     return sendError(
       reply,
-      new TandemError('TANDEM_ERR_NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`),
+      new TandemError('TANDEM_ERR_NOT_FOUND', `no route ${req.method} ${shownPath(req.url)}`),
     );
   });
 }

@@ -32,8 +32,7 @@ const errorResponse = (description: string, code: string, message: string) => ({
 });
 
 /** The catalogue errors a route can answer, by what the route has (auth, path id, body). */
-function errorResponses(url: string, schema: FastifySchema): Record<string, unknown> {
-  const api = url.startsWith('/v1/');
+function errorResponses(url: string, api: boolean, schema: FastifySchema): Record<string, unknown> {
   return {
     ...(schema.body || schema.querystring || schema.params
       ? {
@@ -121,8 +120,11 @@ export async function registerOpenApi(app: FastifyInstance, info: OpenApiInfo): 
       buildLocalReference: (json, _baseUri, _fragment, i) =>
         typeof json['$id'] === 'string' ? json['$id'] : `def-${i}`,
     },
-    transform: ({ schema, url }) => {
+    transform: ({ schema, url, route }) => {
       const s = (schema ?? {}) as FastifySchema;
+      // As http/auth.ts decides: /v1/ and routes marked admin (/metrics) need a key.
+      const keyed =
+        url.startsWith('/v1/') || (route.config as { admin?: boolean } | undefined)?.admin === true;
       // A success response without its own description is described by the route's summary.
       const own: Record<string, unknown> = {};
       for (const [status, body] of Object.entries((s.response ?? {}) as Record<string, object>))
@@ -131,8 +133,8 @@ export async function registerOpenApi(app: FastifyInstance, info: OpenApiInfo): 
         url,
         schema: {
           ...s,
-          response: { ...errorResponses(url, s), ...own },
-          ...(url.startsWith('/v1/') ? {} : { security: [] }),
+          response: { ...errorResponses(url, keyed, s), ...own },
+          ...(keyed ? {} : { security: [] }),
         },
       };
     },

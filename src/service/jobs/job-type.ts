@@ -3,6 +3,7 @@
  * and admission), a job class (for hardware selection) and `run`, which expands the job into tasks on
  * the runtime. The registry is open: workloads add types through the same interface.
  */
+import { TandemError } from '../../core/errors.js';
 import type { Runtime } from '../../runtime/runtime.js';
 
 /** The part of the runtime a job may use (the documented API in docs/runtime-api.md). */
@@ -69,4 +70,20 @@ export type AnyJobType = JobType<unknown>;
 
 export function defineJobType<P>(t: JobType<P>): AnyJobType {
   return t as unknown as AnyJobType;
+}
+
+/**
+ * The job's device-memory estimate as stored and admitted: a whole, finite, non-negative number of
+ * bytes. An estimate that is not (a type's bug for some accepted parameter shape) refuses that one
+ * submission with a 400 instead of reaching the store, where it would fail the insert.
+ */
+export function memoryEstimate(type: AnyJobType, params: unknown): number {
+  const bytes = type.memoryBytes(params);
+  if (typeof bytes !== 'number' || !Number.isFinite(bytes) || bytes < 0 || bytes > Number.MAX_SAFE_INTEGER)
+    throw new TandemError(
+      'TANDEM_ERR_INVALID_ARGUMENT',
+      `the ${type.name} job's memory estimate for these parameters is not a finite number of bytes (${String(bytes)})`,
+      { type: type.name, estimate: String(bytes) },
+    );
+  return Math.ceil(bytes);
 }

@@ -14,7 +14,7 @@ import { RedisAgentRegistry } from './heartbeat.js';
 import type { Tenant } from '../auth/tenants.js';
 import { registerAutoscaleMetrics } from '../autoscale/metrics.js';
 import { DEFAULT_POLICY, ScaleSignal, type ClassSignal } from '../autoscale/signal.js';
-import type { HardwareRule, ServiceConfig } from '../config.js';
+import { DEFAULT_CONFIG, type HardwareRule, type ServiceConfig } from '../config.js';
 import { createHttpApp } from '../http/http-app.js';
 import { tenantOf } from '../http/auth.js';
 import { jobRoutes } from '../http/routes/jobs.js';
@@ -36,7 +36,16 @@ export interface ControlPlaneOptions {
   readonly bodyLimitBytes: number;
   /** Per-tenant rate limit and the quotas control-plane tenants get (defaults: the service's). */
   readonly config?: Partial<
-    Pick<ServiceConfig, 'rateLimitPerSec' | 'rateLimitBurst' | 'quotas' | 'logLevel'>
+    Pick<
+      ServiceConfig,
+      | 'rateLimitPerSec'
+      | 'rateLimitBurst'
+      | 'quotas'
+      | 'logLevel'
+      | 'requestTimeoutMs'
+      | 'headersTimeoutMs'
+      | 'keepAliveTimeoutMs'
+    >
   >;
 }
 
@@ -69,6 +78,9 @@ export async function buildControlPlane(o: ControlPlaneOptions): Promise<Control
   const app = await createHttpApp({
     logLevel: o.config?.logLevel ?? 'silent',
     bodyLimitBytes: o.bodyLimitBytes,
+    requestTimeoutMs: o.config?.requestTimeoutMs ?? DEFAULT_CONFIG.requestTimeoutMs,
+    headersTimeoutMs: o.config?.headersTimeoutMs ?? DEFAULT_CONFIG.headersTimeoutMs,
+    keepAliveTimeoutMs: o.config?.keepAliveTimeoutMs ?? DEFAULT_CONFIG.keepAliveTimeoutMs,
     rateLimitPerSec: o.config?.rateLimitPerSec ?? 1_000_000,
     rateLimitBurst: o.config?.rateLimitBurst ?? 1_000_000,
     authenticate: (key) => tenants.get(key) ?? null,

@@ -5,6 +5,7 @@
  * Cancel removes a queued job from store and queue, and marks a running one for its agent, which
  * aborts it at its next cancellation point. Traces are built from the record and the attempt log.
  */
+import { memoryEstimate } from '../jobs/job-type.js';
 import type { JobTypeRegistry } from '../jobs/registry.js';
 import {
   isoTime,
@@ -81,7 +82,7 @@ export class ScaledJobsApi implements JobsApi {
         params: req.params,
         priority: req.priority,
         jobClass: type.jobClass(parsed),
-        memBytes: type.memoryBytes(parsed),
+        memBytes: memoryEstimate(type, parsed),
         idempotencyKey: req.idempotencyKey,
       },
     ]);

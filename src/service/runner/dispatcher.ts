@@ -19,7 +19,9 @@ import { FairQueue, type QueuedJob } from './fair-queue.js';
 import { selectPlacement, type DeviceView } from './hardware-rules.js';
 import { deadlineExceeded, deadlineIfStartedAt } from './deadlines.js';
 import type { ResultStore } from './result-store.js';
+import { OutcomeRetry, unstoredOutcome } from './outcome-retry.js';
 import type { StartAtInsert } from './submitter.js';
+import type { StoreHealth } from '../store/store-health.js';
 import { tenantRuntime } from './tenant-share.js';
 
 export interface DispatcherDeps {
@@ -33,6 +35,8 @@ export interface DispatcherDeps {
   readonly results: ResultStore;
   readonly metrics: ServiceMetrics;
   readonly log: (level: 'info' | 'warn' | 'error', msg: string) => void;
+  /** Told of every failed and successful store write on the dispatch path (shown by /healthz). */
+  readonly health: StoreHealth;
   /**
    * A job still running `deadlineGraceMs` after its deadline (it did not stop at its cancellation
    * point: a task that does not end, e.g. a hung GPU kernel). The answer adds a note to its failure and
@@ -94,11 +98,20 @@ export class Dispatcher {
   /** Paused until the runtime has opened (or failed to), so placement sees the real devices. */
   private paused = true;
   private readonly finishedListeners = new Set<FinishedListener>();
+  /** Finished jobs whose outcome commit failed, retried until it lands (disk full). */
+  private readonly outcomes: OutcomeRetry;
+  /** After a claim the store refused: the pump waits this long before trying again (backoff). */
+  private claimBackoffMs = 0;
   private sweep: NodeJS.Timeout | null = null;
 
   constructor(private readonly d: DispatcherDeps) {
     this.queue = new FairQueue((id) => d.tenants.get(id)?.weight ?? 1);
     this.admitted = new Admission(d.tenants, d.config);
+    this.outcomes = new OutcomeRetry({
+      health: d.health,
+      giveUpMs: d.config.outcomeRetryMs,
+      log: (level, msg) => d.log(level, msg),
+    });
     d.traces.onWriteError = (jobId, e) =>
       d.log('warn', `writing the trace of job ${jobId}: ${e instanceof Error ? e.message : String(e)}`);
   }
@@ -206,9 +219,8 @@ export class Dispatcher {
     r.abandoned = true;
     const err = deadlineExceeded(r.job, now, note, verdict?.details);
     try {
-      this.commit(r.job, { state: 'failed', error: err.toJSON() }, this.d.traces.events(r.job.id), r);
-    } catch (e) {
-      this.d.log('error', `committing job ${r.job.id}: ${e instanceof Error ? e.message : String(e)}`);
+      const failed: FinishOutcome = { state: 'failed', error: err.toJSON() };
+      this.commitOrRetry(r.job, failed, this.d.traces.events(r.job.id), r);
     } finally {
       this.ended(r);
     }
@@ -238,7 +250,18 @@ export class Dispatcher {
       if (fair && a.tenantRoom(fair) && !a.fits(fair, total)) return;
       const next = this.queue.next((j) => a.tenantRoom(j) && a.fits(j, total));
       if (!next) return;
-      this.start(next);
+      try {
+        this.start(next);
+        if (this.claimBackoffMs > 0) this.d.health.succeeded();
+        this.claimBackoffMs = 0;
+      } catch (e) {
+        // The store refused the claim (disk full): the job stays queued, here and in the database.
+        this.queue.push(next);
+        this.d.health.failed('claiming a job', e);
+        this.claimBackoffMs = Math.min(2000, Math.max(25, 2 * this.claimBackoffMs));
+        setTimeout(() => this.schedulePump(), this.claimBackoffMs).unref();
+        return;
+      }
     }
   }
 
@@ -318,7 +341,7 @@ export class Dispatcher {
       // A job that cannot even be placed fails now (claimed first so the failure is fenced too).
       const claimed = this.d.store.claim(q.id, null);
       if (claimed)
-        this.commit(
+        this.commitOrRetry(
           claimed,
           { state: 'failed', error: asTandemError(e, 'TANDEM_ERR_INTERNAL', 'placing the job').toJSON() },
           undefined,
@@ -332,7 +355,7 @@ export class Dispatcher {
     if (job.deadlineAt != null && job.deadlineAt <= now) {
       // Its budget ran out in an earlier process (a restart re-queued it): it fails without running.
       const err = deadlineExceeded(job, now, 'its time ran out before this start (re-queued by a restart)');
-      this.commit(job, { state: 'failed', error: err.toJSON() }, undefined);
+      this.commitOrRetry(job, { state: 'failed', error: err.toJSON() }, undefined);
       return;
     }
     this.admitted.admit(job);
@@ -401,9 +424,13 @@ export class Dispatcher {
         const now = Date.now();
         if (now - lastWrite >= PROGRESS_WRITE_MS) {
           lastWrite = now;
-          if (this.d.store.setProgress(job.id, job.attempt, r.progress, r.message)) {
-            r.savedProgress = r.progress;
-            r.savedMessage = r.message;
+          try {
+            if (this.d.store.setProgress(job.id, job.attempt, r.progress, r.message)) {
+              r.savedProgress = r.progress;
+              r.savedMessage = r.message;
+            }
+          } catch (e) {
+            this.d.health.failed(`saving the progress of job ${job.id}`, e); // advisory: the job goes on
           }
         }
       },
@@ -428,23 +455,49 @@ export class Dispatcher {
     }
     // Failed by the deadline sweep already (its slot freed): this late outcome is dropped.
     if (r.abandoned) return;
+    // A job whose outcome waits for the store keeps its room until it lands: no new job starts while
+    // none could be stored (back-pressure on a full disk).
+    let waiting = false;
     try {
       // Shutting down: leave the job 'running' in the database; the next start re-queues it.
-      if (this.stopping) return;
-      this.commit(job, outcome, ev, r);
-    } catch (e) {
-      this.d.log('error', `committing job ${job.id}: ${e instanceof Error ? e.message : String(e)}`);
+      if (!this.stopping) waiting = this.commitOrRetry(job, outcome, ev, r, true);
     } finally {
-      this.ended(r);
+      this.ended(r, waiting);
     }
   }
 
-  /** A job's room and trace are given back once its outcome is committed (or it was abandoned). */
-  private ended(r: RunningJob): void {
+  /**
+   * A job's trace and running entry are given back once its outcome is committed (or it was abandoned),
+   * and its room too unless `keepRoom` (its outcome waits for the store; released when it lands).
+   */
+  private ended(r: RunningJob, keepRoom = false): void {
     this.d.traces.end(r.job.id);
     this.running.delete(r.job.id);
-    this.admitted.release(r.job);
+    if (!keepRoom) this.admitted.release(r.job);
     this.schedulePump();
+  }
+
+  /**
+   * commit(), and when the store refuses it (disk full) a retry until it lands: the worker is done,
+   * so nothing may stay `running` in the database without one. True when the retry holds the job's
+   * admitted room (released, and the pump run, once it lands).
+   */
+  private commitOrRetry(
+    job: JobRecord,
+    outcome: FinishOutcome,
+    ev: ReturnType<JobTraceCollector['begin']> | undefined,
+    r?: RunningJob,
+    holdRoom = false,
+  ): boolean {
+    const waits = this.outcomes.commit(job.id, {
+      full: () => this.commit(job, outcome, ev, r),
+      fallback: (why) => this.commit(job, unstoredOutcome(outcome.state, why), ev, r),
+      landed: () => {
+        if (holdRoom) this.admitted.release(job);
+        this.schedulePump();
+      },
+    });
+    return waits && holdRoom;
   }
 
   private commit(
@@ -484,6 +537,7 @@ export class Dispatcher {
       this.d.log('warn', `job ${job.id} attempt ${job.attempt}: outcome not committed (superseded)`);
       return;
     }
+    this.d.health.succeeded();
     this.d.metrics.jobsFinished.inc({ type: job.type, state: o.state });
     if (o.error?.code === 'TANDEM_ERR_DEADLINE_EXCEEDED')
       this.d.metrics.deadlinesExceeded.inc({
@@ -516,6 +570,7 @@ export class Dispatcher {
   /** Stops dispatching and aborts running jobs without committing them (they re-run after restart). */
   async stop(timeoutMs = 5000): Promise<void> {
     this.stopping = true;
+    this.outcomes.close(); // what is pending stays running in the database: the next start re-queues it
     if (this.sweep) clearInterval(this.sweep);
     this.sweep = null;
     for (const r of this.running.values())

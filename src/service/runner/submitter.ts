@@ -1,7 +1,9 @@
 /**
  * Group commit for submissions: requests that arrive within one event-loop turn are inserted in one
  * SQLite transaction, so one fsync makes a whole group durable before any of them is acknowledged.
- * This is what lets durable submission run at thousands per second on one disk.
+ * This is what lets durable submission run at thousands per second on one disk. Each job of a group
+ * succeeds or fails on its own (the store rolls back a failing row alone): one bad submission never
+ * fails another tenant's.
  */
 import { TandemError, asTandemError } from '../../core/errors.js';
 import type { InsertClaim, InsertOutcome, JobRecord, JobStore, NewJob } from '../store/job-store.js';
@@ -40,6 +42,10 @@ export class Submitter {
     /** Seconds one group commit took (insert + fsync: the part of a submission's latency the disk sets). */
     private readonly onCommit: (seconds: number, jobs: number) => void = () => undefined,
     private readonly maxGroup = 512,
+    /** A committed job's start or enqueue threw (it stays stored; a restart picks it up). */
+    private readonly onHandOffError: (e: unknown, jobId: string | null) => void = () => undefined,
+    /** The whole group's commit failed (disk full): every submission in it was answered with the error. */
+    private readonly onCommitError: (e: unknown) => void = () => undefined,
   ) {}
 
   submit(job: NewJob, opts?: SubmitOptions): Promise<InsertOutcome> {
@@ -88,12 +94,15 @@ export class Submitter {
       this.onCommit((performance.now() - t0) / 1000, group.length);
     } catch (e) {
       const error = asTandemError(e, 'TANDEM_ERR_UNAVAILABLE', 'storing the job');
+      this.onCommitError(e);
       for (const p of group) {
         p.opts?.start?.unreserve();
         p.resolve({ ok: false, error });
       }
       return;
     }
+    // Each job's hand-off on its own: a callback that throws for one job neither skips the others nor
+    // leaves their requests unanswered.
     outcomes.forEach((o, i) => {
       const p = group[i]!;
       try {
@@ -101,6 +110,8 @@ export class Submitter {
         if (o.ok && o.created && claims[i]) p.opts!.start!.started(o.job);
         else p.opts?.start?.unreserve();
         if (o.ok && o.created) this.onCreated(o.job);
+      } catch (e) {
+        this.onHandOffError(e, o.ok ? o.job.id : null);
       } finally {
         p.resolve(o);
       }

@@ -57,6 +57,15 @@ export function systemRoutes(s: ServiceParts) {
         runtime: { type: 'string', enum: ['opening', 'ready', 'unavailable'] },
         reason: { type: 'string' },
         devicesLost: { type: 'array', items: { type: 'string' } },
+        store: {
+          type: 'object',
+          properties: {
+            state: { type: 'string', enum: ['ok', 'degraded'] },
+            pendingOutcomes: { type: 'integer' },
+            lastError: { type: ['string', 'null'] },
+            lastErrorAt: { type: ['string', 'null'] },
+          },
+        },
         load: LOAD_SCHEMA,
       },
     } as const;
@@ -83,17 +92,22 @@ export function systemRoutes(s: ServiceParts) {
           runtime: s.runtimeStatus().state,
           ...(life.reason ? { reason: life.reason } : {}),
           ...(life.devicesLost.length ? { devicesLost: life.devicesLost } : {}),
+          // degraded while writes fail (disk full) or finished jobs' outcomes wait to be stored
+          store: s.storeHealth.view(),
           load: s.shedder.snapshot(),
         });
       },
     );
 
+    // Private: queue depth and running jobs carry tenant names. Prometheus scrapes with an admin key as
+    // its bearer token, or from the keyless listener of TANDEM_METRICS_ADDR (obs/metrics-server.ts).
     app.get(
       '/metrics',
       {
+        config: { admin: true },
         schema: {
           operationId: 'getMetrics',
-          summary: 'Prometheus metrics (text format)',
+          summary: 'Prometheus metrics (text format; admin key, or the separate metrics listener)',
           tags: ['system'],
           produces: ['text/plain'],
           response: { 200: { type: 'string', examples: ['tandem_jobs_submitted_total{type="gemm"} 12\n'] } },
@@ -160,7 +174,8 @@ export function systemRoutes(s: ServiceParts) {
       {
         schema: {
           operationId: 'getStats',
-          summary: 'Live figures for dashboards: devices, queue depth by tenant, running jobs',
+          summary:
+            "Live figures for dashboards: devices, queue depth by tenant, running jobs (a tenant's own; every tenant's for an admin)",
           tags: ['system'],
           response: {
             200: {
@@ -195,16 +210,24 @@ export function systemRoutes(s: ServiceParts) {
           },
         },
       },
-      async () => {
+      async (req) => {
+        // A tenant sees its own queue and counts; an admin sees every tenant's.
+        const caller = tenantOf(req);
+        const own = caller.role === 'admin' ? null : caller.id;
         const queue: { tenant: string; priority: number; queued: number }[] = [];
-        for (const [t, byPrio] of s.dispatcher.queue.depthByTenantAndPriority())
-          for (const [priority, queued] of byPrio)
-            queue.push({ tenant: s.tenants.get(t)?.name ?? t, priority, queued });
+        let queued = 0;
+        for (const [t, byPrio] of s.dispatcher.queue.depthByTenantAndPriority()) {
+          if (own !== null && t !== own) continue;
+          for (const [priority, n] of byPrio) {
+            queue.push({ tenant: s.tenants.get(t)?.name ?? t, priority, queued: n });
+            queued += n;
+          }
+        }
         return {
           time: Date.now(),
           devices: s.devices(),
-          queued: s.dispatcher.queue.size,
-          running: s.dispatcher.runningCount,
+          queued: own === null ? s.dispatcher.queue.size : queued,
+          running: own === null ? s.dispatcher.runningCount : (s.dispatcher.runningByTenant().get(own) ?? 0),
           queue,
         };
       },

@@ -46,9 +46,8 @@ function wrap(w: WorkloadJobType): AnyJobType {
       w.validate(raw);
       return raw;
     },
-    // Their footprints are small next to device memory (MD: ~100 B/atom; risk: streamed in tasks).
-    memoryBytes: (p) =>
-      w.name === 'md' ? 128 * Number(p['atoms'] ?? 4 * Number(p['cells'] ?? 10) ** 3) : 64 << 20,
+    // From the workload's validated config (md: cells as a number or [nx, ny, nz], atoms, presets).
+    memoryBytes: (p) => w.memoryBytes(p),
     jobClass: () => JOB_CLASS[w.name],
     defaultTimeoutSeconds: DEFAULT_TIMEOUT_SECONDS[w.name],
     requestedDevice: (p) =>
