@@ -261,124 +261,7 @@ export interface paths {
       cookie?: never;
     };
     /** The last ~15 minutes of per-device utilization, memory in use and queue depth, sampled every second, as columns (index i of every array belongs to time t[i]); ?since=ms returns only later samples */
-    get: {
-      parameters: {
-        query?: {
-          /** @description epoch milliseconds: only samples taken after it (for incremental polling) */
-          since?: string;
-        };
-        header?: never;
-        path?: never;
-        cookie?: never;
-      };
-      requestBody?: never;
-      responses: {
-        /** @description The last ~15 minutes of per-device utilization, memory in use and queue depth, sampled every second, as columns (index i of every array belongs to time t[i]); ?since=ms returns only later samples */
-        200: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            'application/json': {
-              /** @description time between samples */
-              intervalMs?: number;
-              /** @description samples kept (about 15 minutes) */
-              capacity?: number;
-              /** @description sample times, epoch milliseconds, oldest first */
-              t?: number[];
-              /** @description jobs queued in the service at each sample */
-              queued?: number[];
-              /** @description jobs running at each sample */
-              running?: number[];
-              devices?: {
-                id?: string;
-                kind?: string;
-                name?: string;
-                memoryBytes?: number;
-                /** @description busy fraction of the last 5 s; null: device not open */
-                utilization?: (number | null)[];
-                /** @description bytes of device memory in use */
-                memoryUsed?: (number | null)[];
-                /** @description tasks on the device (dispatched, not finished) */
-                inflight?: (number | null)[];
-              }[];
-            };
-          };
-        };
-        /** @description invalid request (schema, malformed JSON, unknown job type) */
-        400: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "error": {
-             *         "code": "TANDEM_ERR_INVALID_ARGUMENT",
-             *         "message": "body/priority must be <= 100",
-             *         "details": {}
-             *       }
-             *     }
-             */
-            'application/json': components['schemas']['Error'];
-          };
-        };
-        /** @description missing or invalid API key */
-        401: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "error": {
-             *         "code": "TANDEM_ERR_UNAUTHORIZED",
-             *         "message": "the API key is not valid",
-             *         "details": {}
-             *       }
-             *     }
-             */
-            'application/json': components['schemas']['Error'];
-          };
-        };
-        /** @description rate limit or queue quota reached (see Retry-After) */
-        429: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "error": {
-             *         "code": "TANDEM_ERR_RATE_LIMITED",
-             *         "message": "too many requests for this tenant",
-             *         "details": {}
-             *       }
-             *     }
-             */
-            'application/json': components['schemas']['Error'];
-          };
-        };
-        /** @description any other error in the catalogue shape, with its status (403, 409, 413, 5xx) */
-        default: {
-          headers: {
-            [name: string]: unknown;
-          };
-          content: {
-            /**
-             * @example {
-             *       "error": {
-             *         "code": "TANDEM_ERR_INTERNAL",
-             *         "message": "an internal error",
-             *         "details": {}
-             *       }
-             *     }
-             */
-            'application/json': components['schemas']['Error'];
-          };
-        };
-      };
-    };
+    get: operations['getDeviceHistory'];
     put?: never;
     post?: never;
     delete?: never;
@@ -2964,6 +2847,162 @@ export interface operations {
            *       "error": {
            *         "code": "TANDEM_ERR_NOT_FOUND",
            *         "message": "no job job_0000000000000000abcd",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description rate limit or queue quota reached (see Retry-After) */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_RATE_LIMITED",
+           *         "message": "too many requests for this tenant",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description any other error in the catalogue shape, with its status (403, 409, 413, 5xx) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_INTERNAL",
+           *         "message": "an internal error",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getDeviceHistory: {
+    parameters: {
+      query?: {
+        /** @description epoch milliseconds: only samples taken after it (for incremental polling) */
+        since?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The last ~15 minutes of per-device utilization, memory in use and queue depth, sampled every second, as columns (index i of every array belongs to time t[i]); ?since=ms returns only later samples */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "intervalMs": 1000,
+           *       "capacity": 900,
+           *       "t": [
+           *         1796284800000,
+           *         1796284801000
+           *       ],
+           *       "queued": [
+           *         3,
+           *         2
+           *       ],
+           *       "running": [
+           *         2,
+           *         2
+           *       ],
+           *       "devices": [
+           *         {
+           *           "id": "cpu0",
+           *           "kind": "cpu",
+           *           "name": "host CPU (worker threads)",
+           *           "memoryBytes": 25769803776,
+           *           "utilization": [
+           *             0.5,
+           *             0.97
+           *           ],
+           *           "memoryUsed": [
+           *             33554432,
+           *             67108864
+           *           ],
+           *           "inflight": [
+           *             1,
+           *             2
+           *           ]
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': {
+            /** @description time between samples */
+            intervalMs?: number;
+            /** @description samples kept (about 15 minutes) */
+            capacity?: number;
+            /** @description sample times, epoch milliseconds, oldest first */
+            t?: number[];
+            /** @description jobs queued in the service at each sample */
+            queued?: number[];
+            /** @description jobs running at each sample */
+            running?: number[];
+            devices?: {
+              id?: string;
+              kind?: string;
+              name?: string;
+              memoryBytes?: number;
+              /** @description busy fraction of the last 5 s; null: device not open */
+              utilization?: (number | null)[];
+              /** @description bytes of device memory in use */
+              memoryUsed?: (number | null)[];
+              /** @description tasks on the device (dispatched, not finished) */
+              inflight?: (number | null)[];
+            }[];
+          };
+        };
+      };
+      /** @description invalid request (schema, malformed JSON, unknown job type) */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_INVALID_ARGUMENT",
+           *         "message": "body/priority must be <= 100",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description missing or invalid API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_UNAUTHORIZED",
+           *         "message": "the API key is not valid",
            *         "details": {}
            *       }
            *     }

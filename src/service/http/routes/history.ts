@@ -7,6 +7,26 @@ const gaps = { type: 'array', items: { type: 'number', nullable: true } } as con
 
 export const HISTORY_SCHEMA = {
   type: 'object',
+  examples: [
+    {
+      intervalMs: 1000,
+      capacity: 900,
+      t: [1796284800000, 1796284801000],
+      queued: [3, 2],
+      running: [2, 2],
+      devices: [
+        {
+          id: 'cpu0',
+          kind: 'cpu',
+          name: 'host CPU (worker threads)',
+          memoryBytes: 25769803776,
+          utilization: [0.5, 0.97],
+          memoryUsed: [33554432, 67108864],
+          inflight: [1, 2],
+        },
+      ],
+    },
+  ],
   properties: {
     intervalMs: { type: 'integer', description: 'time between samples' },
     capacity: { type: 'integer', description: 'samples kept (about 15 minutes)' },
@@ -37,6 +57,7 @@ export function historyRoutes(history: DeviceHistory) {
       '/v1/devices/history',
       {
         schema: {
+          operationId: 'getDeviceHistory',
           summary:
             'The last ~15 minutes of per-device utilization, memory in use and queue depth, sampled every ' +
             'second, as columns (index i of every array belongs to time t[i]); ?since=ms returns only later samples',
