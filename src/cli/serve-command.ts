@@ -87,7 +87,7 @@ export async function serveCommand(opts: ServeOptions): Promise<number> {
     (line) => {
       if (!json) process.stdout.write(`${line}\n`);
     },
-    { restartOnDeviceLoss: supervised },
+    { restartOnDeviceLoss: supervised, supervisorPid: supervised ? process.ppid : null },
   );
   // One line, so that a supervising process can read it as soon as the service answers. Under the
   // supervisor a relaunched server prints it again (same url; `restarts` counts the relaunches).

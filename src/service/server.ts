@@ -106,6 +106,8 @@ export interface RunningServer {
 export interface StartOptions {
   /** Set when a supervisor relaunches this process (see CreateServiceOptions.restartOnDeviceLoss). */
   readonly restartOnDeviceLoss?: boolean;
+  /** The supervisor this server dies with, recorded in the data-dir lock (see data-dir-lock.ts). */
+  readonly supervisorPid?: number | null;
 }
 
 export async function startServer(
@@ -115,7 +117,9 @@ export async function startServer(
 ): Promise<RunningServer> {
   const t0 = performance.now();
   // Refused before anything is opened: a data dir another server holds, a port another process holds.
-  const lock = lockDataDir(config.dataDir, config.host, config.port === 0 ? null : config.port);
+  const lock = await lockDataDir(config.dataDir, config.host, config.port === 0 ? null : config.port, {
+    supervisorPid: opts.supervisorPid ?? null,
+  });
   let service: Service;
   let opening: Promise<OpenedRuntime>;
   try {
