@@ -117,6 +117,10 @@ function run(label: string, cmd: string, args: string[], cwd: string): string {
 const CONSUMER = `import { Runtime, TandemError, isTandemError, type DType, type Observer } from 'tandem';
 import { createService, defineJobType } from 'tandem/service';
 import { WORKLOAD_JOB_TYPES } from 'tandem/workloads';
+import type { paths } from 'tandem/client';
+
+// The typed client's types (README quick start): a path of the API, checked by tsc.
+const submitPath: keyof paths & '/v1/jobs' = '/v1/jobs';
 
 const dtype: DType = 'f64';
 const ends: string[] = [];
@@ -145,6 +149,7 @@ console.log(JSON.stringify({
   errorClass: new TandemError('TANDEM_ERR_CONFIG', 'x') instanceof Error,
   service: typeof createService === 'function' && typeof defineJobType === 'function',
   workloads: Object.keys(WORKLOAD_JOB_TYPES).sort(),
+  client: submitPath,
 }));
 `;
 
@@ -233,6 +238,7 @@ describe('npm package', () => {
       errorClass: true,
       service: true,
       workloads: ['md', 'option', 'var'],
+      client: '/v1/jobs',
     });
     t.diagnostic(`steps: ${timings.join(', ')}`);
   });
