@@ -7,11 +7,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DeviceHistory, type DeviceSample } from '../../src/service/obs/device-history.js';
-import { join } from 'node:path';
-import { loadServiceConfig } from '../../src/service/config.js';
-import { openRuntime } from '../../src/service/server.js';
 import { fakeRuntime } from './fake-runtime.js';
-import { tempDir, testService, waitForJob } from './helpers.js';
+import { cpuTestService, testService, waitForJob } from './helpers.js';
 
 const dev = (id: string, utilization: number, memoryUsed: number, inflight: number): DeviceSample => ({
   id,
@@ -117,27 +114,8 @@ void test(
   'history on the real CPU runtime: a running gemm shows as utilization and tasks on cpu0',
   { timeout: 120_000 },
   async (t) => {
-    const dir = tempDir();
-    const cfg = loadServiceConfig(
-      {},
-      {
-        dataDir: dir,
-        runtime: {
-          enabled: true,
-          backends: ['cpu'],
-          cpuThreads: 1,
-          calibrate: false,
-          cacheDir: join(dir, 'cache'),
-        },
-      },
-    );
-    const { rt, reason } = await openRuntime(cfg);
-    if (!rt || rt.devices.length === 0) {
-      await rt?.close();
-      t.skip(`no CPU device: ${reason}`);
-      return;
-    }
-    const s = await testService({ historyIntervalMs: 20 }, rt, dir);
+    const s = await cpuTestService(t, { historyIntervalMs: 20 });
+    if (!s) return;
     try {
       const sub = await s.svc.app.inject({
         method: 'POST',

@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { loadServiceConfig, type ConfigOverrides } from '../../src/service/config.js';
 import type { JobTypeRegistry } from '../../src/service/jobs/registry.js';
 import { createService, type Service, type ServiceRuntimeHost } from '../../src/service/service.js';
+import type { TestContext } from 'node:test';
+import { openRuntime } from '../../src/service/server.js';
 import { fakeRuntime } from './fake-runtime.js';
 
 export interface TestService {
@@ -80,4 +82,44 @@ export async function waitForJob(
     if (Date.now() > deadline) throw new Error(`job ${id} still ${job.state} after ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 10));
   }
+}
+
+/**
+ * A service over the real runtime with one CPU worker, in a fresh data dir; null (the test skipped,
+ * with the reason) when this machine has no CPU device.
+ */
+export async function cpuTestService(
+  t: TestContext,
+  overrides: ConfigOverrides = {},
+): Promise<(TestService & { readonly rt: ServiceRuntimeHost }) | null> {
+  const dir = tempDir();
+  const cfg = loadServiceConfig(
+    {},
+    {
+      dataDir: dir,
+      runtime: {
+        enabled: true,
+        backends: ['cpu'],
+        cpuThreads: 1,
+        calibrate: false,
+        cacheDir: join(dir, 'cache'),
+      },
+    },
+  );
+  const { rt, reason } = await openRuntime(cfg);
+  if (!rt || rt.devices.length === 0) {
+    await rt?.close();
+    rmSync(dir, { recursive: true, force: true });
+    t.skip(`no CPU device: ${reason}`);
+    return null;
+  }
+  const s = await testService(overrides, rt, dir);
+  return {
+    ...s,
+    rt,
+    async close() {
+      await s.close();
+      await rt.close(); // the service leaves a runtime it was given open
+    },
+  };
 }

@@ -6,14 +6,18 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
-import { join } from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
-import { loadServiceConfig } from '../../src/service/config.js';
 import { Submitter } from '../../src/service/runner/submitter.js';
-import { openRuntime } from '../../src/service/server.js';
 import { openDatabase } from '../../src/service/store/db.js';
 import { JobStore } from '../../src/service/store/job-store.js';
-import { createTenant, tempDir, testService, waitForJob, type TestService } from './helpers.js';
+import {
+  cpuTestService,
+  createTenant,
+  tempDir,
+  testService,
+  waitForJob,
+  type TestService,
+} from './helpers.js';
 
 const OTHER_TENANTS = 20;
 const OTHERS_PER_TENANT = 50;
@@ -126,27 +130,8 @@ void test(
   'an md job with a cells array runs to its end on the CPU runtime',
   { timeout: 120_000 },
   async (t) => {
-    const dir = tempDir();
-    const cfg = loadServiceConfig(
-      {},
-      {
-        dataDir: dir,
-        runtime: {
-          enabled: true,
-          backends: ['cpu'],
-          cpuThreads: 1,
-          calibrate: false,
-          cacheDir: join(dir, 'c'),
-        },
-      },
-    );
-    const { rt, reason } = await openRuntime(cfg);
-    if (!rt || rt.devices.length === 0) {
-      await rt?.close();
-      t.skip(`no CPU device: ${reason}`);
-      return;
-    }
-    const s = await testService({}, rt, dir);
+    const s = await cpuTestService(t, {});
+    if (!s) return;
     try {
       const res = await s.svc.app.inject({
         method: 'POST',
@@ -161,7 +146,6 @@ void test(
       assert.equal((out.json() as { result: { atoms: number } }).result.atoms, 4 * 4 * 4 * 5);
     } finally {
       await s.close();
-      await rt.close();
     }
   },
 );

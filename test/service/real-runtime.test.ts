@@ -4,33 +4,11 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
-import { loadServiceConfig } from '../../src/service/config.js';
-import { openRuntime } from '../../src/service/server.js';
-import { tempDir, testService, waitForJob } from './helpers.js';
+import { cpuTestService, waitForJob } from './helpers.js';
 
 void test('gemm, option and md jobs on the real CPU runtime', { timeout: 120_000 }, async (t) => {
-  const dir = tempDir();
-  const cfg = loadServiceConfig(
-    {},
-    {
-      dataDir: dir,
-      runtime: {
-        enabled: true,
-        backends: ['cpu'],
-        cpuThreads: 1,
-        calibrate: false,
-        cacheDir: join(dir, 'cache'),
-      },
-    },
-  );
-  const { rt, reason } = await openRuntime(cfg);
-  if (!rt || rt.devices.length === 0) {
-    await rt?.close();
-    t.skip(`no CPU device: ${reason}`);
-    return;
-  }
-  const s = await testService({}, rt, dir);
+  const s = await cpuTestService(t, {});
+  if (!s) return;
   try {
     const submit = async (payload: object) =>
       s.svc.app.inject({ method: 'POST', url: '/v1/jobs', headers: s.auth(), payload });
@@ -65,6 +43,5 @@ void test('gemm, option and md jobs on the real CPU runtime', { timeout: 120_000
     assert.ok(Math.abs(option.result.price - option.result.analytic) < 5 * option.result.stdError + 1e-9);
   } finally {
     await s.close();
-    await rt.close();
   }
 });

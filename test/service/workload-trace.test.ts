@@ -6,12 +6,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
-import { loadServiceConfig } from '../../src/service/config.js';
 import type { JobContext } from '../../src/service/jobs/job-type.js';
-import { openRuntime } from '../../src/service/server.js';
 import { EXAMPLE_PORTFOLIO } from '../../src/workloads/index.js';
-import { tempDir, testService, waitForJob } from './helpers.js';
+import { cpuTestService, waitForJob } from './helpers.js';
 
 interface TraceEvent {
   name: string;
@@ -35,30 +32,11 @@ void test(
   'md, option and var: task spans in the trace, the device they ran on, progress to 1',
   { timeout: 180_000 },
   async (t) => {
-    const dir = tempDir();
-    const cfg = loadServiceConfig(
-      {},
-      {
-        dataDir: dir,
-        runtime: {
-          enabled: true,
-          backends: ['cpu'],
-          cpuThreads: 1,
-          calibrate: false,
-          cacheDir: join(dir, 'cache'),
-        },
-      },
-    );
-    const { rt, reason } = await openRuntime(cfg);
-    if (!rt || rt.devices.length === 0) {
-      await rt?.close();
-      t.skip(`no CPU device: ${reason}`);
-      return;
-    }
-    const s = await testService({}, rt, dir);
+    const s = await cpuTestService(t, {});
+    if (!s) return;
     try {
       for (const spec of JOBS) {
-        const sub = await s.svc.app.inject({
+        const sub: { statusCode: number; body: string; json(): unknown } = await s.svc.app.inject({
           method: 'POST',
           url: '/v1/jobs',
           headers: s.auth(),
@@ -99,7 +77,7 @@ void test(
           attempt: 1,
           params: type.parse(spec.params),
           signal: new AbortController().signal,
-          rt,
+          rt: s.rt,
           placement: { device: undefined, reason: 'test' },
           tags: { job: `job_progress_${spec.type}` },
           progress: (f, m = '') => calls.push([f, m]),
@@ -123,7 +101,6 @@ void test(
       }
     } finally {
       await s.close();
-      await rt.close();
     }
   },
 );
