@@ -131,23 +131,7 @@ export async function priceOption(
     // than the kernel), in a small function the JIT optimizes early.
     const total: McPartial = { sum: 0, sumSq: 0, count: 0 };
     for (const o of parts) addPartialRows(total, o);
-    const { price, stdError } = estimate(spec, total);
-    const seconds = (performance.now() - t0) / 1000;
-    const n = paths(spec);
-    return {
-      type: cfg.kind,
-      right: cfg.right,
-      price,
-      stdError,
-      analytic: cfg.kind === 'european' ? blackScholes(cfg) : null,
-      paths: n,
-      antithetic: cfg.antithetic,
-      seed: cfg.seed,
-      tasks: handles.length,
-      devices: placement(handles),
-      seconds,
-      pathsPerSecond: n / seconds,
-    };
+    return optionResult(cfg, spec, total, t0, handles.length, placement(handles));
   } finally {
     for (const o of outs) rt.free(o);
   }
@@ -190,6 +174,18 @@ async function priceWindowed(
       opts.onProgress?.(i + 1, tasks, 'task');
     },
   );
+  return optionResult(cfg, spec, total, t0, tasks, devices);
+}
+
+/** The price from the summed partials, with what ran it: one shape for the one-shot and windowed paths. */
+function optionResult(
+  cfg: ReturnType<typeof validateOptionParams>,
+  spec: ReturnType<typeof mcSpec>,
+  total: McPartial,
+  t0: number,
+  tasks: number,
+  devices: OptionResult['devices'],
+): OptionResult {
   const { price, stdError } = estimate(spec, total);
   const seconds = (performance.now() - t0) / 1000;
   const n = paths(spec);
