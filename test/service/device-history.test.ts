@@ -132,7 +132,10 @@ void test(
       const cpu = h.devices.find((d) => d.kind === 'cpu');
       assert.ok(cpu, 'a cpu device in the history');
       assert.ok(Math.max(...cpu.inflight.map(Number)) >= 1, 'a sample saw a task on the device');
-      assert.ok(Math.max(...cpu.utilization.map(Number)) > 0.01, 'a sample saw the device busy');
+      // Utilization is the busy fraction of a 5 s window: a gemm that takes 40 ms on a fast CPU gives
+      // 0.008, so any busy time (values are rounded to 1e-4) is what shows the task was counted.
+      const peak = Math.max(...cpu.utilization.map(Number));
+      assert.ok(peak > 0, `a sample saw the device busy (peak ${peak})`);
     } finally {
       await s.close();
     }
