@@ -18,6 +18,7 @@ const LAYERS = [
   'obs',
   'runtime',
   'workloads',
+  'nn',
   'service',
   'agent',
   'cli',

@@ -9,29 +9,10 @@ import { BINARY_OPS } from './binary/ops.js';
 import { CAST_DTYPES } from './cast/convert.js';
 import { REDUCE_OPS } from './reduce/params.js';
 import { UNARY_OPS } from './unary/ops.js';
+import type { ConformanceCase, ValueRange } from './case-types.js';
+import { NN_GROUPS } from './nn-groups.js';
 
-/**
- * How inputs are drawn: 'signed' ±(0.125..1], 'positive' (0.125..2], 'wide' ±(0.5..300) (to cross
- * integer ranges and saturate), 'int' ±(1..1000) integers, 'byte' 1..255 integers.
- */
-export type ValueRange = 'signed' | 'positive' | 'wide' | 'int' | 'byte';
-
-export interface CaseArg {
-  readonly shape: readonly number[];
-  readonly dtype: DType;
-  /** Defaults: 'signed' for floats, 'int' for i32, 'byte' for u8. */
-  readonly range?: ValueRange;
-}
-
-export interface ConformanceCase {
-  readonly name: string;
-  readonly op: string;
-  readonly args: Readonly<Record<string, CaseArg>>;
-  readonly scalars: Scalars;
-  /** An element passes when |got - want| <= atol + rtol * |want|. */
-  readonly rtol: number;
-  readonly atol: number;
-}
+export type { CaseArg, ConformanceCase, ValueRange } from './case-types.js';
 
 export const FLOAT_CASE_DTYPES: readonly DType[] = ['f32', 'f64', 'f16', 'bf16'];
 
@@ -218,4 +199,5 @@ export const CONFORMANCE_CASES: readonly ConformanceCase[] = [
   ...elementwiseCases(),
   ...reduceCases(),
   ...dataMovementCases(),
+  ...NN_GROUPS.flatMap((g) => g.cases()),
 ];

@@ -16,7 +16,7 @@ import { seededRandom } from '../core/seeded-random.js';
 import { numel } from '../core/shape.js';
 import type { TensorDesc } from '../devices/device.js';
 import type { RefArg } from './common/reference.js';
-import type { ConformanceCase, ValueRange } from './conformance-cases.js';
+import type { ConformanceCase, ValueRange } from './case-types.js';
 import { argMode, type KernelDef } from './kernel.js';
 import { REFERENCES } from './references.js';
 
@@ -29,7 +29,8 @@ export interface PreparedCase {
   readonly expected: Readonly<Record<string, Float64Array>>;
 }
 
-function draw(range: ValueRange, rnd: () => number): number {
+function draw(range: ValueRange, rnd: () => number, max = 1): number {
+  if (range === 'index') return Math.floor(max * rnd());
   const sign = rnd() < 0.5 ? -1 : 1;
   switch (range) {
     case 'signed':
@@ -73,7 +74,7 @@ export function prepareCase(def: KernelDef, c: ConformanceCase, seed = 1): Prepa
       const range = a.range ?? defaultRange(a.dtype);
       fromNumbers(
         a.dtype,
-        Float64Array.from({ length: n }, () => draw(range, rnd)),
+        Float64Array.from({ length: n }, () => draw(range, rnd, a.max)),
         data,
       );
     }

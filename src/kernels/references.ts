@@ -10,6 +10,7 @@ import { noopReference } from './noop/reference.js';
 import { reduceReference } from './reduce/reference.js';
 import { scaleReference } from './scale/reference.js';
 import { unaryReference } from './unary/reference.js';
+import { NN_GROUPS } from './nn-groups.js';
 
 export const REFERENCES: Readonly<Record<string, ReferenceFn>> = {
   gemm: gemmReference,
@@ -22,4 +23,5 @@ export const REFERENCES: Readonly<Record<string, ReferenceFn>> = {
   copy: copyReference,
   cast: castReference,
   noop: noopReference,
+  ...Object.fromEntries(NN_GROUPS.flatMap((g) => Object.entries(g.references))),
 };

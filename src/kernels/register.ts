@@ -59,6 +59,8 @@ import { syrkCuda } from './syrk/cuda.js';
 
 // Workload ops (issue 7: MD and Monte Carlo risk): src/kernels/workloads-table.ts
 import { WORKLOAD_KERNEL_DEFS, WORKLOAD_KERNEL_IMPLS } from './workloads-table.js';
+// Deep-learning ops (issue 15): src/kernels/nn/<group>.ts
+import { NN_GROUPS } from './nn-groups.js';
 
 export const KERNEL_DEFS: KernelDef[] = [
   gemmDef,
@@ -75,6 +77,7 @@ export const KERNEL_DEFS: KernelDef[] = [
   trsmDef,
   syrkDef,
   ...WORKLOAD_KERNEL_DEFS,
+  ...NN_GROUPS.flatMap((g) => g.defs),
 ];
 
 export const KERNEL_IMPLS: KernelImplEntry[] = [
@@ -115,6 +118,7 @@ export const KERNEL_IMPLS: KernelImplEntry[] = [
   { op: 'trsm', backend: 'cuda', impl: trsmCuda },
   { op: 'syrk', backend: 'cuda', impl: syrkCuda },
   ...WORKLOAD_KERNEL_IMPLS,
+  ...NN_GROUPS.flatMap((g) => g.impls),
 ];
 
 // Simulated devices (src/devices/sim) run the CPU implementations on their own memory node.

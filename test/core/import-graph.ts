@@ -22,6 +22,7 @@ export const LAYERS: readonly string[] = [
   'obs',
   'runtime',
   'workloads',
+  'nn',
   'service',
   'agent',
   'cli',

@@ -1,0 +1,10 @@
+/** The conv ops of the deep-learning layer (issue 15); see docs/deep-learning-ops.md. */
+import type { OpGroup } from './op-group.js';
+
+export const convGroup: OpGroup = {
+  name: 'conv',
+  defs: [],
+  impls: [],
+  references: {},
+  cases: () => [],
+};

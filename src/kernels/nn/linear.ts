@@ -1,0 +1,10 @@
+/** The linear ops of the deep-learning layer (issue 15); see docs/deep-learning-ops.md. */
+import type { OpGroup } from './op-group.js';
+
+export const linearGroup: OpGroup = {
+  name: 'linear',
+  defs: [],
+  impls: [],
+  references: {},
+  cases: () => [],
+};

@@ -1,0 +1,10 @@
+/** The norm ops of the deep-learning layer (issue 15); see docs/deep-learning-ops.md. */
+import type { OpGroup } from './op-group.js';
+
+export const normGroup: OpGroup = {
+  name: 'norm',
+  defs: [],
+  impls: [],
+  references: {},
+  cases: () => [],
+};

@@ -1,0 +1,10 @@
+/** The optim ops of the deep-learning layer (issue 15); see docs/deep-learning-ops.md. */
+import type { OpGroup } from './op-group.js';
+
+export const optimGroup: OpGroup = {
+  name: 'optim',
+  defs: [],
+  impls: [],
+  references: {},
+  cases: () => [],
+};
