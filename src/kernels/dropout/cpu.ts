@@ -1,7 +1,7 @@
 import type { CpuKernel } from '../../devices/cpu/kernel-api.js';
 import { floatCopyOf, storeFloat } from '../common/cpu-float.js';
 import { outputView } from '../layernorm/cpu.js';
-import { dropoutParams } from '../nn/norm-checks.js';
+import { dropoutParams } from '../common/norm-checks.js';
 import { dropoutKeepMask } from './mask.js';
 
 export const dropoutCpu: CpuKernel = (args, scalars) => {

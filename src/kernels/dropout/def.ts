@@ -1,6 +1,6 @@
 /**
  * dropout: y = keep ? x/(1 − p) : 0 with keep ⇔ philox uniform(seed, offset + i) ≥ p (mask.ts has the
- * counter layout, nn/norm-checks.ts the integer threshold that makes every backend agree exactly).
+ * counter layout, common/norm-checks.ts the integer threshold that makes every backend agree exactly).
  * The mask is never stored: dropout_backward recomputes it from the same (p, seed, offset).
  */
 import { bytesPerElement } from '../../core/dtype.js';
@@ -8,7 +8,7 @@ import { numel } from '../../core/shape.js';
 import type { KernelDef } from '../kernel.js';
 import { checkScalarNames } from '../common/scalars.js';
 import { checkArgNames, requireFloat } from '../common/validate.js';
-import { dropoutParams, requireLike } from '../nn/norm-checks.js';
+import { dropoutParams, requireLike } from '../common/norm-checks.js';
 
 export const dropoutDef: KernelDef = {
   name: 'dropout',

@@ -1,7 +1,7 @@
 import type { Scalars } from '../../devices/device.js';
 import type { ReferenceFn } from '../common/reference.js';
 import { u32ToUniform } from '../mc_common/philox.js';
-import { dropoutParams } from '../nn/norm-checks.js';
+import { dropoutParams } from '../common/norm-checks.js';
 import { forDropoutWords } from './mask.js';
 
 /**

@@ -1,7 +1,7 @@
 import type { CpuKernel } from '../../devices/cpu/kernel-api.js';
 import { floatCopyOf, storeFloat } from '../common/cpu-float.js';
 import { dropoutKeepMask } from '../dropout/mask.js';
-import { accumulateScalar, dropoutParams } from '../nn/norm-checks.js';
+import { accumulateScalar, dropoutParams } from '../common/norm-checks.js';
 
 export const dropoutBackwardCpu: CpuKernel = (args, scalars) => {
   const [dyA, dxA] = args;

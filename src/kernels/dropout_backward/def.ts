@@ -4,7 +4,7 @@ import { numel } from '../../core/shape.js';
 import type { AccessMode, KernelDef } from '../kernel.js';
 import { checkScalarNames } from '../common/scalars.js';
 import { checkArgNames, requireFloat } from '../common/validate.js';
-import { accumulateScalar, dropoutParams, requireLike } from '../nn/norm-checks.js';
+import { accumulateScalar, dropoutParams, requireLike } from '../common/norm-checks.js';
 
 export const dropoutBackwardDef: KernelDef = {
   name: 'dropout_backward',

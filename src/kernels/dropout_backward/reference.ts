@@ -1,6 +1,6 @@
 import type { ReferenceFn } from '../common/reference.js';
 import { referenceKeepMask } from '../dropout/reference.js';
-import { accumulateScalar, dropoutParams } from '../nn/norm-checks.js';
+import { accumulateScalar, dropoutParams } from '../common/norm-checks.js';
 
 export const dropoutBackwardReference: ReferenceFn = (args, scalars) => {
   const op = 'dropout_backward';

@@ -7,7 +7,7 @@ import { bytesPerElement } from '../../core/dtype.js';
 import type { KernelDef } from '../kernel.js';
 import { checkScalarNames } from '../common/scalars.js';
 import { checkArgNames } from '../common/validate.js';
-import { embeddingShapes } from '../nn/norm-checks.js';
+import { embeddingShapes } from '../common/norm-checks.js';
 
 export const embeddingDef: KernelDef = {
   name: 'embedding',

@@ -1,6 +1,6 @@
 import type { CpuKernel } from '../../devices/cpu/kernel-api.js';
 import { floatCopyOf, storeFloat } from '../common/cpu-float.js';
-import { accumulateScalar } from '../nn/norm-checks.js';
+import { accumulateScalar } from '../common/norm-checks.js';
 
 /** Sums into f64 copies of the tables and stores once, so f16/bf16 tables are rounded a single time. */
 export const embeddingBackwardCpu: CpuKernel = (args, scalars) => {

@@ -7,7 +7,7 @@ import { bytesPerElement } from '../../core/dtype.js';
 import type { AccessMode, KernelDef } from '../kernel.js';
 import { checkScalarNames } from '../common/scalars.js';
 import { checkArgNames } from '../common/validate.js';
-import { accumulateScalar, embeddingShapes } from '../nn/norm-checks.js';
+import { accumulateScalar, embeddingShapes } from '../common/norm-checks.js';
 
 export const embeddingBackwardDef: KernelDef = {
   name: 'embedding_backward',

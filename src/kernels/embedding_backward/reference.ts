@@ -1,5 +1,5 @@
 import type { ReferenceFn } from '../common/reference.js';
-import { accumulateScalar } from '../nn/norm-checks.js';
+import { accumulateScalar } from '../common/norm-checks.js';
 
 export const embeddingBackwardReference: ReferenceFn = (args, scalars) => {
   const ids = args.ids!.values;

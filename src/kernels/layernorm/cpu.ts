@@ -1,6 +1,6 @@
 import type { CpuArg, CpuKernel } from '../../devices/cpu/kernel-api.js';
 import { type FloatArray, floatCopyOf, isHalf, storeFloat } from '../common/cpu-float.js';
-import { epsScalar } from '../nn/norm-checks.js';
+import { epsScalar } from '../common/norm-checks.js';
 
 /** An output view: the tensor itself for f32/f64, f32 scratch (encoded by storeFloat) for f16/bf16. */
 export function outputView(arg: CpuArg): FloatArray {

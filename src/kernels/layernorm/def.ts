@@ -6,7 +6,7 @@
 import type { KernelDef } from '../kernel.js';
 import { checkScalarNames } from '../common/scalars.js';
 import { checkArgNames } from '../common/validate.js';
-import { epsScalar, requireAffine, requireLike, requireStats, rowsOf } from '../nn/norm-checks.js';
+import { epsScalar, requireAffine, requireLike, requireStats, rowsOf } from '../common/norm-checks.js';
 import { layernormCost } from './cost.js';
 
 export const layernormDef: KernelDef = {

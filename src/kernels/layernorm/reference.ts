@@ -1,5 +1,5 @@
 import type { ReferenceFn } from '../common/reference.js';
-import { epsScalar } from '../nn/norm-checks.js';
+import { epsScalar } from '../common/norm-checks.js';
 
 export interface LayernormResult {
   readonly y: Float64Array;

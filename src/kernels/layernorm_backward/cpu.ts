@@ -1,6 +1,6 @@
 import type { CpuKernel } from '../../devices/cpu/kernel-api.js';
 import { type FloatArray, floatCopyOf, storeFloat } from '../common/cpu-float.js';
-import { accumulateScalar } from '../nn/norm-checks.js';
+import { accumulateScalar } from '../common/norm-checks.js';
 
 /** Row by row in JS doubles over f32-decoded f16/bf16 values; dw and db summed in f64 before one store. */
 export const layernormBackwardCpu: CpuKernel = (args, scalars) => {

@@ -16,7 +16,7 @@ import {
   requireShape,
   requireStats,
   rowsOf,
-} from '../nn/norm-checks.js';
+} from '../common/norm-checks.js';
 import { layernormBackwardCost } from './cost.js';
 
 export const layernormBackwardDef: KernelDef = {

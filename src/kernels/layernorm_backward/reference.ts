@@ -1,5 +1,5 @@
 import type { ReferenceFn } from '../common/reference.js';
-import { accumulateScalar } from '../nn/norm-checks.js';
+import { accumulateScalar } from '../common/norm-checks.js';
 
 export const layernormBackwardReference: ReferenceFn = (args, scalars) => {
   const op = 'layernorm_backward';

@@ -6,7 +6,7 @@
 import { type DType, epsilon } from '../../core/dtype.js';
 import type { Scalars } from '../../devices/device.js';
 import type { CaseArg, ConformanceCase } from '../case-types.js';
-import { statDType } from './norm-checks.js';
+import { statDType } from '../common/norm-checks.js';
 
 const DTYPES: readonly DType[] = ['f32', 'f64', 'f16', 'bf16'];
 

@@ -1,7 +1,7 @@
 import type { CpuKernel } from '../../devices/cpu/kernel-api.js';
 import { type FloatArray, floatCopyOf, isHalf, storeFloat } from '../common/cpu-float.js';
 import { layernormRowsCpu, outputView } from '../layernorm/cpu.js';
-import { epsScalar } from '../nn/norm-checks.js';
+import { epsScalar } from '../common/norm-checks.js';
 import { decodeHalf } from '../common/cpu-float.js';
 
 export const residualLayernormCpu: CpuKernel = (args, scalars) => {

@@ -1,7 +1,7 @@
 import { fromNumbers, hostView, toNumbers } from '../../core/dtype.js';
 import type { ReferenceFn } from '../common/reference.js';
 import { layernormRows } from '../layernorm/reference.js';
-import { epsScalar } from '../nn/norm-checks.js';
+import { epsScalar } from '../common/norm-checks.js';
 
 /** s is rounded to its dtype before the normalization, as every implementation stores and reads it. */
 export const residualLayernormReference: ReferenceFn = (args, scalars) => {

@@ -14,7 +14,7 @@ import type { Scalars, TensorDesc } from '../../devices/device.js';
 import type { AccessMode, KernelDef } from '../kernel.js';
 import { boolScalar, checkScalarNames, intScalar, numberScalar } from '../common/scalars.js';
 import { checkArgNames } from '../common/validate.js';
-import { requireDType, requireShape, rowsOf, statDType } from '../nn/norm-checks.js';
+import { requireDType, requireShape, rowsOf, statDType } from '../common/norm-checks.js';
 
 export interface XentParams {
   readonly rows: number;

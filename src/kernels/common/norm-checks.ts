@@ -7,8 +7,8 @@ import type { DType } from '../../core/dtype.js';
 import { TandemError } from '../../core/errors.js';
 import { type Shape, numel, sameShape, shapeStr } from '../../core/shape.js';
 import type { Scalars, TensorDesc } from '../../devices/device.js';
-import { boolScalar, intScalar, numberScalar } from '../common/scalars.js';
-import { type ArgDescs, requireFloat } from '../common/validate.js';
+import { boolScalar, intScalar, numberScalar } from './scalars.js';
+import { type ArgDescs, requireFloat } from './validate.js';
 
 /** Statistics (mean, rstd, lse, losses) are f32, or f64 when the op runs in f64. */
 export function statDType(dtype: DType): 'f32' | 'f64' {
