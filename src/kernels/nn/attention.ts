@@ -3,10 +3,12 @@ import { type DType, epsilon } from '../../core/dtype.js';
 import type { Scalars } from '../../devices/device.js';
 import type { ConformanceCase } from '../case-types.js';
 import { attentionCpu } from '../attention/cpu.js';
+import { attentionCuda } from '../attention/cuda.js';
 import { attentionDef } from '../attention/def.js';
 import { lseDType } from '../attention/params.js';
 import { attentionReference } from '../attention/reference.js';
 import { attentionBackwardCpu } from '../attention_backward/cpu.js';
+import { attentionBackwardCuda } from '../attention_backward/cuda.js';
 import { attentionBackwardDef } from '../attention_backward/def.js';
 import { attentionBackwardReference } from '../attention_backward/reference.js';
 import type { OpGroup } from './op-group.js';
@@ -80,6 +82,8 @@ export const attentionGroup: OpGroup = {
   impls: [
     { op: 'attention', backend: 'cpu', impl: attentionCpu },
     { op: 'attention_backward', backend: 'cpu', impl: attentionBackwardCpu },
+    { op: 'attention', backend: 'cuda', impl: attentionCuda },
+    { op: 'attention_backward', backend: 'cuda', impl: attentionBackwardCuda },
   ],
   references: { attention: attentionReference, attention_backward: attentionBackwardReference },
   cases,
