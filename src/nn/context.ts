@@ -264,12 +264,19 @@ export class Nn implements VarHost {
   /** Gradient tensors an op handed to its input by reference during this backward: not freed with
    * the output they came from. */
   private readonly handedOver = new Set<Tensor>();
-  /** The last loss backpropagated, kept readable until the next backward or release. */
-  private keptLoss: Var | null = null;
+  /**
+   * The last two losses backpropagated, kept readable (a loop reads step k's loss while step k + 1 is
+   * queued); older ones are freed.
+   */
+  private keptLosses: Var[] = [];
 
-  private dropKeptLoss(): void {
-    if (this.keptLoss !== null && !this.keptLoss.data.freed) this.rt.free(this.keptLoss.data);
-    this.keptLoss = null;
+  private keepLoss(loss: Var): void {
+    this.keptLosses.push(loss);
+    while (this.keptLosses.length > 2) this.freeLoss(this.keptLosses.shift()!);
+  }
+
+  private freeLoss(v: Var): void {
+    if (!v.data.freed) this.rt.free(v.data);
   }
 
   /** The Var backward() is running from (the fused loss kernels check they are it). */
@@ -289,7 +296,6 @@ export class Nn implements VarHost {
         'backward: this value is not on the current tape (its step was already released or backpropagated)',
       );
     this.root = root;
-    this.dropKeptLoss();
     try {
       const seed = this.gradTarget(root)!;
       this.submit('fill', { y: seed.tensor }, { value: this.lossScale });
@@ -306,7 +312,7 @@ export class Nn implements VarHost {
       // The loss itself stays readable (loss.item() after backward) until the next step releases it.
       this.made = this.made.filter((v) => v !== root);
       this.releaseMade(freed);
-      this.keptLoss = root;
+      this.keepLoss(root);
     } finally {
       this.root = null;
       this.tape = [];
@@ -318,7 +324,8 @@ export class Nn implements VarHost {
 
   /** Frees every intermediate made since the last backward/release except `keep` (eval, inference). */
   release(...keep: Var[]): void {
-    if (this.keptLoss !== null && !keep.includes(this.keptLoss)) this.dropKeptLoss();
+    for (const v of this.keptLosses) if (!keep.includes(v)) this.freeLoss(v);
+    this.keptLosses = this.keptLosses.filter((v) => keep.includes(v));
     for (const node of this.tape) for (const t of node.saved) this.rt.free(t);
     this.tape = this.tape.filter((n) => keep.includes(n.output));
     const freed = new Set<Tensor>();

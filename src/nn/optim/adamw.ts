@@ -74,6 +74,12 @@ export class AdamW extends Optimizer {
     return this.state.get(p)!;
   }
 
+  /** Frees the moments and master weights (the optimizer is not used after this). */
+  dispose(): void {
+    for (const s of this.state.values()) for (const t of [s.m, s.v, s.master]) if (t !== null) this.nn.rt.free(t);
+    this.state.clear();
+  }
+
   protected update(p: Var, norm: Tensor, options: StepOptions): void {
     const s = this.state.get(p)!;
     const o = this.o;
