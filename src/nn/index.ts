@@ -21,7 +21,7 @@ export { AdamW, type AdamWOptions } from './optim/adamw.js';
 export { Sgd, type SgdOptions } from './optim/sgd.js';
 export { cosineWithWarmup, type CosineSchedule } from './optim/schedule.js';
 export { TokenLoader, readTokenFile, type TokenBatch, type TokenLoaderOptions } from './data/tokens.js';
-export { brownCorpusTokens, untagBrown, GPT2_EOT } from './data/corpus.js';
+export { brownCorpusBytes, brownCorpusTokens, untagBrown, GPT2_EOT } from './data/corpus.js';
 export { imageBatch, type ImageSet } from './data/images.js';
 export { evaluateClassifier, evaluateGpt, type ClassifierScore } from './evaluate.js';
 export {

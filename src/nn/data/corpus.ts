@@ -7,7 +7,6 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { encode } from 'gpt-tokenizer/encoding/r50k_base';
 import { TandemError } from '../../core/errors.js';
 import { readTokenFile } from './tokens.js';
 
@@ -39,18 +38,33 @@ function brownDir(): string {
   }
 }
 
+/** The untagged text of the first `files` documents of the Brown corpus, as UTF-8 bytes (a byte-level
+ * vocabulary of 256: small models for tests and demos). */
+export function brownCorpusBytes(files = 20): Uint8Array {
+  const dir = brownDir();
+  const names = readdirSync(dir)
+    .filter((f) => /^c[a-r]\d\d$/.test(f))
+    .sort()
+    .slice(0, files);
+  return new TextEncoder().encode(names.map((f) => untagBrown(readFileSync(join(dir, f), 'utf8'))).join('\n'));
+}
+
 export interface CorpusTokens {
   readonly train: Uint16Array;
   readonly val: Uint16Array;
 }
 
-/** GPT-2 tokens of the Brown corpus, each document ended by <|endoftext|>; cached under `cacheDir`. */
-export function brownCorpusTokens(cacheDir: string): CorpusTokens {
+/**
+ * GPT-2 tokens of the Brown corpus, each document ended by <|endoftext|>; cached under `cacheDir` (with
+ * the cache present, neither the corpus nor the tokenizer is loaded: a GPU machine can carry the files).
+ */
+export async function brownCorpusTokens(cacheDir: string): Promise<CorpusTokens> {
   const trainPath = join(cacheDir, 'brown-gpt2-train.u16');
   const valPath = join(cacheDir, 'brown-gpt2-val.u16');
   if (existsSync(trainPath) && existsSync(valPath))
     return { train: readTokenFile(trainPath) as Uint16Array, val: readTokenFile(valPath) as Uint16Array };
   const dir = brownDir();
+  const { encode } = await import('gpt-tokenizer/encoding/r50k_base');
   const files = readdirSync(dir)
     .filter((f) => /^c[a-r]\d\d$/.test(f))
     .sort();

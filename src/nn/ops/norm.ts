@@ -12,10 +12,9 @@ const EPS = 1e-5;
 interface Saved {
   readonly mean: Tensor;
   readonly rstd: Tensor;
-  readonly eps: number;
 }
 
-function normBackward(nn: Nn, g: Tensor, x: Var, w: Var, b: Var, { mean, rstd, eps }: Saved): void {
+function normBackward(nn: Nn, g: Tensor, x: Var, w: Var, b: Var, { mean, rstd }: Saved): void {
   const [m, c] = x.shape as [number, number];
   // dx gets its own target (it accumulates into a residual stream); dw and db share one flag.
   const dx = nn.gradTarget(x);
@@ -27,7 +26,7 @@ function normBackward(nn: Nn, g: Tensor, x: Var, w: Var, b: Var, { mean, rstd, e
   nn.submit(
     'layernorm_backward',
     { dy: g, x: x.data, w: w.data, mean, rstd, dx: dxTensor, dw: j.tensors[0]!, db: j.tensors[1]! },
-    { accumulate: j.accumulate, accumulateDx: dx?.accumulate ?? false, eps },
+    { accumulate: j.accumulate, accumulateDx: dx?.accumulate ?? false },
   );
   j.finish();
   if (dx === null) nn.rt.free(dxTensor);
@@ -41,7 +40,7 @@ export function layerNorm(nn: Nn, x: Var, w: Var, b: Var, eps = EPS): Var {
   const mean = nn.tensor([m], nn.statDtype);
   const rstd = nn.tensor([m], nn.statDtype);
   nn.submit('layernorm', { x: x.data, w: w.data, b: b.data, y, mean, rstd }, { eps });
-  return nn.result(y, [x, w, b], (g) => normBackward(nn, g, x, w, b, { mean, rstd, eps }), [mean, rstd]);
+  return nn.result(y, [x, w, b], (g) => normBackward(nn, g, x, w, b, { mean, rstd }), [mean, rstd]);
 }
 
 /**
@@ -62,7 +61,7 @@ export function residualLayerNorm(nn: Nn, a: Var, r: Var, w: Var, b: Var, eps = 
   const sum = nn.result(s, [a, r], (g) => {
     nn.shareGrad(g, [a, r]);
   });
-  const out = nn.result(y, [sum, w, b], (g) => normBackward(nn, g, sum, w, b, { mean, rstd, eps }), [
+  const out = nn.result(y, [sum, w, b], (g) => normBackward(nn, g, sum, w, b, { mean, rstd }), [
     mean,
     rstd,
   ]);
