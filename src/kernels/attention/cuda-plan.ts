@@ -2,6 +2,7 @@
  * What the attention CUDA launches need, carried to the constant programs through the scalars of
  * ctx.launch (the program cache is keyed by program identity, so per-call values cannot live in closures).
  */
+import type { DType } from '../../core/dtype.js';
 import type { Scalars } from '../../devices/device.js';
 import type { CudaArgDesc, CudaProgram } from '../../devices/cuda/kernel-api.js';
 import { type AttentionDims, attentionDims } from './params.js';
@@ -56,5 +57,37 @@ export function genericProgram(
     dtypes: (args) => ({ X: args[qkvArg]!.desc.dtype, L: args[lseArg]!.desc.dtype }),
     defines: (_a, s) => ({ HD: L(s).headDim, F64: L(s).f64 }),
     block: () => BLOCK_128,
+  };
+}
+
+/** Rows per block of the tensor-core kernels (cuda-mma.ts TILE). */
+export const MMA_TILE = 64;
+
+/**
+ * Whether the tensor-core kernels take this call: f16/bf16, a head dim they tile (a multiple of 16,
+ * at most 64), and 16-byte aligned tensors (they load 8 elements at a time).
+ */
+export function mmaEligible(dtype: DType, l: AttentionLaunch, ptrs: readonly number[]): boolean {
+  return (
+    (dtype === 'bf16' || dtype === 'f16') &&
+    l.headDim % 16 === 0 &&
+    l.headDim <= 64 &&
+    ptrs.every((p) => p % 16 === 0)
+  );
+}
+
+/** Shared fields of the tensor-core programs. */
+export function mmaProgram(
+  source: string,
+  entry: string,
+  qkvArg: number,
+): Pick<CudaProgram, 'kind' | 'source' | 'entry' | 'defines' | 'block' | 'grid'> {
+  return {
+    kind: 'program',
+    source,
+    entry,
+    defines: (args, s) => ({ HD: L(s).headDim, IS_BF16: args[qkvArg]!.desc.dtype === 'bf16' ? 1 : 0 }),
+    block: () => BLOCK_128,
+    grid: (_a, s) => [L(s).batch * L(s).heads, Math.ceil(L(s).seq / MMA_TILE), 1],
   };
 }
