@@ -3,15 +3,21 @@ import { type DType, epsilon } from '../../core/dtype.js';
 import type { Scalars } from '../../devices/device.js';
 import type { ConformanceCase } from '../case-types.js';
 import { adamwCpu } from '../adamw/cpu.js';
+import { adamwCuda, adamwMixedCuda } from '../adamw/cuda.js';
+import { adamwWebGpu } from '../adamw/webgpu.js';
 import { adamwDef } from '../adamw/def.js';
 import { adamwReference } from '../adamw/reference.js';
 import { adamwMixedCpu } from '../adamw_mixed/cpu.js';
 import { adamwMixedDef } from '../adamw_mixed/def.js';
 import { adamwMixedReference } from '../adamw_mixed/reference.js';
 import { sgdCpu } from '../sgd/cpu.js';
+import { sgdCuda } from '../sgd/cuda.js';
+import { sgdWebGpu } from '../sgd/webgpu.js';
 import { sgdDef } from '../sgd/def.js';
 import { sgdReference } from '../sgd/reference.js';
 import { sumsqCpu } from '../sumsq/cpu.js';
+import { sumsqCuda } from '../sumsq/cuda.js';
+import { sumsqWebGpu } from '../sumsq/webgpu.js';
 import { sumsqDef } from '../sumsq/def.js';
 import { sumsqReference } from '../sumsq/reference.js';
 import type { OpGroup } from './op-group.js';
@@ -194,6 +200,13 @@ export const optimGroup: OpGroup = {
     { op: 'adamw', backend: 'cpu', impl: adamwCpu },
     { op: 'adamw_mixed', backend: 'cpu', impl: adamwMixedCpu },
     { op: 'sgd', backend: 'cpu', impl: sgdCpu },
+    { op: 'sumsq', backend: 'cuda', impl: sumsqCuda },
+    { op: 'adamw', backend: 'cuda', impl: adamwCuda },
+    { op: 'adamw_mixed', backend: 'cuda', impl: adamwMixedCuda },
+    { op: 'sgd', backend: 'cuda', impl: sgdCuda },
+    { op: 'sumsq', backend: 'webgpu', impl: sumsqWebGpu },
+    { op: 'adamw', backend: 'webgpu', impl: adamwWebGpu },
+    { op: 'sgd', backend: 'webgpu', impl: sgdWebGpu },
   ],
   references: {
     sumsq: sumsqReference,
