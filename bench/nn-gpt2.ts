@@ -22,14 +22,27 @@ const steps = intOption(values['steps'], 'steps', 30);
 const warmup = Math.min(10, Math.floor(steps / 3));
 const H200_PEAK = 989e12;
 
-const rt = await Runtime.create({ backends: [String(values['device']).replace(/\d+$/, '')], log: () => undefined });
+const rt = await Runtime.create({
+  backends: [String(values['device']).replace(/\d+$/, '')],
+  log: () => undefined,
+});
 try {
   for (const batch of String(values['batch']).split(',').map(Number)) {
-    const nn = new Nn(rt, { precision: values['precision'] as Precision, device: String(values['device']), seed: 1 });
+    const nn = new Nn(rt, {
+      precision: values['precision'] as Precision,
+      device: String(values['device']),
+      seed: 1,
+    });
     const config = gptConfig(String(values['preset']));
     const t = values['seq-len'] === undefined ? config.context : Number(values['seq-len']);
     const model = new Gpt(nn, config);
-    const opt = new AdamW(nn, model.parameters(), { lr: 3e-4, beta2: 0.95, weightDecay: 0.1, decayMatricesOnly: true, maxNorm: 1 });
+    const opt = new AdamW(nn, model.parameters(), {
+      lr: 3e-4,
+      beta2: 0.95,
+      weightDecay: 0.1,
+      decayMatricesOnly: true,
+      maxNorm: 1,
+    });
     let seed = 12345;
     const randomTokens = (): Int32Array =>
       Int32Array.from({ length: batch * t }, () => {

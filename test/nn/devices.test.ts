@@ -26,8 +26,15 @@ async function train(device: string, steps: number): Promise<{ losses: number[];
   const r = seededRandom(5);
   const losses: number[] = [];
   for (let s = 0; s < steps; s++) {
-    const x = nn.input(Float32Array.from({ length: 32 * 64 }, () => r()), [32, 64]);
-    const y = nn.input(Int32Array.from({ length: 32 }, () => Math.floor(r() * 10)), [32], 'i32');
+    const x = nn.input(
+      Float32Array.from({ length: 32 * 64 }, () => r()),
+      [32, 64],
+    );
+    const y = nn.input(
+      Int32Array.from({ length: 32 }, () => Math.floor(r() * 10)),
+      [32],
+      'i32',
+    );
     const loss = model.loss(x, y);
     await loss.backward();
     opt.step();
@@ -49,7 +56,10 @@ void describe('an MLP trains alike on every device kind', () => {
       const cpu = await train('cpu', 5);
       const other = await train(dev.info.id, 5);
       cpu.losses.forEach((l, i) =>
-        assert.ok(Math.abs(other.losses[i]! - l) <= 1e-4 * Math.abs(l), `step ${i + 1}: ${kind} ${other.losses[i]}, cpu ${l}`),
+        assert.ok(
+          Math.abs(other.losses[i]! - l) <= 1e-4 * Math.abs(l),
+          `step ${i + 1}: ${kind} ${other.losses[i]}, cpu ${l}`,
+        ),
       );
       let worst = 0;
       cpu.weights.forEach((w, i) => (worst = Math.max(worst, Math.abs(other.weights[i]! - w))));

@@ -46,7 +46,9 @@ export function brownCorpusBytes(files = 20): Uint8Array {
     .filter((f) => /^c[a-r]\d\d$/.test(f))
     .sort()
     .slice(0, files);
-  return new TextEncoder().encode(names.map((f) => untagBrown(readFileSync(join(dir, f), 'utf8'))).join('\n'));
+  return new TextEncoder().encode(
+    names.map((f) => untagBrown(readFileSync(join(dir, f), 'utf8'))).join('\n'),
+  );
 }
 
 export interface CorpusTokens {

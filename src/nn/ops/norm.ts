@@ -61,9 +61,6 @@ export function residualLayerNorm(nn: Nn, a: Var, r: Var, w: Var, b: Var, eps = 
   const sum = nn.result(s, [a, r], (g) => {
     nn.shareGrad(g, [a, r]);
   });
-  const out = nn.result(y, [sum, w, b], (g) => normBackward(nn, g, sum, w, b, { mean, rstd }), [
-    mean,
-    rstd,
-  ]);
+  const out = nn.result(y, [sum, w, b], (g) => normBackward(nn, g, sum, w, b, { mean, rstd }), [mean, rstd]);
   return { sum, y: out };
 }
