@@ -118,8 +118,8 @@ static __device__ __forceinline__ void store_rows(u16* base, long long ld, float
 export const MMA_FORWARD = `${COMMON}
 extern "C" __global__ void __launch_bounds__(128) tdm_attn_fwd_mma(const u16* __restrict__ qkv, u16* __restrict__ y,
     float* __restrict__ lse, int T, int H, float scale_log2) {
-  __shared__ alignas(16) u16 sK[TILE * RS];
-  __shared__ alignas(16) u16 sVt[HD * TS];
+  alignas(16) __shared__ u16 sK[TILE * RS];
+  alignas(16) __shared__ u16 sVt[HD * TS];
   const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
   const int q0 = (gridDim.y - 1 - blockIdx.y) * TILE;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
@@ -205,10 +205,10 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_fwd_mma(const u16* __
 export const MMA_DKDV = `${COMMON}
 extern "C" __global__ void __launch_bounds__(128) tdm_attn_dkdv_mma(const u16* __restrict__ dy, const u16* __restrict__ qkv,
     const float* __restrict__ lse, const float* __restrict__ delta, u16* __restrict__ dqkv, int T, int H, float scale, float scale_log2) {
-  __shared__ alignas(16) u16 sQ[TILE * RS];
-  __shared__ alignas(16) u16 sdY[TILE * RS];
-  __shared__ alignas(16) u16 sQt[HD * TS];
-  __shared__ alignas(16) u16 sdYt[HD * TS];
+  alignas(16) __shared__ u16 sQ[TILE * RS];
+  alignas(16) __shared__ u16 sdY[TILE * RS];
+  alignas(16) __shared__ u16 sQt[HD * TS];
+  alignas(16) __shared__ u16 sdYt[HD * TS];
   __shared__ float sL[TILE];
   __shared__ float sD[TILE];
   const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
@@ -276,9 +276,9 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_dkdv_mma(const u16* _
 export const MMA_DQ = `${COMMON}
 extern "C" __global__ void __launch_bounds__(128) tdm_attn_dq_mma(const u16* __restrict__ dy, const u16* __restrict__ qkv,
     const float* __restrict__ lse, const float* __restrict__ delta, u16* __restrict__ dqkv, int T, int H, float scale, float scale_log2) {
-  __shared__ alignas(16) u16 sK[TILE * RS];
-  __shared__ alignas(16) u16 sV[TILE * RS];
-  __shared__ alignas(16) u16 sKt[HD * TS];
+  alignas(16) __shared__ u16 sK[TILE * RS];
+  alignas(16) __shared__ u16 sV[TILE * RS];
+  alignas(16) __shared__ u16 sKt[HD * TS];
   const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
   const int q0 = (gridDim.y - 1 - blockIdx.y) * TILE;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
