@@ -2,17 +2,21 @@
 import { type DType, epsilon } from '../../core/dtype.js';
 import type { ConformanceCase } from '../case-types.js';
 import { conv2dCpu } from '../conv2d/cpu.js';
+import { conv2dCuda } from '../conv2d/cuda.js';
 import { conv2dDef } from '../conv2d/def.js';
 import { outputExtent } from '../conv2d/geometry.js';
 import { conv2dReference } from '../conv2d/reference.js';
 import { conv2dBackwardCpu } from '../conv2d_backward/cpu.js';
+import { conv2dBackwardCuda } from '../conv2d_backward/cuda.js';
 import { conv2dBackwardDef } from '../conv2d_backward/def.js';
 import { conv2dBackwardReference } from '../conv2d_backward/reference.js';
 import { pool2dCpu } from '../pool2d/cpu.js';
+import { pool2dCuda } from '../pool2d/cuda.js';
 import { pool2dDef } from '../pool2d/def.js';
 import { POOL_OPS } from '../pool2d/geometry.js';
 import { pool2dReference } from '../pool2d/reference.js';
 import { pool2dBackwardCpu } from '../pool2d_backward/cpu.js';
+import { pool2dBackwardCuda } from '../pool2d_backward/cuda.js';
 import { pool2dBackwardDef } from '../pool2d_backward/def.js';
 import { pool2dBackwardReference } from '../pool2d_backward/reference.js';
 import type { OpGroup } from './op-group.js';
@@ -166,6 +170,10 @@ export const convGroup: OpGroup = {
     { op: 'conv2d_backward', backend: 'cpu', impl: conv2dBackwardCpu },
     { op: 'pool2d', backend: 'cpu', impl: pool2dCpu },
     { op: 'pool2d_backward', backend: 'cpu', impl: pool2dBackwardCpu },
+    { op: 'conv2d', backend: 'cuda', impl: conv2dCuda },
+    { op: 'conv2d_backward', backend: 'cuda', impl: conv2dBackwardCuda },
+    { op: 'pool2d', backend: 'cuda', impl: pool2dCuda },
+    { op: 'pool2d_backward', backend: 'cuda', impl: pool2dBackwardCuda },
   ],
   references: {
     conv2d: conv2dReference,
