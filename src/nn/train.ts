@@ -12,6 +12,7 @@ import { TokenLoader } from './data/tokens.js';
 import { Cnn, Mlp, type Classifier } from './models/classifiers.js';
 import { Gpt, gptConfig, gptFlopsPerToken } from './models/gpt.js';
 import { classifierMemoryPlan, gptMemoryPlan, requireFits } from './memory.js';
+import { GradScaler, type GradScalerState } from './grad-scaler.js';
 import { AdamW } from './optim/adamw.js';
 import { cosineWithWarmup } from './optim/schedule.js';
 import type { Var } from './var.js';
@@ -49,6 +50,9 @@ export interface StepReport {
   readonly stepMs: number;
   /** Model FLOP utilisation against the device's bf16/f32 peak (GPT on GPUs), when known. */
   readonly mfu: number | null;
+  /** fp16: the loss scale the step used, and whether its update was skipped for an overflow. */
+  readonly lossScale?: number;
+  readonly skipped?: boolean;
 }
 
 export type TrainData =
@@ -126,6 +130,7 @@ export class Trainer {
       totalSteps: spec.steps,
     });
     this.step0 = 0;
+    this.scaler = this.nn.precision === 'f16' ? new GradScaler() : null;
     this.checkMemory();
     if (data.kind === 'tokens' && this.built.kind === 'gpt') {
       const c = this.built.model.config;
@@ -201,6 +206,35 @@ export class Trainer {
   }
 
   private pendingInputs: Var[] = [];
+  /** fp16 only: dynamic loss scaling with torch.amp.GradScaler's rules. */
+  readonly scaler: GradScaler | null;
+  private lastScale: { scale: number; skipped: boolean } | null = null;
+
+  scalerState(): unknown {
+    return this.scaler?.stateDict() ?? null;
+  }
+
+  restoreScaler(state: unknown): void {
+    if (this.scaler !== null && state !== null && typeof state === 'object')
+      this.scaler.loadStateDict(state as Partial<GradScalerState>);
+  }
+
+  /**
+   * The update of a step. fp16: the gradients are unscaled in the update and an overflow skips it —
+   * the norm is read first (a host sync, as PyTorch's GradScaler does) and the scale updated.
+   */
+  private async update(lr: number): Promise<void> {
+    if (this.scaler === null) {
+      this.optimizer.step({ lr });
+      return;
+    }
+    const scale = this.scaler.scale;
+    this.optimizer.computeNorm();
+    const finite = Number.isFinite(await this.optimizer.gradNorm());
+    if (finite) this.optimizer.applyUpdate({ lr, gradScale: this.scaler.inverseScale });
+    this.scaler.update(!finite);
+    this.lastScale = { scale, skipped: !finite };
+  }
   /** Optimizer steps taken (queued) so far, including those before a resume. */
   stepsDone = 0;
 
@@ -245,9 +279,10 @@ export class Trainer {
       if (signal?.aborted) break;
       const start = performance.now();
       const lr = this.lrAt(it);
+      if (this.scaler !== null) this.nn.lossScale = this.scaler.scale;
       const loss = this.submitStep();
       await loss.backward();
-      this.optimizer.step({ lr });
+      await this.update(lr);
       this.optimizer.zeroGrad();
       for (const v of this.pendingInputs.splice(0)) this.rt.free(v.data);
       this.stepsDone = it + 1;
