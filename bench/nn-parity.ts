@@ -17,6 +17,7 @@ import {
   evaluateGpt,
   loadParameters,
   readTokenFile,
+  saveParameters,
   type Precision,
 } from 'tandem/nn';
 import { intOption, parse } from '../src/cli/output.js';
@@ -35,6 +36,7 @@ const { values } = parse(process.argv.slice(2), {
   'val-batches': { type: 'string' },
   torch: { type: 'string' },
   tol: { type: 'string', default: '1e-4' },
+  'save-initial': { type: 'string' },
 });
 const [layers, heads, width, context, vocab, paddedVocab] = String(values['config'])
   .split(',')
@@ -52,6 +54,8 @@ try {
   const nn = new Nn(rt, { precision: values['precision'] as Precision, device: String(values['device']) });
   const model = new Gpt(nn, { layers, heads, width, context, vocab, paddedVocab });
   await loadParameters(model, String(values['weights']));
+  // PyTorch's file read into Tandem and written back: PyTorch compares the two, tensor for tensor.
+  if (values['save-initial'] !== undefined) await saveParameters(model, rt, String(values['save-initial']));
   const opt = new AdamW(nn, model.parameters(), {
     lr,
     beta1: 0.9,
