@@ -23,6 +23,21 @@ export { cosineWithWarmup, type CosineSchedule } from './optim/schedule.js';
 export { TokenLoader, readTokenFile, type TokenBatch, type TokenLoaderOptions } from './data/tokens.js';
 export { brownCorpusBytes, brownCorpusTokens, untagBrown, GPT2_EOT } from './data/corpus.js';
 export { imageBatch, type ImageSet } from './data/images.js';
+export {
+  FASHION_MNIST_DIR,
+  loadFashionMnist,
+  readIdx,
+  type FashionMnist,
+  type IdxArray,
+  type LabeledImages,
+} from './data/idx.js';
+export {
+  batches,
+  batchesPerEpoch,
+  shuffledOrder,
+  type BatchOptions,
+  type ImageBatch,
+} from './data/batches.js';
 export { evaluateClassifier, evaluateGpt, type ClassifierScore } from './evaluate.js';
 export {
   Trainer,

@@ -3,15 +3,18 @@ import { type DType, epsilon } from '../../core/dtype.js';
 import type { ConformanceCase } from '../case-types.js';
 import { conv2dCpu } from '../conv2d/cpu.js';
 import { conv2dCuda } from '../conv2d/cuda.js';
+import { conv2dWebGpu } from '../conv2d/webgpu.js';
 import { conv2dDef } from '../conv2d/def.js';
 import { outputExtent } from '../conv2d/geometry.js';
 import { conv2dReference } from '../conv2d/reference.js';
 import { conv2dBackwardCpu } from '../conv2d_backward/cpu.js';
 import { conv2dBackwardCuda } from '../conv2d_backward/cuda.js';
+import { conv2dBackwardWebGpu } from '../conv2d_backward/webgpu.js';
 import { conv2dBackwardDef } from '../conv2d_backward/def.js';
 import { conv2dBackwardReference } from '../conv2d_backward/reference.js';
 import { pool2dCpu } from '../pool2d/cpu.js';
 import { pool2dCuda } from '../pool2d/cuda.js';
+import { pool2dBackwardWebGpu, pool2dWebGpu } from '../pool2d/webgpu.js';
 import { pool2dDef } from '../pool2d/def.js';
 import { POOL_OPS } from '../pool2d/geometry.js';
 import { pool2dReference } from '../pool2d/reference.js';
@@ -174,6 +177,10 @@ export const convGroup: OpGroup = {
     { op: 'conv2d_backward', backend: 'cuda', impl: conv2dBackwardCuda },
     { op: 'pool2d', backend: 'cuda', impl: pool2dCuda },
     { op: 'pool2d_backward', backend: 'cuda', impl: pool2dBackwardCuda },
+    { op: 'conv2d', backend: 'webgpu', impl: conv2dWebGpu },
+    { op: 'conv2d_backward', backend: 'webgpu', impl: conv2dBackwardWebGpu },
+    { op: 'pool2d', backend: 'webgpu', impl: pool2dWebGpu },
+    { op: 'pool2d_backward', backend: 'webgpu', impl: pool2dBackwardWebGpu },
   ],
   references: {
     conv2d: conv2dReference,
