@@ -19,7 +19,7 @@ void test(
     if (!s) return;
     try {
       const submit = async (params: Record<string, unknown>): Promise<string> => {
-        const res = await s.svc.app.inject({
+        const res: { statusCode: number; body: string; json(): unknown } = await s.svc.app.inject({
           method: 'POST',
           url: '/v1/jobs',
           headers: s.auth(),
@@ -91,7 +91,7 @@ void test('train job: bad parameters are refused at submit', async (t) => {
       { model: 'gpt', resumeFrom: '../../etc' },
     ];
     for (const params of bad) {
-      const res = await s.svc.app.inject({
+      const res: { statusCode: number; body: string; json(): unknown } = await s.svc.app.inject({
         method: 'POST',
         url: '/v1/jobs',
         headers: s.auth(),
