@@ -17,6 +17,12 @@ import { linearDxActReference } from '../linear_dx_act/reference.js';
 import { linearDwDef } from '../linear_dw/def.js';
 import { linearDwCpu } from '../linear_dw/cpu.js';
 import { linearDwReference } from '../linear_dw/reference.js';
+import { activationCuda } from '../activation/cuda.js';
+import { activationBackwardCuda } from '../activation_backward/cuda.js';
+import { linearCuda } from '../linear/cuda.js';
+import { linearActCuda } from '../linear_act/cuda.js';
+import { linearDxActCuda } from '../linear_dx_act/cuda.js';
+import { linearDwCuda } from '../linear_dw/cuda.js';
 import { linearGroupCases } from './linear-cases.js';
 import type { OpGroup } from './op-group.js';
 
@@ -30,6 +36,12 @@ export const linearGroup: OpGroup = {
     { op: 'linear_dw', backend: 'cpu', impl: linearDwCpu },
     { op: 'activation', backend: 'cpu', impl: activationCpu },
     { op: 'activation_backward', backend: 'cpu', impl: activationBackwardCpu },
+    { op: 'linear', backend: 'cuda', impl: linearCuda },
+    { op: 'linear_act', backend: 'cuda', impl: linearActCuda },
+    { op: 'linear_dx_act', backend: 'cuda', impl: linearDxActCuda },
+    { op: 'linear_dw', backend: 'cuda', impl: linearDwCuda },
+    { op: 'activation', backend: 'cuda', impl: activationCuda },
+    { op: 'activation_backward', backend: 'cuda', impl: activationBackwardCuda },
   ],
   references: {
     linear: linearReference,
