@@ -21,6 +21,7 @@ const LAYOUT_BATCH_COUNT = 5; // int32_t
 const LAYOUT_STRIDED_BATCH_OFFSET = 6; // int64_t
 const PREF_MIN_ALIGNMENT_A_BYTES = 5; // uint32_t; B, C, D follow as 6, 7, 8
 const STATUS_NOT_SUPPORTED = 15;
+const STATUS_INVALID_VALUE = 7;
 
 /** cublasLtEpilogue_t values (cublasLt.h). */
 export const LT_EPILOGUE = {
@@ -340,7 +341,9 @@ export class CublasLt {
         results,
         returned,
       );
-      if (rc !== STATUS_NOT_SUPPORTED) this.check(rc, 'cublasLtMatmulAlgoGetHeuristic');
+      // NOT_SUPPORTED and INVALID_VALUE both mean "not this combination" here: the caller falls back.
+      if (rc !== STATUS_NOT_SUPPORTED && rc !== STATUS_INVALID_VALUE)
+        this.check(rc, 'cublasLtMatmulAlgoGetHeuristic');
       if (rc === 0 && returned[0] >= 1) plan = { desc, a, b, c, algo: results.subarray(0, 64) };
     } finally {
       api.cublasLtMatmulPreferenceDestroy(pref);
@@ -392,6 +395,7 @@ export class CublasLt {
       workspaceBytes,
       stream,
     );
+    if (rc === STATUS_NOT_SUPPORTED) return false; // nothing was enqueued
     if (rc !== 0) this.check(rc, 'cublasLtMatmul(epilogue)');
     return true;
   }
