@@ -147,6 +147,8 @@ export class CublasLt {
   private handle = 0;
   private readonly plans = new Map<string, Plan>();
   private readonly epiloguePlans = new Map<string, Plan | null>();
+  /** Calls that ran with an epilogue and calls declined by cuBLASLt (benchmarks report them). */
+  readonly epilogueCalls = { fused: 0, declined: 0 };
 
   constructor(
     lib: KoffiLib,
@@ -374,7 +376,10 @@ export class CublasLt {
     stream: number,
   ): boolean {
     const p = this.epiloguePlan(s, workspaceBytes, bias, aux);
-    if (p === null) return false;
+    if (p === null) {
+      this.epilogueCalls.declined++;
+      return false;
+    }
     if (s.hasBias) this.pointer(p.desc, DESC_BIAS_POINTER, bias);
     if (s.auxLd > 0) this.pointer(p.desc, DESC_EPILOGUE_AUX_POINTER, aux);
     const rc = this.api.cublasLtMatmul(
@@ -395,8 +400,12 @@ export class CublasLt {
       workspaceBytes,
       stream,
     );
-    if (rc === STATUS_NOT_SUPPORTED) return false; // nothing was enqueued
+    if (rc === STATUS_NOT_SUPPORTED) {
+      this.epilogueCalls.declined++; // nothing was enqueued
+      return false;
+    }
     if (rc !== 0) this.check(rc, 'cublasLtMatmul(epilogue)');
+    this.epilogueCalls.fused++;
     return true;
   }
 
