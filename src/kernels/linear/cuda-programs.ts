@@ -3,8 +3,14 @@
  * alignments cuBLASLt declines, accumulation): the bias broadcast that a beta = 1 gemm then adds to,
  * and the column sums of dy for the bias gradient.
  */
+import type { Scalars } from '../../devices/device.js';
 import type { CudaProgram } from '../../devices/cuda/kernel-api.js';
 import { BLOCK_DIM, GRID_STRIDE, elementwiseGrid } from '../common/cuda.js';
+
+/** A numeric launch parameter the native impl passed as a scalar. */
+function num(scalars: Scalars, name: string): number {
+  return scalars[name] as number;
+}
 
 /** Rows of each launch of the column sum that one block covers per step (blockDim.y). */
 const SUM_ROWS = 8;
@@ -30,37 +36,81 @@ export const biasRowsProgram: CudaProgram = {
 };
 
 /**
- * args: [dy [m,n], db [n]]: db[j] (+)= Σ_i dy[i,j] (ACC from scalars.accumulate), accumulated in f32
- * (f64 for f64). A block of 32 x 8 threads owns 32 columns; its 8 rows of threads stride down the
- * matrix and their partial sums meet in shared memory.
+ * The bias gradient in two passes, so a tall dy (65536 rows) still spreads over the whole GPU:
+ * `columnPartialProgram` gives each block 32 columns and one chunk of rows (blockIdx.y), its 32 x 8
+ * threads striding down the chunk and meeting in shared memory, and writes one partial sum per
+ * (chunk, column) into f32 (f64) scratch; `columnFinalProgram` adds a column's partials, plus the old
+ * db when accumulating (ACC), and stores it. Deterministic: a fixed order everywhere.
+ *
+ * args of the partial pass: [dy [m,n]]; its scalars: part (the scratch address), chunks, rows (per
+ * chunk). The programs are constants: the program cache keys compiled functions on the object.
  */
-export const columnSumProgram: CudaProgram = {
+export const columnPartialProgram: CudaProgram = {
   kind: 'program',
-  entry: 'tdm_column_sum',
-  source: `extern "C" __global__ void tdm_column_sum(const X_t* __restrict__ dy, X_t* __restrict__ db, long long m, long long n) {
-  __shared__ X_c part[${SUM_ROWS}][${SUM_COLS}];
+  entry: 'tdm_column_partial',
+  source: `extern "C" __global__ void tdm_column_partial(const X_t* __restrict__ dy, X_c* __restrict__ part, long long m, long long n, long long rows) {
+  __shared__ X_c sh[${SUM_ROWS}][${SUM_COLS}];
   const long long j = (long long)blockIdx.x * ${SUM_COLS} + threadIdx.x;
+  const long long r0 = (long long)blockIdx.y * rows;
+  const long long r1 = r0 + rows < m ? r0 + rows : m;
   X_c s = (X_c)0;
-  if (j < n) for (long long i = threadIdx.y; i < m; i += ${SUM_ROWS}) s += ldX(dy, i * n + j);
-  part[threadIdx.y][threadIdx.x] = s;
+  if (j < n) for (long long i = r0 + threadIdx.y; i < r1; i += ${SUM_ROWS}) s += ldX(dy, i * n + j);
+  sh[threadIdx.y][threadIdx.x] = s;
   __syncthreads();
   if (threadIdx.y == 0 && j < n) {
     X_c t = (X_c)0;
-    for (int r = 0; r < ${SUM_ROWS}; r++) t += part[r][threadIdx.x];
+    for (int r = 0; r < ${SUM_ROWS}; r++) t += sh[r][threadIdx.x];
+    part[(long long)blockIdx.y * n + j] = t;
+  }
+}`,
+  dtypes: (args) => ({ X: args[0]!.desc.dtype }),
+  grid: (args, scalars) => [Math.ceil(args[0]!.desc.shape[1]! / SUM_COLS), num(scalars, 'chunks'), 1],
+  block: () => [SUM_COLS, SUM_ROWS, 1],
+  params: (args, scalars) => [
+    { kind: 'ptr', arg: 0 },
+    { kind: 'addr', value: num(scalars, 'part') },
+    { kind: 'i64', value: args[0]!.desc.shape[0]! },
+    { kind: 'i64', value: args[0]!.desc.shape[1]! },
+    { kind: 'i64', value: num(scalars, 'rows') },
+  ],
+};
+
+/** args: [db [n]]; scalars part, chunks, accumulate: db[j] = Σ_c part[c, j] (+ db[j] with ACC). */
+export const columnFinalProgram: CudaProgram = {
+  kind: 'program',
+  entry: 'tdm_column_final',
+  source: `extern "C" __global__ void tdm_column_final(const X_c* __restrict__ part, X_t* __restrict__ db, int chunks, long long n) {
+  ${GRID_STRIDE} {
+    X_c t = (X_c)0;
+    for (int c = 0; c < chunks; c++) t += part[(long long)c * n + i];
 #if ACC
-    t += ldX(db, j);
+    t += ldX(db, i);
 #endif
-    stX(db, j, t);
+    stX(db, i, t);
   }
 }`,
   dtypes: (args) => ({ X: args[0]!.desc.dtype }),
   defines: (_args, scalars) => ({ ACC: scalars.accumulate === true ? 1 : 0 }),
-  grid: (args) => [Math.ceil(args[0]!.desc.shape[1]! / SUM_COLS), 1, 1],
-  block: () => [SUM_COLS, SUM_ROWS, 1],
-  params: (args) => [
+  grid: (args) => elementwiseGrid(args[0]!.desc.shape[0]!),
+  block: () => BLOCK_DIM,
+  params: (args, scalars) => [
+    { kind: 'addr', value: num(scalars, 'part') },
     { kind: 'ptr', arg: 0 },
-    { kind: 'ptr', arg: 1 },
+    { kind: 'i32', value: num(scalars, 'chunks') },
     { kind: 'i64', value: args[0]!.desc.shape[0]! },
-    { kind: 'i64', value: args[0]!.desc.shape[1]! },
   ],
 };
+
+/** Row chunks for the partial pass: about four blocks per multiprocessor, at least 8 rows each. */
+export function columnChunks(
+  m: number,
+  n: number,
+  smCount: number,
+): { chunks: number; rowsPerChunk: number } {
+  const columnBlocks = Math.max(1, Math.ceil(n / SUM_COLS));
+  const chunks = Math.max(
+    1,
+    Math.min(Math.ceil((4 * smCount) / columnBlocks), Math.ceil(m / SUM_ROWS), 65535),
+  );
+  return { chunks, rowsPerChunk: Math.max(1, Math.ceil(m / chunks)) };
+}

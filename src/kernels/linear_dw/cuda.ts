@@ -1,10 +1,10 @@
 /**
  * linear_dw on CUDA: dw = dyᵀ·x with the bias gradient fused (cuBLASLt's BGRADB) when overwriting and
- * cuBLASLt takes it; otherwise (accumulate, f64, declined shapes) a gemm with beta = 0 or 1 and the
- * column-sum program, which adds to db when accumulating.
+ * cuBLASLt takes it; otherwise (accumulate, f64, declined shapes) a gemm with beta = 0 or 1 and a
+ * two-pass column sum, which adds to db when accumulating.
  */
 import type { CudaArg, CudaNative } from '../../devices/cuda/kernel-api.js';
-import { columnSumProgram } from '../linear/cuda-programs.js';
+import { columnChunks, columnFinalProgram, columnPartialProgram } from '../linear/cuda-programs.js';
 import { accumulateOf } from './def.js';
 
 export const linearDwCuda: CudaNative = {
@@ -31,6 +31,10 @@ export const linearDwCuda: CudaNative = {
     };
     if (!accumulate && ctx.matmul({ ...product, epilogue: 'bgrad', bias: db.ptr })) return;
     ctx.gemm({ ...product, precision: 'default' });
-    ctx.launch(columnSumProgram, [dy, db], { accumulate });
+    // db from two deterministic passes through f32 (f64) scratch: partial sums per row chunk, then their sum.
+    const { chunks, rowsPerChunk } = columnChunks(m, n, ctx.smCount);
+    const part = ctx.scratch(chunks * n * (dy.desc.dtype === 'f64' ? 8 : 4));
+    ctx.launch(columnPartialProgram, [dy], { part, chunks, rows: rowsPerChunk });
+    ctx.launch(columnFinalProgram, [db], { part, chunks, accumulate });
   },
 };
