@@ -31,11 +31,14 @@ import { layernormCuda } from '../layernorm/cuda.js';
 import { layernormBackwardCuda } from '../layernorm_backward/cuda.js';
 import { residualLayernormCuda } from '../residual_layernorm/cuda.js';
 import { softmaxXentCuda } from '../softmax_xent/cuda.js';
+import { layernormWebGpu } from '../layernorm/webgpu.js';
+import { softmaxXentWebGpu } from '../softmax_xent/webgpu.js';
 import type { KernelImplEntry } from '../kernel.js';
 import { normCases } from './norm-cases.js';
 import type { OpGroup } from './op-group.js';
 
 const cpu = (op: string, impl: unknown): KernelImplEntry => ({ op, backend: 'cpu', impl });
+const webgpu = (op: string, impl: unknown): KernelImplEntry => ({ op, backend: 'webgpu', impl });
 const cuda = (op: string, impl: unknown): KernelImplEntry => ({ op, backend: 'cuda', impl });
 
 export const normGroup: OpGroup = {
@@ -67,6 +70,8 @@ export const normGroup: OpGroup = {
     cuda('softmax_xent', softmaxXentCuda),
     cuda('dropout', dropoutCuda),
     cuda('dropout_backward', dropoutBackwardCuda),
+    webgpu('layernorm', layernormWebGpu),
+    webgpu('softmax_xent', softmaxXentWebGpu),
   ],
   references: {
     layernorm: layernormReference,
