@@ -1,6 +1,6 @@
 /**
  * layernorm_backward on CUDA, two launches:
- * 1. tdm_lnb_rows: one warp per row (grid-stride over rows, about two blocks per SM). Sweep one sums
+ * 1. tdm_lnb_rows: one warp per row (grid-stride over rows, at most four blocks per SM). Sweep one sums
  *    g = dy·w and g·x̂ (warp shuffles) and adds dy·x̂ and dy into per-block column sums in shared memory
  *    (shared atomics, A_t = f32 or f64); sweep two writes dx (re-reading the row from L1/L2). Each block
  *    then writes its column sums to scratch: partial[block][2][C].
@@ -166,8 +166,9 @@ export const layernormBackwardCuda: CudaNative = {
         { op, cols },
       );
     }
-    // About two blocks per SM: enough to hide latency, few partial rows for the column pass.
-    const parts = Math.max(1, Math.min(Math.ceil(rows / WARPS), 2 * ctx.smCount));
+    // Four blocks of 8 warps per SM (half occupancy: enough loads in flight for full bandwidth) and no
+    // more, so the column pass sums at most 4·SMs partial rows.
+    const parts = Math.max(1, Math.min(Math.ceil(rows / WARPS), 4 * ctx.smCount));
     const floats = [0, 1, 2, 5].map((i) => args[i]!);
     const launch: LnbLaunch = {
       rows,
