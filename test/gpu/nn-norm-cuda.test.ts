@@ -1,6 +1,6 @@
 /**
  * The norm group's CUDA paths that the small conformance cases do not reach: GPT-2 sizes (C = 768 with
- * 16-byte vectors and several vectors per lane, a 50304-wide padded vocabulary with 512-thread blocks),
+ * 16-byte vectors and several vectors per lane, a 50304-wide padded vocabulary with 1024-thread blocks),
  * many blocks of column partials in layernorm_backward, heavily repeated ids in embedding_backward
  * (atomics, the f32 scratch table for bf16), and a long dropout stream whose mask must match the CPU's
  * bit for bit. Each case runs through the float64 reference like a conformance case.

@@ -42,7 +42,7 @@ export const NN_NORM_GPU_CASES: readonly ConformanceCase[] = [
     atol: 16 * (768 + 300) * f32,
   },
   {
-    name: 'softmax_xent bf16 [6, 50304] V 50257 (512-thread blocks, vectors of 8)',
+    name: 'softmax_xent bf16 [6, 50304] V 50257 (1024-thread blocks, vectors of 8)',
     op: 'softmax_xent',
     args: {
       logits: { shape: [6, 50304], dtype: 'bf16' },
