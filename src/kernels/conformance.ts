@@ -31,6 +31,8 @@ export interface PreparedCase {
 
 function draw(range: ValueRange, rnd: () => number, max = 1, min = 0): number {
   if (range === 'index') return min + Math.floor((max - min) * rnd());
+  if (range === 'inf') return Infinity;
+  if (range === 'nan') return NaN;
   const sign = rnd() < 0.5 ? -1 : 1;
   switch (range) {
     case 'signed':
