@@ -4,13 +4,14 @@
  *   - residual + layernorm, bf16 [65536, 768] (torch: a + r, then F.layer_norm)
  *   - the fused classifier softmax_xent, bf16 logits [8192, 50304] with V = 50257: loss and dlogits
  *     (torch: F.cross_entropy forward + backward on [8192, 50257])
- * PyTorch (bench/torch/nn_norm.py) runs first in its own process, so the two never share the GPU.
- * GB/s counts the minimum traffic (every input read once, every output written once) for both sides,
- * so the ratio is the ratio of times. Prints one JSON line per measurement.
- *   node dist/bench/nn-norm.js [--reps 50] [--no-torch]
+ * The PyTorch side is bench/torch/nn_norm.py (same shapes, same JSON fields). For the ratio, either
+ * give its output (--torch torch.jsonl) or let this bench run it first in its own process (--run-torch),
+ * so the two never share the GPU. GB/s counts the minimum traffic (every input read once, every output
+ * written once) for both sides, so the ratio is the ratio of times. One JSON line per measurement.
+ *   node dist/bench/nn-norm.js [--reps 50] [--torch torch.jsonl | --run-torch]
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type DType, bytesPerElement, f32ToBf16 } from '../src/core/dtype.js';
@@ -24,15 +25,18 @@ import { HostNode } from '../src/memory/host-node.js';
 
 const args = process.argv.slice(2);
 const REPS = Number(args[args.indexOf('--reps') + 1] ?? 50) || 50;
-const withTorch = !args.includes('--no-torch');
+const runTorch = args.includes('--run-torch');
+const torchFile = args.includes('--torch') ? args[args.indexOf('--torch') + 1] : undefined;
 const [M, C] = [65536, 768];
 const [ROWS, V, VP] = [8192, 50257, 50304];
 
 const out = (o: Record<string, unknown>): void => console.log(JSON.stringify({ bench: 'nn-norm', ...o }));
 
 function torchFigures(): Record<string, number> {
-  if (!withTorch) return {};
-  const r = spawnSync('python3', ['bench/torch/nn_norm.py'], { encoding: 'utf8' });
+  if (!runTorch && torchFile === undefined) return {};
+  const r = runTorch
+    ? spawnSync('python3', ['bench/torch/nn_norm.py'], { encoding: 'utf8' })
+    : { stdout: readFileSync(torchFile!, 'utf8'), stderr: '' };
   const figures: Record<string, number> = {};
   for (const line of r.stdout.split('\n')) {
     if (!line.startsWith('{')) continue;
