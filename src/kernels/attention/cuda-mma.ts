@@ -1,12 +1,13 @@
 /**
  * Causal attention on tensor cores for f16/bf16 storage and head dims d ∈ {16, 32, 48, 64}
  * (FlashAttention-2's scheme with warp-level mma.sync.m16n8k16, f32 accumulation). A block is 4 warps;
- * each warp owns 16 rows of a 64-row tile and keeps its A operands (q, or k and v, or q and dy) in
- * registers; the other operand's 64-row tile is staged in shared memory, row-major for the Bᵀ side
- * (32-bit fragment loads, rows padded by 8 elements so the 8 groups × 4 lanes hit 32 distinct banks)
- * and transposed for the B side (so those fragments are 32-bit loads too). Scores live only in
- * registers: an accumulator fragment of two adjacent 8-column tiles is exactly the A fragment of a
- * 16-wide k step, so P (and dS) are packed to f16/bf16 pairs and fed straight into the next product.
+ * each warp owns 16 rows (32 in the forward) of the block's tile and keeps its A operands (q, or k and
+ * v, or q and dy) in registers; the other operand's 64-row tile is staged row-major in shared memory
+ * (rows padded by 8 elements: the 32-bit Bᵀ fragment loads of 8 groups × 4 lanes hit 32 distinct banks,
+ * and ldmatrix.trans reads the B fragments of the products with v, dy, q or k from the same tile).
+ * Scores live only in registers: an accumulator fragment of two adjacent 8-column tiles is exactly the
+ * A fragment of a 16-wide k step, so P (and dS) are packed to f16/bf16 pairs and fed straight into the
+ * next product.
  * Softmax runs in base 2 (scores pre-multiplied by scale·log2 e); lse is stored in base e.
  *
  * Fragment layouts (PTX ISA, mma.m16n8k16, g = lane / 4, c = lane % 4):
@@ -19,7 +20,6 @@
 const COMMON = `
 #define TILE 64
 #define RS (HD + 8)
-#define TS (TILE + 8)
 #define NT_T (TILE / 8)
 #define KS_T (TILE / 16)
 #define NT_D (HD / 8)
@@ -70,21 +70,6 @@ static __device__ __forceinline__ void load_rows(u16* s, const u16* __restrict__
 static __device__ __forceinline__ void load_tile(u16* s, const u16* __restrict__ base, long long ld, int r0, int T) {
   load_rows(s, base, ld, r0, TILE, T);
 }
-// The same tile transposed into s[HD][TS]: consecutive threads take consecutive rows, so the 16-bit
-// stores of one step land in consecutive shared words.
-static __device__ __forceinline__ void load_tile_t(u16* s, const u16* __restrict__ base, long long ld, int r0, int T) {
-  for (int e = threadIdx.x; e < TILE * (HD / 8); e += blockDim.x) {
-    const int cb = e / TILE, r = e - cb * TILE, c = cb * 8, t = r0 + r;
-    tdm_v4 v; v.x = 0u; v.y = 0u; v.z = 0u; v.w = 0u;
-    if (t < T) v = *(const tdm_v4*)(base + (long long)t * ld + c);
-    const unsigned w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-      s[(c + 2 * i) * TS + r] = (u16)(w[i] & 0xffffu);
-      s[(c + 2 * i + 1) * TS + r] = (u16)(w[i] >> 16);
-    }
-  }
-}
 // A fragments of the warp's 16 rows (starting at row w0 of a [TILE][RS] tile), one per 16-wide k step.
 static __device__ __forceinline__ void load_a(unsigned (*a)[4], const u16* s, int w0, int g, int c) {
 #pragma unroll
@@ -103,15 +88,22 @@ static __device__ __forceinline__ void mma_abt(float (*acc)[4], unsigned (*a)[4]
     for (int kk = 0; kk < KS_D; kk++)
       mma(acc[j], a[kk], lds32(s + (j * 8 + g) * RS + kk * 16 + 2 * c), lds32(s + (j * 8 + g) * RS + kk * 16 + 8 + 2 * c));
 }
-// acc[nd] += P · M for P the warp's 16 x 64 accumulator tiles p and M a 64 x HD tile stored transposed (st [HD][TS]).
-static __device__ __forceinline__ void mma_pm(float (*acc)[4], float (*p)[4], const u16* st, int g, int c) {
+// acc[nd] += P · M for P the warp's 16 x 64 accumulator tiles p (tiles 2kk, 2kk+1 are the A fragment of
+// k step kk) and M a 64 x HD row-major tile s [TILE][RS]; ldmatrix.trans gives the B fragments of two
+// 8-wide column tiles at once (its four matrices: rows 0-7 / 8-15 of the k step x columns nd, nd + 1).
+static __device__ __forceinline__ void mma_pv(float (*acc)[4], float (*p)[4], const u16* s, int lane) {
+  const int lr = lane & 7, lm = lane >> 3;
 #pragma unroll
   for (int kk = 0; kk < KS_T; kk++) {
     const unsigned a[4] = {pack2(p[2 * kk][0], p[2 * kk][1]), pack2(p[2 * kk][2], p[2 * kk][3]),
                            pack2(p[2 * kk + 1][0], p[2 * kk + 1][1]), pack2(p[2 * kk + 1][2], p[2 * kk + 1][3])};
 #pragma unroll
-    for (int nd = 0; nd < NT_D; nd++)
-      mma(acc[nd], a, lds32(st + (nd * 8 + g) * TS + kk * 16 + 2 * c), lds32(st + (nd * 8 + g) * TS + kk * 16 + 8 + 2 * c));
+    for (int nd = 0; nd < NT_D; nd += 2) {
+      unsigned vb[4];
+      ldsm_x4_trans(vb, s + (kk * 16 + lr + (lm & 1) * 8) * RS + nd * 8 + (lm >> 1) * 8);
+      mma(acc[nd], a, vb[0], vb[1]);
+      mma(acc[nd + 1], a, vb[2], vb[3]);
+    }
   }
 }
 // Stores the warp's 16 x HD accumulator (times mul0 for row g, mul1 for row g + 8) at rows rowA, rowA + 8.
@@ -275,8 +267,6 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_dkdv_mma(const u16* _
     const float* __restrict__ lse, const float* __restrict__ delta, u16* __restrict__ dqkv, int T, int H, float scale, float scale_log2) {
   alignas(16) __shared__ u16 sQ[TILE * RS];
   alignas(16) __shared__ u16 sdY[TILE * RS];
-  alignas(16) __shared__ u16 sQt[HD * TS];
-  alignas(16) __shared__ u16 sdYt[HD * TS];
   __shared__ float sL[TILE];
   __shared__ float sD[TILE];
   const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
@@ -301,9 +291,7 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_dkdv_mma(const u16* _
   for (int t0 = s0; t0 < T; t0 += TILE) {
     __syncthreads();
     load_tile(sQ, qb, ld, t0, T);
-    load_tile_t(sQt, qb, ld, t0, T);
     load_tile(sdY, dyb, C, t0, T);
-    load_tile_t(sdYt, dyb, C, t0, T);
     for (int i = threadIdx.x; i < TILE; i += blockDim.x) {
       const int t = t0 + i;
       sL[i] = t < T ? lse[(long long)bh * T + t] * LOG2E : 0.f;
@@ -328,8 +316,8 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_dkdv_mma(const u16* _
         p[j][e] = pv;
         ds[j][e] = pv * (ds[j][e] - sD[col]);
       }
-    mma_pm(dv, p, sdYt, g, c);
-    mma_pm(dk, ds, sQt, g, c);
+    mma_pv(dv, p, sdY, lane);
+    mma_pv(dk, ds, sQ, lane);
   }
   u16* out = dqkv + (long long)b * T * ld + (long long)h * HD;
   store_rows(out + C, ld, dk, keyA, T, scale, scale, c);
@@ -346,7 +334,6 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_dq_mma(const u16* __r
     const float* __restrict__ lse, const float* __restrict__ delta, u16* __restrict__ dqkv, int T, int H, float scale, float scale_log2) {
   alignas(16) __shared__ u16 sK[TILE * RS];
   alignas(16) __shared__ u16 sV[TILE * RS];
-  alignas(16) __shared__ u16 sKt[HD * TS];
   const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
   const int q0 = (gridDim.y - 1 - blockIdx.y) * TILE;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
@@ -373,7 +360,6 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_dq_mma(const u16* __r
     __syncthreads();
     load_tile(sK, qb + C, ld, k0, T);
     load_tile(sV, qb + 2 * C, ld, k0, T);
-    load_tile_t(sKt, qb + C, ld, k0, T);
     __syncthreads();
     float s[NT_T][4], dp[NT_T][4];
 #pragma unroll
@@ -393,7 +379,7 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_dq_mma(const u16* __r
         if (diag && key > (lo ? rowA : rowB)) pv = 0.f;
         s[j][e] = pv * (dp[j][e] - (lo ? dA : dB));
       }
-    mma_pm(dq, s, sKt, g, c);
+    mma_pv(dq, s, sK, lane);
   }
   store_rows(dqkv + (long long)b * T * ld + (long long)h * HD, ld, dq, rowA, T, scale, scale, c);
 }
