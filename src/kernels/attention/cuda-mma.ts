@@ -48,14 +48,24 @@ static __device__ __forceinline__ unsigned pack2(float lo, float hi) {
   asm(CVT_X2 " %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }
+static __device__ __forceinline__ unsigned smem_u32(const void* p) {
+  unsigned a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
 // ldmatrix.x4.trans: lane l names row l % 8 of 8x8 matrix l / 8 (16 contiguous bytes in shared memory);
 // r[i] gets matrix i transposed in the A/B fragment order: (rows 2c, 2c+1; column g).
 static __device__ __forceinline__ void ldsm_x4_trans(unsigned* r, const u16* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_u32(p)) : "memory");
 }
+// 16 bytes global -> shared without a register round trip (sm_80+); bytes = 0 stores zeros.
+static __device__ __forceinline__ void cp_async16(void* s, const void* g, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(smem_u32(s)), "l"(g), "r"(bytes) : "memory");
+}
+static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Waits until at most one group (the newest) of this thread's copies is still in flight.
+static __device__ __forceinline__ void cp_async_wait_1() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
 static __device__ __forceinline__ unsigned lds32(const u16* p) { return *(const unsigned*)p; }
 // Rows [r0, r0 + rows) of a matrix whose row t starts at base + t * ld (HD columns) into s[rows][RS];
 // rows at or past T are zeros. 16-byte loads: 8 columns per thread per step.
@@ -69,6 +79,14 @@ static __device__ __forceinline__ void load_rows(u16* s, const u16* __restrict__
 }
 static __device__ __forceinline__ void load_tile(u16* s, const u16* __restrict__ base, long long ld, int r0, int T) {
   load_rows(s, base, ld, r0, TILE, T);
+}
+// load_tile with cp.async: the copies land while the block computes on the other stage.
+static __device__ __forceinline__ void load_tile_async(u16* s, const u16* __restrict__ base, long long ld, int r0, int T) {
+  for (int e = threadIdx.x; e < TILE * (HD / 8); e += blockDim.x) {
+    const int r = e / (HD / 8), c = (e - r * (HD / 8)) * 8, t = r0 + r;
+    const bool in = t < T;
+    cp_async16(s + r * RS + c, base + (long long)(in ? t : 0) * ld + c, in ? 16 : 0);
+  }
 }
 // A fragments of the warp's 16 rows (starting at row w0 of a [TILE][RS] tile), one per 16-wide k step.
 static __device__ __forceinline__ void load_a(unsigned (*a)[4], const u16* s, int w0, int g, int c) {
@@ -128,21 +146,24 @@ export const MMA_FORWARD = `${COMMON}
 #define MT 2
 extern "C" __global__ void __launch_bounds__(128) tdm_attn_fwd_mma(const u16* __restrict__ qkv, u16* __restrict__ y,
     float* __restrict__ lse, int T, int H, float scale_log2) {
-  // Q (128 rows) is staged through the K and V tiles' space before the key loop.
-  alignas(16) __shared__ u16 smem[FQ * RS];
-  u16* const sK = smem;
-  u16* const sV = smem + TILE * RS;
+  // Two stages of (K, V) tiles: the next tile's copies (cp.async) run while this one is used. Q (128 rows)
+  // is staged through stage 1 before the key loop.
+  alignas(16) __shared__ u16 smem[2 * FQ * RS];
   const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
   const int q0 = (gridDim.y - 1 - blockIdx.y) * FQ;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
   const int C = H * HD, w0 = warp * 32;
   const long long ld = 3LL * C;
   const u16* qb = qkv + (long long)b * T * ld + (long long)h * HD;
-  load_rows(smem, qb, ld, q0, FQ, T);
+  load_tile_async(smem, qb + C, ld, 0, T);
+  load_tile_async(smem + TILE * RS, qb + 2 * C, ld, 0, T);
+  cp_async_commit();
+  load_rows(smem + FQ * RS, qb, ld, q0, FQ, T);
   __syncthreads();
   unsigned qa[MT][KS_D][4];
 #pragma unroll
-  for (int mt = 0; mt < MT; mt++) load_a(qa[mt], smem, w0 + 16 * mt, g, c);
+  for (int mt = 0; mt < MT; mt++) load_a(qa[mt], smem + FQ * RS, w0 + 16 * mt, g, c);
+  __syncthreads();
   float o[MT][NT_D][4];
   float m[MT][2], l[MT][2];
 #pragma unroll
@@ -152,13 +173,21 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_fwd_mma(const u16* __
     m[mt][0] = NEG_INF; m[mt][1] = NEG_INF; l[mt][0] = 0.f; l[mt][1] = 0.f;
   }
   const int row0 = q0 + w0 + g;  // row of m tile mt, half hf: row0 + 16 mt + 8 hf
-  const int last = min(q0 + FQ, T) - 1;
-  for (int k0 = 0; k0 <= last; k0 += TILE) {
-    __syncthreads();
-    load_tile(sK, qb + C, ld, k0, T);
-    load_tile(sV, qb + 2 * C, ld, k0, T);
-    __syncthreads();
-    if (k0 > q0 + w0 + 31) continue;  // every key of the tile is after every row of this warp
+  const int tiles = (min(q0 + FQ, T) - 1) / TILE + 1;
+  for (int kt = 0; kt < tiles; kt++) {
+    const int k0 = kt * TILE;
+    if (kt + 1 < tiles) {
+      u16* next = smem + ((kt + 1) & 1) * FQ * RS;
+      load_tile_async(next, qb + C, ld, k0 + TILE, T);
+      load_tile_async(next + TILE * RS, qb + 2 * C, ld, k0 + TILE, T);
+    }
+    cp_async_commit();  // possibly empty: keeps one group per iteration
+    cp_async_wait_1();  // this thread's copies of tile kt have landed
+    __syncthreads();    // and everyone else's
+    const u16* sK = smem + (kt & 1) * FQ * RS;
+    const u16* sV = sK + TILE * RS;
+    // Skip tiles whose every key is after every row of this warp (the warp still joins the barriers).
+    if (k0 <= q0 + w0 + 31) {
     const bool mask = k0 + TILE - 1 > q0 + w0;
     float s[MT][NT_T][4];
 #pragma unroll
@@ -238,6 +267,8 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_fwd_mma(const u16* __
         }
       }
     }
+    }
+    __syncthreads();  // stage kt & 1 is refilled by the next iteration's prefetch
   }
   u16* yb = y + (long long)b * T * C + (long long)h * HD;
 #pragma unroll

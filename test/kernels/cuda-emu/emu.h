@@ -49,6 +49,12 @@ static inline unsigned short emu_f2bf(float f) {
 }
 static inline float emu_h2f(unsigned short h) { _Float16 x; memcpy(&x, &h, 2); return (float)x; }
 static inline unsigned short emu_f2h(float f) { _Float16 x = (_Float16)f; unsigned short h; memcpy(&h, &x, 2); return h; }
+// cp.async: the copy happens at once (commit and wait have nothing left to do).
+static inline void cp_async16(void* s, const void* g, int bytes) {
+  if (bytes == 16) memcpy(s, g, 16); else memset(s, 0, 16);
+}
+static inline void cp_async_commit() {}
+static inline void cp_async_wait_1() {}
 #ifdef IS_BF16_EMU
 static inline float emu_half(unsigned short h) { return IS_BF16_EMU ? emu_bf2f(h) : emu_h2f(h); }
 static inline unsigned short emu_round(float f) { return IS_BF16_EMU ? emu_f2bf(f) : emu_f2h(f); }
