@@ -8,6 +8,7 @@
 import { open, rename, rm } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { endianness } from 'node:os';
+import { dirname } from 'node:path';
 import { type DType, type HostArray, hostView, isDType } from '../core/dtype.js';
 import { TandemError } from '../core/errors.js';
 import {
@@ -45,7 +46,10 @@ export interface TensorToSave {
 export interface SaveOptions {
   /** String metadata stored under "__metadata__". */
   readonly metadata?: Readonly<Record<string, string>>;
-  /** fsync the file before it replaces `path` (a checkpoint that survives a power cut). Default false. */
+  /**
+   * fsync the file before it replaces `path`, and the directory after (a checkpoint that survives a
+   * power cut). Default false.
+   */
   readonly durable?: boolean;
 }
 
@@ -216,6 +220,15 @@ export async function saveSafetensors(
   }
   await fh.close();
   await rename(tmp, path);
+  if (options.durable === true) {
+    // The rename itself is durable only once the directory entry is on disk.
+    const dirHandle = await open(dirname(path), 'r');
+    try {
+      await dirHandle.sync();
+    } finally {
+      await dirHandle.close();
+    }
+  }
   return { bytes: position };
 }
 

@@ -160,10 +160,14 @@ describe('safetensors round trip', () => {
     );
   });
 
-  it('replaces an existing file and leaves no temporary file behind', async () => {
+  it('replaces an existing file (durably) and leaves no temporary file behind', async () => {
     const path = join(dir, 'replace.safetensors');
     await writeFile(path, 'old contents');
-    await saveSafetensors(path, { x: { dtype: 'f32', shape: [1], data: Float32Array.of(2) } });
+    await saveSafetensors(
+      path,
+      { x: { dtype: 'f32', shape: [1], data: Float32Array.of(2) } },
+      { durable: true },
+    );
     const loaded = await loadSafetensors(path);
     assert.deepEqual(hostArrayOf(loaded.tensors.get('x')!), Float32Array.of(2));
     assert.deepEqual(
