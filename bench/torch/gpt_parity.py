@@ -7,6 +7,7 @@ train: trains it on the same in-order token batches as Tandem (window i*B+b of T
 Modes: f32 (TF32 off) or bf16 (autocast, fp32 params: PyTorch's AMP).
 
 usage: gpt_parity.py init  OUT.safetensors  L H C CTX V VP SEED
+       gpt_parity.py same  A.safetensors B.safetensors     (every tensor identical: dtype, shape, bits)
        gpt_parity.py train W.safetensors TOKENS.u16 VAL.u16 L H C CTX V VP STEPS B T LR MODE VALBATCHES
 """
 import json
@@ -90,6 +91,12 @@ def main():
         torch.manual_seed(seed)
         m = build(L, H, C, ctx, V, VP)
         save_file({k: v.contiguous() for k, v in m.state_dict().items()}, out)
+        return
+    if cmd == "same":
+        a, b = load_file(sys.argv[2]), load_file(sys.argv[3])
+        diff = [k for k in a if k not in b or a[k].dtype != b[k].dtype or not torch.equal(a[k], b[k])]
+        extra = [k for k in b if k not in a]
+        print(json.dumps({"tensors": len(a), "identical": not diff and not extra, "differ": diff[:5], "extra": extra[:5]}))
         return
     w, tok, val = sys.argv[2:5]
     L, H, C, ctx, V, VP, steps, B, T = map(int, sys.argv[5:14])

@@ -55,6 +55,11 @@ export const ERROR_CATALOGUE = {
     http: 400,
     summary: 'the job asks for a device kind this server does not have',
   },
+  TANDEM_ERR_BAD_CHECKPOINT: {
+    http: 422,
+    summary:
+      'a checkpoint file is truncated or corrupted (its header or tensor table is not valid safetensors)',
+  },
   TANDEM_ERR_INTERNAL: { http: 500, summary: 'an internal error' },
 } as const;
 

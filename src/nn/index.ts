@@ -47,3 +47,27 @@ export {
   type TrainData,
   type TrainSpec,
 } from './train.js';
+export { GradScaler, type GradScalerOptions, type GradScalerState } from './grad-scaler.js';
+export {
+  loadSafetensors,
+  saveSafetensors,
+  hostArrayOf,
+  type LoadedTensor,
+  type TensorToSave,
+} from './safetensors.js';
+export {
+  checkpointFile,
+  latestCheckpoint,
+  loadCheckpoint,
+  loadParameters,
+  saveCheckpoint,
+  saveParameters,
+} from './checkpoint.js';
+export {
+  classifierMemoryPlan,
+  gptMemoryPlan,
+  gptParameterCount,
+  planBytes,
+  requireFits,
+  type MemoryPlan,
+} from './memory.js';

@@ -11,9 +11,15 @@ import { type ImageSet, imageBatch } from './data/images.js';
 import { TokenLoader } from './data/tokens.js';
 import { Cnn, Mlp, type Classifier } from './models/classifiers.js';
 import { Gpt, gptConfig, gptFlopsPerToken } from './models/gpt.js';
+import { classifierMemoryPlan, gptMemoryPlan, requireFits } from './memory.js';
+import { GradScaler, type GradScalerState } from './grad-scaler.js';
 import { AdamW } from './optim/adamw.js';
 import { cosineWithWarmup } from './optim/schedule.js';
 import type { Var } from './var.js';
+
+/** Activation elements per image kept by the CNN (28×28) and the default MLP, for the memory check. */
+const CNN_ACTIVATIONS = 32 * 784 * 2 + 32 * 196 + 64 * 196 * 2 + 64 * 49 * 2 + 128 * 2 + 10;
+const MLP_ACTIVATIONS = 784 + 512 * 4 + 10;
 
 export type ModelName = 'mlp' | 'cnn' | 'gpt';
 
@@ -44,6 +50,9 @@ export interface StepReport {
   readonly stepMs: number;
   /** Model FLOP utilisation against the device's bf16/f32 peak (GPT on GPUs), when known. */
   readonly mfu: number | null;
+  /** fp16: the loss scale the step used, and whether its update was skipped for an overflow. */
+  readonly lossScale?: number;
+  readonly skipped?: boolean;
 }
 
 export type TrainData =
@@ -121,6 +130,8 @@ export class Trainer {
       totalSteps: spec.steps,
     });
     this.step0 = 0;
+    this.scaler = this.nn.precision === 'f16' ? new GradScaler() : null;
+    this.checkMemory();
     if (data.kind === 'tokens' && this.built.kind === 'gpt') {
       const c = this.built.model.config;
       this.tokens = new TokenLoader(data.train, {
@@ -137,6 +148,35 @@ export class Trainer {
           `train: the data set has ${data.train.count} images, fewer than one batch of ${spec.batch}`,
         );
     }
+  }
+
+  /** Refuses, before the first step, a batch that cannot fit in the pinned GPU's memory. */
+  private checkMemory(): void {
+    const id = this.spec.device;
+    if (id === undefined) return;
+    const dev = this.rt.devices.find((d) => d.info.id === id || d.info.kind === id);
+    if (dev === undefined || dev.info.kind === 'cpu' || !(dev.info.memoryBytes > 0)) return;
+    const m = this.built;
+    const plan =
+      m.kind === 'gpt'
+        ? gptMemoryPlan(m.model.config, this.nn.dtype, this.spec.seqLen ?? m.model.config.context)
+        : classifierMemoryPlan(
+            m.model.parameterCount(),
+            m.model instanceof Cnn ? CNN_ACTIVATIONS : MLP_ACTIVATIONS,
+            this.nn.dtype,
+          );
+    // Leave a tenth for the allocator's rounding, kernels' scratch and other jobs' small tensors.
+    requireFits(plan, this.spec.batch, dev.info.memoryBytes * 0.9, dev.info.id);
+  }
+
+  /** Batches the data source has handed out (checkpoints store it so a resumed run sees the same data). */
+  get dataPosition(): number {
+    return this.tokens === null ? this.imageIndex : this.tokens.position;
+  }
+
+  seekData(position: number): void {
+    if (this.tokens === null) this.imageIndex = position;
+    else this.tokens.seek(position);
   }
 
   get samplesPerStep(): number {
@@ -166,16 +206,52 @@ export class Trainer {
   }
 
   private pendingInputs: Var[] = [];
+  /** fp16 only: dynamic loss scaling with torch.amp.GradScaler's rules. */
+  readonly scaler: GradScaler | null;
+  private lastScale: { scale: number; skipped: boolean } | null = null;
+
+  scalerState(): unknown {
+    return this.scaler?.stateDict() ?? null;
+  }
+
+  restoreScaler(state: unknown): void {
+    if (this.scaler !== null && state !== null && typeof state === 'object')
+      this.scaler.loadStateDict(state as Partial<GradScalerState>);
+  }
+
+  /**
+   * The update of a step. fp16: the gradients are unscaled in the update and an overflow skips it —
+   * the norm is read first (a host sync, as PyTorch's GradScaler does) and the scale updated.
+   */
+  private async update(lr: number): Promise<void> {
+    if (this.scaler === null) {
+      this.optimizer.step({ lr });
+      return;
+    }
+    const scale = this.scaler.scale;
+    this.optimizer.computeNorm();
+    const finite = Number.isFinite(await this.optimizer.gradNorm());
+    if (finite) this.optimizer.applyUpdate({ lr, gradScale: this.scaler.inverseScale });
+    this.scaler.update(!finite);
+    this.lastScale = { scale, skipped: !finite };
+  }
+  /** Optimizer steps taken (queued) so far, including those before a resume. */
+  stepsDone = 0;
 
   private freeAfterStep(...inputs: Var[]): void {
     this.pendingInputs.push(...inputs);
   }
 
-  /** Runs steps [from, to), calling `onStep` with each step's report (one step behind the devices). */
+  /**
+   * Runs steps [from, spec.steps), calling `onStep` with each step's report (one step behind the
+   * devices) and `atBoundary` after each step's update is queued (checkpoints: reading the weights
+   * waits for it). Stops early, at a step boundary, when `signal` aborts.
+   */
   async run(
     onStep: (r: StepReport) => void = () => undefined,
     signal?: AbortSignal,
     from = 0,
+    atBoundary?: (stepsDone: number) => Promise<void>,
   ): Promise<StepReport | null> {
     let previous: { it: number; loss: Var; start: number; lr: number } | null = null;
     let last: StepReport | null = null;
@@ -203,11 +279,14 @@ export class Trainer {
       if (signal?.aborted) break;
       const start = performance.now();
       const lr = this.lrAt(it);
+      if (this.scaler !== null) this.nn.lossScale = this.scaler.scale;
       const loss = this.submitStep();
       await loss.backward();
-      this.optimizer.step({ lr });
+      await this.update(lr);
       this.optimizer.zeroGrad();
       for (const v of this.pendingInputs.splice(0)) this.rt.free(v.data);
+      this.stepsDone = it + 1;
+      if (atBoundary) await atBoundary(it + 1);
       // Read the previous step's loss while this one runs.
       if (previous !== null) last = await finish(previous, start);
       previous = { it, loss, start, lr };

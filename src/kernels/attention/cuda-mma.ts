@@ -48,16 +48,27 @@ static __device__ __forceinline__ unsigned pack2(float lo, float hi) {
   asm(CVT_X2 " %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }
+// ldmatrix.x4.trans: lane l names row l % 8 of 8x8 matrix l / 8 (16 contiguous bytes in shared memory);
+// r[i] gets matrix i transposed in the A/B fragment order: (rows 2c, 2c+1; column g).
+static __device__ __forceinline__ void ldsm_x4_trans(unsigned* r, const u16* p) {
+  unsigned a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
+}
 static __device__ __forceinline__ unsigned lds32(const u16* p) { return *(const unsigned*)p; }
-// Rows [r0, r0 + TILE) of a matrix whose row t starts at base + t * ld (HD columns) into s[TILE][RS];
+// Rows [r0, r0 + rows) of a matrix whose row t starts at base + t * ld (HD columns) into s[rows][RS];
 // rows at or past T are zeros. 16-byte loads: 8 columns per thread per step.
-static __device__ __forceinline__ void load_tile(u16* s, const u16* __restrict__ base, long long ld, int r0, int T) {
-  for (int e = threadIdx.x; e < TILE * (HD / 8); e += blockDim.x) {
+static __device__ __forceinline__ void load_rows(u16* s, const u16* __restrict__ base, long long ld, int r0, int rows, int T) {
+  for (int e = threadIdx.x; e < rows * (HD / 8); e += blockDim.x) {
     const int r = e / (HD / 8), c = (e - r * (HD / 8)) * 8, t = r0 + r;
     tdm_v4 v; v.x = 0u; v.y = 0u; v.z = 0u; v.w = 0u;
     if (t < T) v = *(const tdm_v4*)(base + (long long)t * ld + c);
     *(tdm_v4*)(s + r * RS + c) = v;
   }
+}
+static __device__ __forceinline__ void load_tile(u16* s, const u16* __restrict__ base, long long ld, int r0, int T) {
+  load_rows(s, base, ld, r0, TILE, T);
 }
 // The same tile transposed into s[HD][TS]: consecutive threads take consecutive rows, so the 16-bit
 // stores of one step land in consecutive shared words.
@@ -114,85 +125,142 @@ static __device__ __forceinline__ void store_rows(u16* base, long long ld, float
 }
 `;
 
-/** Forward: grid (B·H, ceil(T / 64)), 128 threads; heaviest query tiles first. */
+/**
+ * Forward: 128 query rows per block (grid (B·H, ceil(T / 128)), heaviest first), 32 per warp as two
+ * 16-row m tiles, so every K and V fragment read from shared memory feeds two mma instead of one.
+ * V stays row-major in shared memory and its B fragments come from ldmatrix.trans. Key tiles that lie
+ * wholly above a warp's rows (the causal triangle) are skipped by that warp.
+ */
 export const MMA_FORWARD = `${COMMON}
+#define FQ (2 * TILE)
+#define MT 2
 extern "C" __global__ void __launch_bounds__(128) tdm_attn_fwd_mma(const u16* __restrict__ qkv, u16* __restrict__ y,
     float* __restrict__ lse, int T, int H, float scale_log2) {
-  __shared__ alignas(16) u16 sK[TILE * RS];
-  __shared__ alignas(16) u16 sVt[HD * TS];
+  // Q (128 rows) is staged through the K and V tiles' space before the key loop.
+  alignas(16) __shared__ u16 smem[FQ * RS];
+  u16* const sK = smem;
+  u16* const sV = smem + TILE * RS;
   const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
-  const int q0 = (gridDim.y - 1 - blockIdx.y) * TILE;
+  const int q0 = (gridDim.y - 1 - blockIdx.y) * FQ;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
-  const int C = H * HD, w0 = warp * 16;
+  const int C = H * HD, w0 = warp * 32;
   const long long ld = 3LL * C;
   const u16* qb = qkv + (long long)b * T * ld + (long long)h * HD;
-  load_tile(sK, qb, ld, q0, T);
+  load_rows(smem, qb, ld, q0, FQ, T);
   __syncthreads();
-  unsigned qa[KS_D][4];
-  load_a(qa, sK, w0, g, c);
-  float o[NT_D][4];
+  unsigned qa[MT][KS_D][4];
 #pragma unroll
-  for (int nd = 0; nd < NT_D; nd++) { o[nd][0] = 0.f; o[nd][1] = 0.f; o[nd][2] = 0.f; o[nd][3] = 0.f; }
-  float m0 = NEG_INF, m1 = NEG_INF, l0 = 0.f, l1 = 0.f;
-  const int rowA = q0 + w0 + g, rowB = rowA + 8;
-  const int last = q0 / TILE;
-  for (int kt = 0; kt <= last; kt++) {
-    const int k0 = kt * TILE;
+  for (int mt = 0; mt < MT; mt++) load_a(qa[mt], smem, w0 + 16 * mt, g, c);
+  float o[MT][NT_D][4];
+  float m[MT][2], l[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+    for (int nd = 0; nd < NT_D; nd++) { o[mt][nd][0] = 0.f; o[mt][nd][1] = 0.f; o[mt][nd][2] = 0.f; o[mt][nd][3] = 0.f; }
+    m[mt][0] = NEG_INF; m[mt][1] = NEG_INF; l[mt][0] = 0.f; l[mt][1] = 0.f;
+  }
+  const int row0 = q0 + w0 + g;  // row of m tile mt, half hf: row0 + 16 mt + 8 hf
+  const int last = min(q0 + FQ, T) - 1;
+  for (int k0 = 0; k0 <= last; k0 += TILE) {
     __syncthreads();
     load_tile(sK, qb + C, ld, k0, T);
-    load_tile_t(sVt, qb + 2 * C, ld, k0, T);
+    load_tile(sV, qb + 2 * C, ld, k0, T);
     __syncthreads();
-    float s[NT_T][4];
+    if (k0 > q0 + w0 + 31) continue;  // every key of the tile is after every row of this warp
+    const bool mask = k0 + TILE - 1 > q0 + w0;
+    float s[MT][NT_T][4];
 #pragma unroll
-    for (int j = 0; j < NT_T; j++) { s[j][0] = 0.f; s[j][1] = 0.f; s[j][2] = 0.f; s[j][3] = 0.f; }
-    mma_abt(s, qa, sK, g, c);
-    const bool diag = kt == last;
-    float mx0 = NEG_INF, mx1 = NEG_INF;
+    for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-    for (int j = 0; j < NT_T; j++) {
+      for (int j = 0; j < NT_T; j++) { s[mt][j][0] = 0.f; s[mt][j][1] = 0.f; s[mt][j][2] = 0.f; s[mt][j][3] = 0.f; }
 #pragma unroll
-      for (int e = 0; e < 4; e++) {
-        const int key = k0 + j * 8 + 2 * c + (e & 1);
-        float v = s[j][e] * scale_log2;
-        if (diag && key > (e < 2 ? rowA : rowB)) v = NEG_INF;
-        s[j][e] = v;
+    for (int j = 0; j < NT_T; j++)
+#pragma unroll
+      for (int kk = 0; kk < KS_D; kk++) {
+        const unsigned b0 = lds32(sK + (j * 8 + g) * RS + kk * 16 + 2 * c);
+        const unsigned b1 = lds32(sK + (j * 8 + g) * RS + kk * 16 + 8 + 2 * c);
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) mma(s[mt][j], qa[mt][kk], b0, b1);
       }
-      mx0 = fmaxf(mx0, fmaxf(s[j][0], s[j][1]));
-      mx1 = fmaxf(mx1, fmaxf(s[j][2], s[j][3]));
-    }
-    mx0 = fmaxf(mx0, __shfl_xor_sync(FULL, mx0, 1));
-    mx0 = fmaxf(mx0, __shfl_xor_sync(FULL, mx0, 2));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(FULL, mx1, 1));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(FULL, mx1, 2));
-    const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
-    const float c0 = exp2f(m0 - n0), c1 = exp2f(m1 - n1);
-    m0 = n0;
-    m1 = n1;
-    float r0 = 0.f, r1 = 0.f;
 #pragma unroll
-    for (int j = 0; j < NT_T; j++) {
-      s[j][0] = exp2f(s[j][0] - n0);
-      s[j][1] = exp2f(s[j][1] - n0);
-      s[j][2] = exp2f(s[j][2] - n1);
-      s[j][3] = exp2f(s[j][3] - n1);
-      r0 += s[j][0] + s[j][1];
-      r1 += s[j][2] + s[j][3];
-    }
-    // Each lane keeps a partial row sum over its own columns; the 4 lanes of a row are added at the end.
-    l0 = l0 * c0 + r0;
-    l1 = l1 * c1 + r1;
+    for (int mt = 0; mt < MT; mt++) {
+      float mx0 = NEG_INF, mx1 = NEG_INF;
 #pragma unroll
-    for (int nd = 0; nd < NT_D; nd++) { o[nd][0] *= c0; o[nd][1] *= c0; o[nd][2] *= c1; o[nd][3] *= c1; }
-    mma_pm(o, s, sVt, g, c);
+      for (int j = 0; j < NT_T; j++) {
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          const int key = k0 + j * 8 + 2 * c + (e & 1);
+          float v = s[mt][j][e] * scale_log2;
+          if (mask && key > row0 + 16 * mt + (e < 2 ? 0 : 8)) v = NEG_INF;
+          s[mt][j][e] = v;
+        }
+        mx0 = fmaxf(mx0, fmaxf(s[mt][j][0], s[mt][j][1]));
+        mx1 = fmaxf(mx1, fmaxf(s[mt][j][2], s[mt][j][3]));
+      }
+      mx0 = fmaxf(mx0, __shfl_xor_sync(FULL, mx0, 1));
+      mx0 = fmaxf(mx0, __shfl_xor_sync(FULL, mx0, 2));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(FULL, mx1, 1));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(FULL, mx1, 2));
+      // Every row has seen key 0 by now, so the new maximum is finite (a wholly masked tile keeps it).
+      const float n0 = fmaxf(m[mt][0], mx0), n1 = fmaxf(m[mt][1], mx1);
+      const float c0 = exp2f(m[mt][0] - n0), c1 = exp2f(m[mt][1] - n1);
+      m[mt][0] = n0;
+      m[mt][1] = n1;
+      float r0 = 0.f, r1 = 0.f;
+#pragma unroll
+      for (int j = 0; j < NT_T; j++) {
+        s[mt][j][0] = exp2f(s[mt][j][0] - n0);
+        s[mt][j][1] = exp2f(s[mt][j][1] - n0);
+        s[mt][j][2] = exp2f(s[mt][j][2] - n1);
+        s[mt][j][3] = exp2f(s[mt][j][3] - n1);
+        r0 += s[mt][j][0] + s[mt][j][1];
+        r1 += s[mt][j][2] + s[mt][j][3];
+      }
+      // Each lane keeps a partial row sum over its own columns; the 4 lanes of a row are added at the end.
+      l[mt][0] = l[mt][0] * c0 + r0;
+      l[mt][1] = l[mt][1] * c1 + r1;
+#pragma unroll
+      for (int nd = 0; nd < NT_D; nd++) { o[mt][nd][0] *= c0; o[mt][nd][1] *= c0; o[mt][nd][2] *= c1; o[mt][nd][3] *= c1; }
+    }
+    // O += P·V: P's accumulator tiles 2kk, 2kk+1 are the A fragment of k step kk; ldmatrix.trans gives
+    // the B fragments of two 8-wide column tiles of V at once (matrices: keys 0-7 / 8-15 x dims nd, nd+1).
+    const int lr = lane & 7, lm = lane >> 3;
+#pragma unroll
+    for (int kk = 0; kk < KS_T; kk++) {
+      unsigned pa[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++) {
+        pa[mt][0] = pack2(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+        pa[mt][1] = pack2(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        pa[mt][2] = pack2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        pa[mt][3] = pack2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+      }
+#pragma unroll
+      for (int nd = 0; nd < NT_D; nd += 2) {
+        unsigned vb[4];
+        ldsm_x4_trans(vb, sV + (kk * 16 + lr + (lm & 1) * 8) * RS + nd * 8 + (lm >> 1) * 8);
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+          mma(o[mt][nd], pa[mt], vb[0], vb[1]);
+          mma(o[mt][nd + 1], pa[mt], vb[2], vb[3]);
+        }
+      }
+    }
   }
-  l0 += __shfl_xor_sync(FULL, l0, 1);
-  l0 += __shfl_xor_sync(FULL, l0, 2);
-  l1 += __shfl_xor_sync(FULL, l1, 1);
-  l1 += __shfl_xor_sync(FULL, l1, 2);
-  store_rows(y + (long long)b * T * C + (long long)h * HD, C, o, rowA, T, 1.f / l0, 1.f / l1, c);
-  if (c == 0) {
-    if (rowA < T) lse[(long long)bh * T + rowA] = (m0 + log2f(l0)) * LN2;
-    if (rowB < T) lse[(long long)bh * T + rowB] = (m1 + log2f(l1)) * LN2;
+  u16* yb = y + (long long)b * T * C + (long long)h * HD;
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) {
+    float l0 = l[mt][0], l1 = l[mt][1];
+    l0 += __shfl_xor_sync(FULL, l0, 1);
+    l0 += __shfl_xor_sync(FULL, l0, 2);
+    l1 += __shfl_xor_sync(FULL, l1, 1);
+    l1 += __shfl_xor_sync(FULL, l1, 2);
+    const int rowA = row0 + 16 * mt, rowB = rowA + 8;
+    store_rows(yb, C, o[mt], rowA, T, 1.f / l0, 1.f / l1, c);
+    if (c == 0) {
+      if (rowA < T) lse[(long long)bh * T + rowA] = (m[mt][0] + log2f(l0)) * LN2;
+      if (rowB < T) lse[(long long)bh * T + rowB] = (m[mt][1] + log2f(l1)) * LN2;
+    }
   }
 }
 `;
@@ -205,10 +273,10 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_fwd_mma(const u16* __
 export const MMA_DKDV = `${COMMON}
 extern "C" __global__ void __launch_bounds__(128) tdm_attn_dkdv_mma(const u16* __restrict__ dy, const u16* __restrict__ qkv,
     const float* __restrict__ lse, const float* __restrict__ delta, u16* __restrict__ dqkv, int T, int H, float scale, float scale_log2) {
-  __shared__ alignas(16) u16 sQ[TILE * RS];
-  __shared__ alignas(16) u16 sdY[TILE * RS];
-  __shared__ alignas(16) u16 sQt[HD * TS];
-  __shared__ alignas(16) u16 sdYt[HD * TS];
+  alignas(16) __shared__ u16 sQ[TILE * RS];
+  alignas(16) __shared__ u16 sdY[TILE * RS];
+  alignas(16) __shared__ u16 sQt[HD * TS];
+  alignas(16) __shared__ u16 sdYt[HD * TS];
   __shared__ float sL[TILE];
   __shared__ float sD[TILE];
   const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
@@ -276,9 +344,9 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_dkdv_mma(const u16* _
 export const MMA_DQ = `${COMMON}
 extern "C" __global__ void __launch_bounds__(128) tdm_attn_dq_mma(const u16* __restrict__ dy, const u16* __restrict__ qkv,
     const float* __restrict__ lse, const float* __restrict__ delta, u16* __restrict__ dqkv, int T, int H, float scale, float scale_log2) {
-  __shared__ alignas(16) u16 sK[TILE * RS];
-  __shared__ alignas(16) u16 sV[TILE * RS];
-  __shared__ alignas(16) u16 sKt[HD * TS];
+  alignas(16) __shared__ u16 sK[TILE * RS];
+  alignas(16) __shared__ u16 sV[TILE * RS];
+  alignas(16) __shared__ u16 sKt[HD * TS];
   const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
   const int q0 = (gridDim.y - 1 - blockIdx.y) * TILE;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;

@@ -76,11 +76,12 @@ export function mmaEligible(dtype: DType, l: AttentionLaunch, ptrs: readonly num
   );
 }
 
-/** Shared fields of the tensor-core programs. */
+/** Shared fields of the tensor-core programs; `rows` query or key rows per block. */
 export function mmaProgram(
   source: string,
   entry: string,
   qkvArg: number,
+  rows = MMA_TILE,
 ): Pick<CudaProgram, 'kind' | 'source' | 'entry' | 'defines' | 'block' | 'grid'> {
   return {
     kind: 'program',
@@ -88,6 +89,6 @@ export function mmaProgram(
     entry,
     defines: (args, s) => ({ HD: L(s).headDim, IS_BF16: args[qkvArg]!.desc.dtype === 'bf16' ? 1 : 0 }),
     block: () => BLOCK_128,
-    grid: (_a, s) => [L(s).batch * L(s).heads, Math.ceil(L(s).seq / MMA_TILE), 1],
+    grid: (_a, s) => [L(s).batch * L(s).heads, Math.ceil(L(s).seq / rows), 1],
   };
 }

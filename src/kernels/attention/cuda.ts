@@ -13,6 +13,7 @@ import {
   genericProgram,
   genericRows,
   launchOf,
+  MMA_TILE,
   mmaEligible,
   mmaProgram,
 } from './cuda-plan.js';
@@ -32,7 +33,7 @@ export const ATTENTION_FORWARD_GENERIC: CudaProgram = {
 };
 
 export const ATTENTION_FORWARD_MMA: CudaProgram = {
-  ...mmaProgram(MMA_FORWARD, 'tdm_attn_fwd_mma', 0),
+  ...mmaProgram(MMA_FORWARD, 'tdm_attn_fwd_mma', 0, 2 * MMA_TILE),
   params: (_a, s) => [
     { kind: 'ptr', arg: 0 },
     { kind: 'ptr', arg: 1 },

@@ -29,15 +29,33 @@ export abstract class Optimizer {
 
   /** Submits the update of every parameter that received a gradient since the last zeroGrad. */
   step(options: StepOptions = {}): void {
+    this.computeNorm();
+    this.applyUpdate(options);
+  }
+
+  private live(): Var[] {
+    return this.params.filter((p) => p.grad !== null && p.gradWritten);
+  }
+
+  /**
+   * Submits the sum of squares of every gradient (`gradNorm()` reads it). `step()` does this itself;
+   * call it alone to decide on the host whether to update (fp16: a GradScaler skips a step whose
+   * gradients overflowed, and then the step count does not advance, as in PyTorch).
+   */
+  computeNorm(): void {
     const nn = this.nn;
-    const live = this.params.filter((p) => p.grad !== null && p.gradWritten);
     if (this.norm !== null) nn.rt.free(this.norm);
     const norm = nn.tensor([1], nn.statDtype);
     nn.submit('fill', { y: norm }, { value: 0 });
-    for (const p of live) nn.submit('sumsq', { x: p.grad!, acc: norm });
+    for (const p of this.live()) nn.submit('sumsq', { x: p.grad!, acc: norm });
     this.norm = norm;
+  }
+
+  /** Submits the updates with the norm of the last computeNorm(); the step count advances. */
+  applyUpdate(options: StepOptions = {}): void {
+    if (this.norm === null) this.computeNorm();
     this.steps++;
-    for (const p of live) this.update(p, norm, options);
+    for (const p of this.live()) this.update(p, this.norm!, options);
   }
 
   protected abstract update(p: Var, norm: Tensor, options: StepOptions): void;
