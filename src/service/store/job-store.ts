@@ -216,8 +216,11 @@ export class JobStore {
     now: number,
     claims?: readonly (InsertClaim | null)[],
   ) => InsertOutcome[];
+  /** Runs a function in one transaction (the dispatcher's turn commit); made once, like insertTx. */
+  private readonly turnTx: (fn: () => void) => void;
 
   constructor(private readonly db: Db) {
+    this.turnTx = db.transaction((fn: () => void): void => fn());
     // Each job succeeds or fails on its own. Its insert is one statement, and SQLite rolls back a
     // statement that fails (a constraint, a trigger's ABORT) alone, keeping the transaction: the same
     // as a SAVEPOINT around it, without the ~30 % it added to the insert (bench/group-commit.ts).
@@ -295,6 +298,22 @@ export class JobStore {
     claims?: readonly (InsertClaim | null)[],
   ): InsertOutcome[] {
     return this.insertTx(jobs, now, claims);
+  }
+
+  /**
+   * Runs `fn` in one transaction: one commit, so one fsync, for every write it makes (the dispatcher's
+   * claims and finishes of one event-loop turn). Each of those writes is one statement, which SQLite
+   * rolls back alone when it fails (a constraint, a trigger's ABORT): `fn` catches it and goes on, and
+   * the others commit. An error that ends the whole transaction (disk full, I/O; `inTransaction` is then
+   * false) or a failed COMMIT throws from here, with everything `fn` wrote rolled back.
+   */
+  inOneCommit(fn: () => void): void {
+    this.turnTx(fn);
+  }
+
+  /** Whether a transaction is open (false after an error inside `inOneCommit` ended it). */
+  get inTransaction(): boolean {
+    return this.db.inTransaction;
   }
 
   /** One write statement (the insert), so that a failure leaves nothing behind (see insertTx). */
