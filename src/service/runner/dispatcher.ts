@@ -24,7 +24,7 @@ import type { DeviceView } from './hardware-rules.js';
 import { deadlineExceeded } from './deadlines.js';
 import type { ResultStore } from './result-store.js';
 import { OutcomeRetry, unstoredOutcome } from './outcome-retry.js';
-import { Starts } from './job-start.js';
+import { Starts, type ClaimTally } from './job-start.js';
 import type { StartAtInsert } from './submitter.js';
 import { stopJob, type RunningJob } from './job-run.js';
 import { countFinished, prepareFinish, type PendingFinish, type PreparedFinish } from './job-finish.js';
@@ -165,6 +165,8 @@ export class Dispatcher {
       stopJob(r, new TandemError('TANDEM_ERR_CANCELLED', 'cancelled while running'));
       return 'cancelling';
     }
+    // Claimed, its run waiting for its turn to be durable: it starts cancelled.
+    if (!r && this.starts.cancelBeforeRun(job.id) && this.d.store.requestCancel(job.id)) return 'cancelling';
     return 'final';
   }
 
@@ -259,14 +261,17 @@ export class Dispatcher {
     const finishes = this.finishing;
     this.finishing = [];
     if (finishes.length === 0 && !this.starts.mayClaim()) return;
-    const t = new TurnCommit(this.d.store, (e) =>
-      this.d.log('error', `after a dispatch commit: ${e instanceof Error ? e.message : String(e)}`),
+    const t = new TurnCommit(
+      this.d.store,
+      (e) => this.d.log('error', `after a dispatch commit: ${errorText(e)}`),
+      (e) => this.d.health.failed('syncing the job store', e),
     );
+    const tally: ClaimTally = { landed: 0, refused: null };
     t.run(
       finishes.map((p) => this.finishRow(p)),
-      (turn) => this.starts.claimInto(turn),
+      (turn) => this.starts.claimInto(turn, tally),
+      () => this.starts.afterTurn(tally),
     );
-    this.starts.afterTurn();
   }
 
   /** The commit of one outcome as a row of the turn. */

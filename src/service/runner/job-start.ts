@@ -4,7 +4,7 @@
  * their runs once a claim is committed. Also the shortcut that starts a job in its insert's own
  * transaction when nothing is queued ahead of it.
  */
-import { asTandemError } from '../../core/errors.js';
+import { asTandemError, TandemError } from '../../core/errors.js';
 import type { AnyJobType, Placement } from '../jobs/job-type.js';
 import type { JobEvents } from '../obs/job-trace.js';
 import type { FinishOutcome, InsertClaim, JobRecord, NewJob } from '../store/job-store.js';
@@ -14,7 +14,7 @@ import type { DispatcherDeps } from './dispatcher.js';
 import type { FairQueue, QueuedJob } from './fair-queue.js';
 import { selectPlacement } from './hardware-rules.js';
 import type { PendingFinish } from './job-finish.js';
-import { newRunningJob, runJob, type RunningJob } from './job-run.js';
+import { newRunningJob, runJob, stopJob, type RunningJob } from './job-run.js';
 import type { StartAtInsert } from './submitter.js';
 import type { TurnCommit, TurnRow } from './turn-commit.js';
 
@@ -37,6 +37,12 @@ interface Reservation extends Footprint {
   readonly deadlineAt: number;
 }
 
+/** One turn's claims: how many landed, and why one was refused (null: none was). */
+export interface ClaimTally {
+  landed: number;
+  refused: unknown;
+}
+
 /** How a queued job starts, decided before its claim is written. */
 interface Plan {
   readonly type: AnyJobType;
@@ -49,9 +55,11 @@ export class Starts {
   /** After a claim the store refused: claims wait this long before trying again (backoff). */
   private claimBackoffMs = 0;
   private claimsPausedUntil = 0;
-  /** This turn's claims that landed and that the store refused (see `afterTurn`). */
-  private landed = 0;
-  private refusedInTurn: unknown = null;
+  /**
+   * Jobs claimed whose turn is not durable yet (they run once it is): a cancel meanwhile is kept here
+   * and given to the run when it starts.
+   */
+  private readonly claimedNotStarted = new Map<string, { cancel: boolean }>();
 
   constructor(
     private readonly d: DispatcherDeps,
@@ -80,9 +88,7 @@ export class Starts {
   }
 
   /** Inside a turn: claims the queued jobs that fit, in fair order, each as a row of the turn. */
-  claimInto(t: TurnCommit): void {
-    this.landed = 0;
-    this.refusedInTurn = null;
+  claimInto(t: TurnCommit, tally: ClaimTally): void {
     if (!this.claimsOpen()) return; // nothing to place: no device snapshot
     const total = this.totalDeviceMemory();
     const a = this.admitted;
@@ -92,7 +98,7 @@ export class Starts {
       if (fair && a.tenantRoom(fair) && !a.fits(fair, total)) return;
       const next = this.queue.next((j) => a.tenantRoom(j) && a.fits(j, total));
       if (!next) return;
-      const row = this.claimRow(next);
+      const row = this.claimRow(next, tally);
       // A claim the store refuses fails alone: the job is re-queued after the commit (not picked again
       // in this turn, and its room is held until then, so a turn writes at most a slot's worth).
       if (row) t.write(row);
@@ -103,11 +109,7 @@ export class Starts {
    * After a turn's commit: claims back off only when the store refused them all (disk full); a claim
    * that failed alone next to others that landed does not hold everyone behind it.
    */
-  afterTurn(): void {
-    const error = this.refusedInTurn;
-    const landed = this.landed;
-    this.refusedInTurn = null;
-    this.landed = 0;
+  afterTurn({ landed, refused: error }: ClaimTally): void {
     if (error === null) {
       if (landed > 0 && this.claimBackoffMs > 0) this.d.health.succeeded();
       if (landed > 0) this.claimBackoffMs = 0;
@@ -124,7 +126,7 @@ export class Starts {
    * The claim of one queued job. A job that cannot even be placed, or whose time ran out in an earlier
    * process, is claimed too (so its failure is fenced by the attempt) and failed without running.
    */
-  private claimRow(q: QueuedJob): TurnRow | null {
+  private claimRow(q: QueuedJob, tally: ClaimTally): TurnRow | null {
     // A job queued by this process carries its record; one loaded at restart is read here.
     const record = q.record ?? this.d.store.get(q.id);
     if (!record || record.state !== 'queued') return null;
@@ -156,11 +158,16 @@ export class Starts {
         const device = plan ? (plan.placement.device ?? 'auto') : null;
         const reason = plan?.placement.reason ?? null;
         claimed = this.d.store.claim(q.id, device, reason, now, record, plan?.deadlineAt ?? null);
+        if (claimed && plan) this.claimedNotStarted.set(q.id, { cancel: false });
       },
       committed: (error) => {
-        if (error !== null) return this.refused(q, error, giveBack);
-        this.landed++;
+        const cancel = this.claimedNotStarted.get(q.id)?.cancel ?? false;
+        this.claimedNotStarted.delete(q.id);
+        if (error !== null) return this.refused(q, error, giveBack, tally);
+        tally.landed++;
         if (!claimed) return giveBack(); // no longer queued (cancelled meanwhile)
+        // Stopping: it stays `running` in the database, and the next start re-queues it.
+        if (this.hooks.stopping()) return giveBack();
         if (!plan) {
           const err = asTandemError(placeError, 'TANDEM_ERR_INTERNAL', 'placing the job');
           this.failUnrun(claimed, err.toJSON());
@@ -169,10 +176,29 @@ export class Starts {
           giveBack();
           const why = 'its time ran out before this start (re-queued by a restart)';
           this.failUnrun(claimed, deadlineExceeded(claimed, now, why).toJSON());
-        } else this.run(claimed, plan.type, plan.params, plan.placement);
+        } else {
+          const r = this.run(claimed, plan.type, plan.params, plan.placement);
+          if (cancel) {
+            r.cancelRequested = true;
+            stopJob(r, new TandemError('TANDEM_ERR_CANCELLED', 'cancelled while running'));
+          }
+        }
       },
-      lost: (error) => this.refused(q, error, giveBack),
+      lost: (error) => {
+        this.claimedNotStarted.delete(q.id);
+        this.refused(q, error, giveBack, tally);
+      },
     };
+  }
+
+  /**
+   * A cancel of a job whose claim is committed but whose run waits for the turn to be durable: true
+   * when it is such a job (its run starts cancelled).
+   */
+  cancelBeforeRun(jobId: string): boolean {
+    const pending = this.claimedNotStarted.get(jobId);
+    if (pending) pending.cancel = true;
+    return pending !== undefined;
   }
 
   private failUnrun(job: JobRecord, error: NonNullable<FinishOutcome['error']>): void {
@@ -180,10 +206,10 @@ export class Starts {
   }
 
   /** The store refused a claim: the job stays queued, here and in the database. */
-  private refused(q: QueuedJob, error: unknown, giveBack: () => void): void {
+  private refused(q: QueuedJob, error: unknown, giveBack: () => void, tally: ClaimTally): void {
     giveBack();
     this.queue.push(q);
-    this.refusedInTurn = error;
+    tally.refused = error;
   }
 
   /**
@@ -206,7 +232,9 @@ export class Starts {
         );
       },
       started: (record) => {
-        if (held) this.run(record, held.type, held.params, held.placement);
+        // Stopping (its group became durable after the stop began): the next start re-queues it.
+        if (held && this.hooks.stopping()) this.admitted.release(held);
+        else if (held) this.run(record, held.type, held.params, held.placement);
         held = null;
       },
       unreserve: () => {
@@ -243,7 +271,7 @@ export class Starts {
   }
 
   /** Runs a claimed job whose room is admitted (released once its outcome lands). */
-  private run(job: JobRecord, type: AnyJobType, params: unknown, placement: Placement): void {
+  private run(job: JobRecord, type: AnyJobType, params: unknown, placement: Placement): RunningJob {
     const startedAt = job.startedAt ?? Date.now();
     this.d.metrics.jobWait.observe({ type: job.type }, Math.max(0, startedAt - job.createdAt) / 1000);
     const deadlineAt =
@@ -255,5 +283,6 @@ export class Starts {
       .catch((e: unknown) =>
         this.d.log('error', `ending job ${job.id}: ${e instanceof Error ? e.message : String(e)}`),
       );
+    return r;
   }
 }

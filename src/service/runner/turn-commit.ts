@@ -10,8 +10,9 @@
  * (disk full, I/O) or a failed COMMIT loses the whole turn: every row written so far, and every finish
  * not yet written, is told so (`lost`) and nothing of it is stored.
  *
- * Durability: a row's `committed` runs only after the COMMIT returned, so a job is never started (or
- * reported finished) before the write that says so is on disk.
+ * Durability: a row's `committed` runs only once the turn is on disk: after the COMMIT and, with full
+ * durability, the fdatasync of the WAL that follows it on the thread pool (store/wal-sync.ts), so the
+ * loop never waits on the disk. A job is never started, or reported finished, before that.
  */
 import type { JobStore } from '../store/job-store.js';
 
@@ -24,7 +25,7 @@ export interface TurnRow {
   lost(error: unknown): void;
 }
 
-export type TurnStore = Pick<JobStore, 'inOneCommit' | 'inTransaction'>;
+export type TurnStore = Pick<JobStore, 'inOneCommit' | 'inTransaction' | 'afterDurable'>;
 
 export class TurnCommit {
   /** Rows written in this turn, with the error that failed each alone (null: written). */
@@ -35,6 +36,11 @@ export class TurnCommit {
     private readonly store: TurnStore,
     /** A row's `committed` or `lost` threw: reported here, and the other rows still hear theirs. */
     private readonly onCallbackError: (e: unknown) => void,
+    /**
+     * The fdatasync after a committed turn failed: reported here, and the rows are still told they
+     * committed (they are, in the database; whether a power cut would keep them is what failed).
+     */
+    private readonly onSyncError: (e: Error) => void = () => undefined,
   ) {}
 
   /**
@@ -56,10 +62,14 @@ export class TurnCommit {
 
   /**
    * One transaction: `first` rows are written in order, then `more(this)` may write others (claims,
-   * which can use the room the finishes just freed). Then the outcome of each row, in the order written.
-   * True when the turn committed.
+   * which can use the room the finishes just freed). Then, once durable, the outcome of each row in
+   * the order written, then `after`. True when the turn committed.
    */
-  run(first: readonly TurnRow[], more: (t: TurnCommit) => void): boolean {
+  run(
+    first: readonly TurnRow[],
+    more: (t: TurnCommit) => void,
+    after: () => void = () => undefined,
+  ): boolean {
     let written = 0;
     this.open = true;
     try {
@@ -69,15 +79,20 @@ export class TurnCommit {
           this.write(row);
         }
         more(this);
-      });
+      }, 'deferred');
     } catch (e) {
       this.open = false;
       const lostRows = [...this.done.map((d) => d.row), ...first.slice(written)];
       for (const row of lostRows) this.tell(() => row.lost(e));
+      this.tell(after);
       return false;
     }
     this.open = false;
-    for (const { row, error } of this.done) this.tell(() => row.committed(error));
+    this.store.afterDurable((syncError) => {
+      if (syncError) this.onSyncError(syncError);
+      for (const { row, error } of this.done) this.tell(() => row.committed(error));
+      this.tell(after);
+    });
     return true;
   }
 
