@@ -12,6 +12,7 @@ import { defineJobType } from '../../src/service/jobs/job-type.js';
 import { JobTypeRegistry } from '../../src/service/jobs/registry.js';
 import { registerBuiltinJobTypes } from '../../src/service/jobs/builtin.js';
 import { TurnCommit, type TurnRow } from '../../src/service/runner/turn-commit.js';
+import { overloaded } from '../../src/service/http/load-shedding.js';
 import { openDatabase } from '../../src/service/store/db.js';
 import { JobStore, type JobRecord } from '../../src/service/store/job-store.js';
 import { tempDir, testService, type TestService } from './helpers.js';
@@ -378,3 +379,33 @@ void test(
     }
   },
 );
+
+void test('a short job writes no progress of its own; a long one does, a few times a second', async () => {
+  const t = await testService();
+  try {
+    const writes: string[] = [];
+    const setProgress = t.svc.store.setProgress.bind(t.svc.store);
+    t.svc.store.setProgress = (id, ...rest) => (writes.push(id), setProgress(id, ...rest));
+    const short = await submit(t, { ms: 0, steps: 4 });
+    const long = await submit(t, { ms: 900, steps: 9 }); // progress every 100 ms
+    assert.ok(await until(() => t.svc.store.get(long)?.state === 'succeeded', 10_000));
+    assert.equal(t.svc.store.get(short)?.state, 'succeeded');
+    assert.equal(writes.filter((id) => id === short).length, 0, 'the short job: none');
+    const n = writes.filter((id) => id === long).length;
+    assert.ok(n >= 2 && n <= 4, `the long job: ${n} writes in 900 ms (one per 250 ms at most)`);
+  } finally {
+    await t.close();
+  }
+});
+
+void test('a load-shedding refusal is built without a stack trace (an answer, not a fault)', () => {
+  const err = overloaded({
+    reason: 'backlog',
+    message: 'the queue is full',
+    retryAfterSeconds: 2,
+    details: {},
+  });
+  assert.equal(err.code, 'TANDEM_ERR_OVERLOADED');
+  assert.doesNotMatch(err.stack ?? '', /\n\s+at /);
+  assert.match(new Error('x').stack ?? '', /\n\s+at /, 'other errors keep theirs');
+});
