@@ -1,0 +1,400 @@
+/**
+ * Causal attention on tensor cores for f16/bf16 storage and head dims d ∈ {16, 32, 48, 64}
+ * (FlashAttention-2's scheme with warp-level mma.sync.m16n8k16, f32 accumulation). A block is 4 warps;
+ * each warp owns 16 rows of a 64-row tile and keeps its A operands (q, or k and v, or q and dy) in
+ * registers; the other operand's 64-row tile is staged in shared memory, row-major for the Bᵀ side
+ * (32-bit fragment loads, rows padded by 8 elements so the 8 groups × 4 lanes hit 32 distinct banks)
+ * and transposed for the B side (so those fragments are 32-bit loads too). Scores live only in
+ * registers: an accumulator fragment of two adjacent 8-column tiles is exactly the A fragment of a
+ * 16-wide k step, so P (and dS) are packed to f16/bf16 pairs and fed straight into the next product.
+ * Softmax runs in base 2 (scores pre-multiplied by scale·log2 e); lse is stored in base e.
+ *
+ * Fragment layouts (PTX ISA, mma.m16n8k16, g = lane / 4, c = lane % 4):
+ *   A 16x16: a0 (g, 2c..2c+1), a1 (g+8, 2c..), a2 (g, 2c+8..), a3 (g+8, 2c+8..)
+ *   B 16x8:  b0 (k 2c..2c+1, n g), b1 (k 2c+8.., n g)
+ *   C 16x8:  c0 (g, 2c), c1 (g, 2c+1), c2 (g+8, 2c), c3 (g+8, 2c+1)
+ * Defines: HD (head dim, a multiple of 16, at most 64), IS_BF16 (1 bf16, 0 f16).
+ */
+
+const COMMON = `
+#define TILE 64
+#define RS (HD + 8)
+#define TS (TILE + 8)
+#define NT_T (TILE / 8)
+#define KS_T (TILE / 16)
+#define NT_D (HD / 8)
+#define KS_D (HD / 16)
+#define FULL 0xffffffffu
+#define NEG_INF __int_as_float(0xff800000)
+#define LOG2E 1.4426950408889634f
+#define LN2 0.6931471805599453f
+typedef unsigned short u16;
+struct alignas(16) tdm_v4 { unsigned x, y, z, w; };
+#if IS_BF16
+#define MMA_OP "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+#define CVT_X2 "cvt.rn.bf16x2.f32"
+#else
+#define MMA_OP "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+#define CVT_X2 "cvt.rn.f16x2.f32"
+#endif
+static __device__ __forceinline__ void mma(float* c, const unsigned* a, unsigned b0, unsigned b1) {
+  asm volatile(MMA_OP " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+// Two floats to one register of two 16-bit values, lo in the low half (cvt puts its first source high).
+static __device__ __forceinline__ unsigned pack2(float lo, float hi) {
+  unsigned r;
+  asm(CVT_X2 " %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+// ldmatrix.x4.trans: lane l names row l % 8 of 8x8 matrix l / 8 (16 contiguous bytes in shared memory);
+// r[i] gets matrix i transposed in the A/B fragment order: (rows 2c, 2c+1; column g).
+static __device__ __forceinline__ void ldsm_x4_trans(unsigned* r, const u16* p) {
+  unsigned a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
+}
+static __device__ __forceinline__ unsigned lds32(const u16* p) { return *(const unsigned*)p; }
+// Rows [r0, r0 + rows) of a matrix whose row t starts at base + t * ld (HD columns) into s[rows][RS];
+// rows at or past T are zeros. 16-byte loads: 8 columns per thread per step.
+static __device__ __forceinline__ void load_rows(u16* s, const u16* __restrict__ base, long long ld, int r0, int rows, int T) {
+  for (int e = threadIdx.x; e < rows * (HD / 8); e += blockDim.x) {
+    const int r = e / (HD / 8), c = (e - r * (HD / 8)) * 8, t = r0 + r;
+    tdm_v4 v; v.x = 0u; v.y = 0u; v.z = 0u; v.w = 0u;
+    if (t < T) v = *(const tdm_v4*)(base + (long long)t * ld + c);
+    *(tdm_v4*)(s + r * RS + c) = v;
+  }
+}
+static __device__ __forceinline__ void load_tile(u16* s, const u16* __restrict__ base, long long ld, int r0, int T) {
+  load_rows(s, base, ld, r0, TILE, T);
+}
+// The same tile transposed into s[HD][TS]: consecutive threads take consecutive rows, so the 16-bit
+// stores of one step land in consecutive shared words.
+static __device__ __forceinline__ void load_tile_t(u16* s, const u16* __restrict__ base, long long ld, int r0, int T) {
+  for (int e = threadIdx.x; e < TILE * (HD / 8); e += blockDim.x) {
+    const int cb = e / TILE, r = e - cb * TILE, c = cb * 8, t = r0 + r;
+    tdm_v4 v; v.x = 0u; v.y = 0u; v.z = 0u; v.w = 0u;
+    if (t < T) v = *(const tdm_v4*)(base + (long long)t * ld + c);
+    const unsigned w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      s[(c + 2 * i) * TS + r] = (u16)(w[i] & 0xffffu);
+      s[(c + 2 * i + 1) * TS + r] = (u16)(w[i] >> 16);
+    }
+  }
+}
+// A fragments of the warp's 16 rows (starting at row w0 of a [TILE][RS] tile), one per 16-wide k step.
+static __device__ __forceinline__ void load_a(unsigned (*a)[4], const u16* s, int w0, int g, int c) {
+#pragma unroll
+  for (int kk = 0; kk < KS_D; kk++) {
+    a[kk][0] = lds32(s + (w0 + g) * RS + kk * 16 + 2 * c);
+    a[kk][1] = lds32(s + (w0 + g + 8) * RS + kk * 16 + 2 * c);
+    a[kk][2] = lds32(s + (w0 + g) * RS + kk * 16 + 8 + 2 * c);
+    a[kk][3] = lds32(s + (w0 + g + 8) * RS + kk * 16 + 8 + 2 * c);
+  }
+}
+// acc[j] += A · Bᵀ for the 8 column tiles j of a 64-row tile s (row-major [TILE][RS]): S = Q·Kᵀ and the like.
+static __device__ __forceinline__ void mma_abt(float (*acc)[4], unsigned (*a)[4], const u16* s, int g, int c) {
+#pragma unroll
+  for (int j = 0; j < NT_T; j++)
+#pragma unroll
+    for (int kk = 0; kk < KS_D; kk++)
+      mma(acc[j], a[kk], lds32(s + (j * 8 + g) * RS + kk * 16 + 2 * c), lds32(s + (j * 8 + g) * RS + kk * 16 + 8 + 2 * c));
+}
+// acc[nd] += P · M for P the warp's 16 x 64 accumulator tiles p and M a 64 x HD tile stored transposed (st [HD][TS]).
+static __device__ __forceinline__ void mma_pm(float (*acc)[4], float (*p)[4], const u16* st, int g, int c) {
+#pragma unroll
+  for (int kk = 0; kk < KS_T; kk++) {
+    const unsigned a[4] = {pack2(p[2 * kk][0], p[2 * kk][1]), pack2(p[2 * kk][2], p[2 * kk][3]),
+                           pack2(p[2 * kk + 1][0], p[2 * kk + 1][1]), pack2(p[2 * kk + 1][2], p[2 * kk + 1][3])};
+#pragma unroll
+    for (int nd = 0; nd < NT_D; nd++)
+      mma(acc[nd], a, lds32(st + (nd * 8 + g) * TS + kk * 16 + 2 * c), lds32(st + (nd * 8 + g) * TS + kk * 16 + 8 + 2 * c));
+  }
+}
+// Stores the warp's 16 x HD accumulator (times mul0 for row g, mul1 for row g + 8) at rows rowA, rowA + 8.
+static __device__ __forceinline__ void store_rows(u16* base, long long ld, float (*acc)[4], int rowA, int T, float mul0, float mul1, int c) {
+#pragma unroll
+  for (int nd = 0; nd < NT_D; nd++) {
+    const int col = nd * 8 + 2 * c;
+    if (rowA < T) *(unsigned*)(base + (long long)rowA * ld + col) = pack2(acc[nd][0] * mul0, acc[nd][1] * mul0);
+    if (rowA + 8 < T) *(unsigned*)(base + (long long)(rowA + 8) * ld + col) = pack2(acc[nd][2] * mul1, acc[nd][3] * mul1);
+  }
+}
+`;
+
+/**
+ * Forward: 128 query rows per block (grid (B·H, ceil(T / 128)), heaviest first), 32 per warp as two
+ * 16-row m tiles, so every K and V fragment read from shared memory feeds two mma instead of one.
+ * V stays row-major in shared memory and its B fragments come from ldmatrix.trans. Key tiles that lie
+ * wholly above a warp's rows (the causal triangle) are skipped by that warp.
+ */
+export const MMA_FORWARD = `${COMMON}
+#define FQ (2 * TILE)
+#define MT 2
+extern "C" __global__ void __launch_bounds__(128) tdm_attn_fwd_mma(const u16* __restrict__ qkv, u16* __restrict__ y,
+    float* __restrict__ lse, int T, int H, float scale_log2) {
+  // Q (128 rows) is staged through the K and V tiles' space before the key loop.
+  alignas(16) __shared__ u16 smem[FQ * RS];
+  u16* const sK = smem;
+  u16* const sV = smem + TILE * RS;
+  const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
+  const int q0 = (gridDim.y - 1 - blockIdx.y) * FQ;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+  const int C = H * HD, w0 = warp * 32;
+  const long long ld = 3LL * C;
+  const u16* qb = qkv + (long long)b * T * ld + (long long)h * HD;
+  load_rows(smem, qb, ld, q0, FQ, T);
+  __syncthreads();
+  unsigned qa[MT][KS_D][4];
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) load_a(qa[mt], smem, w0 + 16 * mt, g, c);
+  float o[MT][NT_D][4];
+  float m[MT][2], l[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+    for (int nd = 0; nd < NT_D; nd++) { o[mt][nd][0] = 0.f; o[mt][nd][1] = 0.f; o[mt][nd][2] = 0.f; o[mt][nd][3] = 0.f; }
+    m[mt][0] = NEG_INF; m[mt][1] = NEG_INF; l[mt][0] = 0.f; l[mt][1] = 0.f;
+  }
+  const int row0 = q0 + w0 + g;  // row of m tile mt, half hf: row0 + 16 mt + 8 hf
+  const int last = min(q0 + FQ, T) - 1;
+  for (int k0 = 0; k0 <= last; k0 += TILE) {
+    __syncthreads();
+    load_tile(sK, qb + C, ld, k0, T);
+    load_tile(sV, qb + 2 * C, ld, k0, T);
+    __syncthreads();
+    if (k0 > q0 + w0 + 31) continue;  // every key of the tile is after every row of this warp
+    const bool mask = k0 + TILE - 1 > q0 + w0;
+    float s[MT][NT_T][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+      for (int j = 0; j < NT_T; j++) { s[mt][j][0] = 0.f; s[mt][j][1] = 0.f; s[mt][j][2] = 0.f; s[mt][j][3] = 0.f; }
+#pragma unroll
+    for (int j = 0; j < NT_T; j++)
+#pragma unroll
+      for (int kk = 0; kk < KS_D; kk++) {
+        const unsigned b0 = lds32(sK + (j * 8 + g) * RS + kk * 16 + 2 * c);
+        const unsigned b1 = lds32(sK + (j * 8 + g) * RS + kk * 16 + 8 + 2 * c);
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) mma(s[mt][j], qa[mt][kk], b0, b1);
+      }
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+      float mx0 = NEG_INF, mx1 = NEG_INF;
+#pragma unroll
+      for (int j = 0; j < NT_T; j++) {
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          const int key = k0 + j * 8 + 2 * c + (e & 1);
+          float v = s[mt][j][e] * scale_log2;
+          if (mask && key > row0 + 16 * mt + (e < 2 ? 0 : 8)) v = NEG_INF;
+          s[mt][j][e] = v;
+        }
+        mx0 = fmaxf(mx0, fmaxf(s[mt][j][0], s[mt][j][1]));
+        mx1 = fmaxf(mx1, fmaxf(s[mt][j][2], s[mt][j][3]));
+      }
+      mx0 = fmaxf(mx0, __shfl_xor_sync(FULL, mx0, 1));
+      mx0 = fmaxf(mx0, __shfl_xor_sync(FULL, mx0, 2));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(FULL, mx1, 1));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(FULL, mx1, 2));
+      // Every row has seen key 0 by now, so the new maximum is finite (a wholly masked tile keeps it).
+      const float n0 = fmaxf(m[mt][0], mx0), n1 = fmaxf(m[mt][1], mx1);
+      const float c0 = exp2f(m[mt][0] - n0), c1 = exp2f(m[mt][1] - n1);
+      m[mt][0] = n0;
+      m[mt][1] = n1;
+      float r0 = 0.f, r1 = 0.f;
+#pragma unroll
+      for (int j = 0; j < NT_T; j++) {
+        s[mt][j][0] = exp2f(s[mt][j][0] - n0);
+        s[mt][j][1] = exp2f(s[mt][j][1] - n0);
+        s[mt][j][2] = exp2f(s[mt][j][2] - n1);
+        s[mt][j][3] = exp2f(s[mt][j][3] - n1);
+        r0 += s[mt][j][0] + s[mt][j][1];
+        r1 += s[mt][j][2] + s[mt][j][3];
+      }
+      // Each lane keeps a partial row sum over its own columns; the 4 lanes of a row are added at the end.
+      l[mt][0] = l[mt][0] * c0 + r0;
+      l[mt][1] = l[mt][1] * c1 + r1;
+#pragma unroll
+      for (int nd = 0; nd < NT_D; nd++) { o[mt][nd][0] *= c0; o[mt][nd][1] *= c0; o[mt][nd][2] *= c1; o[mt][nd][3] *= c1; }
+    }
+    // O += P·V: P's accumulator tiles 2kk, 2kk+1 are the A fragment of k step kk; ldmatrix.trans gives
+    // the B fragments of two 8-wide column tiles of V at once (matrices: keys 0-7 / 8-15 x dims nd, nd+1).
+    const int lr = lane & 7, lm = lane >> 3;
+#pragma unroll
+    for (int kk = 0; kk < KS_T; kk++) {
+      unsigned pa[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++) {
+        pa[mt][0] = pack2(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+        pa[mt][1] = pack2(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        pa[mt][2] = pack2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        pa[mt][3] = pack2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+      }
+#pragma unroll
+      for (int nd = 0; nd < NT_D; nd += 2) {
+        unsigned vb[4];
+        ldsm_x4_trans(vb, sV + (kk * 16 + lr + (lm & 1) * 8) * RS + nd * 8 + (lm >> 1) * 8);
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+          mma(o[mt][nd], pa[mt], vb[0], vb[1]);
+          mma(o[mt][nd + 1], pa[mt], vb[2], vb[3]);
+        }
+      }
+    }
+  }
+  u16* yb = y + (long long)b * T * C + (long long)h * HD;
+#pragma unroll
+  for (int mt = 0; mt < MT; mt++) {
+    float l0 = l[mt][0], l1 = l[mt][1];
+    l0 += __shfl_xor_sync(FULL, l0, 1);
+    l0 += __shfl_xor_sync(FULL, l0, 2);
+    l1 += __shfl_xor_sync(FULL, l1, 1);
+    l1 += __shfl_xor_sync(FULL, l1, 2);
+    const int rowA = row0 + 16 * mt, rowB = rowA + 8;
+    store_rows(yb, C, o[mt], rowA, T, 1.f / l0, 1.f / l1, c);
+    if (c == 0) {
+      if (rowA < T) lse[(long long)bh * T + rowA] = (m[mt][0] + log2f(l0)) * LN2;
+      if (rowB < T) lse[(long long)bh * T + rowB] = (m[mt][1] + log2f(l1)) * LN2;
+    }
+  }
+}
+`;
+
+/**
+ * dk, dv for 64 key rows per block over the query tiles from the diagonal on: grid (B·H, ceil(T / 64)),
+ * block y = key tile (the first tiles have the most queries, so they start first).
+ * Sᵀ = K·Qᵀ, Pᵀ = exp(scale·Sᵀ − lse), dPᵀ = V·dYᵀ, dSᵀ = Pᵀ ⊙ (dPᵀ − delta); dV += Pᵀ·dY, dK += dSᵀ·Q.
+ */
+export const MMA_DKDV = `${COMMON}
+extern "C" __global__ void __launch_bounds__(128) tdm_attn_dkdv_mma(const u16* __restrict__ dy, const u16* __restrict__ qkv,
+    const float* __restrict__ lse, const float* __restrict__ delta, u16* __restrict__ dqkv, int T, int H, float scale, float scale_log2) {
+  alignas(16) __shared__ u16 sQ[TILE * RS];
+  alignas(16) __shared__ u16 sdY[TILE * RS];
+  alignas(16) __shared__ u16 sQt[HD * TS];
+  alignas(16) __shared__ u16 sdYt[HD * TS];
+  __shared__ float sL[TILE];
+  __shared__ float sD[TILE];
+  const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
+  const int s0 = blockIdx.y * TILE;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+  const int C = H * HD, w0 = warp * 16;
+  const long long ld = 3LL * C;
+  const u16* qb = qkv + (long long)b * T * ld + (long long)h * HD;
+  const u16* dyb = dy + (long long)b * T * C + (long long)h * HD;
+  load_tile(sQ, qb + C, ld, s0, T);
+  load_tile(sdY, qb + 2 * C, ld, s0, T);
+  __syncthreads();
+  unsigned ka[KS_D][4], va[KS_D][4];
+  load_a(ka, sQ, w0, g, c);
+  load_a(va, sdY, w0, g, c);
+  float dk[NT_D][4], dv[NT_D][4];
+#pragma unroll
+  for (int nd = 0; nd < NT_D; nd++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) { dk[nd][e] = 0.f; dv[nd][e] = 0.f; }
+  const int keyA = s0 + w0 + g, keyB = keyA + 8;
+  for (int t0 = s0; t0 < T; t0 += TILE) {
+    __syncthreads();
+    load_tile(sQ, qb, ld, t0, T);
+    load_tile_t(sQt, qb, ld, t0, T);
+    load_tile(sdY, dyb, C, t0, T);
+    load_tile_t(sdYt, dyb, C, t0, T);
+    for (int i = threadIdx.x; i < TILE; i += blockDim.x) {
+      const int t = t0 + i;
+      sL[i] = t < T ? lse[(long long)bh * T + t] * LOG2E : 0.f;
+      sD[i] = t < T ? delta[(long long)bh * T + t] : 0.f;
+    }
+    __syncthreads();
+    float p[NT_T][4], ds[NT_T][4];
+#pragma unroll
+    for (int j = 0; j < NT_T; j++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) { p[j][e] = 0.f; ds[j][e] = 0.f; }
+    mma_abt(p, ka, sQ, g, c);
+    mma_abt(ds, va, sdY, g, c);
+    const bool diag = t0 == s0;
+#pragma unroll
+    for (int j = 0; j < NT_T; j++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const int col = j * 8 + 2 * c + (e & 1), t = t0 + col;
+        float pv = exp2f(p[j][e] * scale_log2 - sL[col]);
+        if (t >= T || (diag && t < (e < 2 ? keyA : keyB))) pv = 0.f;
+        p[j][e] = pv;
+        ds[j][e] = pv * (ds[j][e] - sD[col]);
+      }
+    mma_pm(dv, p, sdYt, g, c);
+    mma_pm(dk, ds, sQt, g, c);
+  }
+  u16* out = dqkv + (long long)b * T * ld + (long long)h * HD;
+  store_rows(out + C, ld, dk, keyA, T, scale, scale, c);
+  store_rows(out + 2 * C, ld, dv, keyA, T, 1.f, 1.f, c);
+}
+`;
+
+/**
+ * dq for 64 query rows per block over the key tiles up to the diagonal: grid (B·H, ceil(T / 64)),
+ * heaviest first. S = Q·Kᵀ, P = exp(scale·S − lse), dP = dY·Vᵀ, dS = P ⊙ (dP − delta), dQ = scale·dS·K.
+ */
+export const MMA_DQ = `${COMMON}
+extern "C" __global__ void __launch_bounds__(128) tdm_attn_dq_mma(const u16* __restrict__ dy, const u16* __restrict__ qkv,
+    const float* __restrict__ lse, const float* __restrict__ delta, u16* __restrict__ dqkv, int T, int H, float scale, float scale_log2) {
+  alignas(16) __shared__ u16 sK[TILE * RS];
+  alignas(16) __shared__ u16 sV[TILE * RS];
+  alignas(16) __shared__ u16 sKt[HD * TS];
+  const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
+  const int q0 = (gridDim.y - 1 - blockIdx.y) * TILE;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+  const int C = H * HD, w0 = warp * 16;
+  const long long ld = 3LL * C;
+  const u16* qb = qkv + (long long)b * T * ld + (long long)h * HD;
+  load_tile(sK, qb, ld, q0, T);
+  load_tile(sV, dy + (long long)b * T * C + (long long)h * HD, C, q0, T);
+  __syncthreads();
+  unsigned qa[KS_D][4], dya[KS_D][4];
+  load_a(qa, sK, w0, g, c);
+  load_a(dya, sV, w0, g, c);
+  const int rowA = q0 + w0 + g, rowB = rowA + 8;
+  const float lA = rowA < T ? lse[(long long)bh * T + rowA] * LOG2E : 0.f;
+  const float lB = rowB < T ? lse[(long long)bh * T + rowB] * LOG2E : 0.f;
+  const float dA = rowA < T ? delta[(long long)bh * T + rowA] : 0.f;
+  const float dB = rowB < T ? delta[(long long)bh * T + rowB] : 0.f;
+  float dq[NT_D][4];
+#pragma unroll
+  for (int nd = 0; nd < NT_D; nd++) { dq[nd][0] = 0.f; dq[nd][1] = 0.f; dq[nd][2] = 0.f; dq[nd][3] = 0.f; }
+  const int last = q0 / TILE;
+  for (int kt = 0; kt <= last; kt++) {
+    const int k0 = kt * TILE;
+    __syncthreads();
+    load_tile(sK, qb + C, ld, k0, T);
+    load_tile(sV, qb + 2 * C, ld, k0, T);
+    load_tile_t(sKt, qb + C, ld, k0, T);
+    __syncthreads();
+    float s[NT_T][4], dp[NT_T][4];
+#pragma unroll
+    for (int j = 0; j < NT_T; j++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) { s[j][e] = 0.f; dp[j][e] = 0.f; }
+    mma_abt(s, qa, sK, g, c);
+    mma_abt(dp, dya, sV, g, c);
+    const bool diag = kt == last;
+#pragma unroll
+    for (int j = 0; j < NT_T; j++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const int key = k0 + j * 8 + 2 * c + (e & 1);
+        const bool lo = e < 2;
+        float pv = exp2f(s[j][e] * scale_log2 - (lo ? lA : lB));
+        if (diag && key > (lo ? rowA : rowB)) pv = 0.f;
+        s[j][e] = pv * (dp[j][e] - (lo ? dA : dB));
+      }
+    mma_pm(dq, s, sKt, g, c);
+  }
+  store_rows(dqkv + (long long)b * T * ld + (long long)h * HD, ld, dq, rowA, T, scale, scale, c);
+}
+`;

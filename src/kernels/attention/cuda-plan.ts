@@ -1,0 +1,94 @@
+/**
+ * What the attention CUDA launches need, carried to the constant programs through the scalars of
+ * ctx.launch (the program cache is keyed by program identity, so per-call values cannot live in closures).
+ */
+import type { DType } from '../../core/dtype.js';
+import type { Scalars } from '../../devices/device.js';
+import type { CudaArgDesc, CudaProgram } from '../../devices/cuda/kernel-api.js';
+import { type AttentionDims, attentionDims } from './params.js';
+
+export interface AttentionLaunch {
+  readonly batch: number;
+  readonly seq: number;
+  readonly heads: number;
+  readonly headDim: number;
+  readonly scale: number;
+  /** 1 for f64 (smaller tiles, double arithmetic). */
+  readonly f64: number;
+  /** Device address of the f32 (f64) delta = rowsum(dy ⊙ y) scratch, [B, H, T]; 0 in the forward. */
+  readonly delta: number;
+}
+
+export const L = (s: Scalars): AttentionLaunch => s as unknown as AttentionLaunch;
+
+export function launchOf(op: string, qkv: CudaArgDesc, scalars: Scalars, delta = 0): AttentionLaunch {
+  const d: AttentionDims = attentionDims(op, qkv.desc, scalars);
+  return {
+    batch: d.batch,
+    seq: d.seq,
+    heads: d.heads,
+    headDim: d.headDim,
+    scale: d.scale,
+    f64: qkv.desc.dtype === 'f64' ? 1 : 0,
+    delta,
+  };
+}
+
+export const asScalars = (l: AttentionLaunch): Scalars => l as unknown as Scalars;
+
+/** Rows per block of the CUDA-core kernels (WARPS · ROWS in cuda-generic.ts). */
+export function genericRows(l: AttentionLaunch): number {
+  return l.f64 ? 4 : 8;
+}
+
+export const BLOCK_128 = [128, 1, 1] as const;
+
+/** Shared fields of the CUDA-core programs: X bound to the qkv dtype (arg `qkvArg`), L to lse's. */
+export function genericProgram(
+  source: string,
+  entry: string,
+  qkvArg: number,
+  lseArg: number,
+): Pick<CudaProgram, 'kind' | 'source' | 'entry' | 'dtypes' | 'defines' | 'block'> {
+  return {
+    kind: 'program',
+    source,
+    entry,
+    dtypes: (args) => ({ X: args[qkvArg]!.desc.dtype, L: args[lseArg]!.desc.dtype }),
+    defines: (_a, s) => ({ HD: L(s).headDim, F64: L(s).f64 }),
+    block: () => BLOCK_128,
+  };
+}
+
+/** Rows per block of the tensor-core kernels (cuda-mma.ts TILE). */
+export const MMA_TILE = 64;
+
+/**
+ * Whether the tensor-core kernels take this call: f16/bf16, a head dim they tile (a multiple of 16,
+ * at most 64), and 16-byte aligned tensors (they load 8 elements at a time).
+ */
+export function mmaEligible(dtype: DType, l: AttentionLaunch, ptrs: readonly number[]): boolean {
+  return (
+    (dtype === 'bf16' || dtype === 'f16') &&
+    l.headDim % 16 === 0 &&
+    l.headDim <= 64 &&
+    ptrs.every((p) => p % 16 === 0)
+  );
+}
+
+/** Shared fields of the tensor-core programs; `rows` query or key rows per block. */
+export function mmaProgram(
+  source: string,
+  entry: string,
+  qkvArg: number,
+  rows = MMA_TILE,
+): Pick<CudaProgram, 'kind' | 'source' | 'entry' | 'defines' | 'block' | 'grid'> {
+  return {
+    kind: 'program',
+    source,
+    entry,
+    defines: (args, s) => ({ HD: L(s).headDim, IS_BF16: args[qkvArg]!.desc.dtype === 'bf16' ? 1 : 0 }),
+    block: () => BLOCK_128,
+    grid: (_a, s) => [L(s).batch * L(s).heads, Math.ceil(L(s).seq / rows), 1],
+  };
+}

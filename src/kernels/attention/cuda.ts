@@ -1,0 +1,73 @@
+/**
+ * attention on CUDA: the tensor-core kernel (cuda-mma.ts) for f16/bf16 with a head dim it tiles, the
+ * CUDA-core flash kernel (cuda-generic.ts) for everything else. Both write y and lse in one pass.
+ */
+import type { CudaArg, CudaKernelContext, CudaNative, CudaProgram } from '../../devices/cuda/kernel-api.js';
+import type { Scalars } from '../../devices/device.js';
+import { GENERIC_FORWARD } from './cuda-generic.js';
+import { MMA_FORWARD } from './cuda-mma.js';
+import {
+  type AttentionLaunch,
+  L,
+  asScalars,
+  genericProgram,
+  genericRows,
+  launchOf,
+  MMA_TILE,
+  mmaEligible,
+  mmaProgram,
+} from './cuda-plan.js';
+
+/** args: qkv 0, y 1, lse 2. */
+export const ATTENTION_FORWARD_GENERIC: CudaProgram = {
+  ...genericProgram(GENERIC_FORWARD, 'tdm_attn_fwd', 0, 2),
+  grid: (_a, s) => [L(s).batch * L(s).heads, Math.ceil(L(s).seq / genericRows(L(s))), 1],
+  params: (_a, s) => [
+    { kind: 'ptr', arg: 0 },
+    { kind: 'ptr', arg: 1 },
+    { kind: 'ptr', arg: 2 },
+    { kind: 'i32', value: L(s).seq },
+    { kind: 'i32', value: L(s).heads },
+    { kind: 'f64', value: L(s).scale },
+  ],
+};
+
+export const ATTENTION_FORWARD_MMA: CudaProgram = {
+  ...mmaProgram(MMA_FORWARD, 'tdm_attn_fwd_mma', 0, 2 * MMA_TILE),
+  params: (_a, s) => [
+    { kind: 'ptr', arg: 0 },
+    { kind: 'ptr', arg: 1 },
+    { kind: 'ptr', arg: 2 },
+    { kind: 'i32', value: L(s).seq },
+    { kind: 'i32', value: L(s).heads },
+    { kind: 'f32', value: L(s).scale * Math.LOG2E },
+  ],
+};
+
+export type AttentionPath = 'auto' | 'generic' | 'tensor-core';
+
+function plan(args: readonly CudaArg[], scalars: Scalars): AttentionLaunch | null {
+  const launch = launchOf('attention', args[0]!, scalars);
+  return launch.batch === 0 || launch.seq === 0 ? null : launch;
+}
+
+function run(path: AttentionPath, ctx: CudaKernelContext, args: readonly CudaArg[], scalars: Scalars): void {
+  const launch = plan(args, scalars);
+  if (launch === null) return;
+  const eligible = mmaEligible(
+    args[0]!.desc.dtype,
+    launch,
+    args.map((a) => a.ptr),
+  );
+  if (path === 'tensor-core' && !eligible)
+    throw new Error('attention: this call does not fit the tensor-core kernel');
+  const program = path !== 'generic' && eligible ? ATTENTION_FORWARD_MMA : ATTENTION_FORWARD_GENERIC;
+  ctx.launch(program, args, asScalars(launch));
+}
+
+/** One path forced (GPU tests compare each against the reference); `attentionCuda` picks. */
+export function attentionCudaPath(path: AttentionPath): CudaNative {
+  return { kind: 'native', run: (ctx, args, scalars) => run(path, ctx, args, scalars) };
+}
+
+export const attentionCuda: CudaNative = attentionCudaPath('auto');

@@ -1,0 +1,118 @@
+/**
+ * attention_backward on CUDA, FlashAttention-2 style in three launches: delta = rowsum(dy ⊙ y) into
+ * scratch, then dk/dv per key tile and dq per query tile (a separate pass instead of atomics: every
+ * element of dqkv is written exactly once, and the result does not depend on scheduling). Tensor cores
+ * (cuda-mma.ts) for f16/bf16 with head dims they tile, CUDA cores (cuda-generic.ts) otherwise.
+ */
+import type { CudaArg, CudaKernelContext, CudaNative, CudaProgram } from '../../devices/cuda/kernel-api.js';
+import type { Scalars } from '../../devices/device.js';
+import type { AttentionPath } from '../attention/cuda.js';
+import { DELTA, GENERIC_DKDV, GENERIC_DQ } from '../attention/cuda-generic.js';
+import { MMA_DKDV, MMA_DQ } from '../attention/cuda-mma.js';
+import {
+  L,
+  asScalars,
+  genericProgram,
+  genericRows,
+  launchOf,
+  mmaEligible,
+  mmaProgram,
+} from '../attention/cuda-plan.js';
+
+const WARPS_PER_BLOCK = 4;
+const MAX_GRID = 1 << 16;
+
+/** args: dy 0, qkv 1, y 2, lse 3, dqkv 4. */
+export const ATTENTION_DELTA: CudaProgram = {
+  ...genericProgram(DELTA, 'tdm_attn_delta', 1, 3),
+  grid: (_a, s) => [
+    Math.max(1, Math.min(MAX_GRID, Math.ceil((L(s).batch * L(s).seq * L(s).heads) / WARPS_PER_BLOCK))),
+    1,
+    1,
+  ],
+  params: (_a, s) => [
+    { kind: 'ptr', arg: 0 },
+    { kind: 'ptr', arg: 2 },
+    { kind: 'addr', value: L(s).delta },
+    { kind: 'i32', value: L(s).batch },
+    { kind: 'i32', value: L(s).seq },
+    { kind: 'i32', value: L(s).heads },
+  ],
+};
+
+const genericParams: CudaProgram['params'] = (_a, s) => [
+  { kind: 'ptr', arg: 0 },
+  { kind: 'ptr', arg: 1 },
+  { kind: 'ptr', arg: 3 },
+  { kind: 'addr', value: L(s).delta },
+  { kind: 'ptr', arg: 4 },
+  { kind: 'i32', value: L(s).seq },
+  { kind: 'i32', value: L(s).heads },
+  { kind: 'f64', value: L(s).scale },
+];
+
+const genericGrid: CudaProgram['grid'] = (_a, s) => [
+  L(s).batch * L(s).heads,
+  Math.ceil(L(s).seq / genericRows(L(s))),
+  1,
+];
+
+export const ATTENTION_DKDV_GENERIC: CudaProgram = {
+  ...genericProgram(GENERIC_DKDV, 'tdm_attn_dkdv', 1, 3),
+  grid: genericGrid,
+  params: genericParams,
+};
+
+export const ATTENTION_DQ_GENERIC: CudaProgram = {
+  ...genericProgram(GENERIC_DQ, 'tdm_attn_dq', 1, 3),
+  grid: genericGrid,
+  params: genericParams,
+};
+
+const mmaParams: CudaProgram['params'] = (_a, s) => [
+  { kind: 'ptr', arg: 0 },
+  { kind: 'ptr', arg: 1 },
+  { kind: 'ptr', arg: 3 },
+  { kind: 'addr', value: L(s).delta },
+  { kind: 'ptr', arg: 4 },
+  { kind: 'i32', value: L(s).seq },
+  { kind: 'i32', value: L(s).heads },
+  { kind: 'f32', value: L(s).scale },
+  { kind: 'f32', value: L(s).scale * Math.LOG2E },
+];
+
+export const ATTENTION_DKDV_MMA: CudaProgram = {
+  ...mmaProgram(MMA_DKDV, 'tdm_attn_dkdv_mma', 1),
+  params: mmaParams,
+};
+export const ATTENTION_DQ_MMA: CudaProgram = {
+  ...mmaProgram(MMA_DQ, 'tdm_attn_dq_mma', 1),
+  params: mmaParams,
+};
+
+function run(path: AttentionPath, ctx: CudaKernelContext, args: readonly CudaArg[], scalars: Scalars): void {
+  const base = launchOf('attention_backward', args[1]!, scalars);
+  if (base.batch === 0 || base.seq === 0) return;
+  const eligible = mmaEligible(
+    args[1]!.desc.dtype,
+    base,
+    args.map((a) => a.ptr),
+  );
+  if (path === 'tensor-core' && !eligible) {
+    throw new Error('attention_backward: this call does not fit the tensor-core kernel');
+  }
+  const rows = base.batch * base.heads * base.seq;
+  const delta = ctx.scratch(rows * (base.f64 ? 8 : 4));
+  const launch = asScalars({ ...base, delta });
+  ctx.launch(ATTENTION_DELTA, args, launch);
+  const mma = path !== 'generic' && eligible;
+  ctx.launch(mma ? ATTENTION_DKDV_MMA : ATTENTION_DKDV_GENERIC, args, launch);
+  ctx.launch(mma ? ATTENTION_DQ_MMA : ATTENTION_DQ_GENERIC, args, launch);
+}
+
+/** One path forced (GPU tests compare each against the reference); `attentionBackwardCuda` picks. */
+export function attentionBackwardCudaPath(path: AttentionPath): CudaNative {
+  return { kind: 'native', run: (ctx, args, scalars) => run(path, ctx, args, scalars) };
+}
+
+export const attentionBackwardCuda: CudaNative = attentionBackwardCudaPath('auto');
