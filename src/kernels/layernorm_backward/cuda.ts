@@ -34,6 +34,7 @@ extern "C" __global__ void tdm_lnb_rows(const X_t* __restrict__ dy, const X_t* _
     const X_c mu = (X_c)ldS(mean, row);
     const X_c rs = (X_c)ldS(rstd, row);
     X_c sg = (X_c)0, sgx = (X_c)0;
+#pragma unroll 4
     for (int j = lane * VEC; j < C; j += 32 * VEC) {
       X_c d[VEC], xv[VEC], wv[VEC];
       nrm_ld(dy, base + j, d);
@@ -51,6 +52,7 @@ extern "C" __global__ void tdm_lnb_rows(const X_t* __restrict__ dy, const X_t* _
     }
     const X_c ma = nrm_warp_sum(sg) / (X_c)C;
     const X_c mc = nrm_warp_sum(sgx) / (X_c)C;
+#pragma unroll 4
     for (int j = lane * VEC; j < C; j += 32 * VEC) {
       X_c d[VEC], xv[VEC], wv[VEC], out[VEC];
       nrm_ld(dy, base + j, d);

@@ -28,6 +28,7 @@ extern "C" __global__ void tdm_softmax_xent(X_t* logits, const int* __restrict__
   const long long row = blockIdx.x;
   X_t* xr = logits + row * (long long)Vp;
   X_c m = NRM_NEG_INF, s = (X_c)0;
+#pragma unroll 4
   for (int j = threadIdx.x * VEC; j < V; j += blockDim.x * VEC) {
     X_c v[VEC];
     nrm_ld(xr, j, v);
@@ -65,6 +66,7 @@ extern "C" __global__ void tdm_softmax_xent(X_t* logits, const int* __restrict__
   const X_c lse = s_lse;
   const X_c gs = (X_c)gradScale;
   const bool bad = t < -1 || t >= V;
+#pragma unroll 4
   for (int j = threadIdx.x * VEC; j < Vp; j += blockDim.x * VEC) {
     X_c v[VEC];
     nrm_ld(xr, j, v);
