@@ -2,12 +2,13 @@
 // ops named on the command line would launch, native impls included (a recording context stands in
 // for the device). Usage after npm run build: node scripts/nvcc-check.mjs layernorm softmax_xent ...
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 const root = new URL('../dist/src', import.meta.url).pathname;
 const outDir = process.env.OUT_DIR ?? mkdtempSync(join(tmpdir(), 'nvcc-check-'));
+mkdirSync(outDir, { recursive: true });
 const { CONFORMANCE_CASES } = await import(`${root}/kernels/conformance-cases.js`);
 const { KERNEL_IMPLS, KERNEL_DEFS } = await import(`${root}/kernels/register.js`);
 const { prepareCase } = await import(`${root}/kernels/conformance.js`);
