@@ -24,7 +24,9 @@ static __device__ __forceinline__ void xent_merge(X_c& m, X_c& s, X_c m2, X_c s2
 extern "C" __global__ void tdm_softmax_xent(X_t* logits, const int* __restrict__ targets,
     S_t* __restrict__ losses, int Vp, int V, double gradScale) {
   __shared__ X_c sm[32], ss[32];
+#if BACKWARD
   __shared__ X_c s_max, s_logsum;
+#endif
   const long long row = blockIdx.x;
   X_t* xr = logits + row * (long long)Vp;
   X_c m = NRM_NEG_INF, s = (X_c)0;
@@ -57,8 +59,10 @@ extern "C" __global__ void tdm_softmax_xent(X_t* logits, const int* __restrict__
     // lse = m + log Σ, but kept as its two parts: (m − x_t) + log Σ and e^((x − m) − log Σ) lose
     // nothing to the rounding of m + log Σ when the logits are large (±300: an ulp of m is 3e-5).
     const X_c logsum = m_log(s);
+#if BACKWARD
     s_max = m;
     s_logsum = logsum;
+#endif
     X_c loss = (X_c)0;
     if (t >= 0 && t < V) loss = (m - ldX(xr, t)) + logsum;
     else if (t != -1) loss = NRM_NAN;
