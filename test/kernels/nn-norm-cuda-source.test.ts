@@ -74,6 +74,7 @@ const context: CudaKernelContext = {
   launch: record,
   scratch: allocate,
   gemm: () => assert.fail('the norm group uses no GEMM'),
+  matmul: () => assert.fail('the norm group uses no GEMM'),
   memcpy: () => assert.fail('the norm group copies nothing'),
   tile: () => assert.fail('the norm group uses no tile routine'),
 };
