@@ -4,7 +4,7 @@
  * geometry, parameters and vector-width choice, checked against the float64 references exactly as the
  * conformance test checks a backend. A representative subset of the conformance cases (every op, the
  * scalar and the 16-byte vector paths, f32/f64/bf16/f16 where the code differs), since each variant is
- * a g++ build. The GPU tests (cuda-conformance, nn-norm-cuda) check the hardware itself.
+ * a g++ build, plus the model-size cases of the GPU test but its million-element dropout. The GPU tests (cuda-conformance, nn-norm-cuda) check the hardware itself.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -14,6 +14,7 @@ import { CONFORMANCE_CASES } from '../../src/kernels/conformance-cases.js';
 import { checkCase, prepareCase } from '../../src/kernels/conformance.js';
 import { KERNEL_IMPLS } from '../../src/kernels/register.js';
 import { defOf } from './cpu-harness.js';
+import { NN_NORM_GPU_CASES } from './nn-norm-gpu-cases.js';
 import { hostCudaUnavailable, runNativeOnHost } from './cuda-emu/host-cuda.js';
 
 const unavailable = hostCudaUnavailable();
@@ -37,7 +38,10 @@ const CASES = [
   'softmax_xent f32 [9,67] V61 wide backward true',
   'dropout f32 [3,5,7] {"p":0.5,"seed":1099511627783,"offset":6}',
   'dropout_backward bf16 [4099] {"p":0.3,"seed":12345} accumulate true',
+  // Model sizes: C = 768 vectors, 38 blocks of column partials, 1024-thread rows of 50304, repeated ids.
+  ...NN_NORM_GPU_CASES.filter((c) => c.op !== 'dropout').map((c) => c.name),
 ];
+const ALL = [...CONFORMANCE_CASES, ...NN_NORM_GPU_CASES];
 
 function asNative(impl: CudaKernelImpl): CudaNative {
   return impl.kind === 'native' ? impl : { kind: 'native', run: (ctx, a, s) => ctx.launch(impl, a, s) };
@@ -46,7 +50,7 @@ function asNative(impl: CudaKernelImpl): CudaNative {
 void describe('norm group CUDA kernels on the host emulator', { skip: unavailable ?? false }, () => {
   for (const name of CASES) {
     void it(name, () => {
-      const c = CONFORMANCE_CASES.find((x) => x.name === name);
+      const c = ALL.find((x) => x.name === name);
       assert.ok(c, `no case named ${name}`);
       const def = defOf(c.op);
       const prepared = prepareCase(def, c);
