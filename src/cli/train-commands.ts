@@ -81,11 +81,7 @@ function progressLine(r: StepReport, steps: number): string {
   return `step ${r.step}/${steps} | loss ${r.loss.toFixed(4)} | lr ${r.lr.toExponential(2)} | ${rate} ${r.unit}/s${mfu} | ETA ${eta}`;
 }
 
-async function evaluate(
-  trainer: Trainer,
-  data: TrainData,
-  batches: number,
-): Promise<Record<string, number>> {
+async function evaluate(trainer: Trainer, data: TrainData, batches: number): Promise<Record<string, number>> {
   if (batches === 0) return {};
   const b = trainer.built;
   if (b.kind === 'gpt' && data.kind === 'tokens' && data.val !== undefined) {

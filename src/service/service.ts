@@ -172,6 +172,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
         `handing job ${id ?? '?'} to the dispatcher: ${e instanceof Error ? e.message : String(e)}`,
       ),
     (e) => storeHealth.failed('storing submissions', e),
+    (e) => storeHealth.failed('syncing submissions to disk', e),
   );
   const shedder = new LoadShedder(config.shed, {
     backlog: () => dispatcher.queue.size + submitter.pending,
