@@ -14,6 +14,7 @@ import {
   Gpt,
   Nn,
   TokenLoader,
+  GradScaler,
   evaluateGpt,
   loadParameters,
   readTokenFile,
@@ -37,6 +38,7 @@ const { values } = parse(process.argv.slice(2), {
   torch: { type: 'string' },
   tol: { type: 'string', default: '1e-4' },
   'save-initial': { type: 'string' },
+  inject: { type: 'string' },
 });
 const [layers, heads, width, context, vocab, paddedVocab] = String(values['config'])
   .split(',')
@@ -66,19 +68,33 @@ try {
     maxNorm: 1,
   });
   const loader = new TokenLoader(readTokenFile(String(values['tokens'])), { batch, time: seq, vocab });
-  const ours: { step: number; loss: number; norm: number }[] = [];
+  // f16: dynamic loss scaling as torch.amp.GradScaler; --inject lists steps whose loss gradient is
+  // multiplied by 1e6 (an overflow), as the PyTorch side multiplies its loss.
+  const scaler = values['precision'] === 'f16' ? new GradScaler() : null;
+  const inject = new Set(String(values['inject'] ?? '').split(',').filter(Boolean).map(Number));
+  const ours: { step: number; loss: number; norm: number; scale?: number; skipped?: boolean }[] = [];
   for (let s = 0; s < steps; s++) {
     const b = loader.next();
     const ids = nn.input(b.inputs, [batch, seq], 'i32');
     const targets = nn.input(b.targets, [batch * seq], 'i32');
+    const used = scaler?.scale ?? 1;
+    nn.lossScale = used * (inject.has(s + 1) ? 1e6 : 1);
     const loss = model.loss(ids, targets);
     await loss.backward();
-    opt.step();
-    const norm = await opt.gradNorm();
+    opt.computeNorm();
+    const raw = await opt.gradNorm();
+    let skipped = false;
+    if (scaler === null) opt.applyUpdate();
+    else {
+      skipped = !Number.isFinite(raw);
+      if (!skipped) opt.applyUpdate({ gradScale: scaler.inverseScale });
+      scaler.update(skipped);
+    }
     opt.zeroGrad();
     rt.free(ids.data);
     rt.free(targets.data);
-    const line = { step: s + 1, loss: await loss.item(), norm };
+    const norm = raw / nn.lossScale;
+    const line = { step: s + 1, loss: await loss.item(), norm, ...(scaler ? { scale: used, skipped } : {}) };
     ours.push(line);
     console.log(JSON.stringify(line));
   }
@@ -98,6 +114,11 @@ try {
       worst = Math.max(worst, Math.abs(o.loss - t.loss) / Math.abs(t.loss));
     }
     const tv = theirs.find((x) => x.val !== undefined)?.val ?? NaN;
+    // fp16: the loss-scale trajectory and the skipped steps must be GradScaler's exactly.
+    const scaleMismatch = ours.filter((o) => {
+      const t = theirs.find((x) => x.step === o.step) as { scale?: number; skipped?: boolean } | undefined;
+      return o.scale !== undefined && (t?.scale !== o.scale || t.skipped !== o.skipped);
+    }).map((o) => o.step);
     console.log(
       JSON.stringify({
         precision: values['precision'],
@@ -108,6 +129,7 @@ try {
         valTandem: val,
         valTorch: tv,
         valRelDiff: Math.abs(val - tv) / tv,
+        ...(scaler ? { skippedSteps: ours.filter((o) => o.skipped).map((o) => o.step), finalScale: scaler.scale, scaleMismatchSteps: scaleMismatch } : {}),
       }),
     );
   }

@@ -4,11 +4,12 @@ init:  writes the initial weights of a GPT (nanoGPT layout and names, seeded) as
 train: trains it on the same in-order token batches as Tandem (window i*B+b of T tokens), AdamW
        (betas 0.9/0.95, eps 1e-8, weight decay 0.1 on matrices only), constant lr, clip 1.0,
        and prints one JSON line per step {"step", "loss", "norm"}, then {"val": mean loss}.
-Modes: f32 (TF32 off) or bf16 (autocast, fp32 params: PyTorch's AMP).
+Modes: f32 (TF32 off), bf16 (autocast, fp32 params: PyTorch's AMP), fp16 (autocast + GradScaler; the
+optional last argument lists steps whose loss is multiplied by 1e6 to force an overflow).
 
 usage: gpt_parity.py init  OUT.safetensors  L H C CTX V VP SEED
        gpt_parity.py same  A.safetensors B.safetensors     (every tensor identical: dtype, shape, bits)
-       gpt_parity.py train W.safetensors TOKENS.u16 VAL.u16 L H C CTX V VP STEPS B T LR MODE VALBATCHES
+       gpt_parity.py train W.safetensors TOKENS.u16 VAL.u16 L H C CTX V VP STEPS B T LR MODE VALBATCHES [INJECT]
 """
 import json
 import sys
@@ -101,6 +102,9 @@ def main():
     w, tok, val = sys.argv[2:5]
     L, H, C, ctx, V, VP, steps, B, T = map(int, sys.argv[5:14])
     lr, mode, valb = float(sys.argv[14]), sys.argv[15], int(sys.argv[16])
+    # fp16: GradScaler with its defaults; steps listed in INJECT multiply the loss by 1e6 (overflow).
+    inject = {int(x) for x in (sys.argv[17].split(",") if len(sys.argv) > 17 and sys.argv[17] else [])}
+    scaler = torch.amp.GradScaler("cuda") if mode == "fp16" else None
     m = build(L, H, C, ctx, V, VP).cuda()
     m.load_state_dict({k: v.cuda() for k, v in load_file(w).items()})
     decay = [p for p in m.parameters() if p.dim() >= 2]
@@ -110,16 +114,27 @@ def main():
         lr=lr, betas=(0.9, 0.95), eps=1e-8, fused=False, foreach=False,
     )
     tokens = np.fromfile(tok, dtype=np.uint16)
+    amp = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(mode)
     for i, (x, y) in enumerate(batches(tokens, B, T, steps)):
-        with torch.autocast("cuda", torch.bfloat16, enabled=mode == "bf16"):
+        with torch.autocast("cuda", amp or torch.float32, enabled=amp is not None):
             loss = m(x, y)
-        loss.backward()
-        norm = torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
-        opt.step()
+        if scaler is None:
+            loss.backward()
+            norm = torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+            opt.step()
+            line = {"step": i + 1, "loss": loss.item(), "norm": norm.item()}
+        else:
+            used = scaler.get_scale()
+            scaler.scale(loss * (1e6 if i + 1 in inject else 1.0)).backward()
+            scaler.unscale_(opt)
+            norm = torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+            scaler.step(opt)
+            scaler.update()
+            line = {"step": i + 1, "loss": loss.item(), "norm": norm.item(), "scale": used, "skipped": scaler.get_scale() < used}
         opt.zero_grad(set_to_none=True)
-        print(json.dumps({"step": i + 1, "loss": loss.item(), "norm": norm.item()}), flush=True)
+        print(json.dumps(line), flush=True)
     vt = np.fromfile(val, dtype=np.uint16)
-    with torch.no_grad(), torch.autocast("cuda", torch.bfloat16, enabled=mode == "bf16"):
+    with torch.no_grad(), torch.autocast("cuda", amp or torch.float32, enabled=amp is not None):
         vals = [m(x, y).item() for x, y in batches(vt, B, T, valb)]
     print(json.dumps({"val": sum(vals) / len(vals)}), flush=True)
 

@@ -35,6 +35,12 @@ if [[ $steps == *" parity "* ]]; then
       $save > "$OUT/tandem-$mode-20.jsonl" 2>&1
     log "parity $mode 20 steps rc=$?: $(tail -1 "$OUT/tandem-$mode-20.jsonl")"
   done
+  # fp16 with dynamic loss scaling, overflows forced at steps 5 and 9: GradScaler's trajectory exactly.
+  timeout 120 $PY bench/torch/gpt_parity.py train $W $TOK $VAL $CFG 100 8 64 6e-4 fp16 5 5,9 > "$OUT/torch-fp16-100.jsonl" 2>&1
+  timeout 200 node dist/bench/nn-parity.js --weights $W --tokens $TOK --val $VAL --config ${CFG// /,} \
+    --steps 100 --batch 8 --seq 64 --precision f16 --inject 5,9 --device cuda0 --val-batches 5 \
+    --torch "$OUT/torch-fp16-100.jsonl" --tol 2e-2 > "$OUT/tandem-fp16-100.jsonl" 2>&1
+  log "fp16 loss scaling 100 steps rc=$?: $(tail -1 "$OUT/tandem-fp16-100.jsonl")"
   $PY bench/torch/gpt_parity.py same $W /tmp/nn-tandem-roundtrip.safetensors > "$OUT/roundtrip.log" 2>&1
   log "weights torch -> tandem -> torch: $(tail -1 "$OUT/roundtrip.log")"
   timeout 150 $PY bench/torch/gpt_parity.py train $W $TOK $VAL $CFG 300 16 128 1e-3 f32 20 > "$OUT/torch-f32-300.jsonl" 2>&1

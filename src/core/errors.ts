@@ -30,7 +30,10 @@ export const ERROR_CATALOGUE = {
     http: 422,
     summary: 'a simulation or training run became numerically unstable (a NaN or infinite value)',
   },
-  TANDEM_ERR_BAD_DATA: { http: 422, summary: 'a data file is missing, malformed or too short for the request' },
+  TANDEM_ERR_BAD_DATA: {
+    http: 422,
+    summary: 'a data file is missing, malformed or too short for the request',
+  },
   TANDEM_ERR_NOT_FOUND: { http: 404, summary: 'the requested object does not exist' },
   TANDEM_ERR_UNAUTHORIZED: { http: 401, summary: 'missing or invalid API key' },
   TANDEM_ERR_FORBIDDEN: { http: 403, summary: 'the key may not do this' },
