@@ -142,7 +142,7 @@ export class Gpt extends Module {
     const nn = this.nn;
     const c = this.config;
     if (ids.shape.length !== 2) throw new TandemError('TANDEM_ERR_SHAPE', 'gpt: ids must be [batch, time]');
-    const [b, t] = ids.shape as [number, number];
+    const t = ids.shape[1]!;
     if (t > c.context)
       throw new TandemError('TANDEM_ERR_SHAPE', `gpt: ${t} tokens exceed the context of ${c.context}`);
     let x = embedding(nn, ids, this.wte, this.wpe);
