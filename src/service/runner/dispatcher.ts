@@ -147,8 +147,9 @@ export class Dispatcher {
     return this.admitted.byTenant();
   }
 
+  /** Jobs running here, and those claimed whose run waits for their turn to be durable. */
   get runningCount(): number {
-    return this.running.size;
+    return this.running.size + this.starts.startingCount;
   }
 
   /** Cancels a queued job at once; asks a running one to stop (its run sees the AbortSignal). */

@@ -69,6 +69,11 @@ export class Starts {
     private readonly hooks: StartHooks,
   ) {}
 
+  /** Jobs claimed whose run waits for their turn to be durable (running, as the database says). */
+  get startingCount(): number {
+    return this.claimedNotStarted.size;
+  }
+
   /** Whether a turn with no outcomes to commit could claim a job now. */
   mayClaim(): boolean {
     return this.claimsOpen() && this.admitted.hasSlot();
