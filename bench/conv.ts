@@ -83,7 +83,10 @@ async function time(rt: Runtime, call: Call, dtype: DType): Promise<number> {
   return runs.sort((a, b) => a - b)[2]!;
 }
 
-const rt = await Runtime.create({ backends: ['cpu', device === 'cuda' ? 'cuda' : 'cpu'], calibrate: false });
+const rt = await Runtime.create({
+  backends: device === 'cuda' ? ['cpu', 'cuda'] : ['cpu'],
+  calibrate: false,
+});
 try {
   if (!rt.devices.some((d) => d.info.kind === device)) {
     console.log(

@@ -25,6 +25,8 @@ export interface NnOptions {
   readonly precision?: Precision;
   /** Seed for parameter initialisation and dropout masks. */
   readonly seed?: number;
+  /** Labels put on every task (a service job's id: its trace and the device it ran on find them). */
+  readonly tags?: Readonly<Record<string, string>>;
 }
 
 interface TapeNode {
@@ -45,6 +47,7 @@ export class Nn implements VarHost {
   readonly precision: Precision;
   readonly device: string | undefined;
   readonly seed: number;
+  private readonly tags: Readonly<Record<string, string>> | undefined;
   /**
    * The factor the loss gradient is seeded with (1, or a GradScaler's scale in fp16): kernels that
    * fuse the loss gradient into the forward pass (crossEntropy) read it there.
@@ -69,6 +72,7 @@ export class Nn implements VarHost {
       );
     this.precision = precision;
     this.device = options.device;
+    this.tags = options.tags;
     this.seed = options.seed ?? 1;
     this.nextSeed = this.seed;
   }

@@ -8,6 +8,7 @@
 import { open, rename, rm } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { endianness } from 'node:os';
+import { dirname } from 'node:path';
 import { type DType, type HostArray, hostView, isDType } from '../core/dtype.js';
 import { TandemError } from '../core/errors.js';
 import {
@@ -45,7 +46,10 @@ export interface TensorToSave {
 export interface SaveOptions {
   /** String metadata stored under "__metadata__". */
   readonly metadata?: Readonly<Record<string, string>>;
-  /** fsync the file before it replaces `path` (a checkpoint that survives a power cut). Default false. */
+  /**
+   * fsync the file before it replaces `path`, and the directory after (a checkpoint that survives a
+   * power cut). Default false.
+   */
   readonly durable?: boolean;
 }
 
@@ -53,7 +57,10 @@ export interface LoadedTensor {
   readonly name: string;
   readonly dtype: SafetensorsDType;
   readonly shape: readonly number[];
-  /** The raw little-endian bytes, in an ArrayBuffer of their own (offset 0, so every typed view fits). */
+  /**
+   * The raw little-endian bytes: the caller's destination (LoadOptions.into), or an ArrayBuffer of
+   * their own (offset 0, so every typed view fits).
+   */
   readonly bytes: Uint8Array;
 }
 
@@ -213,6 +220,15 @@ export async function saveSafetensors(
   }
   await fh.close();
   await rename(tmp, path);
+  if (options.durable === true) {
+    // The rename itself is durable only once the directory entry is on disk.
+    const dirHandle = await open(dirname(path), 'r');
+    try {
+      await dirHandle.sync();
+    } finally {
+      await dirHandle.close();
+    }
+  }
   return { bytes: position };
 }
 
@@ -256,11 +272,35 @@ export async function readSafetensorsHeader(path: string): Promise<SafetensorsHe
   }
 }
 
+export interface LoadOptions {
+  /**
+   * Where a tensor's bytes go: return a view of exactly its size (e.g. the host buffer of the model's
+   * parameter, for a resume) and the file is read straight into it; undefined: a new buffer. Memory
+   * that is already mapped is much faster to fill than fresh memory, which the OS must fault in page
+   * by page.
+   */
+  readonly into?: (entry: HeaderEntry) => ArrayBufferView | undefined;
+}
+
+function destinationOf(options: LoadOptions, e: HeaderEntry): Uint8Array | undefined {
+  const view = options.into?.(e);
+  if (view === undefined) return undefined;
+  if (view.byteLength !== e.end - e.begin) {
+    throw new TandemError(
+      'TANDEM_ERR_SHAPE',
+      `safetensors: tensor "${e.name}" has ${e.end - e.begin} bytes, its destination ${view.byteLength}`,
+      { tensor: e.name },
+    );
+  }
+  return bytesOf(view);
+}
+
 /**
- * Reads a whole safetensors file. Each tensor gets its own buffer filled by large reads; runs of small
- * tensors are read in one call through a staging buffer and copied out natively.
+ * Reads a whole safetensors file. Each tensor is read with large reads into its destination (or a
+ * buffer of its own); runs of small tensors are read in one call through a staging buffer and copied
+ * out natively.
  */
-export async function loadSafetensors(path: string): Promise<SafetensorsFile> {
+export async function loadSafetensors(path: string, options: LoadOptions = {}): Promise<SafetensorsFile> {
   requireLittleEndian();
   const fh = await openForRead(path);
   try {
@@ -268,12 +308,12 @@ export async function loadSafetensors(path: string): Promise<SafetensorsFile> {
     const tensors = new Map<string, LoadedTensor>();
     const entries = header.entries;
     const stage = new Uint8Array(STAGE_BYTES);
+    const isSmall = (e: HeaderEntry): boolean => e.end - e.begin < SMALL_TENSOR;
     let i = 0;
     while (i < entries.length) {
       const e = entries[i]!;
-      const size = e.end - e.begin;
-      if (size >= SMALL_TENSOR) {
-        const bytes = new Uint8Array(size);
+      if (!isSmall(e)) {
+        const bytes = destinationOf(options, e) ?? new Uint8Array(e.end - e.begin);
         await readAll(fh, bytes, header.dataStart + e.begin, path);
         tensors.set(e.name, { name: e.name, dtype: e.dtype, shape: e.shape, bytes });
         i++;
@@ -281,18 +321,15 @@ export async function loadSafetensors(path: string): Promise<SafetensorsFile> {
       }
       // A run of consecutive small tensors that fits the staging buffer: one read, native copies.
       let j = i;
-      while (
-        j < entries.length &&
-        entries[j]!.end - entries[j]!.begin < SMALL_TENSOR &&
-        entries[j]!.end - e.begin <= STAGE_BYTES
-      )
-        j++;
+      while (j < entries.length && isSmall(entries[j]!) && entries[j]!.end - e.begin <= STAGE_BYTES) j++;
       const run = stage.subarray(0, entries[j - 1]!.end - e.begin);
       await readAll(fh, run, header.dataStart + e.begin, path);
       for (let k = i; k < j; k++) {
         const t = entries[k]!;
-        const bytes = run.slice(t.begin - e.begin, t.end - e.begin);
-        tensors.set(t.name, { name: t.name, dtype: t.dtype, shape: t.shape, bytes });
+        const part = run.subarray(t.begin - e.begin, t.end - e.begin);
+        const dest = destinationOf(options, t);
+        if (dest !== undefined) dest.set(part);
+        tensors.set(t.name, { name: t.name, dtype: t.dtype, shape: t.shape, bytes: dest ?? part.slice() });
       }
       i = j;
     }

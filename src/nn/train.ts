@@ -38,6 +38,8 @@ export interface TrainSpec {
   readonly weightDecay?: number;
   readonly maxNorm?: number;
   readonly seed?: number;
+  /** Labels for every task (the service's job id). */
+  readonly tags?: Readonly<Record<string, string>>;
 }
 
 export interface StepReport {
@@ -106,6 +108,7 @@ export class Trainer {
       precision: spec.precision ?? 'f32',
       seed: spec.seed ?? 1,
       ...(spec.device === undefined ? {} : { device: spec.device }),
+      ...(spec.tags === undefined ? {} : { tags: spec.tags }),
     });
     this.built = buildModel(this.nn, spec);
     const isGpt = this.built.kind === 'gpt';

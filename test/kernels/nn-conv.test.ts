@@ -12,7 +12,7 @@ import type { Scalars, TensorDesc } from '../../src/devices/device.js';
 import { wasmGemmStatus } from '../../src/devices/cpu/wasm/gemm-wasm.js';
 import { CONFORMANCE_CASES } from '../../src/kernels/conformance-cases.js';
 import { argMode } from '../../src/kernels/kernel.js';
-import { OPENBLAS_REASON, defOf, runCpuCase } from './cpu-harness.js';
+import { OPENBLAS_REASON, cpuContext, cpuKernelOf, defOf, runCpuCase } from './cpu-harness.js';
 
 const CONV_OPS = new Set(['conv2d', 'conv2d_backward', 'pool2d', 'pool2d_backward']);
 const cases = CONFORMANCE_CASES.filter((c) => CONV_OPS.has(c.op));
@@ -288,5 +288,41 @@ void describe('conv group validation', () => {
       ['dx', 'dw', 'db'].map((n) => mode({ accumulate: true }, n)),
       ['w', 'rw', 'rw'],
     );
+  });
+});
+
+void describe('pool2d max on the CPU: ties and NaN', () => {
+  const run = (op: string, arrays: Float32Array[], shapes: number[][]): Float32Array[] => {
+    const args = arrays.map((data, i) => ({ data, desc: t(shapes[i]!) }));
+    cpuKernelOf(op)(args, { op: 'max', kernel: 2 }, cpuContext('ts'));
+    return arrays;
+  };
+  // One 2x4 plane: window 0 is a tie (0.5 twice), window 1 holds a NaN after a larger value.
+  const x = Float32Array.of(0.25, 0.5, 0.75, 0.125, 0.5, 0.125, NaN, 0.875);
+
+  void it('the first maximum of a tie; a NaN wins its window', () => {
+    const [, y] = run(
+      'pool2d',
+      [x, new Float32Array(2)],
+      [
+        [1, 1, 2, 4],
+        [1, 1, 1, 2],
+      ],
+    );
+    assert.equal(y![0], 0.5);
+    assert.ok(Number.isNaN(y![1]));
+  });
+
+  void it('the gradient goes to that same element', () => {
+    const [, , dx] = run(
+      'pool2d_backward',
+      [x, Float32Array.of(3, 5), new Float32Array(8).fill(NaN)],
+      [
+        [1, 1, 2, 4],
+        [1, 1, 1, 2],
+        [1, 1, 2, 4],
+      ],
+    );
+    assert.deepEqual([...dx!], [0, 3, 0, 0, 0, 0, 5, 0]);
   });
 });

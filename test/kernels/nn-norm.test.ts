@@ -15,7 +15,8 @@ import { prepareCase } from '../../src/kernels/conformance.js';
 import { dropoutParams } from '../../src/kernels/common/norm-checks.js';
 import { referenceKeepMask } from '../../src/kernels/dropout/reference.js';
 import { u32ToUniform } from '../../src/kernels/mc_common/philox.js';
-import { cpuContext, cpuKernelOf, defOf } from './cpu-harness.js';
+import { cpuContext, cpuKernelOf, defOf, runCpuCase } from './cpu-harness.js';
+import { NN_NORM_GPU_CASES } from './nn-norm-gpu-cases.js';
 
 function desc(shape: number[], dtype: DType = 'f32'): TensorDesc {
   return { shape, dtype, bytes: numel(shape) * bytesPerElement(dtype) };
@@ -270,4 +271,12 @@ void describe('norm group validation', () => {
     defOf('softmax_xent').validate(xent, { vocab: 7, gradScale: 0.5 });
     defOf('dropout').validate({ x, y: x }, { p: 0.1, seed: 1 });
   });
+});
+
+void describe('the model-size cases of test/gpu/nn-norm-cuda.test.ts, on the CPU', () => {
+  for (const c of NN_NORM_GPU_CASES) {
+    void it(c.name, () => {
+      assert.deepEqual(runCpuCase(c, 'ts'), []);
+    });
+  }
 });

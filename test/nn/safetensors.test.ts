@@ -131,10 +131,43 @@ describe('safetensors round trip', () => {
     }
   });
 
-  it('replaces an existing file and leaves no temporary file behind', async () => {
+  it('reads straight into caller-given destinations (large and staged small tensors) and checks their size', async () => {
+    const big = Float32Array.from({ length: 400_000 }, (_, i) => i - 0.5);
+    const small = Float64Array.of(1.25, -2.5, 3.75);
+    const path = join(dir, 'into.safetensors');
+    await saveSafetensors(path, {
+      big: { dtype: 'f32', shape: [400_000], data: big },
+      small: { dtype: 'f64', shape: [3], data: small },
+    });
+    const destBig = new Float32Array(400_000).fill(NaN);
+    const destSmall = new Float64Array(3).fill(NaN);
+    const loaded = await loadSafetensors(path, {
+      into: (e) => (e.name === 'big' ? destBig : destSmall),
+    });
+    assert.deepEqual(destBig, big);
+    assert.deepEqual(destSmall, small);
+    assert.equal(loaded.tensors.get('big')!.bytes.buffer, destBig.buffer);
+    assert.equal(loaded.tensors.get('small')!.bytes.buffer, destSmall.buffer);
+    const partial = await loadSafetensors(path, {
+      into: (e) => (e.name === 'small' ? destSmall : undefined),
+    });
+    assert.deepEqual(hostArrayOf(partial.tensors.get('big')!), big);
+    await rejectsWith(
+      loadSafetensors(path, { into: () => new Float32Array(2) }),
+      'TANDEM_ERR_SHAPE',
+      undefined,
+      'destination',
+    );
+  });
+
+  it('replaces an existing file (durably) and leaves no temporary file behind', async () => {
     const path = join(dir, 'replace.safetensors');
     await writeFile(path, 'old contents');
-    await saveSafetensors(path, { x: { dtype: 'f32', shape: [1], data: Float32Array.of(2) } });
+    await saveSafetensors(
+      path,
+      { x: { dtype: 'f32', shape: [1], data: Float32Array.of(2) } },
+      { durable: true },
+    );
     const loaded = await loadSafetensors(path);
     assert.deepEqual(hostArrayOf(loaded.tensors.get('x')!), Float32Array.of(2));
     assert.deepEqual(

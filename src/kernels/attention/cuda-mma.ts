@@ -1,12 +1,13 @@
 /**
  * Causal attention on tensor cores for f16/bf16 storage and head dims d ∈ {16, 32, 48, 64}
  * (FlashAttention-2's scheme with warp-level mma.sync.m16n8k16, f32 accumulation). A block is 4 warps;
- * each warp owns 16 rows of a 64-row tile and keeps its A operands (q, or k and v, or q and dy) in
- * registers; the other operand's 64-row tile is staged in shared memory, row-major for the Bᵀ side
- * (32-bit fragment loads, rows padded by 8 elements so the 8 groups × 4 lanes hit 32 distinct banks)
- * and transposed for the B side (so those fragments are 32-bit loads too). Scores live only in
- * registers: an accumulator fragment of two adjacent 8-column tiles is exactly the A fragment of a
- * 16-wide k step, so P (and dS) are packed to f16/bf16 pairs and fed straight into the next product.
+ * each warp owns 16 rows (32 in the forward) of the block's tile and keeps its A operands (q, or k and
+ * v, or q and dy) in registers; the other operand's 64-row tile is staged row-major in shared memory
+ * (rows padded by 8 elements: the 32-bit Bᵀ fragment loads of 8 groups × 4 lanes hit 32 distinct banks,
+ * and ldmatrix.trans reads the B fragments of the products with v, dy, q or k from the same tile).
+ * Scores live only in registers: an accumulator fragment of two adjacent 8-column tiles is exactly the
+ * A fragment of a 16-wide k step, so P (and dS) are packed to f16/bf16 pairs and fed straight into the
+ * next product.
  * Softmax runs in base 2 (scores pre-multiplied by scale·log2 e); lse is stored in base e.
  *
  * Fragment layouts (PTX ISA, mma.m16n8k16, g = lane / 4, c = lane % 4):
@@ -19,7 +20,6 @@
 const COMMON = `
 #define TILE 64
 #define RS (HD + 8)
-#define TS (TILE + 8)
 #define NT_T (TILE / 8)
 #define KS_T (TILE / 16)
 #define NT_D (HD / 8)
@@ -48,14 +48,24 @@ static __device__ __forceinline__ unsigned pack2(float lo, float hi) {
   asm(CVT_X2 " %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }
+static __device__ __forceinline__ unsigned smem_u32(const void* p) {
+  unsigned a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
 // ldmatrix.x4.trans: lane l names row l % 8 of 8x8 matrix l / 8 (16 contiguous bytes in shared memory);
 // r[i] gets matrix i transposed in the A/B fragment order: (rows 2c, 2c+1; column g).
 static __device__ __forceinline__ void ldsm_x4_trans(unsigned* r, const u16* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_u32(p)) : "memory");
 }
+// 16 bytes global -> shared without a register round trip (sm_80+); bytes = 0 stores zeros.
+static __device__ __forceinline__ void cp_async16(void* s, const void* g, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(smem_u32(s)), "l"(g), "r"(bytes) : "memory");
+}
+static __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Waits until at most one group (the newest) of this thread's copies is still in flight.
+static __device__ __forceinline__ void cp_async_wait_1() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
 static __device__ __forceinline__ unsigned lds32(const u16* p) { return *(const unsigned*)p; }
 // Rows [r0, r0 + rows) of a matrix whose row t starts at base + t * ld (HD columns) into s[rows][RS];
 // rows at or past T are zeros. 16-byte loads: 8 columns per thread per step.
@@ -70,19 +80,12 @@ static __device__ __forceinline__ void load_rows(u16* s, const u16* __restrict__
 static __device__ __forceinline__ void load_tile(u16* s, const u16* __restrict__ base, long long ld, int r0, int T) {
   load_rows(s, base, ld, r0, TILE, T);
 }
-// The same tile transposed into s[HD][TS]: consecutive threads take consecutive rows, so the 16-bit
-// stores of one step land in consecutive shared words.
-static __device__ __forceinline__ void load_tile_t(u16* s, const u16* __restrict__ base, long long ld, int r0, int T) {
+// load_tile with cp.async: the copies land while the block computes on the other stage.
+static __device__ __forceinline__ void load_tile_async(u16* s, const u16* __restrict__ base, long long ld, int r0, int T) {
   for (int e = threadIdx.x; e < TILE * (HD / 8); e += blockDim.x) {
-    const int cb = e / TILE, r = e - cb * TILE, c = cb * 8, t = r0 + r;
-    tdm_v4 v; v.x = 0u; v.y = 0u; v.z = 0u; v.w = 0u;
-    if (t < T) v = *(const tdm_v4*)(base + (long long)t * ld + c);
-    const unsigned w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-      s[(c + 2 * i) * TS + r] = (u16)(w[i] & 0xffffu);
-      s[(c + 2 * i + 1) * TS + r] = (u16)(w[i] >> 16);
-    }
+    const int r = e / (HD / 8), c = (e - r * (HD / 8)) * 8, t = r0 + r;
+    const bool in = t < T;
+    cp_async16(s + r * RS + c, base + (long long)(in ? t : 0) * ld + c, in ? 16 : 0);
   }
 }
 // A fragments of the warp's 16 rows (starting at row w0 of a [TILE][RS] tile), one per 16-wide k step.
@@ -103,15 +106,22 @@ static __device__ __forceinline__ void mma_abt(float (*acc)[4], unsigned (*a)[4]
     for (int kk = 0; kk < KS_D; kk++)
       mma(acc[j], a[kk], lds32(s + (j * 8 + g) * RS + kk * 16 + 2 * c), lds32(s + (j * 8 + g) * RS + kk * 16 + 8 + 2 * c));
 }
-// acc[nd] += P · M for P the warp's 16 x 64 accumulator tiles p and M a 64 x HD tile stored transposed (st [HD][TS]).
-static __device__ __forceinline__ void mma_pm(float (*acc)[4], float (*p)[4], const u16* st, int g, int c) {
+// acc[nd] += P · M for P the warp's 16 x 64 accumulator tiles p (tiles 2kk, 2kk+1 are the A fragment of
+// k step kk) and M a 64 x HD row-major tile s [TILE][RS]; ldmatrix.trans gives the B fragments of two
+// 8-wide column tiles at once (its four matrices: rows 0-7 / 8-15 of the k step x columns nd, nd + 1).
+static __device__ __forceinline__ void mma_pv(float (*acc)[4], float (*p)[4], const u16* s, int lane) {
+  const int lr = lane & 7, lm = lane >> 3;
 #pragma unroll
   for (int kk = 0; kk < KS_T; kk++) {
     const unsigned a[4] = {pack2(p[2 * kk][0], p[2 * kk][1]), pack2(p[2 * kk][2], p[2 * kk][3]),
                            pack2(p[2 * kk + 1][0], p[2 * kk + 1][1]), pack2(p[2 * kk + 1][2], p[2 * kk + 1][3])};
 #pragma unroll
-    for (int nd = 0; nd < NT_D; nd++)
-      mma(acc[nd], a, lds32(st + (nd * 8 + g) * TS + kk * 16 + 2 * c), lds32(st + (nd * 8 + g) * TS + kk * 16 + 8 + 2 * c));
+    for (int nd = 0; nd < NT_D; nd += 2) {
+      unsigned vb[4];
+      ldsm_x4_trans(vb, s + (kk * 16 + lr + (lm & 1) * 8) * RS + nd * 8 + (lm >> 1) * 8);
+      mma(acc[nd], a, vb[0], vb[1]);
+      mma(acc[nd + 1], a, vb[2], vb[3]);
+    }
   }
 }
 // Stores the warp's 16 x HD accumulator (times mul0 for row g, mul1 for row g + 8) at rows rowA, rowA + 8.
@@ -136,21 +146,24 @@ export const MMA_FORWARD = `${COMMON}
 #define MT 2
 extern "C" __global__ void __launch_bounds__(128) tdm_attn_fwd_mma(const u16* __restrict__ qkv, u16* __restrict__ y,
     float* __restrict__ lse, int T, int H, float scale_log2) {
-  // Q (128 rows) is staged through the K and V tiles' space before the key loop.
-  alignas(16) __shared__ u16 smem[FQ * RS];
-  u16* const sK = smem;
-  u16* const sV = smem + TILE * RS;
+  // Two stages of (K, V) tiles: the next tile's copies (cp.async) run while this one is used. Q (128 rows)
+  // is staged through stage 1 before the key loop.
+  alignas(16) __shared__ u16 smem[2 * FQ * RS];
   const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
   const int q0 = (gridDim.y - 1 - blockIdx.y) * FQ;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
   const int C = H * HD, w0 = warp * 32;
   const long long ld = 3LL * C;
   const u16* qb = qkv + (long long)b * T * ld + (long long)h * HD;
-  load_rows(smem, qb, ld, q0, FQ, T);
+  load_tile_async(smem, qb + C, ld, 0, T);
+  load_tile_async(smem + TILE * RS, qb + 2 * C, ld, 0, T);
+  cp_async_commit();
+  load_rows(smem + FQ * RS, qb, ld, q0, FQ, T);
   __syncthreads();
   unsigned qa[MT][KS_D][4];
 #pragma unroll
-  for (int mt = 0; mt < MT; mt++) load_a(qa[mt], smem, w0 + 16 * mt, g, c);
+  for (int mt = 0; mt < MT; mt++) load_a(qa[mt], smem + FQ * RS, w0 + 16 * mt, g, c);
+  __syncthreads();
   float o[MT][NT_D][4];
   float m[MT][2], l[MT][2];
 #pragma unroll
@@ -160,13 +173,21 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_fwd_mma(const u16* __
     m[mt][0] = NEG_INF; m[mt][1] = NEG_INF; l[mt][0] = 0.f; l[mt][1] = 0.f;
   }
   const int row0 = q0 + w0 + g;  // row of m tile mt, half hf: row0 + 16 mt + 8 hf
-  const int last = min(q0 + FQ, T) - 1;
-  for (int k0 = 0; k0 <= last; k0 += TILE) {
-    __syncthreads();
-    load_tile(sK, qb + C, ld, k0, T);
-    load_tile(sV, qb + 2 * C, ld, k0, T);
-    __syncthreads();
-    if (k0 > q0 + w0 + 31) continue;  // every key of the tile is after every row of this warp
+  const int tiles = (min(q0 + FQ, T) - 1) / TILE + 1;
+  for (int kt = 0; kt < tiles; kt++) {
+    const int k0 = kt * TILE;
+    if (kt + 1 < tiles) {
+      u16* next = smem + ((kt + 1) & 1) * FQ * RS;
+      load_tile_async(next, qb + C, ld, k0 + TILE, T);
+      load_tile_async(next + TILE * RS, qb + 2 * C, ld, k0 + TILE, T);
+    }
+    cp_async_commit();  // possibly empty: keeps one group per iteration
+    cp_async_wait_1();  // this thread's copies of tile kt have landed
+    __syncthreads();    // and everyone else's
+    const u16* sK = smem + (kt & 1) * FQ * RS;
+    const u16* sV = sK + TILE * RS;
+    // Skip tiles whose every key is after every row of this warp (the warp still joins the barriers).
+    if (k0 <= q0 + w0 + 31) {
     const bool mask = k0 + TILE - 1 > q0 + w0;
     float s[MT][NT_T][4];
 #pragma unroll
@@ -246,6 +267,8 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_fwd_mma(const u16* __
         }
       }
     }
+    }
+    __syncthreads();  // stage kt & 1 is refilled by the next iteration's prefetch
   }
   u16* yb = y + (long long)b * T * C + (long long)h * HD;
 #pragma unroll
@@ -275,8 +298,6 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_dkdv_mma(const u16* _
     const float* __restrict__ lse, const float* __restrict__ delta, u16* __restrict__ dqkv, int T, int H, float scale, float scale_log2) {
   alignas(16) __shared__ u16 sQ[TILE * RS];
   alignas(16) __shared__ u16 sdY[TILE * RS];
-  alignas(16) __shared__ u16 sQt[HD * TS];
-  alignas(16) __shared__ u16 sdYt[HD * TS];
   __shared__ float sL[TILE];
   __shared__ float sD[TILE];
   const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
@@ -301,9 +322,7 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_dkdv_mma(const u16* _
   for (int t0 = s0; t0 < T; t0 += TILE) {
     __syncthreads();
     load_tile(sQ, qb, ld, t0, T);
-    load_tile_t(sQt, qb, ld, t0, T);
     load_tile(sdY, dyb, C, t0, T);
-    load_tile_t(sdYt, dyb, C, t0, T);
     for (int i = threadIdx.x; i < TILE; i += blockDim.x) {
       const int t = t0 + i;
       sL[i] = t < T ? lse[(long long)bh * T + t] * LOG2E : 0.f;
@@ -328,8 +347,8 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_dkdv_mma(const u16* _
         p[j][e] = pv;
         ds[j][e] = pv * (ds[j][e] - sD[col]);
       }
-    mma_pm(dv, p, sdYt, g, c);
-    mma_pm(dk, ds, sQt, g, c);
+    mma_pv(dv, p, sdY, lane);
+    mma_pv(dk, ds, sQ, lane);
   }
   u16* out = dqkv + (long long)b * T * ld + (long long)h * HD;
   store_rows(out + C, ld, dk, keyA, T, scale, scale, c);
@@ -346,7 +365,6 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_dq_mma(const u16* __r
     const float* __restrict__ lse, const float* __restrict__ delta, u16* __restrict__ dqkv, int T, int H, float scale, float scale_log2) {
   alignas(16) __shared__ u16 sK[TILE * RS];
   alignas(16) __shared__ u16 sV[TILE * RS];
-  alignas(16) __shared__ u16 sKt[HD * TS];
   const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
   const int q0 = (gridDim.y - 1 - blockIdx.y) * TILE;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
@@ -373,7 +391,6 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_dq_mma(const u16* __r
     __syncthreads();
     load_tile(sK, qb + C, ld, k0, T);
     load_tile(sV, qb + 2 * C, ld, k0, T);
-    load_tile_t(sKt, qb + C, ld, k0, T);
     __syncthreads();
     float s[NT_T][4], dp[NT_T][4];
 #pragma unroll
@@ -393,7 +410,7 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_dq_mma(const u16* __r
         if (diag && key > (lo ? rowA : rowB)) pv = 0.f;
         s[j][e] = pv * (dp[j][e] - (lo ? dA : dB));
       }
-    mma_pm(dq, s, sKt, g, c);
+    mma_pv(dq, s, sK, lane);
   }
   store_rows(dqkv + (long long)b * T * ld + (long long)h * HD, ld, dq, rowA, T, scale, scale, c);
 }

@@ -3,15 +3,15 @@
  * worker's engine (OpenBLAS, WebAssembly or TS) onto y_n preset to the bias. f16/bf16 are decoded to
  * f32, computed in f32 and rounded once on store.
  */
-import type { CpuArg, CpuKernel } from '../../devices/cpu/kernel-api.js';
+import type { CpuArg, CpuKernel, CpuKernelContext } from '../../devices/cpu/kernel-api.js';
 import { type FloatArray, floatCopyOf, isHalf, storeFloat } from '../common/cpu-float.js';
-import { type DenseGemm, denseGemm } from './cpu-gemm.js';
+import { floatGemm } from '../gemm/cpu.js';
 import { type ConvGeometry, convGeometry } from './geometry.js';
 import { im2col } from './im2col.js';
 
 function forward<T extends FloatArray>(
   g: ConvGeometry,
-  gemm: DenseGemm<T>,
+  ctx: CpuKernelContext,
   x: T,
   w: T,
   b: T,
@@ -24,7 +24,7 @@ function forward<T extends FloatArray>(
     im2col(g, x, n, col);
     const yn = y.subarray(n * g.o * p, (n + 1) * g.o * p) as T;
     for (let o = 0; o < g.o; o++) yn.fill(b[o]!, o * p, (o + 1) * p);
-    gemm(false, false, g.o, p, k, 1, w, col, 1, yn);
+    floatGemm(ctx, { transA: false, transB: false, m: g.o, n: p, k, alpha: 1, beta: 1 }, w, col, yn);
   }
 }
 
@@ -39,7 +39,7 @@ export const conv2dCpu: CpuKernel = (args, scalars, ctx) => {
       Float64Array,
       Float64Array,
     ];
-    forward(g, denseGemm('conv2d', ctx, true), xf, wf, bf, yf, new Float64Array(colLength));
+    forward(g, ctx, xf, wf, bf, yf, new Float64Array(colLength));
     return;
   }
   const yf = isHalf(y.desc.dtype) ? new Float32Array(y.data.length) : (y.data as Float32Array);
@@ -48,6 +48,6 @@ export const conv2dCpu: CpuKernel = (args, scalars, ctx) => {
     Float32Array,
     Float32Array,
   ];
-  forward(g, denseGemm('conv2d', ctx, false), xf, wf, bf, yf, new Float32Array(colLength));
+  forward(g, ctx, xf, wf, bf, yf, new Float32Array(colLength));
   storeFloat(y, yf);
 };

@@ -5,10 +5,10 @@
  *   db (+)= Σ_n Σ_p dy_n
  * f16/bf16 are decoded to f32, computed in f32 and rounded once on store.
  */
-import type { CpuArg, CpuKernel } from '../../devices/cpu/kernel-api.js';
+import type { CpuArg, CpuKernel, CpuKernelContext } from '../../devices/cpu/kernel-api.js';
 import { type FloatArray, floatCopyOf, isHalf, storeFloat } from '../common/cpu-float.js';
 import { boolScalar } from '../common/scalars.js';
-import { type DenseGemm, denseGemm } from '../conv2d/cpu-gemm.js';
+import { floatGemm } from '../gemm/cpu.js';
 import { type ConvGeometry, convGeometry } from '../conv2d/geometry.js';
 import { col2imAdd, im2col } from '../conv2d/im2col.js';
 
@@ -26,7 +26,7 @@ interface Buffers<T extends FloatArray> {
 
 function backward<T extends FloatArray>(
   g: ConvGeometry,
-  gemm: DenseGemm<T>,
+  ctx: CpuKernelContext,
   t: Buffers<T>,
   accumulate: boolean,
 ): void {
@@ -48,8 +48,8 @@ function backward<T extends FloatArray>(
   for (let n = 0; n < g.n; n++) {
     const dyn = t.dy.subarray(n * g.o * p, (n + 1) * g.o * p) as T;
     im2col(g, t.x, n, t.col);
-    gemm(false, true, g.o, k, p, 1, dyn, t.col, 1, t.dw);
-    gemm(true, false, k, p, g.o, 1, t.w, dyn, 0, t.col);
+    floatGemm(ctx, { transA: false, transB: true, m: g.o, n: k, k: p, alpha: 1, beta: 1 }, dyn, t.col, t.dw);
+    floatGemm(ctx, { transA: true, transB: false, m: k, n: p, k: g.o, alpha: 1, beta: 0 }, t.w, dyn, t.col);
     col2imAdd(g, t.col, t.dx, n);
   }
 }
@@ -70,7 +70,7 @@ export const conv2dBackwardCpu: CpuKernel = (args, scalars, ctx) => {
       db: v(db),
       col: new Float64Array(colLength),
     };
-    backward(g, denseGemm(OP, ctx, true), t, accumulate);
+    backward(g, ctx, t, accumulate);
     return;
   }
   const half = isHalf(dy.desc.dtype);
@@ -90,7 +90,7 @@ export const conv2dBackwardCpu: CpuKernel = (args, scalars, ctx) => {
     db: out(db, accumulate),
     col: new Float32Array(colLength),
   };
-  backward(g, denseGemm(OP, ctx, false), t, accumulate);
+  backward(g, ctx, t, accumulate);
   storeFloat(dx, t.dx);
   storeFloat(dw, t.dw);
   storeFloat(db, t.db);

@@ -23,11 +23,23 @@ import { residualLayernormReference } from '../residual_layernorm/reference.js';
 import { softmaxXentCpu } from '../softmax_xent/cpu.js';
 import { softmaxXentDef } from '../softmax_xent/def.js';
 import { softmaxXentReference } from '../softmax_xent/reference.js';
+import { dropoutCuda } from '../dropout/cuda.js';
+import { dropoutBackwardCuda } from '../dropout_backward/cuda.js';
+import { embeddingCuda } from '../embedding/cuda.js';
+import { embeddingBackwardCuda } from '../embedding_backward/cuda.js';
+import { layernormCuda } from '../layernorm/cuda.js';
+import { layernormBackwardCuda } from '../layernorm_backward/cuda.js';
+import { residualLayernormCuda } from '../residual_layernorm/cuda.js';
+import { softmaxXentCuda } from '../softmax_xent/cuda.js';
+import { layernormWebGpu } from '../layernorm/webgpu.js';
+import { softmaxXentWebGpu } from '../softmax_xent/webgpu.js';
 import type { KernelImplEntry } from '../kernel.js';
 import { normCases } from './norm-cases.js';
 import type { OpGroup } from './op-group.js';
 
 const cpu = (op: string, impl: unknown): KernelImplEntry => ({ op, backend: 'cpu', impl });
+const webgpu = (op: string, impl: unknown): KernelImplEntry => ({ op, backend: 'webgpu', impl });
+const cuda = (op: string, impl: unknown): KernelImplEntry => ({ op, backend: 'cuda', impl });
 
 export const normGroup: OpGroup = {
   name: 'norm',
@@ -50,6 +62,16 @@ export const normGroup: OpGroup = {
     cpu('softmax_xent', softmaxXentCpu),
     cpu('dropout', dropoutCpu),
     cpu('dropout_backward', dropoutBackwardCpu),
+    cuda('layernorm', layernormCuda),
+    cuda('residual_layernorm', residualLayernormCuda),
+    cuda('layernorm_backward', layernormBackwardCuda),
+    cuda('embedding', embeddingCuda),
+    cuda('embedding_backward', embeddingBackwardCuda),
+    cuda('softmax_xent', softmaxXentCuda),
+    cuda('dropout', dropoutCuda),
+    cuda('dropout_backward', dropoutBackwardCuda),
+    webgpu('layernorm', layernormWebGpu),
+    webgpu('softmax_xent', softmaxXentWebGpu),
   ],
   references: {
     layernorm: layernormReference,

@@ -1,42 +1,60 @@
 /**
- * One pooling window, shared by the float64 references and the CPU kernels so both pick the same
- * element: the first maximum in row-major window order (a NaN wins and stays), or the sum.
+ * The pooling windows of one call, walked plane by plane with the geometry in locals (the CPU
+ * kernels' hot loop): `visit` gets each window's output index and either the index in x of its first
+ * maximum (row-major window order; a NaN, once met, is kept) or the sum of its elements.
  */
 import type { FloatArray } from '../common/cpu-float.js';
 import type { PoolGeometry } from './geometry.js';
 
-/** Index into x of the window's (first) maximum; the window always holds one element (padding ≤ kernel/2). */
-export function windowArgmax(
+/** Calls visit(outputIndex, argmaxIndexInX) for every window. */
+export function forEachArgmax(
   g: PoolGeometry,
-  x: ArrayLike<number>,
-  plane: number,
-  i: number,
-  j: number,
-): number {
-  let best = -1;
-  let bestValue = -Infinity;
-  const h0 = i * g.stride - g.padding;
-  const w0 = j * g.stride - g.padding;
-  for (let h = Math.max(h0, 0); h < Math.min(h0 + g.kernel, g.h); h++) {
-    for (let w = Math.max(w0, 0); w < Math.min(w0 + g.kernel, g.w); w++) {
-      const at = plane + h * g.w + w;
-      const v = x[at]!;
-      if (best < 0 || v > bestValue || (Number.isNaN(v) && !Number.isNaN(bestValue))) {
-        best = at;
-        bestValue = v;
+  x: FloatArray,
+  visit: (out: number, at: number) => void,
+): void {
+  const { h: H, w: W, ho: HO, wo: WO, kernel: K, stride: S, padding: PAD } = g;
+  let out = 0;
+  for (let nc = 0; nc < g.n * g.c; nc++) {
+    const plane = nc * H * W;
+    for (let i = 0; i < HO; i++) {
+      const h0 = Math.max(i * S - PAD, 0);
+      const h1 = Math.min(i * S - PAD + K, H);
+      for (let j = 0; j < WO; j++, out++) {
+        const w0 = Math.max(j * S - PAD, 0);
+        const w1 = Math.min(j * S - PAD + K, W);
+        let best = plane + h0 * W + w0;
+        let bv = x[best]!;
+        for (let h = h0; h < h1; h++) {
+          const row = plane + h * W;
+          for (let w = w0; w < w1; w++) {
+            const v = x[row + w]!;
+            if (v > bv || (v !== v && bv === bv)) {
+              best = row + w;
+              bv = v;
+            }
+          }
+        }
+        visit(out, best);
       }
     }
   }
-  return best;
 }
 
-/** Σ of the window's elements inside x (padding adds zeros). */
-export function windowSum(g: PoolGeometry, x: FloatArray, plane: number, i: number, j: number): number {
-  let sum = 0;
-  const h0 = i * g.stride - g.padding;
-  const w0 = j * g.stride - g.padding;
-  for (let h = Math.max(h0, 0); h < Math.min(h0 + g.kernel, g.h); h++) {
-    for (let w = Math.max(w0, 0); w < Math.min(w0 + g.kernel, g.w); w++) sum += x[plane + h * g.w + w]!;
+/** Calls visit(outputIndex, h0, h1, w0, w1, plane) for every window (its clipped bounds in x). */
+export function forEachWindow(
+  g: PoolGeometry,
+  visit: (out: number, plane: number, h0: number, h1: number, w0: number, w1: number) => void,
+): void {
+  const { h: H, w: W, ho: HO, wo: WO, kernel: K, stride: S, padding: PAD } = g;
+  let out = 0;
+  for (let nc = 0; nc < g.n * g.c; nc++) {
+    const plane = nc * H * W;
+    for (let i = 0; i < HO; i++) {
+      const h0 = Math.max(i * S - PAD, 0);
+      const h1 = Math.min(i * S - PAD + K, H);
+      for (let j = 0; j < WO; j++, out++) {
+        visit(out, plane, h0, h1, Math.max(j * S - PAD, 0), Math.min(j * S - PAD + K, W));
+      }
+    }
   }
-  return sum;
 }

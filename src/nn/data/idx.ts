@@ -1,18 +1,16 @@
 /**
  * IDX files (the MNIST family's format: a big-endian u32 magic 0x000008RR — unsigned bytes, rank RR —
  * then RR big-endian u32 sizes, then the bytes), plain or gzip-compressed (decompressed with node:zlib
- * on its thread pool), and Fashion-MNIST from Debian's `dataset-fashion-mnist` as normalised images.
+ * on its thread pool, chunk by chunk), and Fashion-MNIST from Debian's `dataset-fashion-mnist` as
+ * normalised images, converted in slices so that a server loading it keeps answering.
  * Every problem with a file is a TandemError TANDEM_ERR_BAD_DATA whose details say which file and
  * why (`reason`: missing, unreadable, gzip, magic, truncated, trailing, mismatch, label).
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { gunzip } from 'node:zlib';
 import { TandemError } from '../../core/errors.js';
+import { bytesToUnit, gunzipInChunks } from './event-loop-friendly.js';
 import type { ImageSet } from './images.js';
-
-const gunzipAsync = promisify(gunzip);
 
 export const IDX_LABELS_MAGIC = 0x00000801;
 export const IDX_IMAGES_MAGIC = 0x00000803;
@@ -116,7 +114,7 @@ export async function readIdx(path: string, magic: number): Promise<IdxArray> {
   }
   if (isGzip(bytes)) {
     try {
-      bytes = await gunzipAsync(bytes);
+      bytes = await gunzipInChunks(bytes);
     } catch (e) {
       throw badData('readIdx', path, 'gzip', `not a complete gzip stream (${(e as Error).message})`, {}, e);
     }
@@ -134,9 +132,6 @@ export interface FashionMnist {
   readonly train: LabeledImages;
   readonly test: LabeledImages;
 }
-
-/** byte / 255 for every byte value, so the conversion is one table lookup per pixel. */
-const UNIT = Float32Array.from({ length: 256 }, (_, i) => i / 255);
 
 /** The first of `base`, `base.gz` in `dir` that exists (tried in that order), else the missing-file error. */
 async function readFirst(op: string, dir: string, base: string, magic: number): Promise<IdxArray> {
@@ -186,8 +181,7 @@ async function loadSplit(dir: string, prefix: 'train' | 't10k'): Promise<Labeled
       );
     labels[i] = l;
   }
-  const images = new Float32Array(img.data.length);
-  for (let i = 0; i < images.length; i++) images[i] = UNIT[img.data[i]!]!;
+  const images = await bytesToUnit(img.data);
   return { images, labels, count, height, width, shape: [count, 1, height, width] };
 }
 

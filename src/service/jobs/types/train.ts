@@ -151,6 +151,7 @@ export function trainJob(dataDir: string): AnyJobType {
         ...(p.lr === undefined ? {} : { lr: p.lr }),
         warmupSteps: p.warmupSteps,
         seed: p.seed,
+        tags: ctx.tags,
       };
       const trainer = new Trainer(rt, spec, data);
       const dir = checkpointDir(ctx.jobId);

@@ -1,0 +1,141 @@
+/**
+ * The attention CUDA kernels (both paths: tensor cores and CUDA cores) executed on the host emulator
+ * (cuda-emu/): the real kernel text, launch geometry, parameters and path choice, against the float64
+ * references, on a machine without a GPU. The emulated mma.sync / ldmatrix follow the PTX ISA's fragment
+ * layouts, so this checks the kernels' indexing, masking, tiling and online softmax; the GPU tests
+ * (test/gpu/nn-attention.test.ts, cuda-conformance) check the hardware itself.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  type DType,
+  bytesPerElement,
+  epsilon,
+  fromNumbers,
+  hostView,
+  toNumbers,
+} from '../../src/core/dtype.js';
+import { seededRandom } from '../../src/core/seeded-random.js';
+import type { TensorDesc } from '../../src/devices/device.js';
+import { type AttentionPath, attentionCudaPath } from '../../src/kernels/attention/cuda.js';
+import { attentionDims, lseDType } from '../../src/kernels/attention/params.js';
+import { attentionForward } from '../../src/kernels/attention/reference.js';
+import { attentionBackwardCudaPath } from '../../src/kernels/attention_backward/cuda.js';
+import { attentionBackwardValues } from '../../src/kernels/attention_backward/reference.js';
+import { hostCudaUnavailable, runNativeOnHost } from './cuda-emu/host-cuda.js';
+
+const unavailable = hostCudaUnavailable();
+if (unavailable) console.log(`# skip attention CUDA emulation: ${unavailable}`);
+
+function desc(shape: number[], dtype: DType): TensorDesc {
+  return { shape, dtype, bytes: shape.reduce((a, b) => a * b, 1) * bytesPerElement(dtype) };
+}
+
+function bytesOf(dtype: DType, values: Float64Array): Uint8Array {
+  const out = hostView(dtype, new ArrayBuffer(values.length * bytesPerElement(dtype)), 0, values.length);
+  fromNumbers(dtype, values, out);
+  return new Uint8Array(out.buffer);
+}
+
+function valuesOf(dtype: DType, bytes: Uint8Array): Float64Array {
+  const copy = Uint8Array.from(bytes);
+  return toNumbers(dtype, hostView(dtype, copy.buffer, 0, bytes.length / bytesPerElement(dtype)));
+}
+
+/** max |got − want| / max |want|; NaN anywhere gives Infinity. */
+function relError(got: Float64Array, want: Float64Array): number {
+  let err = 0;
+  let scale = 0;
+  for (let i = 0; i < want.length; i++) {
+    const e = Math.abs(got[i]! - want[i]!);
+    err = Number.isNaN(e) ? Infinity : Math.max(err, e);
+    scale = Math.max(scale, Math.abs(want[i]!));
+  }
+  return err / scale;
+}
+
+/** Rounding of the output (and of P, dS on tensor cores) dominates: a few units of the storage dtype. */
+const TOLERANCE: Record<string, number> = {
+  bf16: 2 * epsilon('bf16'),
+  f16: 4 * epsilon('f16'),
+  f32: 1e-5,
+  f64: 1e-12,
+};
+
+interface Config {
+  readonly shape: readonly [number, number, number, number];
+  readonly dtype: DType;
+  readonly path: AttentionPath;
+  /** Whether the tensor-core kernels must be the ones launched. */
+  readonly mma: boolean;
+}
+
+const CONFIGS: readonly Config[] = [
+  { shape: [2, 70, 2, 32], dtype: 'bf16', path: 'auto', mma: true },
+  { shape: [1, 37, 2, 12], dtype: 'f32', path: 'auto', mma: false },
+  { shape: [1, 19, 1, 8], dtype: 'f64', path: 'auto', mma: false },
+];
+
+void describe('attention CUDA kernels on the host emulator', { skip: unavailable ?? false }, () => {
+  for (const { shape, dtype, path, mma } of CONFIGS) {
+    const [B, T, H, hd] = shape;
+    const C = H * hd;
+    const scalars = { heads: H };
+    const name = `${dtype} B${B} T${T} H${H} d${hd}, ${path} path`;
+    void it(name, () => {
+      const rnd = seededRandom(9);
+      const lseT = lseDType(dtype);
+      const qkvBytes = bytesOf(
+        dtype,
+        Float64Array.from({ length: B * T * 3 * C }, () => 2 * rnd() - 1),
+      );
+      const dyBytes = bytesOf(
+        dtype,
+        Float64Array.from({ length: B * T * C }, () => 2 * rnd() - 1),
+      );
+      const qkv = valuesOf(dtype, qkvBytes);
+      const dy = valuesOf(dtype, dyBytes);
+      const d = attentionDims('attention', desc([B, T, 3 * C], dtype), scalars);
+      const ref = attentionForward(d, qkv);
+      const nan = (n: number, t: DType): Uint8Array => bytesOf(t, new Float64Array(n).fill(NaN));
+
+      const fwd = runNativeOnHost(
+        attentionCudaPath(path),
+        [desc([B, T, 3 * C], dtype), desc([B, T, C], dtype), desc([B, H, T], lseT)],
+        [qkvBytes, nan(B * T * C, dtype), nan(B * H * T, lseT)],
+        scalars,
+      );
+      const tol = TOLERANCE[dtype]!;
+      const suffix = mma ? '_mma' : '';
+      assert.deepEqual(fwd.entries, [`tdm_attn_fwd${suffix}`]);
+      const yErr = relError(valuesOf(dtype, fwd.outputs[1]!), ref.y);
+      assert.ok(yErr <= tol, `y: relative error ${yErr} > ${tol}`);
+      const lseErr = relError(valuesOf(lseT, fwd.outputs[2]!), ref.lse);
+      assert.ok(lseErr <= Math.max(tol, 1e-6), `lse: relative error ${lseErr}`);
+
+      const yBytes = bytesOf(dtype, ref.y);
+      const lseBytes = bytesOf(lseT, ref.lse);
+      const want = attentionBackwardValues(d, dy, qkv, valuesOf(dtype, yBytes), valuesOf(lseT, lseBytes));
+      const bwd = runNativeOnHost(
+        attentionBackwardCudaPath(path),
+        [
+          desc([B, T, C], dtype),
+          desc([B, T, 3 * C], dtype),
+          desc([B, T, C], dtype),
+          desc([B, H, T], lseT),
+          desc([B, T, 3 * C], dtype),
+        ],
+        [dyBytes, qkvBytes, yBytes, lseBytes, nan(B * T * 3 * C, dtype)],
+        scalars,
+      );
+      assert.deepEqual(bwd.entries, ['tdm_attn_delta', `tdm_attn_dkdv${suffix}`, `tdm_attn_dq${suffix}`]);
+      const got = valuesOf(dtype, bwd.outputs[4]!);
+      ['dq', 'dk', 'dv'].forEach((part, p) => {
+        const pick = (x: Float64Array): Float64Array =>
+          Float64Array.from({ length: B * T * C }, (_, i) => x[Math.floor(i / C) * 3 * C + p * C + (i % C)]!);
+        const err = relError(pick(got), pick(want));
+        assert.ok(err <= tol, `${part}: relative error ${err} > ${tol}`);
+      });
+    });
+  }
+});
