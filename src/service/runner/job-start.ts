@@ -124,7 +124,12 @@ export class Starts {
     if (landed > 0) return;
     this.claimBackoffMs = Math.min(2000, Math.max(25, 2 * this.claimBackoffMs));
     this.claimsPausedUntil = Date.now() + this.claimBackoffMs;
-    setTimeout(() => this.hooks.scheduleTurn(), this.claimBackoffMs).unref();
+    // The timer ends the pause itself: it may fire a millisecond before Date.now() reaches the mark,
+    // and a turn that found claims still paused would schedule no other.
+    setTimeout(() => {
+      this.claimsPausedUntil = 0;
+      this.hooks.scheduleTurn();
+    }, this.claimBackoffMs).unref();
   }
 
   /**
