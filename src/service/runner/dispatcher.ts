@@ -147,8 +147,9 @@ export class Dispatcher {
     return this.admitted.byTenant();
   }
 
+  /** Jobs running here, and those claimed whose run waits for their turn to be durable. */
   get runningCount(): number {
-    return this.running.size;
+    return this.running.size + this.starts.startingCount;
   }
 
   /** Cancels a queued job at once; asks a running one to stop (its run sees the AbortSignal). */
@@ -219,12 +220,12 @@ export class Dispatcher {
   }
 
   /**
-   * A job's run returned (`outcome`), or it was abandoned (null). Its outcome is queued for the next
-   * turn's commit, holding its room until it lands; while the service stops it is left `running` in
-   * the database (the next start re-queues it) and its room freed.
+   * A job's run returned with `outcome`. It is queued for the next turn's commit, holding the job's room
+   * until it lands; while the service stops the job is left `running` in the database (the next start
+   * re-queues it) and its room freed.
    */
-  private ended(r: RunningJob, outcome: FinishOutcome | null, ev?: PendingFinish['ev']): void {
-    if (outcome === null || r.abandoned) return; // failed by the sweep already: this late outcome is dropped
+  private ended(r: RunningJob, outcome: FinishOutcome, ev: PendingFinish['ev']): void {
+    if (r.abandoned) return; // failed by the deadline sweep already: this late outcome is dropped
     if (this.stopping) {
       this.forget(r);
       this.admitted.release(r.job);
