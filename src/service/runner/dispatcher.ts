@@ -10,19 +10,10 @@
  * transaction and one fsync. A job starts, and an outcome is announced, only after that commit.
  */
 import { TandemError } from '../../core/errors.js';
-import type { ServiceConfig } from '../config.js';
-import type { TenantStore } from '../auth/tenants.js';
-import type { ServiceRuntime } from '../jobs/job-type.js';
-import type { JobTypeRegistry } from '../jobs/registry.js';
-import type { ServiceMetrics } from '../obs/metrics.js';
-import type { JobTraceCollector } from '../obs/job-trace.js';
-import type { FinishOutcome, JobRecord, JobStore } from '../store/job-store.js';
-import type { StoreHealth } from '../store/store-health.js';
+import type { FinishOutcome, JobRecord } from '../store/job-store.js';
 import { Admission } from './admission.js';
 import { FairQueue } from './fair-queue.js';
-import type { DeviceView } from './hardware-rules.js';
 import { deadlineExceeded } from './deadlines.js';
-import type { ResultStore } from './result-store.js';
 import { OutcomeRetry, unstoredOutcome } from './outcome-retry.js';
 import { Starts, type ClaimTally } from './job-start.js';
 import type { StartAtInsert } from './submitter.js';
@@ -30,32 +21,9 @@ import { stopJob, type RunningJob } from './job-run.js';
 import { countFinished, prepareFinish, type PendingFinish, type PreparedFinish } from './job-finish.js';
 import { TurnCommit, type TurnRow } from './turn-commit.js';
 
-export interface DispatcherDeps {
-  readonly config: ServiceConfig;
-  readonly store: JobStore;
-  readonly tenants: TenantStore;
-  readonly registry: JobTypeRegistry;
-  readonly rt: () => ServiceRuntime | null;
-  readonly devices: () => readonly DeviceView[];
-  readonly traces: JobTraceCollector;
-  readonly results: ResultStore;
-  readonly metrics: ServiceMetrics;
-  readonly log: (level: 'info' | 'warn' | 'error', msg: string) => void;
-  /** Told of every failed and successful store write on the dispatch path (shown by /healthz). */
-  readonly health: StoreHealth;
-  /**
-   * A job still running `deadlineGraceMs` after its deadline (it did not stop at its cancellation
-   * point: a task that does not end, e.g. a hung GPU kernel). The answer adds a note to its failure and
-   * `after` runs once that failure is committed (the service's watchdog gives up the device there).
-   */
-  readonly onOverdue?: (job: JobRecord) => OverdueVerdict | null;
-}
+import type { DispatcherDeps } from './dispatcher-deps.js';
 
-export interface OverdueVerdict {
-  readonly note: string;
-  readonly details: Readonly<Record<string, unknown>>;
-  readonly after?: () => void;
-}
+export type { DispatcherDeps, OverdueVerdict } from './dispatcher-deps.js';
 
 /** How often running jobs' deadlines are checked (a deadline is honoured to within this). */
 const DEADLINE_SWEEP_MS = 50;

@@ -10,7 +10,7 @@ import type { JobEvents } from '../obs/job-trace.js';
 import type { FinishOutcome, InsertClaim, JobRecord, NewJob } from '../store/job-store.js';
 import type { Admission, Footprint } from './admission.js';
 import { deadlineExceeded, deadlineIfStartedAt } from './deadlines.js';
-import type { DispatcherDeps } from './dispatcher.js';
+import type { DispatcherDeps } from './dispatcher-deps.js';
 import type { FairQueue, QueuedJob } from './fair-queue.js';
 import { selectPlacement } from './hardware-rules.js';
 import type { PendingFinish } from './job-finish.js';
