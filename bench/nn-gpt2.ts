@@ -7,7 +7,7 @@
  *   node dist/bench/nn-gpt2.js [--preset gpt2] [--batch 64,16] [--steps 30] [--precision bf16] [--device cuda0]
  */
 import { Runtime, type Observer, type TaskEvent } from 'tandem';
-import { AdamW, Gpt, Nn, gptConfig, gptFlopsPerToken, type Precision } from 'tandem/nn';
+import { AdamW, Gpt, GradScaler, Nn, gptConfig, gptFlopsPerToken, type Precision } from 'tandem/nn';
 import { intOption, parse } from '../src/cli/output.js';
 
 const { values } = parse(process.argv.slice(2), {
@@ -61,6 +61,7 @@ try {
         perOp.set(e.op, o);
       },
     };
+    const scaler = nn.precision === 'f16' ? new GradScaler() : null;
     const stepMs: number[] = [];
     const hostMs: number[] = [];
     let last = performance.now();
@@ -72,9 +73,17 @@ try {
       const h0 = performance.now();
       const ids = nn.input(randomTokens(), [batch, t], 'i32');
       const targets = nn.input(randomTokens(), [batch * t], 'i32');
+      if (scaler !== null) nn.lossScale = scaler.scale;
       const loss = model.loss(ids, targets);
       await loss.backward();
-      opt.step();
+      if (scaler === null) opt.step();
+      else {
+        // fp16: GradScaler's step, as the training loop takes it (a host read of the norm per step).
+        opt.computeNorm();
+        const finite = Number.isFinite(await opt.gradNorm());
+        if (finite) opt.applyUpdate({ gradScale: scaler.inverseScale });
+        scaler.update(!finite);
+      }
       opt.zeroGrad();
       rt.free(ids.data);
       rt.free(targets.data);

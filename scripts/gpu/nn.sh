@@ -14,7 +14,7 @@ source scripts/gpu/env.sh
 PY=${PY:-python3}
 steps=" ${*:-tests parity bench} "
 summary=()
-log() { summary+=("$1"); }
+log() { summary+=("$1"); echo "[$(date -u +%T)] $1"; }
 if [[ $steps == *" tests "* ]]; then
   t0=$(date +%s)
   timeout 300 node --test --test-reporter=spec --test-concurrency=1 dist/test/gpu/cuda-conformance.test.js \
@@ -60,7 +60,11 @@ if [[ $steps == *" parity "* ]]; then
 fi
 if [[ $steps == *" bench "* ]]; then
   timeout 200 node dist/bench/nn-gpt2.js --batch 16,64 --steps 30 > "$OUT/gpt2-tandem.jsonl" 2>&1
-  log "gpt2 tandem rc=$?"
+  log "gpt2 tandem rc=$?: $(grep -o '"batch":[0-9]*\|"tokensPerSecond":[0-9.]*\|"peakGiB":[0-9.]*\|"hostShare":[0-9.]*' "$OUT/gpt2-tandem.jsonl" | tr '\n' ' ')"
+  timeout 60 node dist/bench/nn-gpt2.js --batch 64 --steps 14 --precision f16 > "$OUT/gpt2-tandem-f16.jsonl" 2>&1
+  log "gpt2 tandem fp16 (loss scaling) rc=$?: $(grep -o '"tokensPerSecond":[0-9.]*' "$OUT/gpt2-tandem-f16.jsonl")"
+  timeout 60 node dist/bench/nn-gpt2.js --batch 64 --steps 14 --profile > "$OUT/gpt2-profile.jsonl" 2>&1
+  log "gpt2 profile rc=$?: $(grep -o '"op":"[a-z_]*","msPerStep":[0-9.]*' "$OUT/gpt2-profile.jsonl" | head -12 | tr '\n' ' ')"
   timeout 150 $PY bench/torch/gpt2_train.py 16,0,1 64,0,1 > "$OUT/gpt2-torch.txt" 2>&1
   log "gpt2 torch rc=$?"
 fi

@@ -121,6 +121,18 @@ const SAMPLES: Readonly<Record<string, Samples>> = {
       device: ['auto', 'cpu'],
     },
   },
+  train: {
+    base: { model: 'gpt' },
+    fields: {
+      model: ['mlp', 'cnn', 'gpt'],
+      preset: ['gpt-micro', 'gpt-mini', 'gpt2', 'gpt2-medium'],
+      batch: [1, 65_536, 65_537],
+      seqLen: [1, 1024, 65_536],
+      precision: ['f32', 'bf16', 'f16'],
+      steps: [1, 10_000_000],
+      dataset: ['brown', 'fashion-mnist'],
+    },
+  },
 };
 
 /** The base, the base with each field value alone, and seeded random combinations of field values. */
