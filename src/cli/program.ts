@@ -20,6 +20,7 @@ import {
   type SetExitCode,
 } from './cli-options.js';
 import { addServiceCommands } from './program-service.js';
+import { addTrainCommands } from './program-train.js';
 import type { ReportProgress } from './progress.js';
 import { addWorkloadFlags } from './workload-flags.js';
 
@@ -200,6 +201,7 @@ export function buildProgram(setCode: SetExitCode): Command {
       `\nEvery command takes --help (prints, runs nothing); every one that ends with a result, --json.\nQuick start: README.md; \`tandem <command> --help\` for flags, defaults and environment.\n`,
     );
   addRuntimeCommands(program, setCode);
+  addTrainCommands(program, setCode);
   addServiceCommands(program, setCode);
   return program;
 }

@@ -26,7 +26,14 @@ export const ERROR_CATALOGUE = {
     http: 504,
     summary: 'the job ran past its deadline (timeoutSeconds) and was stopped',
   },
-  TANDEM_ERR_UNSTABLE: { http: 422, summary: 'a simulation became numerically unstable' },
+  TANDEM_ERR_UNSTABLE: {
+    http: 422,
+    summary: 'a simulation or training run became numerically unstable (a NaN or infinite value)',
+  },
+  TANDEM_ERR_BAD_DATA: {
+    http: 422,
+    summary: 'a data file is missing, malformed or too short for the request',
+  },
   TANDEM_ERR_NOT_FOUND: { http: 404, summary: 'the requested object does not exist' },
   TANDEM_ERR_UNAUTHORIZED: { http: 401, summary: 'missing or invalid API key' },
   TANDEM_ERR_FORBIDDEN: { http: 403, summary: 'the key may not do this' },
@@ -50,6 +57,11 @@ export const ERROR_CATALOGUE = {
   TANDEM_ERR_DEVICE_ABSENT: {
     http: 400,
     summary: 'the job asks for a device kind this server does not have',
+  },
+  TANDEM_ERR_BAD_CHECKPOINT: {
+    http: 422,
+    summary:
+      'a checkpoint file is truncated or corrupted (its header or tensor table is not valid safetensors)',
   },
   TANDEM_ERR_INTERNAL: { http: 500, summary: 'an internal error' },
 } as const;

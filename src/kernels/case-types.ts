@@ -5,9 +5,10 @@ import type { Scalars } from '../devices/device.js';
 /**
  * How inputs are drawn: 'signed' ±(0.125..1], 'positive' (0.125..2], 'wide' ±(0.5..300) (to cross
  * integer ranges and saturate), 'int' ±(1..1000) integers, 'byte' 1..255 integers, 'index' integers in
- * [0, CaseArg.max) (token ids, class labels).
+ * [CaseArg.min, CaseArg.max) (token ids, class labels; min defaults to 0, -1 draws ignored targets),
+ * 'inf' / 'nan' every element +Infinity / NaN (an overflowed gradient norm: the optimizers' skip).
  */
-export type ValueRange = 'signed' | 'positive' | 'wide' | 'int' | 'byte' | 'index';
+export type ValueRange = 'signed' | 'positive' | 'wide' | 'int' | 'byte' | 'index' | 'inf' | 'nan';
 
 export interface CaseArg {
   readonly shape: readonly number[];
@@ -16,6 +17,8 @@ export interface CaseArg {
   readonly range?: ValueRange;
   /** Upper bound (exclusive) for range 'index'. */
   readonly max?: number;
+  /** Lower bound (inclusive) for range 'index', default 0 (-1 lets a case draw ignored targets). */
+  readonly min?: number;
 }
 
 export interface ConformanceCase {

@@ -29,8 +29,10 @@ export interface PreparedCase {
   readonly expected: Readonly<Record<string, Float64Array>>;
 }
 
-function draw(range: ValueRange, rnd: () => number, max = 1): number {
-  if (range === 'index') return Math.floor(max * rnd());
+function draw(range: ValueRange, rnd: () => number, max = 1, min = 0): number {
+  if (range === 'index') return min + Math.floor((max - min) * rnd());
+  if (range === 'inf') return Infinity;
+  if (range === 'nan') return NaN;
   const sign = rnd() < 0.5 ? -1 : 1;
   switch (range) {
     case 'signed':
@@ -74,7 +76,7 @@ export function prepareCase(def: KernelDef, c: ConformanceCase, seed = 1): Prepa
       const range = a.range ?? defaultRange(a.dtype);
       fromNumbers(
         a.dtype,
-        Float64Array.from({ length: n }, () => draw(range, rnd, a.max)),
+        Float64Array.from({ length: n }, () => draw(range, rnd, a.max, a.min)),
         data,
       );
     }

@@ -78,7 +78,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
   const tenants = new TenantStore(db, config.quotas);
   const bootstrapKey = tenants.bootstrapAdmin();
   const registry = opts.registry ?? new JobTypeRegistry();
-  if (!opts.registry) await registerBuiltinJobTypes(registry);
+  if (!opts.registry) await registerBuiltinJobTypes(registry, undefined, { dataDir: config.dataDir });
   let rt: ServiceRuntimeHost | null = null;
   let status: RuntimeStatus = { state: 'opening', available: false, reason: 'the runtime is opening' };
   const activity = new DeviceActivity();
@@ -172,6 +172,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
         `handing job ${id ?? '?'} to the dispatcher: ${e instanceof Error ? e.message : String(e)}`,
       ),
     (e) => storeHealth.failed('storing submissions', e),
+    (e) => storeHealth.failed('syncing submissions to disk', e),
   );
   const shedder = new LoadShedder(config.shed, {
     backlog: () => dispatcher.queue.size + submitter.pending,

@@ -18,7 +18,10 @@ const ENGINES: readonly { engine: GemmEngine; skip: string | false }[] = [
 
 for (const { engine, skip } of ENGINES) {
   void describe(`cpu conformance, gemm engine ${engine}`, { skip }, () => {
-    const cases = CONFORMANCE_CASES.filter((c) => engine === 'ts' || c.op === 'gemm');
+    // The linear ops run their matrix products on the worker's gemm engine too.
+    const cases = CONFORMANCE_CASES.filter(
+      (c) => engine === 'ts' || c.op === 'gemm' || c.op.startsWith('linear'),
+    );
     for (const c of cases) {
       void it(c.name, () => {
         assert.deepEqual(runCpuCase(c, engine), []);

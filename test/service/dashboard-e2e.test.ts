@@ -244,6 +244,23 @@ void test(
           },
         );
       await t.test(
+        'train job page: the loss curve grows with the steps',
+        { skip: s.real ? false : 'train needs the real CPU runtime' },
+        async () => {
+          const job = await s.api<JobJson>('POST', '/v1/jobs', {
+            type: 'train',
+            params: { model: 'gpt', preset: 'gpt-mini', steps: 6, batch: 2, seqLen: 16 },
+          });
+          await page.goto(`${s.url}/#/jobs/${job.id}`);
+          await page.waitForSelector('#job-head [data-state="succeeded"]', { timeout: 180_000 });
+          await page.waitForFunction(`Number(document.querySelector('#loss-curve')?.dataset.points) === 6`);
+          const last = Number(await page.getAttribute('#loss-curve', 'data-last-loss'));
+          assert.ok(last > 0 && last < 11.5, `last loss ${last}`);
+          assert.ok((await paintedPixels(page, '#loss-curve canvas')) > 500);
+          await shot('dashboard-train');
+        },
+      );
+      await t.test(
         'a failing history endpoint is said on the plots; the rest of the page works',
         async () => {
           const body = JSON.stringify({ error: { code: 'TANDEM_ERR_INTERNAL', message: 'history broke' } });

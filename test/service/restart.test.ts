@@ -22,6 +22,18 @@ interface Job {
   attempt: number;
 }
 
+/** Resolves once process `pid` no longer exists (10 s at most). */
+async function serverGone(pid: number): Promise<void> {
+  for (let i = 0; i < 1000; i++) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return; // ESRCH: gone
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 void test(
   'kill -9 while jobs run: after restart every accepted job finishes exactly once',
   { timeout: 90_000 },
@@ -30,7 +42,7 @@ void test(
     // Assigned before each start is awaited, so that `finally` kills whichever server is the latest.
     let server = serve(dir);
     try {
-      const { url } = await server.next();
+      const { url, pid } = await server.next();
       const key = readFileSync(join(dir, 'admin-key.txt'), 'utf8').trim();
       let call = apiClient(url, key);
       const ids: string[] = [];
@@ -53,6 +65,9 @@ void test(
       }
       server.kill('SIGKILL');
       await server.exited;
+      // The supervisor is gone; its server notices within milliseconds (longer on a loaded box) and may
+      // claim or finish a job meanwhile: read the database once the server itself is gone too.
+      await serverGone(pid);
       // What was running at the kill, read from the database itself (the API could race the kill).
       const db = new Database(join(dir, 'tandem.sqlite'), { readonly: true });
       const running = db.prepare(`SELECT id FROM jobs WHERE state = 'running'`).all() as { id: string }[];

@@ -1,6 +1,7 @@
 /** One job: state and progress live, its parameters and result, and its timeline from the trace API. */
 import { api, ApiError, getKey, type Job, type TraceEvent } from './api.js';
 import { h, progressBar, secs, stateBadge } from './dom.js';
+import { LossCurve } from './loss-curve.js';
 import { drawTimeline } from './timeline.js';
 
 const FINAL = new Set(['succeeded', 'failed', 'cancelled']);
@@ -11,11 +12,14 @@ export function jobView(root: HTMLElement, id: string): () => void {
   const canvas = h('canvas', { id: 'timeline', class: 'timeline' });
   const info = h('div', { class: 'muted', id: 'timeline-info' });
   const download = h('button', { id: 'download-trace' }, 'Download trace (open in ui.perfetto.dev)');
+  const lossBox = h('div', { id: 'loss-curve', hidden: true }, h('h2', {}, 'Loss'));
+  const loss = new LossCurve(lossBox);
   download.addEventListener('click', () => void downloadTrace(id));
   root.replaceChildren(
     h('p', {}, h('a', { href: '#/' }, '← all jobs')),
     head,
     details,
+    h('section', { id: 'loss-section' }, lossBox),
     h(
       'section',
       {},
@@ -55,6 +59,7 @@ export function jobView(root: HTMLElement, id: string): () => void {
         if (changed || Date.now() - lastTrace > 2000) {
           const trace = await api<{ traceEvents: TraceEvent[] }>('GET', `/v1/jobs/${id}/trace`);
           drawTimeline(canvas, trace.traceEvents, info);
+          loss.update(trace.traceEvents);
           lastTrace = Date.now();
         }
         lastState = job.state;

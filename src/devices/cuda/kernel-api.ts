@@ -75,6 +75,49 @@ export interface CudaGemmRequest {
 }
 
 /**
+ * What cuBLASLt applies to the product, in row-major terms (C[m,n] = alpha·op(A)·op(B) + beta·C):
+ * - 'none': nothing;
+ * - 'bias': C[i,j] += bias[j] (bias has n elements);
+ * - 'gelu_aux_bias': aux[i,j] = C[i,j] + bias[j], then C[i,j] = gelu(aux[i,j]) (tanh form; aux is
+ *   [m,n] with leading dimension n, the pre-activation kept for the backward);
+ * - 'dgelu': C[i,j] = gelu′(aux[i,j]) · C[i,j] (aux read, [m,n]);
+ * - 'bgrad': bias[i] = Σ_q op(A)[i,q] (bias has m elements, written; cuBLASLt's BGRADB, as the
+ *   operands are swapped for row-major).
+ * bias and aux have the dtype of C.
+ */
+export type CudaMatmulEpilogue = 'none' | 'bias' | 'gelu_aux_bias' | 'dgelu' | 'bgrad';
+
+/** A strided batch: `count` products, operand p of product i at p + i·strideP (strides in elements). */
+export interface CudaMatmulBatch {
+  readonly count: number;
+  readonly strideA: number;
+  readonly strideB: number;
+  readonly strideC: number;
+}
+
+/** Row-major cuBLASLt matmul with a fused epilogue and an optional strided batch. */
+export interface CudaMatmulRequest {
+  readonly dtype: DType;
+  readonly transA: boolean;
+  readonly transB: boolean;
+  readonly m: number;
+  readonly n: number;
+  readonly k: number;
+  readonly alpha: number;
+  readonly beta: number;
+  readonly a: number;
+  readonly b: number;
+  readonly c: number;
+  readonly epilogue: CudaMatmulEpilogue;
+  /** Device address of the bias vector ('bias', 'gelu_aux_bias', 'bgrad'); 0 otherwise. */
+  readonly bias?: number;
+  /** Device address of the aux matrix ('gelu_aux_bias', 'dgelu'); 0 otherwise. */
+  readonly aux?: number;
+  /** Only with epilogue 'none'. */
+  readonly batch?: CudaMatmulBatch;
+}
+
+/**
  * Row-major dense tile routines with the CPU ops' semantics (src/kernels/{potrf,trsm,syrk}/def.ts);
  * the launcher maps them onto column-major cuBLAS/cuSOLVER calls. Addresses are device pointers.
  */
@@ -113,6 +156,14 @@ export interface CudaKernelContext {
   readonly smCount: number;
   /** cuBLAS GEMM on the queue's compute stream (operands swapped for row-major inside). */
   gemm(req: CudaGemmRequest): void;
+  /**
+   * cuBLASLt matmul with an epilogue on the compute stream. Returns false, having enqueued nothing,
+   * when it cannot run here: no cuBLASLt, f64 (cuBLASLt epilogues need f16/bf16/f32), an empty or
+   * k = 0 product, a pointer or leading dimension cuBLASLt does not accept for that epilogue, or no
+   * algorithm from its heuristic. The caller then computes the same result another way (ctx.gemm plus
+   * programs).
+   */
+  matmul(req: CudaMatmulRequest): boolean;
   /** Launches a program on the compute stream; params may reference args by index. */
   launch(program: CudaProgram, args: readonly CudaArg[], scalars: Scalars): void;
   /**

@@ -8,6 +8,7 @@ import { TandemError } from '../../core/errors.js';
 import type { Scalars } from '../device.js';
 import { CUBLAS_WORKSPACE_BYTES, type CudaContext } from './context.js';
 import { CUBLAS_COMPUTE, CUBLAS_OP, CUDA_R } from './ffi/cublas.js';
+import { ltMatmul } from './matmul.js';
 import { runTile, type TileCheck } from './tile-ops.js';
 import type {
   CudaArg,
@@ -81,6 +82,7 @@ export class Launcher {
       arch: this.programs.arch,
       smCount: this.smCount,
       gemm: (req) => this.gemm(req, stream),
+      matmul: (req) => ltMatmul(this.context, req, stream),
       launch: (program, a, s) => this.launchProgram(program, a, s, stream),
       scratch,
       memcpy: (dst, src, bytes) => {

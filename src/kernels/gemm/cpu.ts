@@ -52,6 +52,23 @@ function runF64(ctx: CpuKernelContext, g: GemmCall, a: Float64Array, b: Float64A
   engine.dgemm(g.transA, g.transB, g.m, g.n, g.k, g.alpha, a, lda, b, ldb, g.beta, c, g.n);
 }
 
+/**
+ * One f32 or f64 gemm on whole arrays with the worker's engine (the arrays' type picks the precision),
+ * k = 0 included: the entry the fused ops (src/kernels/linear*) build on.
+ */
+export function floatGemm(
+  ctx: CpuKernelContext,
+  g: GemmCall,
+  a: FloatArray,
+  b: FloatArray,
+  c: FloatArray,
+): void {
+  if (g.m === 0 || g.n === 0) return;
+  if (g.k === 0) scaleC(c, g.m * g.n, g.beta);
+  else if (c instanceof Float64Array) runF64(ctx, g, a as Float64Array, b as Float64Array, c);
+  else runF32(ctx, g, a as Float32Array, b as Float32Array, c);
+}
+
 function call(args: readonly CpuArg[], p: GemmParams): GemmCall {
   const { m, n, k } = gemmDims(args[0]!.desc, args[1]!.desc, p);
   return { m, n, k, alpha: p.alpha, beta: p.beta, transA: p.transA, transB: p.transB };

@@ -315,6 +315,7 @@ export interface components {
           | 'TANDEM_ERR_DATA_DIR_LOCKED'
           | 'TANDEM_ERR_PORT_IN_USE'
           | 'TANDEM_ERR_DEVICE_ABSENT'
+          | 'TANDEM_ERR_BAD_CHECKPOINT'
           | 'TANDEM_ERR_INTERNAL';
         message: string;
         details: {

@@ -4,25 +4,31 @@
  * runs them and commits the outcome fenced by that attempt, so a result is committed exactly once.
  * Memory admission reserves for the job fairness picks next (a big job is not starved by small ones)
  * but always admits a job when nothing runs, so it can never livelock.
+ *
+ * The store is written once per event-loop turn (`turn`, turn-commit.ts): the outcomes of the jobs that
+ * ended since the last turn, then the claims of the jobs that fit the room those outcomes freed, in one
+ * transaction and one fsync. A job starts, and an outcome is announced, only after that commit.
  */
-import { asTandemError, isTandemError, TandemError } from '../../core/errors.js';
+import { TandemError } from '../../core/errors.js';
 import type { ServiceConfig } from '../config.js';
 import type { TenantStore } from '../auth/tenants.js';
-import type { AnyJobType, JobContext, Placement, ServiceRuntime } from '../jobs/job-type.js';
+import type { ServiceRuntime } from '../jobs/job-type.js';
 import type { JobTypeRegistry } from '../jobs/registry.js';
 import type { ServiceMetrics } from '../obs/metrics.js';
-import type { ChromeTrace } from '../../obs/trace.js';
-import { buildJobTrace, type JobTraceCollector } from '../obs/job-trace.js';
-import type { FinishOutcome, InsertClaim, JobRecord, JobStore, NewJob } from '../store/job-store.js';
-import { Admission, type Footprint } from './admission.js';
-import { FairQueue, type QueuedJob } from './fair-queue.js';
-import { selectPlacement, type DeviceView } from './hardware-rules.js';
-import { deadlineExceeded, deadlineIfStartedAt } from './deadlines.js';
+import type { JobTraceCollector } from '../obs/job-trace.js';
+import type { FinishOutcome, JobRecord, JobStore } from '../store/job-store.js';
+import type { StoreHealth } from '../store/store-health.js';
+import { Admission } from './admission.js';
+import { FairQueue } from './fair-queue.js';
+import type { DeviceView } from './hardware-rules.js';
+import { deadlineExceeded } from './deadlines.js';
 import type { ResultStore } from './result-store.js';
 import { OutcomeRetry, unstoredOutcome } from './outcome-retry.js';
+import { Starts, type ClaimTally } from './job-start.js';
 import type { StartAtInsert } from './submitter.js';
-import type { StoreHealth } from '../store/store-health.js';
-import { tenantRuntime } from './tenant-share.js';
+import { stopJob, type RunningJob } from './job-run.js';
+import { countFinished, prepareFinish, type PendingFinish, type PreparedFinish } from './job-finish.js';
+import { TurnCommit, type TurnRow } from './turn-commit.js';
 
 export interface DispatcherDeps {
   readonly config: ServiceConfig;
@@ -51,62 +57,40 @@ export interface OverdueVerdict {
   readonly after?: () => void;
 }
 
-interface RunningJob {
-  readonly job: JobRecord;
-  readonly placement: Placement;
-  readonly done: Promise<void>;
-  progress: number;
-  message: string;
-  /** What the database holds (written at most every PROGRESS_WRITE_MS), for the final record. */
-  savedProgress: number;
-  savedMessage: string;
-  /** Made when the job first looks at its signal: an AbortSignal costs several µs a job. */
-  abort: AbortController | null;
-  /** A cancel or shutdown asked the job to stop (its signal is, or will be made, aborted). */
-  stopRequested: boolean;
-  cancelRequested: boolean;
-  /** Why the job was asked to stop (the abort's reason): a cancel, its deadline, or a shutdown. */
-  stopReason: TandemError | null;
-  /** Epoch ms; the deadline sweep stops the job past it. */
-  readonly deadlineAt: number;
-  deadlineHit: boolean;
-  /** Failed by the sweep while its run had not returned: its slot is freed, its late outcome dropped. */
-  abandoned: boolean;
-}
-
-const PROGRESS_WRITE_MS = 250;
 /** How often running jobs' deadlines are checked (a deadline is honoured to within this). */
 const DEADLINE_SWEEP_MS = 50;
 
 export type FinishedListener = (jobId: string, read: () => JobRecord | null) => void;
-
-/** Room held for a job that is being inserted already running. */
-interface Reservation extends Footprint {
-  readonly type: AnyJobType;
-  readonly params: unknown;
-  readonly placement: Placement;
-  readonly deadlineAt: number;
-}
 
 export class Dispatcher {
   readonly queue: FairQueue;
   private readonly running = new Map<string, RunningJob>();
   /** Running jobs, and those reserved to start in their insert's transaction. */
   private readonly admitted: Admission;
-  private pumpScheduled = false;
+  /** Claims, placement and the start of runs (job-start.ts). */
+  private readonly starts: Starts;
+  private turnScheduled = false;
+  private readonly turnFn = (): void => this.turn();
   private stopping = false;
   /** Paused until the runtime has opened (or failed to), so placement sees the real devices. */
   private paused = true;
   private readonly finishedListeners = new Set<FinishedListener>();
+  /** Outcomes of jobs that ended since the last turn, committed by the next one. */
+  private finishing: PendingFinish[] = [];
   /** Finished jobs whose outcome commit failed, retried until it lands (disk full). */
   private readonly outcomes: OutcomeRetry;
-  /** After a claim the store refused: the pump waits this long before trying again (backoff). */
-  private claimBackoffMs = 0;
   private sweep: NodeJS.Timeout | null = null;
 
   constructor(private readonly d: DispatcherDeps) {
     this.queue = new FairQueue((id) => d.tenants.get(id)?.weight ?? 1);
     this.admitted = new Admission(d.tenants, d.config);
+    this.starts = new Starts(d, this.queue, this.admitted, this.running, {
+      scheduleTurn: () => this.scheduleTurn(),
+      finishLater: (p) => this.finishLater(p),
+      ended: (r, outcome, ev) => this.ended(r, outcome, ev),
+      stopping: () => this.stopping,
+      paused: () => this.paused,
+    });
     this.outcomes = new OutcomeRetry({
       health: d.health,
       giveUpMs: d.config.outcomeRetryMs,
@@ -120,7 +104,7 @@ export class Dispatcher {
   recover(): { requeued: number; queued: number } {
     const requeued = this.d.store.requeueRunning();
     for (const j of this.d.store.queued()) this.queue.push(j);
-    this.schedulePump();
+    this.scheduleTurn();
     return { requeued, queued: this.queue.size };
   }
 
@@ -129,7 +113,7 @@ export class Dispatcher {
     if (job.state !== 'queued') return;
     const { id, seq, tenantId, priority, memBytes } = job;
     this.queue.push({ id, seq, tenantId, priority, memBytes, record: job });
-    this.schedulePump();
+    this.scheduleTurn();
   }
 
   /**
@@ -178,9 +162,11 @@ export class Dispatcher {
     const r = this.running.get(job.id);
     if (r && this.d.store.requestCancel(job.id)) {
       r.cancelRequested = true;
-      this.stopJob(r, new TandemError('TANDEM_ERR_CANCELLED', 'cancelled while running'));
+      stopJob(r, new TandemError('TANDEM_ERR_CANCELLED', 'cancelled while running'));
       return 'cancelling';
     }
+    // Claimed, its run waiting for its turn to be durable: it starts cancelled.
+    if (!r && this.starts.cancelBeforeRun(job.id) && this.d.store.requestCancel(job.id)) return 'cancelling';
     return 'final';
   }
 
@@ -190,7 +176,12 @@ export class Dispatcher {
       this.sweep = setInterval(() => this.checkDeadlines(), DEADLINE_SWEEP_MS);
       this.sweep.unref();
     }
-    this.schedulePump();
+    this.scheduleTurn();
+  }
+
+  /** Starting a job in its insert's own transaction (see Starts.atInsert). */
+  startAtInsert(...args: Parameters<Starts['atInsert']>): StartAtInsert {
+    return this.starts.atInsert(...args);
   }
 
   /**
@@ -202,10 +193,10 @@ export class Dispatcher {
     if (this.running.size === 0 || this.stopping) return;
     const now = Date.now();
     for (const r of [...this.running.values()]) {
-      if (now < r.deadlineAt) continue;
+      if (now < r.deadlineAt || r.finishing) continue; // a finishing job's outcome is already decided
       if (!r.deadlineHit) {
         r.deadlineHit = true;
-        this.stopJob(r, deadlineExceeded(r.job, now));
+        stopJob(r, deadlineExceeded(r.job, now));
       } else if (now >= r.deadlineAt + this.d.config.deadlineGraceMs) this.abandon(r, now);
     }
   }
@@ -218,335 +209,126 @@ export class Dispatcher {
     this.d.log('warn', `job ${r.job.id} (${r.job.type}) overdue: ${note}`);
     r.abandoned = true;
     const err = deadlineExceeded(r.job, now, note, verdict?.details);
-    try {
-      const failed: FinishOutcome = { state: 'failed', error: err.toJSON() };
-      this.commitOrRetry(r.job, failed, this.d.traces.events(r.job.id), r);
-    } finally {
-      this.ended(r);
-    }
-    verdict?.after?.();
-  }
-
-  private schedulePump(): void {
-    if (this.pumpScheduled || this.stopping || this.paused) return;
-    this.pumpScheduled = true;
-    setImmediate(() => {
-      this.pumpScheduled = false;
-      this.pump();
-    });
-  }
-
-  private totalDeviceMemory(): number {
-    return this.d.devices().reduce((s, dv) => s + dv.memoryBytes, 0);
-  }
-
-  private pump(): void {
-    if (this.queue.size === 0) return; // after every job's end: nothing to place, no device snapshot
-    const total = this.totalDeviceMemory();
-    const a = this.admitted;
-    while (!this.stopping && a.hasSlot() && this.queue.size > 0) {
-      const fair = this.queue.peekFair();
-      // Reserve memory for the fairly-next job instead of letting smaller ones overtake it forever.
-      if (fair && a.tenantRoom(fair) && !a.fits(fair, total)) return;
-      const next = this.queue.next((j) => a.tenantRoom(j) && a.fits(j, total));
-      if (!next) return;
-      try {
-        this.start(next);
-        if (this.claimBackoffMs > 0) this.d.health.succeeded();
-        this.claimBackoffMs = 0;
-      } catch (e) {
-        // The store refused the claim (disk full): the job stays queued, here and in the database.
-        this.queue.push(next);
-        this.d.health.failed('claiming a job', e);
-        this.claimBackoffMs = Math.min(2000, Math.max(25, 2 * this.claimBackoffMs));
-        setTimeout(() => this.schedulePump(), this.claimBackoffMs).unref();
-        return;
-      }
-    }
+    const failed: FinishOutcome = { state: 'failed', error: err.toJSON() };
+    // Its slot is freed now (its run may never return); the failure lands with the next turn.
+    const ev = this.d.traces.events(r.job.id);
+    const after = verdict?.after;
+    this.finishLater({ job: r.job, outcome: failed, ev, r, holdsRoom: false, ...(after ? { after } : {}) });
+    this.forget(r);
+    this.admitted.release(r.job);
   }
 
   /**
-   * Starting `job` in its insert's own transaction, which then commits its claim too (one commit and
-   * one event-loop turn less than queue → pump → claim). At the group commit, `reserve` takes room
-   * only when nothing is queued (fairness has nobody to prefer it to), a slot, the tenant's quotas and
-   * device memory allow, and the job can be placed; else the job is queued as usual.
+   * A job's run returned (`outcome`), or it was abandoned (null). Its outcome is queued for the next
+   * turn's commit, holding its room until it lands; while the service stops it is left `running` in
+   * the database (the next start re-queues it) and its room freed.
    */
-  startAtInsert(job: NewJob, parsed: unknown): StartAtInsert {
-    let held: Reservation | null = null;
-    return {
-      reserve: (): InsertClaim | null => {
-        held = this.reserve(job, parsed);
-        return (
-          held && {
-            device: held.placement.device ?? 'auto',
-            placement: held.placement.reason,
-            deadlineAt: held.deadlineAt,
-          }
-        );
-      },
-      started: (record) => {
-        if (held) this.run(record, held.type, held.params, held.placement);
-        held = null;
-      },
-      unreserve: () => {
-        if (held) this.admitted.release(held);
-        held = null;
-        this.schedulePump();
-      },
-    };
-  }
-
-  private reserve(job: NewJob, parsed: unknown): Reservation | null {
-    const a = this.admitted;
-    if (this.paused || this.stopping || this.queue.size > 0 || !a.hasSlot()) return null;
-    if (!a.tenantRoom(job) || (a.size > 0 && !a.fits(job, this.totalDeviceMemory()))) return null;
-    try {
-      const type = this.d.registry.get(job.type);
-      const params = parsed === undefined ? type.parse(job.params) : parsed;
-      const device = type.requestedDevice?.(params);
-      const placement = selectPlacement(this.d.config.hardwareRules, job.jobClass, device, this.d.devices());
-      const deadlineAt = deadlineIfStartedAt(job, type, this.d.config.defaultJobTimeoutSeconds, Date.now());
-      const r: Reservation = {
-        tenantId: job.tenantId,
-        memBytes: job.memBytes,
-        type,
-        params,
-        placement,
-        deadlineAt,
-      };
-      a.admit(r);
-      return r;
-    } catch {
-      return null; // queued instead: start() fails it with the reason
-    }
-  }
-
-  private start(q: QueuedJob): void {
-    let type: AnyJobType;
-    let params: unknown;
-    let placement: Placement;
-    // A job queued by this process carries its record; one loaded at restart is read here.
-    const record = q.record ?? this.d.store.get(q.id);
-    if (!record || record.state !== 'queued') return;
-    try {
-      type = this.d.registry.get(record.type);
-      params = type.parse(record.params);
-      placement = selectPlacement(
-        this.d.config.hardwareRules,
-        record.jobClass,
-        type.requestedDevice?.(params),
-        this.d.devices(),
-      );
-    } catch (e) {
-      // A job that cannot even be placed fails now (claimed first so the failure is fenced too).
-      const claimed = this.d.store.claim(q.id, null);
-      if (claimed)
-        this.commitOrRetry(
-          claimed,
-          { state: 'failed', error: asTandemError(e, 'TANDEM_ERR_INTERNAL', 'placing the job').toJSON() },
-          undefined,
-        );
+  private ended(r: RunningJob, outcome: FinishOutcome | null, ev?: PendingFinish['ev']): void {
+    if (outcome === null || r.abandoned) return; // failed by the sweep already: this late outcome is dropped
+    if (this.stopping) {
+      this.forget(r);
+      this.admitted.release(r.job);
       return;
     }
-    const now = Date.now();
-    const deadline = deadlineIfStartedAt(record, type, this.d.config.defaultJobTimeoutSeconds, now);
-    const job = this.d.store.claim(q.id, placement.device ?? 'auto', placement.reason, now, record, deadline);
-    if (!job) return;
-    if (job.deadlineAt != null && job.deadlineAt <= now) {
-      // Its budget ran out in an earlier process (a restart re-queued it): it fails without running.
-      const err = deadlineExceeded(job, now, 'its time ran out before this start (re-queued by a restart)');
-      this.commitOrRetry(job, { state: 'failed', error: err.toJSON() }, undefined);
-      return;
-    }
-    this.admitted.admit(job);
-    this.run(job, type, params, placement);
+    r.finishing = true;
+    this.finishLater({ job: r.job, outcome, ev, r, holdsRoom: true });
   }
 
-  /** Runs a claimed job whose room is admitted (released when it ends). */
-  private run(job: JobRecord, type: AnyJobType, params: unknown, placement: Placement): void {
-    this.d.metrics.jobWait.observe(
-      { type: job.type },
-      Math.max(0, (job.startedAt ?? Date.now()) - job.createdAt) / 1000,
-    );
-    const entry: RunningJob = {
-      job,
-      placement,
-      progress: 0,
-      message: '',
-      savedProgress: 0,
-      savedMessage: '',
-      abort: null,
-      stopRequested: false,
-      cancelRequested: false,
-      stopReason: null,
-      deadlineAt:
-        job.deadlineAt ??
-        deadlineIfStartedAt(job, type, this.d.config.defaultJobTimeoutSeconds, job.startedAt ?? Date.now()),
-      deadlineHit: false,
-      abandoned: false,
-      done: Promise.resolve(),
-    };
-    (entry as { done: Promise<void> }).done = this.execute(entry, type, params);
-    this.running.set(job.id, entry);
-  }
-
-  private async execute(r: RunningJob, type: AnyJobType, params: unknown): Promise<void> {
-    const { job } = r;
-    const ev = this.d.traces.begin(job.id);
-    let lastWrite = 0;
-    const ctx: JobContext<unknown> = {
-      jobId: job.id,
-      tenantId: job.tenantId,
-      attempt: job.attempt,
-      params,
-      get signal(): AbortSignal {
-        if (!r.abort) {
-          r.abort = new AbortController();
-          if (r.stopRequested) r.abort.abort(r.stopReason ?? undefined);
-        }
-        return r.abort.signal;
-      },
-      get aborted(): boolean {
-        return r.stopRequested;
-      },
-      // Its tasks are charged to its tenant: devices are shared by weight at the task level too.
-      rt: tenantRuntime(
-        this.d.rt(),
-        job.tenantId,
-        this.d.tenants.get(job.tenantId)?.weight ?? 1,
-        this.d.config.fairShare,
-      ),
-      placement: r.placement,
-      tags: { job: job.id, tenant: job.tenantId },
-      progress: (fraction, message = '') => {
-        r.progress = Math.min(1, Math.max(0, Number.isFinite(fraction) ? fraction : 0));
-        r.message = message.slice(0, 200);
-        const now = Date.now();
-        if (now - lastWrite >= PROGRESS_WRITE_MS) {
-          lastWrite = now;
-          try {
-            if (this.d.store.setProgress(job.id, job.attempt, r.progress, r.message)) {
-              r.savedProgress = r.progress;
-              r.savedMessage = r.message;
-            }
-          } catch (e) {
-            this.d.health.failed(`saving the progress of job ${job.id}`, e); // advisory: the job goes on
-          }
-        }
-      },
-      span: (name, startUs, endUs, args) => {
-        ev.spans.push({ name, startUs, endUs, ...(args ? { args } : {}) });
-      },
-    };
-    let outcome: FinishOutcome;
-    try {
-      await Promise.resolve(); // run never starts synchronously inside pump()
-      const result = await type.run(ctx);
-      outcome = { state: 'succeeded', result };
-    } catch (e) {
-      if (isTandemError(r.stopReason, 'TANDEM_ERR_DEADLINE_EXCEEDED')) {
-        // Stopped by its deadline: whatever it threw on the way out, that is why it failed.
-        outcome = { state: 'failed', error: r.stopReason.toJSON() };
-      } else {
-        const err = asTandemError(e, 'TANDEM_ERR_INTERNAL', `job ${job.type}`);
-        const cancelled = r.stopRequested || isTandemError(e, 'TANDEM_ERR_CANCELLED');
-        outcome = { state: cancelled ? 'cancelled' : 'failed', error: err.toJSON() };
-      }
-    }
-    // Failed by the deadline sweep already (its slot freed): this late outcome is dropped.
-    if (r.abandoned) return;
-    // A job whose outcome waits for the store keeps its room until it lands: no new job starts while
-    // none could be stored (back-pressure on a full disk).
-    let waiting = false;
-    try {
-      // Shutting down: leave the job 'running' in the database; the next start re-queues it.
-      if (!this.stopping) waiting = this.commitOrRetry(job, outcome, ev, r, true);
-    } finally {
-      this.ended(r, waiting);
-    }
-  }
-
-  /**
-   * A job's trace and running entry are given back once its outcome is committed (or it was abandoned),
-   * and its room too unless `keepRoom` (its outcome waits for the store; released when it lands).
-   */
-  private ended(r: RunningJob, keepRoom = false): void {
+  /** The job is no longer running here (its outcome landed, waits in the retrier, or was dropped). */
+  private forget(r: RunningJob): void {
     this.d.traces.end(r.job.id);
     this.running.delete(r.job.id);
-    if (!keepRoom) this.admitted.release(r.job);
-    this.schedulePump();
+  }
+
+  private finishLater(p: PendingFinish): void {
+    this.finishing.push(p);
+    this.scheduleTurn();
+  }
+
+  private scheduleTurn(): void {
+    if (this.turnScheduled) return;
+    if (this.finishing.length === 0 && (this.stopping || this.paused)) return;
+    this.turnScheduled = true;
+    setImmediate(this.turnFn);
   }
 
   /**
-   * commit(), and when the store refuses it (disk full) a retry until it lands: the worker is done,
-   * so nothing may stay `running` in the database without one. True when the retry holds the job's
-   * admitted room (released, and the pump run, once it lands).
+   * One turn: the outcomes that arrived since the last one, then the claims that fit (the room those
+   * outcomes freed included), in one transaction. Nothing to write: no transaction.
    */
-  private commitOrRetry(
-    job: JobRecord,
-    outcome: FinishOutcome,
-    ev: ReturnType<JobTraceCollector['begin']> | undefined,
-    r?: RunningJob,
-    holdRoom = false,
-  ): boolean {
-    const waits = this.outcomes.commit(job.id, {
-      full: () => this.commit(job, outcome, ev, r),
-      fallback: (why) => this.commit(job, unstoredOutcome(outcome.state, why), ev, r),
-      landed: () => {
-        if (holdRoom) this.admitted.release(job);
-        this.schedulePump();
-      },
-    });
-    return waits && holdRoom;
+  private turn(): void {
+    this.turnScheduled = false;
+    const finishes = this.finishing;
+    this.finishing = [];
+    if (finishes.length === 0 && !this.starts.mayClaim()) return;
+    const t = new TurnCommit(
+      this.d.store,
+      (e) => this.d.log('error', `after a dispatch commit: ${errorText(e)}`),
+      (e) => this.d.health.failed('syncing the job store', e),
+    );
+    const tally: ClaimTally = { landed: 0, refused: null };
+    t.run(
+      finishes.map((p) => this.finishRow(p)),
+      (turn) => this.starts.claimInto(turn, tally),
+      () => this.starts.afterTurn(tally),
+    );
   }
 
-  private commit(
-    job: JobRecord,
-    outcome: FinishOutcome,
-    ev: ReturnType<JobTraceCollector['begin']> | undefined,
-    r?: RunningJob,
-  ): void {
-    const finishedAt = Date.now();
-    let o = outcome;
-    if (o.state === 'succeeded') {
-      const stored = this.d.results.store(job.id, o.result);
-      o = { ...o, result: stored.inline, resultFile: stored.file };
-    }
-    const placement = r?.placement.reason;
-    // Where its tasks ran (none: null) replaces where it was meant to go (a kind, or 'auto').
-    if (ev) o = { ...o, device: ev.devices.size ? [...ev.devices].sort().join(',') : null };
-    // The record exactly as finish() below writes it (the columns it sets, the rest as claimed), so
-    // the listeners (a ?wait answer) need not read it back.
-    const base: JobRecord = {
-      ...job,
-      state: o.state,
-      finishedAt,
-      error: o.error ?? null,
-      result: o.result ?? null,
-      resultFile: o.resultFile ?? null,
-      progress: o.state === 'succeeded' ? 1 : (r?.savedProgress ?? job.progress),
-      message: r?.savedMessage ?? job.message,
-      cancelRequested: job.cancelRequested || (r?.cancelRequested ?? false),
-      device: o.device === undefined ? job.device : o.device,
+  /** The commit of one outcome as a row of the turn. */
+  private finishRow(p: PendingFinish): TurnRow {
+    let prepared: PreparedFinish | null = null;
+    let landed = false;
+    let released = false;
+    return {
+      write: () => {
+        prepared = prepareFinish(this.d, p, p.outcome);
+        landed = this.d.store.finish(p.job.id, p.job.attempt, prepared.outcome, prepared.finishedAt);
+        // Its room goes to this turn's claims (given back if the turn is lost).
+        if (p.holdsRoom) this.admitted.release(p.job);
+        released = p.holdsRoom;
+      },
+      committed: (error) => {
+        if (p.r && !p.r.abandoned) this.forget(p.r);
+        if (error !== null) this.retryFinish(p, error);
+        else this.announce(p.job, prepared!, landed);
+        p.after?.();
+      },
+      lost: (error) => {
+        if (released) this.admitted.admit(p.job);
+        if (p.r && !p.r.abandoned) this.forget(p.r);
+        this.retryFinish(p, error);
+        p.after?.();
+      },
     };
-    // The trace is built when its batch is written (or first read), off this path.
-    const times = { resultStoredAt: Date.now(), ...(placement ? { placement } : {}) };
-    const trace = (): ChromeTrace => buildJobTrace(base, ev, times, finishedAt);
-    const final: JobRecord = { ...base, traceFile: this.d.traces.write(job.id, trace) };
-    if (!this.d.store.finish(job.id, job.attempt, { ...o, traceFile: final.traceFile }, finishedAt)) {
+  }
+
+  /** An outcome the store refused: retried on its own until it lands (outcome-retry.ts). */
+  private retryFinish(p: PendingFinish, error: unknown): void {
+    this.d.log('error', `committing job ${p.job.id}: ${errorText(error)} (retrying)`);
+    const commitNow = (outcome: FinishOutcome): void => {
+      const prepared = prepareFinish(this.d, p, outcome);
+      const landed = this.d.store.finish(p.job.id, p.job.attempt, prepared.outcome, prepared.finishedAt);
+      this.announce(p.job, prepared, landed);
+    };
+    this.outcomes.add(p.job.id, error, {
+      full: () => commitNow(p.outcome),
+      fallback: (why) => commitNow(unstoredOutcome(p.outcome.state, why)),
+      landed: () => {
+        if (p.holdsRoom) this.admitted.release(p.job);
+        this.scheduleTurn();
+      },
+    });
+  }
+
+  /** A committed outcome: counted and told to the listeners (a superseded one only logged). */
+  private announce(job: JobRecord, f: PreparedFinish, landed: boolean): void {
+    if (!landed) {
       this.d.log('warn', `job ${job.id} attempt ${job.attempt}: outcome not committed (superseded)`);
       return;
     }
     this.d.health.succeeded();
-    this.d.metrics.jobsFinished.inc({ type: job.type, state: o.state });
-    if (o.error?.code === 'TANDEM_ERR_DEADLINE_EXCEEDED')
-      this.d.metrics.deadlinesExceeded.inc({
-        type: job.type,
-        hung: String('hungDevices' in o.error.details),
-      });
-    if (job.startedAt !== null)
-      this.d.metrics.jobRun.observe({ type: job.type, state: o.state }, (finishedAt - job.startedAt) / 1000);
-    this.notifyFinished(job.id, final);
+    countFinished(this.d.metrics, f);
+    this.notifyFinished(job.id, f.record);
   }
 
   /**
@@ -560,23 +342,24 @@ export class Dispatcher {
     for (const cb of this.finishedListeners) cb(jobId, read);
   }
 
-  private stopJob(r: RunningJob, reason: TandemError): void {
-    if (r.stopRequested) return; // the first reason stands (a cancel stays a cancel past the deadline)
-    r.stopRequested = true;
-    r.stopReason = reason;
-    r.abort?.abort(reason);
-  }
-
-  /** Stops dispatching and aborts running jobs without committing them (they re-run after restart). */
+  /**
+   * Stops dispatching and aborts running jobs without committing them (they re-run after restart).
+   * Outcomes already in hand are committed first, as each was at its job's end before turns.
+   */
   async stop(timeoutMs = 5000): Promise<void> {
     this.stopping = true;
+    if (this.finishing.length > 0) this.turn();
     this.outcomes.close(); // what is pending stays running in the database: the next start re-queues it
     if (this.sweep) clearInterval(this.sweep);
     this.sweep = null;
     for (const r of this.running.values())
-      this.stopJob(r, new TandemError('TANDEM_ERR_CANCELLED', 'the service is stopping'));
+      stopJob(r, new TandemError('TANDEM_ERR_CANCELLED', 'the service is stopping'));
     const all = Promise.allSettled([...this.running.values()].map((r) => r.done));
     await Promise.race([all, new Promise((res) => setTimeout(res, timeoutMs).unref())]);
     await this.d.traces.close(); // traces are written on a background thread
   }
+}
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
 }

@@ -32,6 +32,8 @@ interface Pending {
 
 export class Submitter {
   private batch: Pending[] = [];
+  /** Groups committed whose sync (full durability: off the loop, store/wal-sync.ts) has not ended. */
+  private readonly syncing = new Set<readonly Pending[]>();
   private scheduled = false;
   private closed = false;
   groups = 0;
@@ -46,6 +48,12 @@ export class Submitter {
     private readonly onHandOffError: (e: unknown, jobId: string | null) => void = () => undefined,
     /** The whole group's commit failed (disk full): every submission in it was answered with the error. */
     private readonly onCommitError: (e: unknown) => void = () => undefined,
+    /**
+     * The fdatasync after a committed group failed: reported here; the group is still handed off and
+     * answered (it is in the database, which every reader sees; whether a power cut keeps it is what
+     * failed, and /healthz says so).
+     */
+    private readonly onSyncError: (e: Error) => void = () => undefined,
   ) {}
 
   submit(job: NewJob, opts?: SubmitOptions): Promise<InsertOutcome> {
@@ -64,15 +72,18 @@ export class Submitter {
     });
   }
 
-  /** Submissions waiting for the next group commit (all tenants). */
+  /** Submissions waiting for their group commit or its sync (all tenants). */
   get pending(): number {
-    return this.batch.length;
+    let n = this.batch.length;
+    for (const g of this.syncing) n += g.length;
+    return n;
   }
 
-  /** Jobs waiting for the next group commit (counted against queue quotas). */
+  /** Jobs waiting for their group commit or its sync (counted against queue quotas). */
   pendingFor(tenantId: string): number {
     let n = 0;
     for (const p of this.batch) if (p.job.tenantId === tenantId) n++;
+    for (const g of this.syncing) for (const p of g) if (p.job.tenantId === tenantId) n++;
     return n;
   }
 
@@ -84,14 +95,16 @@ export class Submitter {
     this.groups++;
     let outcomes: InsertOutcome[];
     const t0 = performance.now();
-    const claims = group.map((p) => p.opts?.start?.reserve() ?? null);
+    // A job starts in its insert only with nobody ahead of it: not while an earlier group, to be
+    // queued once it is on disk, still syncs.
+    const claims = group.map((p) => (this.syncing.size > 0 ? null : (p.opts?.start?.reserve() ?? null)));
     try {
       outcomes = this.store.insertMany(
         group.map((p) => p.job),
         Date.now(),
         claims.some((c) => c !== null) ? claims : undefined,
+        'deferred',
       );
-      this.onCommit((performance.now() - t0) / 1000, group.length);
     } catch (e) {
       const error = asTandemError(e, 'TANDEM_ERR_UNAVAILABLE', 'storing the job');
       this.onCommitError(e);
@@ -101,8 +114,25 @@ export class Submitter {
       }
       return;
     }
-    // Each job's hand-off on its own: a callback that throws for one job neither skips the others nor
-    // leaves their requests unanswered.
+    // Nothing is acknowledged, started or queued before the group is on disk.
+    this.syncing.add(group);
+    this.store.afterDurable((syncError) => {
+      this.syncing.delete(group);
+      this.onCommit((performance.now() - t0) / 1000, group.length);
+      if (syncError) this.onSyncError(syncError);
+      this.handOff(group, outcomes, claims);
+    });
+  }
+
+  /**
+   * Each job's hand-off on its own: a callback that throws for one job neither skips the others nor
+   * leaves their requests unanswered.
+   */
+  private handOff(
+    group: readonly Pending[],
+    outcomes: readonly InsertOutcome[],
+    claims: readonly (InsertClaim | null)[],
+  ): void {
     outcomes.forEach((o, i) => {
       const p = group[i]!;
       try {

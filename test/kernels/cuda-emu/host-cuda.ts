@@ -139,6 +139,9 @@ export function runNativeOnHost(
     gemm() {
       throw new Error('gemm is not emulated');
     },
+    matmul() {
+      throw new Error('matmul is not emulated');
+    },
     memcpy() {
       throw new Error('memcpy is not emulated');
     },

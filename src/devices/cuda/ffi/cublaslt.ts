@@ -10,20 +10,44 @@ import type { Out } from './driver.js';
 const DESC_TRANSA = 3;
 const DESC_TRANSB = 4;
 const PREF_MAX_WORKSPACE_BYTES = 1;
+// cublasLtMatmulDescAttributes_t, cublasLtMatrixLayoutAttribute_t, cublasLtMatmulPreferenceAttributes_t
+// (cublasLt.h, CUDA 12/13).
+const DESC_EPILOGUE = 7; // uint32_t (cublasLtEpilogue_t)
+const DESC_BIAS_POINTER = 8; // void *
+const DESC_EPILOGUE_AUX_POINTER = 11; // void *
+const DESC_EPILOGUE_AUX_LD = 12; // int64_t
+const DESC_BIAS_DATA_TYPE = 26; // int32_t (cudaDataType)
+const LAYOUT_BATCH_COUNT = 5; // int32_t
+const LAYOUT_STRIDED_BATCH_OFFSET = 6; // int64_t
+const PREF_MIN_ALIGNMENT_A_BYTES = 5; // uint32_t; B, C, D follow as 6, 7, 8
+const STATUS_NOT_SUPPORTED = 15;
+const STATUS_INVALID_VALUE = 7;
+
+/** cublasLtEpilogue_t values (cublasLt.h). */
+export const LT_EPILOGUE = {
+  default: 1,
+  bias: 4,
+  geluAuxBias: 164,
+  dgelu: 192,
+  bgradb: 512,
+} as const;
 /** sizeof(cublasLtMatmulHeuristicResult_t): algo (8 x u64) + workspaceSize + state + wavesCount + int[4]. */
 const HEURISTIC_BYTES = 96;
+
+type AttrBuffer = Int32Array | Uint32Array | BigInt64Array | BigUint64Array;
 
 interface CublasLtApi {
   cublasLtCreate(h: Out<number>): number;
   cublasLtDestroy(h: number): number;
   cublasLtMatmulDescCreate(d: Out<number>, compute: number, scale: number): number;
   cublasLtMatmulDescDestroy(d: number): number;
-  cublasLtMatmulDescSetAttribute(d: number, attr: number, buf: Int32Array, bytes: number): number;
+  cublasLtMatmulDescSetAttribute(d: number, attr: number, buf: AttrBuffer, bytes: number): number;
   cublasLtMatrixLayoutCreate(l: Out<number>, type: number, rows: number, cols: number, ld: number): number;
+  cublasLtMatrixLayoutSetAttribute(l: number, attr: number, buf: AttrBuffer, bytes: number): number;
   cublasLtMatrixLayoutDestroy(l: number): number;
   cublasLtMatmulPreferenceCreate(p: Out<number>): number;
   cublasLtMatmulPreferenceDestroy(p: number): number;
-  cublasLtMatmulPreferenceSetAttribute(p: number, attr: number, buf: BigUint64Array, bytes: number): number;
+  cublasLtMatmulPreferenceSetAttribute(p: number, attr: number, buf: AttrBuffer, bytes: number): number;
   cublasLtMatmulAlgoGetHeuristic(
     h: number,
     d: number,
@@ -66,6 +90,8 @@ const DECLS: Record<keyof CublasLtApi, string> = {
   cublasLtMatrixLayoutCreate:
     'int cublasLtMatrixLayoutCreate(_Out_ uint64_t *l, int type, uint64_t rows, uint64_t cols, int64_t ld)',
   cublasLtMatrixLayoutDestroy: 'int cublasLtMatrixLayoutDestroy(uint64_t l)',
+  cublasLtMatrixLayoutSetAttribute:
+    'int cublasLtMatrixLayoutSetAttribute(uint64_t l, int attr, const void *buf, size_t bytes)',
   cublasLtMatmulPreferenceCreate: 'int cublasLtMatmulPreferenceCreate(_Out_ uint64_t *p)',
   cublasLtMatmulPreferenceDestroy: 'int cublasLtMatmulPreferenceDestroy(uint64_t p)',
   cublasLtMatmulPreferenceSetAttribute:
@@ -91,6 +117,23 @@ export interface LtShape {
   readonly ldc: number;
 }
 
+/**
+ * A column-major matmul with an epilogue and a strided batch, as cuBLASLt sees it. Bias and aux have
+ * the data type of D; pointer alignments (bytes, powers of two up to 256) steer the heuristic.
+ */
+export interface LtEpilogueShape extends LtShape {
+  readonly epilogue: number;
+  readonly hasBias: boolean;
+  /** Leading dimension of the aux matrix in elements; 0 without aux. */
+  readonly auxLd: number;
+  readonly batchCount: number;
+  readonly strideA: number;
+  readonly strideB: number;
+  readonly strideC: number;
+  /** Alignments of A, B, C(=D) in bytes. */
+  readonly align: readonly [number, number, number];
+}
+
 interface Plan {
   readonly desc: number;
   readonly a: number;
@@ -103,6 +146,9 @@ export class CublasLt {
   private readonly api: CublasLtApi;
   private handle = 0;
   private readonly plans = new Map<string, Plan>();
+  private readonly epiloguePlans = new Map<string, Plan | null>();
+  /** Calls that ran with an epilogue and calls declined by cuBLASLt (benchmarks report them). */
+  readonly epilogueCalls = { fused: 0, declined: 0 };
 
   constructor(
     lib: KoffiLib,
@@ -212,9 +258,161 @@ export class CublasLt {
     if (rc !== 0) this.check(rc, 'cublasLtMatmul');
   }
 
+  private setDesc(desc: number, attr: number, buf: AttrBuffer): void {
+    this.check(
+      this.api.cublasLtMatmulDescSetAttribute(desc, attr, buf, buf.byteLength),
+      'cublasLtMatmulDescSetAttribute',
+    );
+  }
+
+  private pointer(desc: number, attr: number, ptr: number): void {
+    this.setDesc(desc, attr, BigUint64Array.of(BigInt(ptr)));
+  }
+
+  /**
+   * Descriptors and the heuristic's best algorithm for a matmul with an epilogue, made once per
+   * shape; null (remembered too) when cuBLASLt supports no algorithm for it.
+   */
+  private epiloguePlan(s: LtEpilogueShape, workspaceBytes: number, bias: number, aux: number): Plan | null {
+    const key = [s.dataType, s.compute, s.ta, s.tb, s.m, s.n, s.k, s.lda, s.ldb, s.ldc, s.epilogue, s.hasBias]
+      .concat([s.auxLd, s.batchCount, s.strideA, s.strideB, s.strideC, ...s.align])
+      .join(',');
+    const known = this.epiloguePlans.get(key);
+    if (known !== undefined) return known;
+    const api = this.api;
+    if (this.handle === 0) this.handle = this.out('cublasLtCreate', (o) => api.cublasLtCreate(o));
+    const desc = this.out('cublasLtMatmulDescCreate', (o) =>
+      api.cublasLtMatmulDescCreate(o, s.compute, s.scaleType),
+    );
+    const layouts: number[] = [];
+    const pref = this.out('cublasLtMatmulPreferenceCreate', (o) => api.cublasLtMatmulPreferenceCreate(o));
+    let plan: Plan | null = null;
+    try {
+      this.setDesc(desc, DESC_TRANSA, Int32Array.of(s.ta));
+      this.setDesc(desc, DESC_TRANSB, Int32Array.of(s.tb));
+      this.setDesc(desc, DESC_EPILOGUE, Uint32Array.of(s.epilogue));
+      if (s.hasBias) {
+        this.setDesc(desc, DESC_BIAS_DATA_TYPE, Int32Array.of(s.dataType));
+        this.pointer(desc, DESC_BIAS_POINTER, bias);
+      }
+      if (s.auxLd > 0) {
+        this.pointer(desc, DESC_EPILOGUE_AUX_POINTER, aux);
+        this.setDesc(desc, DESC_EPILOGUE_AUX_LD, BigInt64Array.of(BigInt(s.auxLd)));
+      }
+      const layout = (rows: number, cols: number, ld: number, stride: number): number => {
+        const l = this.out('cublasLtMatrixLayoutCreate', (o) =>
+          api.cublasLtMatrixLayoutCreate(o, s.dataType, rows, cols, ld),
+        );
+        layouts.push(l);
+        if (s.batchCount > 1) {
+          const set = (attr: number, buf: AttrBuffer): void =>
+            this.check(
+              api.cublasLtMatrixLayoutSetAttribute(l, attr, buf, buf.byteLength),
+              'cublasLtMatrixLayoutSetAttribute',
+            );
+          set(LAYOUT_BATCH_COUNT, Int32Array.of(s.batchCount));
+          set(LAYOUT_STRIDED_BATCH_OFFSET, BigInt64Array.of(BigInt(stride)));
+        }
+        return l;
+      };
+      const a = s.ta ? layout(s.k, s.m, s.lda, s.strideA) : layout(s.m, s.k, s.lda, s.strideA);
+      const b = s.tb ? layout(s.n, s.k, s.ldb, s.strideB) : layout(s.k, s.n, s.ldb, s.strideB);
+      const c = layout(s.m, s.n, s.ldc, s.strideC);
+      const setPref = (attr: number, buf: AttrBuffer): void =>
+        this.check(
+          api.cublasLtMatmulPreferenceSetAttribute(pref, attr, buf, buf.byteLength),
+          'cublasLtMatmulPreferenceSetAttribute',
+        );
+      setPref(PREF_MAX_WORKSPACE_BYTES, BigUint64Array.of(BigInt(workspaceBytes)));
+      const [alignA, alignB, alignC] = s.align;
+      setPref(PREF_MIN_ALIGNMENT_A_BYTES, Uint32Array.of(alignA));
+      setPref(PREF_MIN_ALIGNMENT_A_BYTES + 1, Uint32Array.of(alignB));
+      setPref(PREF_MIN_ALIGNMENT_A_BYTES + 2, Uint32Array.of(alignC));
+      setPref(PREF_MIN_ALIGNMENT_A_BYTES + 3, Uint32Array.of(alignC));
+      const results = new Uint8Array(HEURISTIC_BYTES);
+      const returned: Out<number> = [0];
+      const rc = api.cublasLtMatmulAlgoGetHeuristic(
+        this.handle,
+        desc,
+        a,
+        b,
+        c,
+        c,
+        pref,
+        1,
+        results,
+        returned,
+      );
+      // NOT_SUPPORTED and INVALID_VALUE both mean "not this combination" here: the caller falls back.
+      if (rc !== STATUS_NOT_SUPPORTED && rc !== STATUS_INVALID_VALUE)
+        this.check(rc, 'cublasLtMatmulAlgoGetHeuristic');
+      if (rc === 0 && returned[0] >= 1) plan = { desc, a, b, c, algo: results.subarray(0, 64) };
+    } finally {
+      api.cublasLtMatmulPreferenceDestroy(pref);
+      if (plan === null) {
+        for (const l of layouts) api.cublasLtMatrixLayoutDestroy(l);
+        api.cublasLtMatmulDescDestroy(desc);
+      }
+    }
+    this.epiloguePlans.set(key, plan);
+    return plan;
+  }
+
+  /**
+   * One matmul with an epilogue (D = C in place). Returns false, enqueuing nothing, when cuBLASLt has
+   * no algorithm for it; the bias and aux pointers are set on the cached descriptor for every call.
+   */
+  matmulEpilogue(
+    s: LtEpilogueShape,
+    alpha: Float32Array,
+    a: number,
+    b: number,
+    beta: Float32Array,
+    c: number,
+    bias: number,
+    aux: number,
+    workspace: number,
+    workspaceBytes: number,
+    stream: number,
+  ): boolean {
+    const p = this.epiloguePlan(s, workspaceBytes, bias, aux);
+    if (p === null) {
+      this.epilogueCalls.declined++;
+      return false;
+    }
+    if (s.hasBias) this.pointer(p.desc, DESC_BIAS_POINTER, bias);
+    if (s.auxLd > 0) this.pointer(p.desc, DESC_EPILOGUE_AUX_POINTER, aux);
+    const rc = this.api.cublasLtMatmul(
+      this.handle,
+      p.desc,
+      alpha,
+      a,
+      p.a,
+      b,
+      p.b,
+      beta,
+      c,
+      p.c,
+      c,
+      p.c,
+      p.algo,
+      workspace,
+      workspaceBytes,
+      stream,
+    );
+    if (rc === STATUS_NOT_SUPPORTED) {
+      this.epilogueCalls.declined++; // nothing was enqueued
+      return false;
+    }
+    if (rc !== 0) this.check(rc, 'cublasLtMatmul(epilogue)');
+    this.epilogueCalls.fused++;
+    return true;
+  }
+
   /** After a context reset the handle and plans belong to a dead context: start again. */
   forget(): void {
     this.plans.clear();
+    this.epiloguePlans.clear();
     this.handle = 0;
   }
 }

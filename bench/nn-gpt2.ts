@@ -1,0 +1,108 @@
+/**
+ * GPT-2 training throughput (B.3 of research/anchors-dl.md): one training step = forward, backward and
+ * AdamW (f32 master weights) on random tokens, as bench/torch/gpt2_train.py does for PyTorch in the same
+ * device call. Prints one JSON line per batch size: tokens/s (B·T / median step), MFU against 989
+ * TFLOP/s, peak device memory, and the host's share: the time the main thread spent submitting a step
+ * against the step's time.
+ *   node dist/bench/nn-gpt2.js [--preset gpt2] [--batch 64,16] [--steps 30] [--precision bf16] [--device cuda0]
+ */
+import { Runtime } from 'tandem';
+import { AdamW, Gpt, Nn, gptConfig, gptFlopsPerToken, type Precision } from 'tandem/nn';
+import { intOption, parse } from '../src/cli/output.js';
+
+const { values } = parse(process.argv.slice(2), {
+  preset: { type: 'string', default: 'gpt2' },
+  batch: { type: 'string', default: '64' },
+  steps: { type: 'string' },
+  precision: { type: 'string', default: 'bf16' },
+  device: { type: 'string', default: 'cuda0' },
+  'seq-len': { type: 'string' },
+});
+const steps = intOption(values['steps'], 'steps', 30);
+const warmup = Math.min(10, Math.floor(steps / 3));
+const H200_PEAK = 989e12;
+
+const rt = await Runtime.create({
+  backends: [String(values['device']).replace(/\d+$/, '')],
+  log: () => undefined,
+});
+try {
+  for (const batch of String(values['batch']).split(',').map(Number)) {
+    const nn = new Nn(rt, {
+      precision: values['precision'] as Precision,
+      device: String(values['device']),
+      seed: 1,
+    });
+    const config = gptConfig(String(values['preset']));
+    const t = values['seq-len'] === undefined ? config.context : Number(values['seq-len']);
+    const model = new Gpt(nn, config);
+    const opt = new AdamW(nn, model.parameters(), {
+      lr: 3e-4,
+      beta2: 0.95,
+      weightDecay: 0.1,
+      decayMatricesOnly: true,
+      maxNorm: 1,
+    });
+    let seed = 12345;
+    const randomTokens = (): Int32Array =>
+      Int32Array.from({ length: batch * t }, () => {
+        seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+        return seed % config.vocab;
+      });
+    const stepMs: number[] = [];
+    const hostMs: number[] = [];
+    let last = performance.now();
+    let lossValue = NaN;
+    // The previous step's loss is read after this step is queued, so the device never waits for the host.
+    let previous: Awaited<ReturnType<typeof model.loss>> | null = null;
+    for (let i = 0; i < steps; i++) {
+      const h0 = performance.now();
+      const ids = nn.input(randomTokens(), [batch, t], 'i32');
+      const targets = nn.input(randomTokens(), [batch * t], 'i32');
+      const loss = model.loss(ids, targets);
+      await loss.backward();
+      opt.step();
+      opt.zeroGrad();
+      rt.free(ids.data);
+      rt.free(targets.data);
+      hostMs.push(performance.now() - h0);
+      if (previous !== null) lossValue = await previous.item();
+      previous = loss;
+      const now = performance.now();
+      if (i >= warmup) stepMs.push(now - last);
+      last = now;
+    }
+    if (previous !== null) lossValue = await previous.item();
+    stepMs.sort((a, b) => a - b);
+    const median = stepMs[Math.floor(stepMs.length / 2)]!;
+    const tokensPerSecond = (batch * t * 1000) / median;
+    const flopsPerToken = gptFlopsPerToken(config, model.parameterCount(), t);
+    const usage = rt.memoryUsage().find((u) => u.kind === 'cuda');
+    const host = hostMs.slice(warmup).sort((a, b) => a - b)[Math.floor((steps - warmup) / 2)]!;
+    console.log(
+      JSON.stringify({
+        side: 'tandem',
+        preset: values['preset'],
+        precision: values['precision'],
+        batch,
+        seqLen: t,
+        params: model.parameterCount(),
+        stepMs: median,
+        tokensPerSecond,
+        mfu989: (tokensPerSecond * flopsPerToken) / H200_PEAK,
+        peakGiB: usage ? usage.peakBytes / 2 ** 30 : null,
+        hostSubmitMs: host,
+        hostShare: host / median,
+        finalLoss: lossValue,
+      }),
+    );
+    nn.release();
+    opt.dispose();
+    for (const p of model.parameters()) {
+      rt.free(p.data);
+      if (p.grad) rt.free(p.grad);
+    }
+  }
+} finally {
+  await rt.close();
+}

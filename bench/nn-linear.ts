@@ -1,0 +1,287 @@
+/**
+ * B.1 (research/anchors-dl.md): fused linear epilogues on CUDA in bf16, through rt.submit with the data
+ * resident on the GPU. GPT-2 shapes with M = B·T rows: (K, N) = (768, 2304) bias, (768, 3072) bias +
+ * GELU, (3072, 768) bias (its dX takes the DGELU of the GELU before it), (768, 50304) no bias.
+ * Per shape: forward, backward dX and backward dW (+ db), each timed over --reps back-to-back submits
+ * (wall clock to completion) as TFLOP/s of the 2·M·N·K product; then accuracy at --check-m rows: the
+ * normwise max error max|got − ref| / max|ref| over --check-rows rows against a float64 reference
+ * computed from the same bf16 inputs. One JSON line per (shape, pass).
+ *
+ *   npm run build && node dist/bench/nn-linear.js [--m 65536] [--reps 20] [--check-m 256] [--check-rows 16]
+ *   python3 bench/torch/nn_linear.py [--m 65536] [--reps 20]      (the PyTorch side, same lines)
+ *
+ * Inputs are random bf16 words made directly (no float64 detour, so 400 MB tensors take a fraction of
+ * a second); inputs over 1 GiB (only dy of the 50304-wide head at M = 65536) are filled on the device
+ * with a constant instead, which the lines mark with "dy_constant". Accuracy is always checked at
+ * --check-m rows with random data.
+ */
+import { type DType, toNumbers } from '../src/core/dtype.js';
+import { TandemError } from '../src/core/errors.js';
+import { intOption, parse } from '../src/cli/output.js';
+import type { Scalars } from '../src/devices/device.js';
+import { gelu, geluGrad } from '../src/kernels/activation/ops.js';
+import type { CudaDevice } from '../src/devices/cuda/cuda-device.js';
+import { Runtime } from '../src/runtime/runtime.js';
+
+type Tensor = ReturnType<Runtime['tensor']>;
+type Pass = 'forward' | 'backward_dx' | 'backward_dw';
+
+interface Shape {
+  readonly name: string;
+  readonly k: number;
+  readonly n: number;
+  readonly gelu: boolean;
+  readonly bias: boolean;
+  /** Its input came through a GELU: dX takes the DGELU epilogue with that GELU's pre-activation. */
+  readonly dxGelu: boolean;
+}
+
+const SHAPES: readonly Shape[] = [
+  { name: 'attn_qkv', k: 768, n: 2304, gelu: false, bias: true, dxGelu: false },
+  { name: 'mlp_fc_gelu', k: 768, n: 3072, gelu: true, bias: true, dxGelu: false },
+  { name: 'mlp_proj', k: 3072, n: 768, gelu: false, bias: true, dxGelu: true },
+  { name: 'lm_head', k: 768, n: 50304, gelu: false, bias: false, dxGelu: false },
+];
+
+const DTYPE: DType = 'bf16';
+const BIG = 2 ** 30;
+
+/**
+ * Random bf16 words: sign, exponent 2^-7 .. 2^-1 and mantissa from a xorshift32 stream, i.e. values
+ * of magnitude in [2^-7, 1) (never zero), as `randomData` draws them but without float64 temporaries.
+ */
+function randomBf16(count: number, seed: number): Uint16Array {
+  const out = new Uint16Array(count);
+  let state = (seed * 2654435761) >>> 0 || 1;
+  for (let i = 0; i < count; i++) {
+    state ^= state << 13;
+    state >>>= 0;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    state >>>= 0;
+    const exponent = 120 + (state % 7); // 2^-7 .. 2^-1
+    out[i] = ((state >>> 31) << 15) | (exponent << 7) | ((state >>> 8) & 0x7f);
+  }
+  return out;
+}
+
+interface Call {
+  readonly kernel: string;
+  readonly args: Record<string, Tensor>;
+  readonly scalars: Scalars;
+}
+
+/** The op each pass submits, over tensors of m rows. */
+interface Setup extends Record<Pass, Call> {
+  readonly fills: Promise<void>[];
+  readonly inputs: Record<string, Tensor>;
+}
+
+function calls(rt: Runtime, s: Shape, m: number, seed: number): Setup {
+  const make = (shape: number[], salt: number): Tensor => {
+    const count = shape.reduce((p, d) => p * d, 1);
+    if (count * 2 > BIG) {
+      const t = rt.tensor(shape, DTYPE);
+      fills.push(
+        rt.submit({ kernel: 'fill', args: { y: t }, scalars: { value: 0.01 }, device: 'cuda' }).done,
+      );
+      return t;
+    }
+    return rt.tensor(shape, DTYPE, randomWords(count, seed * 16 + salt));
+  };
+  const fills: Promise<void>[] = [];
+  const x = make([m, s.k], 1);
+  const w = make([s.n, s.k], 2);
+  const bias = make([s.n], 3);
+  const dy = make([m, s.n], 4);
+  const pre = s.dxGelu ? make([m, s.k], 5) : x;
+  const y = rt.tensor([m, s.n], DTYPE);
+  const yPre = rt.tensor([m, s.n], DTYPE);
+  const dx = rt.tensor([m, s.k], DTYPE);
+  const dw = rt.tensor([s.n, s.k], DTYPE);
+  const db = rt.tensor([s.n], DTYPE);
+  const forward: Call = s.gelu
+    ? { kernel: 'linear_act', args: { x, w, b: bias, pre: yPre, y }, scalars: { act: 'gelu' } }
+    : s.bias
+      ? { kernel: 'linear', args: { x, w, b: bias, y }, scalars: {} }
+      : { kernel: 'gemm', args: { a: x, b: w, c: y }, scalars: { transB: true } };
+  const backward_dx: Call = s.dxGelu
+    ? { kernel: 'linear_dx_act', args: { dy, w, pre, dx }, scalars: { act: 'gelu' } }
+    : { kernel: 'gemm', args: { a: dy, b: w, c: dx }, scalars: {} };
+  const backward_dw: Call = s.bias
+    ? { kernel: 'linear_dw', args: { dy, x, dw, db }, scalars: {} }
+    : { kernel: 'gemm', args: { a: dy, b: x, c: dw }, scalars: { transA: true } };
+  return { forward, backward_dx, backward_dw, fills, inputs: { x, w, bias, dy, pre, y, yPre, dx, dw, db } };
+}
+
+/** 'cuda' (the benchmark); 'cpu' only to smoke-test this script on a machine without a GPU. */
+let deviceKind: 'cuda' | 'cpu' = 'cuda';
+
+const submit = (rt: Runtime, c: Call): Promise<void> =>
+  rt.submit({ kernel: c.kernel, args: c.args, scalars: c.scalars, device: deviceKind }).done;
+
+/** Seconds per call over `reps` back-to-back submits after one warm-up (data already resident). */
+let pool: Uint16Array = new Uint16Array(0);
+
+/**
+ * `count` random bf16 words: a window of one shared random pool (grown once to the largest tensor
+ * plus slack), at an offset that depends on `salt`, so big inputs cost no generation each.
+ */
+function randomWords(count: number, salt: number): Uint16Array {
+  const slack = 1 << 20;
+  if (pool.length < count + slack) pool = randomBf16(count + slack, 99);
+  const offset = (salt * 7919) % slack;
+  return pool.subarray(offset, offset + count);
+}
+
+async function time(rt: Runtime, c: Call, reps: number): Promise<number> {
+  await submit(rt, c);
+  const t0 = performance.now();
+  const runs: Promise<void>[] = [];
+  for (let r = 0; r < reps; r++) runs.push(submit(rt, c));
+  await Promise.all(runs);
+  return (performance.now() - t0) / 1e3 / reps;
+}
+
+/** max |got − ref| / max |ref| over the entries `ref` gives (index → value). */
+function normwise(got: Float64Array, ref: Map<number, number>): number {
+  let err = 0;
+  let scale = 0;
+  for (const [i, v] of ref) {
+    err = Math.max(err, Math.abs(got[i]! - v));
+    scale = Math.max(scale, Math.abs(v));
+  }
+  return err / scale;
+}
+
+/** Float64 references of the checked entries of each pass (first `rows` rows of the output). */
+async function accuracy(
+  rt: Runtime,
+  s: Shape,
+  m: number,
+  rows: number,
+  seed: number,
+): Promise<Record<Pass, number>> {
+  const c = calls(rt, s, m, seed);
+  await Promise.all(c.fills);
+  const read = async (t: Tensor): Promise<Float64Array> => toNumbers(DTYPE, await rt.read(t));
+  const [x, w, bias, dy, pre] = await Promise.all(
+    ['x', 'w', 'bias', 'dy', 'pre'].map((n) => read(c.inputs[n]!)),
+  );
+  const { k, n } = s;
+  const out: Partial<Record<Pass, number>> = {};
+  await submit(rt, c.forward);
+  const fwd = new Map<number, number>();
+  for (let i = 0; i < rows; i++)
+    for (let j = 0; j < n; j++) {
+      let acc = s.bias ? bias![j]! : 0;
+      for (let q = 0; q < k; q++) acc += x![i * k + q]! * w![j * k + q]!;
+      fwd.set(i * n + j, s.gelu ? gelu(acc) : acc);
+    }
+  out.forward = normwise(await read(c.inputs.y!), fwd);
+  await submit(rt, c.backward_dx);
+  const bdx = new Map<number, number>();
+  for (let i = 0; i < rows; i++)
+    for (let q = 0; q < k; q++) {
+      let acc = 0;
+      for (let j = 0; j < n; j++) acc += dy![i * n + j]! * w![j * k + q]!;
+      bdx.set(i * k + q, s.dxGelu ? geluGrad(pre![i * k + q]!) * acc : acc);
+    }
+  out.backward_dx = normwise(await read(c.inputs.dx!), bdx);
+  await submit(rt, c.backward_dw);
+  const bdw = new Map<number, number>();
+  for (let j = 0; j < rows; j++)
+    for (let q = 0; q < k; q++) {
+      let acc = 0;
+      for (let i = 0; i < m; i++) acc += dy![i * n + j]! * x![i * k + q]!;
+      bdw.set(j * k + q, acc);
+    }
+  out.backward_dw = normwise(await read(c.inputs.dw!), bdw);
+  if (s.bias) {
+    const bdb = new Map<number, number>();
+    for (let j = 0; j < n; j++) {
+      let acc = 0;
+      for (let i = 0; i < m; i++) acc += dy![i * n + j]!;
+      bdb.set(j, acc);
+    }
+    out.backward_dw = Math.max(out.backward_dw, normwise(await read(c.inputs.db!), bdb));
+  }
+  for (const t of new Set(Object.values(c.inputs))) rt.free(t);
+  return out as Record<Pass, number>;
+}
+
+async function main(argv: string[]): Promise<void> {
+  const { values } = parse(argv, {
+    m: { type: 'string' },
+    reps: { type: 'string' },
+    'check-m': { type: 'string' },
+    'check-rows': { type: 'string' },
+    device: { type: 'string' },
+  });
+  if (values['device'] === 'cpu') deviceKind = 'cpu';
+  const m = intOption(values['m'], 'm', 65536, 1, 1 << 20);
+  const reps = intOption(values['reps'], 'reps', 20, 1, 10000);
+  const checkM = intOption(values['check-m'], 'check-m', 256, 1, 1 << 16);
+  const checkRows = Math.min(checkM, intOption(values['check-rows'], 'check-rows', 16, 1, 1 << 16));
+  // No calibration: plain gemm passes use cublasGemmEx, the fused ones cuBLASLt (ctx.matmul).
+  const rt = await Runtime.create({ backends: [deviceKind], calibrate: false, log: () => undefined });
+  try {
+    const dev = rt.devices.find((d) => d.info.kind === deviceKind);
+    if (!dev) {
+      const why = rt.backends.find((b) => b.kind === deviceKind)?.reason ?? 'no CUDA device';
+      throw new TandemError('TANDEM_ERR_DEVICE_UNAVAILABLE', `CUDA is not available: ${why}`);
+    }
+    for (const s of SHAPES) {
+      const errors = await accuracy(rt, s, checkM, checkRows, 7);
+      const c = calls(rt, s, m, 11);
+      await Promise.all(c.fills);
+      for (const pass of ['forward', 'backward_dx', 'backward_dw'] as const) {
+        const counts = (dev as Partial<CudaDevice>).context?.cublasLt?.epilogueCalls;
+        const before = { ...(counts ?? { fused: 0, declined: 0 }) };
+        const seconds = await time(rt, c[pass], reps);
+        console.log(
+          JSON.stringify({
+            bench: 'B.1',
+            side: 'tandem',
+            device: dev.info.name,
+            shape: s.name,
+            m,
+            k: s.k,
+            n: s.n,
+            pass,
+            op: c[pass].kernel,
+            epilogue:
+              pass === 'forward'
+                ? s.gelu
+                  ? 'gelu'
+                  : s.bias
+                    ? 'bias'
+                    : 'none'
+                : pass === 'backward_dx'
+                  ? s.dxGelu
+                    ? 'dgelu'
+                    : 'none'
+                  : s.bias
+                    ? 'bgradb'
+                    : 'none',
+            ms: +(seconds * 1e3).toFixed(4),
+            tflops: +((2 * m * s.n * s.k) / seconds / 1e12).toFixed(2),
+            max_rel_err: +errors[pass].toExponential(3),
+            check_m: checkM,
+            // cuBLASLt matmuls with an epilogue that ran fused / that cuBLASLt declined (then the
+            // gemm + program fallback ran) during the timed calls; null without cuBLASLt.
+            lt_fused: counts ? counts.fused - before.fused : null,
+            lt_declined: counts ? counts.declined - before.declined : null,
+            reps,
+            dy_constant: pass !== 'forward' && m * s.n * 2 > BIG,
+          }),
+        );
+      }
+      for (const t of new Set(Object.values(c.inputs))) rt.free(t);
+    }
+  } finally {
+    await rt.close();
+  }
+}
+
+await main(process.argv.slice(2));

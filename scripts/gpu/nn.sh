@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# H200 call for deep learning (issue 15), after scripts/gpu/pack.sh (carry: dist .gpu): the CUDA
+# conformance of every op (the nn ops included) and the nn GPU tests, then PyTorch parity in the same
+# call (PyTorch writes the initial weights; both train on the same Brown-corpus batches: f32 and bf16 for
+# 20 steps, f32 for 300 steps with the validation loss; the weights round-trip Tandem <-> PyTorch
+# exactly), then the benchmarks side by side with PyTorch. Logs under $OUT, a summary last.
+#   scripts/gpu/nn.sh [tests] [parity] [bench] [kernels]     (default: tests parity bench)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+rm -f node_modules
+source scripts/gpu/env.sh
+[ -f .gpu/svc.tar.xz ] && xz -dc .gpu/svc.tar.xz | tar -xf - -C .gpu/node_modules
+PY=${PY:-python3}
+steps=" ${*:-tests parity bench} "
+summary=()
+log() { summary+=("$1"); }
+if [[ $steps == *" tests "* ]]; then
+  t0=$(date +%s)
+  timeout 300 node --test --test-reporter=spec --test-concurrency=1 dist/test/gpu/cuda-conformance.test.js \
+    $(ls dist/test/gpu/nn-*.test.js dist/test/gpu/conv*.test.js 2>/dev/null) dist/test/nn/devices.test.js > "$OUT/tests.log" 2>&1
+  log "gpu tests rc=$? in $(($(date +%s) - t0))s: $(grep -E '^ℹ (pass|fail|skipped)' "$OUT/tests.log" | tr '\n' ' ')"
+  grep -E '^# |✖' "$OUT/tests.log" | head -40
+fi
+if [[ $steps == *" parity "* ]]; then
+  W=/tmp/nn-init.safetensors
+  CFG="4 4 128 128 50257 50304"
+  TOK=.gpu/corpus/brown-gpt2-train.u16 VAL=.gpu/corpus/brown-gpt2-val.u16
+  $PY bench/torch/gpt_parity.py init $W $CFG 1234 > "$OUT/torch-init.log" 2>&1
+  log "torch init rc=$?"
+  for mode in f32 bf16; do
+    tol=1e-4; save="--save-initial /tmp/nn-tandem-roundtrip.safetensors"; [ $mode = bf16 ] && { tol=1e-2; save=; }
+    timeout 120 $PY bench/torch/gpt_parity.py train $W $TOK $VAL $CFG 20 8 64 6e-4 $mode 10 > "$OUT/torch-$mode-20.jsonl" 2>&1
+    timeout 200 node dist/bench/nn-parity.js --weights $W --tokens $TOK --val $VAL --config ${CFG// /,} \
+      --steps 20 --batch 8 --seq 64 --precision $mode --device cuda0 --torch "$OUT/torch-$mode-20.jsonl" --tol $tol \
+      $save > "$OUT/tandem-$mode-20.jsonl" 2>&1
+    log "parity $mode 20 steps rc=$?: $(tail -1 "$OUT/tandem-$mode-20.jsonl")"
+  done
+  # fp16 with dynamic loss scaling, overflows forced at steps 5 and 9: GradScaler's trajectory exactly.
+  timeout 120 $PY bench/torch/gpt_parity.py train $W $TOK $VAL $CFG 100 8 64 6e-4 fp16 5 5,9 > "$OUT/torch-fp16-100.jsonl" 2>&1
+  timeout 200 node dist/bench/nn-parity.js --weights $W --tokens $TOK --val $VAL --config ${CFG// /,} \
+    --steps 100 --batch 8 --seq 64 --precision f16 --inject 5,9 --device cuda0 --val-batches 5 \
+    --torch "$OUT/torch-fp16-100.jsonl" --tol 2e-2 > "$OUT/tandem-fp16-100.jsonl" 2>&1
+  log "fp16 loss scaling 100 steps rc=$?: $(tail -1 "$OUT/tandem-fp16-100.jsonl")"
+  $PY bench/torch/gpt_parity.py same $W /tmp/nn-tandem-roundtrip.safetensors > "$OUT/roundtrip.log" 2>&1
+  log "weights torch -> tandem -> torch: $(tail -1 "$OUT/roundtrip.log")"
+  timeout 150 $PY bench/torch/gpt_parity.py train $W $TOK $VAL $CFG 300 16 128 1e-3 f32 20 > "$OUT/torch-f32-300.jsonl" 2>&1
+  timeout 300 node dist/bench/nn-parity.js --weights $W --tokens $TOK --val $VAL --config ${CFG// /,} \
+    --steps 300 --batch 16 --seq 128 --lr 1e-3 --precision f32 --device cuda0 --val-batches 20 \
+    --torch "$OUT/torch-f32-300.jsonl" --tol 2e-2 > "$OUT/tandem-f32-300.jsonl" 2>&1
+  log "parity f32 300 steps rc=$?: $(tail -1 "$OUT/tandem-f32-300.jsonl")"
+fi
+if [[ $steps == *" bench "* ]]; then
+  timeout 200 node dist/bench/nn-gpt2.js --batch 16,64 --steps 30 > "$OUT/gpt2-tandem.jsonl" 2>&1
+  log "gpt2 tandem rc=$?"
+  timeout 150 $PY bench/torch/gpt2_train.py 16,0,1 64,0,1 > "$OUT/gpt2-torch.txt" 2>&1
+  log "gpt2 torch rc=$?"
+fi
+if [[ $steps == *" kernels "* ]]; then
+  for b in nn-linear nn-norm nn-attention conv safetensors; do
+    [ -f dist/bench/$b.js ] || continue
+    timeout 120 node dist/bench/$b.js > "$OUT/bench-$b.jsonl" 2>&1; log "bench $b rc=$?"
+    py=bench/torch/${b//-/_}.py; [ -f "$py" ] && { timeout 120 $PY "$py" > "$OUT/torch-$b.jsonl" 2>&1; log "torch $b rc=$?"; }
+  done
+fi
+echo; echo "=== summary ($(date -u +%FT%TZ)) ==="
+for s in "${summary[@]}"; do echo "$s"; done
+for f in gpt2-tandem.jsonl gpt2-torch.txt; do [ -f "$OUT/$f" ] && { echo "--- $f"; tail -6 "$OUT/$f"; }; done
+exit 0

@@ -1,0 +1,86 @@
+/**
+ * ctx.matmul: a row-major matmul with a fused epilogue through cuBLASLt. cuBLASLt is column-major, so
+ * row-major C = op(A)·op(B) is computed as Cᵀ = op(B)ᵀ·op(A)ᵀ with the operands swapped (as ctx.gemm
+ * does): the row-major bias over columns of C is cuBLASLt's bias over rows of D, the aux matrix keeps
+ * C's layout (leading dimension n), and cuBLASLt's BGRADB (a reduction of its B, i.e. of the row-major
+ * A) gives the row sums of op(A).
+ */
+import { CUBLAS_WORKSPACE_BYTES, type CudaContext } from './context.js';
+import { CUBLAS_COMPUTE, CUBLAS_OP, CUDA_R } from './ffi/cublas.js';
+import { LT_EPILOGUE } from './ffi/cublaslt.js';
+import type { CudaMatmulEpilogue, CudaMatmulRequest } from './kernel-api.js';
+
+const EPILOGUE: Record<CudaMatmulEpilogue, number> = {
+  none: LT_EPILOGUE.default,
+  bias: LT_EPILOGUE.bias,
+  gelu_aux_bias: LT_EPILOGUE.geluAuxBias,
+  dgelu: LT_EPILOGUE.dgelu,
+  bgrad: LT_EPILOGUE.bgradb,
+};
+
+const DATA_TYPE: Partial<Record<string, number>> = { f32: CUDA_R.f32, f16: CUDA_R.f16, bf16: CUDA_R.bf16 };
+
+/** The largest power of two (up to 256) dividing a device address: what the heuristic may assume. */
+function alignment(ptr: number): number {
+  let a = 1;
+  while (a < 256 && ptr % (a * 2) === 0) a *= 2;
+  return a;
+}
+
+const alpha = new Float32Array(1);
+const beta = new Float32Array(1);
+
+export function ltMatmul(context: CudaContext, req: CudaMatmulRequest, stream: number): boolean {
+  const lt = context.cublasLt;
+  const dataType = DATA_TYPE[req.dtype];
+  const { m, n, k, transA, transB, epilogue } = req;
+  if (lt === null || dataType === undefined || m === 0 || n === 0 || k === 0) return false;
+  const bias = req.bias ?? 0;
+  const aux = req.aux ?? 0;
+  const needsBias = epilogue === 'bias' || epilogue === 'gelu_aux_bias' || epilogue === 'bgrad';
+  const needsAux = epilogue === 'gelu_aux_bias' || epilogue === 'dgelu';
+  if (needsBias !== (bias !== 0) || needsAux !== (aux !== 0)) return false;
+  // cuBLASLt: the GELU aux leading dimension must be a multiple of 8; keep vectors 16-byte aligned.
+  if (needsAux && (n % 8 !== 0 || aux % 16 !== 0)) return false;
+  if (needsBias && bias % 16 !== 0) return false;
+  const batch = req.batch;
+  if (batch !== undefined && (epilogue !== 'none' || batch.count < 1)) return false;
+  const lda = transA ? m : k;
+  const ldb = transB ? k : n;
+  alpha[0] = req.alpha;
+  beta[0] = req.beta;
+  context.makeCurrent();
+  return lt.matmulEpilogue(
+    {
+      dataType,
+      compute: CUBLAS_COMPUTE.f32,
+      scaleType: CUDA_R.f32,
+      ta: transB ? CUBLAS_OP.T : CUBLAS_OP.N,
+      tb: transA ? CUBLAS_OP.T : CUBLAS_OP.N,
+      m: n,
+      n: m,
+      k,
+      lda: ldb,
+      ldb: lda,
+      ldc: n,
+      epilogue: EPILOGUE[epilogue],
+      hasBias: needsBias,
+      auxLd: needsAux ? n : 0,
+      batchCount: batch?.count ?? 1,
+      strideA: batch?.strideB ?? 0,
+      strideB: batch?.strideA ?? 0,
+      strideC: batch?.strideC ?? 0,
+      align: [alignment(req.b), alignment(req.a), alignment(req.c)],
+    },
+    alpha,
+    req.b,
+    req.a,
+    beta,
+    req.c,
+    bias,
+    aux,
+    context.workspace,
+    CUBLAS_WORKSPACE_BYTES,
+    stream,
+  );
+}

@@ -1,0 +1,92 @@
+/**
+ * AdamW's scalars and the per-step constants PyTorch computes in Python (double) before touching any
+ * tensor (torch/optim/adam.py `_single_tensor_adam` with decoupled weight decay, the AdamW path):
+ * `param.mul_(1 - lr*wd)`, `exp_avg.lerp_(g, 1 - beta1)`, `exp_avg_sq.mul_(beta2).addcmul_(g, g, 1 - beta2)`,
+ * `step_size = lr / (1 - beta1**step)`, `denom = sqrt(v) / sqrt(1 - beta2**step) + eps`,
+ * `param.addcdiv_(m, denom, value=-step_size)`. Shared by adamw and adamw_mixed.
+ */
+import type { Scalars } from '../../devices/device.js';
+import { checkScalarNames, intScalar } from '../common/scalars.js';
+import {
+  GRAD_TRANSFORM_SCALARS,
+  type GradTransformScalars,
+  gradTransformScalars,
+  rangeScalar,
+} from '../optim_common/grad-transform.js';
+import { TandemError } from '../../core/errors.js';
+
+export const ADAMW_SCALARS: readonly string[] = [
+  'lr',
+  'beta1',
+  'beta2',
+  'eps',
+  'weightDecay',
+  'step',
+  ...GRAD_TRANSFORM_SCALARS,
+];
+
+export interface AdamWParams extends GradTransformScalars {
+  readonly lr: number;
+  readonly beta1: number;
+  readonly beta2: number;
+  readonly eps: number;
+  readonly weightDecay: number;
+  readonly step: number;
+}
+
+/** Parses and checks the scalars with torch.optim.AdamW's own bounds. */
+export function adamwParams(op: string, scalars: Scalars): AdamWParams {
+  checkScalarNames(op, scalars, ADAMW_SCALARS);
+  const step = intScalar(op, scalars, 'step');
+  if (step < 1) {
+    throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `${op}: scalar "step" must be >= 1, got ${step}`, {
+      op,
+      scalar: 'step',
+    });
+  }
+  return {
+    lr: rangeScalar(op, scalars, 'lr', undefined, 0, Infinity),
+    beta1: rangeScalar(op, scalars, 'beta1', 0.9, 0, 1),
+    beta2: rangeScalar(op, scalars, 'beta2', 0.999, 0, 1),
+    eps: rangeScalar(op, scalars, 'eps', 1e-8, 0, Infinity),
+    weightDecay: rangeScalar(op, scalars, 'weightDecay', 0.01, 0, Infinity),
+    step,
+    ...gradTransformScalars(op, scalars),
+  };
+}
+
+/** The scalars of one step exactly as torch forms them (double arithmetic, in this order). */
+export interface AdamWConstants {
+  /** 1 - lr·weightDecay: the decoupled decay factor. */
+  readonly decay: number;
+  /** 1 - beta1: lerp's weight. */
+  readonly lerpWeight: number;
+  readonly beta2: number;
+  /** 1 - beta2: addcmul's value. */
+  readonly oneMinusBeta2: number;
+  /** lr / (1 - beta1^step). */
+  readonly stepSize: number;
+  /** (1 - beta2^step)^0.5. */
+  readonly bias2Sqrt: number;
+  readonly eps: number;
+}
+
+export function adamwConstants(p: AdamWParams): AdamWConstants {
+  const bias1 = 1 - p.beta1 ** p.step;
+  const bias2 = 1 - p.beta2 ** p.step;
+  return {
+    decay: 1 - p.lr * p.weightDecay,
+    lerpWeight: 1 - p.beta1,
+    beta2: p.beta2,
+    oneMinusBeta2: 1 - p.beta2,
+    stepSize: p.lr / bias1,
+    bias2Sqrt: bias2 ** 0.5,
+    eps: p.eps,
+  };
+}
+
+/** torch.lerp's formula (ATen's lerp for weight < 0.5 and otherwise): the branch keeps it exact at w = 1. */
+export function lerp(start: number, end: number, weight: number): number {
+  const diff = end - start;
+  return Math.abs(weight) < 0.5 ? start + weight * diff : end - diff * (1 - weight);
+}

@@ -1,0 +1,116 @@
+/**
+ * The NVRTC programs the linear ops fall back on where no cuBLASLt epilogue runs (f64, shapes or
+ * alignments cuBLASLt declines, accumulation): the bias broadcast that a beta = 1 gemm then adds to,
+ * and the column sums of dy for the bias gradient.
+ */
+import type { Scalars } from '../../devices/device.js';
+import type { CudaProgram } from '../../devices/cuda/kernel-api.js';
+import { BLOCK_DIM, GRID_STRIDE, elementwiseGrid } from '../common/cuda.js';
+
+/** A numeric launch parameter the native impl passed as a scalar. */
+function num(scalars: Scalars, name: string): number {
+  return scalars[name] as number;
+}
+
+/** Rows of each launch of the column sum that one block covers per step (blockDim.y). */
+const SUM_ROWS = 8;
+/** Columns per block (blockDim.x = one warp, so each row's loads are coalesced). */
+const SUM_COLS = 32;
+
+/** args: [b [n], y [m,n]]: y[i,j] = b[j] (copied exactly, so gemm's beta = 1 adds x·wᵀ to it). */
+export const biasRowsProgram: CudaProgram = {
+  kind: 'program',
+  entry: 'tdm_bias_rows',
+  source: `extern "C" __global__ void tdm_bias_rows(const X_t* __restrict__ b, X_t* __restrict__ y, long long n, long long cols) {
+  ${GRID_STRIDE} y[i] = b[i % cols];
+}`,
+  dtypes: (args) => ({ X: args[0]!.desc.dtype }),
+  grid: (args) => elementwiseGrid(args[1]!.desc.shape[0]! * args[1]!.desc.shape[1]!),
+  block: () => BLOCK_DIM,
+  params: (args) => [
+    { kind: 'ptr', arg: 0 },
+    { kind: 'ptr', arg: 1 },
+    { kind: 'i64', value: args[1]!.desc.shape[0]! * args[1]!.desc.shape[1]! },
+    { kind: 'i64', value: args[1]!.desc.shape[1]! },
+  ],
+};
+
+/**
+ * The bias gradient in two passes, so a tall dy (65536 rows) still spreads over the whole GPU:
+ * `columnPartialProgram` gives each block 32 columns and one chunk of rows (blockIdx.y), its 32 x 8
+ * threads striding down the chunk and meeting in shared memory, and writes one partial sum per
+ * (chunk, column) into f32 (f64) scratch; `columnFinalProgram` adds a column's partials, plus the old
+ * db when accumulating (ACC), and stores it. Deterministic: a fixed order everywhere.
+ *
+ * args of the partial pass: [dy [m,n]]; its scalars: part (the scratch address), chunks, rows (per
+ * chunk). The programs are constants: the program cache keys compiled functions on the object.
+ */
+export const columnPartialProgram: CudaProgram = {
+  kind: 'program',
+  entry: 'tdm_column_partial',
+  source: `extern "C" __global__ void tdm_column_partial(const X_t* __restrict__ dy, X_c* __restrict__ part, long long m, long long n, long long rows) {
+  __shared__ X_c sh[${SUM_ROWS}][${SUM_COLS}];
+  const long long j = (long long)blockIdx.x * ${SUM_COLS} + threadIdx.x;
+  const long long r0 = (long long)blockIdx.y * rows;
+  const long long r1 = r0 + rows < m ? r0 + rows : m;
+  X_c s = (X_c)0;
+  if (j < n) for (long long i = r0 + threadIdx.y; i < r1; i += ${SUM_ROWS}) s += ldX(dy, i * n + j);
+  sh[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y == 0 && j < n) {
+    X_c t = (X_c)0;
+    for (int r = 0; r < ${SUM_ROWS}; r++) t += sh[r][threadIdx.x];
+    part[(long long)blockIdx.y * n + j] = t;
+  }
+}`,
+  dtypes: (args) => ({ X: args[0]!.desc.dtype }),
+  grid: (args, scalars) => [Math.ceil(args[0]!.desc.shape[1]! / SUM_COLS), num(scalars, 'chunks'), 1],
+  block: () => [SUM_COLS, SUM_ROWS, 1],
+  params: (args, scalars) => [
+    { kind: 'ptr', arg: 0 },
+    { kind: 'addr', value: num(scalars, 'part') },
+    { kind: 'i64', value: args[0]!.desc.shape[0]! },
+    { kind: 'i64', value: args[0]!.desc.shape[1]! },
+    { kind: 'i64', value: num(scalars, 'rows') },
+  ],
+};
+
+/** args: [db [n]]; scalars part, chunks, accumulate: db[j] = Σ_c part[c, j] (+ db[j] with ACC). */
+export const columnFinalProgram: CudaProgram = {
+  kind: 'program',
+  entry: 'tdm_column_final',
+  source: `extern "C" __global__ void tdm_column_final(const X_c* __restrict__ part, X_t* __restrict__ db, int chunks, long long n) {
+  ${GRID_STRIDE} {
+    X_c t = (X_c)0;
+    for (int c = 0; c < chunks; c++) t += part[(long long)c * n + i];
+#if ACC
+    t += ldX(db, i);
+#endif
+    stX(db, i, t);
+  }
+}`,
+  dtypes: (args) => ({ X: args[0]!.desc.dtype }),
+  defines: (_args, scalars) => ({ ACC: scalars.accumulate === true ? 1 : 0 }),
+  grid: (args) => elementwiseGrid(args[0]!.desc.shape[0]!),
+  block: () => BLOCK_DIM,
+  params: (args, scalars) => [
+    { kind: 'addr', value: num(scalars, 'part') },
+    { kind: 'ptr', arg: 0 },
+    { kind: 'i32', value: num(scalars, 'chunks') },
+    { kind: 'i64', value: args[0]!.desc.shape[0]! },
+  ],
+};
+
+/** Row chunks for the partial pass: about four blocks per multiprocessor, at least 8 rows each. */
+export function columnChunks(
+  m: number,
+  n: number,
+  smCount: number,
+): { chunks: number; rowsPerChunk: number } {
+  const columnBlocks = Math.max(1, Math.ceil(n / SUM_COLS));
+  const chunks = Math.max(
+    1,
+    Math.min(Math.ceil((4 * smCount) / columnBlocks), Math.ceil(m / SUM_ROWS), 65535),
+  );
+  return { chunks, rowsPerChunk: Math.max(1, Math.ceil(m / chunks)) };
+}

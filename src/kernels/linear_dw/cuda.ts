@@ -1,0 +1,40 @@
+/**
+ * linear_dw on CUDA: dw = dyᵀ·x with the bias gradient fused (cuBLASLt's BGRADB) when overwriting and
+ * cuBLASLt takes it; otherwise (accumulate, f64, declined shapes) a gemm with beta = 0 or 1 and a
+ * two-pass column sum, which adds to db when accumulating.
+ */
+import type { CudaArg, CudaNative } from '../../devices/cuda/kernel-api.js';
+import { columnChunks, columnFinalProgram, columnPartialProgram } from '../linear/cuda-programs.js';
+import { accumulateOf } from './def.js';
+
+export const linearDwCuda: CudaNative = {
+  kind: 'native',
+  run(ctx, args, scalars) {
+    const accumulate = accumulateOf('linear_dw', scalars);
+    const [dy, x, dw, db] = args as [CudaArg, CudaArg, CudaArg, CudaArg];
+    const [m, n] = dy.desc.shape as [number, number];
+    const k = x.desc.shape[1]!;
+    if (n === 0) return;
+    // Row-major dw [n,k] = dyᵀ [n,m] · x [m,k]: dy is read transposed, the inner size is m.
+    const product = {
+      dtype: dy.desc.dtype,
+      transA: true,
+      transB: false,
+      m: n,
+      n: k,
+      k: m,
+      alpha: 1,
+      beta: accumulate ? 1 : 0,
+      a: dy.ptr,
+      b: x.ptr,
+      c: dw.ptr,
+    };
+    if (!accumulate && ctx.matmul({ ...product, epilogue: 'bgrad', bias: db.ptr })) return;
+    ctx.gemm({ ...product, precision: 'default' });
+    // db from two deterministic passes through f32 (f64) scratch: partial sums per row chunk, then their sum.
+    const { chunks, rowsPerChunk } = columnChunks(m, n, ctx.smCount);
+    const part = ctx.scratch(chunks * n * (dy.desc.dtype === 'f64' ? 8 : 4));
+    ctx.launch(columnPartialProgram, [dy], { part, chunks, rows: rowsPerChunk });
+    ctx.launch(columnFinalProgram, [db], { part, chunks, accumulate });
+  },
+};

@@ -1,0 +1,367 @@
+/**
+ * The autograd context: owns the tape of one step, the working precision, the device constraint and
+ * the seed. Ops (src/nn/ops/) submit their forward kernels through it and record a backward closure;
+ * `backward()` replays the tape in reverse, each closure submitting its gradient kernels. Nothing
+ * waits on the host between ops: the runtime orders the tasks by the tensors they touch, so a whole
+ * forward + backward + optimizer step is one task graph the scheduler places.
+ */
+import type { DType } from '../core/dtype.js';
+import { toNumbers } from '../core/dtype.js';
+import { TandemError } from '../core/errors.js';
+import type { Scalars } from '../devices/device.js';
+import type { Tensor } from '../memory/tensor.js';
+import type { Runtime } from '../runtime/runtime.js';
+import type { TaskHandle } from '../runtime/task.js';
+import { Var, type VarHost } from './var.js';
+
+/** Working precision: parameters and activations in this dtype; accumulation is f32 (f64 for f64). */
+export type Precision = 'f32' | 'bf16' | 'f16' | 'f64';
+
+export const PRECISIONS: readonly Precision[] = ['f32', 'bf16', 'f16', 'f64'];
+
+export interface NnOptions {
+  /** A device kind or id every task of the model runs on ('cpu', 'cuda0'); default: the scheduler places. */
+  readonly device?: string;
+  readonly precision?: Precision;
+  /** Seed for parameter initialisation and dropout masks. */
+  readonly seed?: number;
+  /** Labels put on every task (a service job's id: its trace and the device it ran on find them). */
+  readonly tags?: Readonly<Record<string, string>>;
+}
+
+interface TapeNode {
+  readonly output: Var;
+  /** Sends `grad` (the gradient at `output`) to the inputs by submitting kernels. */
+  readonly backward: (grad: Tensor) => void;
+  /** Tensors kept for the backward pass only (freed after it). */
+  readonly saved: readonly Tensor[];
+}
+
+/** Where a gradient contribution goes: the tensor, and whether to add to what it holds. */
+export interface GradTarget {
+  readonly tensor: Tensor;
+  readonly accumulate: boolean;
+}
+
+export class Nn implements VarHost {
+  readonly precision: Precision;
+  readonly device: string | undefined;
+  readonly seed: number;
+  private readonly tags: Readonly<Record<string, string>> | undefined;
+  /**
+   * The factor the loss gradient is seeded with (1, or a GradScaler's scale in fp16): kernels that
+   * fuse the loss gradient into the forward pass (crossEntropy) read it there.
+   */
+  lossScale = 1;
+  private tape: TapeNode[] = [];
+  /** Intermediate values made since the last backward or release: freed by them. */
+  private made: Var[] = [];
+  private gradDepth = 0;
+  private nextSeed: number;
+  private params: Var[] = [];
+
+  constructor(
+    readonly rt: Runtime,
+    options: NnOptions = {},
+  ) {
+    const precision = options.precision ?? 'f32';
+    if (!PRECISIONS.includes(precision))
+      throw new TandemError(
+        'TANDEM_ERR_INVALID_ARGUMENT',
+        `unknown precision ${JSON.stringify(precision)}; expected one of ${PRECISIONS.join(', ')}`,
+      );
+    this.precision = precision;
+    this.device = options.device;
+    this.tags = options.tags;
+    this.seed = options.seed ?? 1;
+    this.nextSeed = this.seed;
+  }
+
+  /** The dtype of parameters, activations and their gradients. */
+  get dtype(): DType {
+    return this.precision;
+  }
+
+  /** The dtype statistics and losses are kept in: f32, or f64 when the whole model runs in f64. */
+  get statDtype(): DType {
+    return this.precision === 'f64' ? 'f64' : 'f32';
+  }
+
+  /** A fresh seed for one initialiser or dropout mask (deterministic from the context's seed). */
+  takeSeed(): number {
+    this.nextSeed = (Math.imul(this.nextSeed ^ 0x9e3779b9, 0x85ebca6b) + 0x6b43a9b5) >>> 0;
+    return this.nextSeed;
+  }
+
+  get gradEnabled(): boolean {
+    return this.gradDepth === 0;
+  }
+
+  /** Runs `fn` without recording gradients (evaluation, inference). */
+  noGrad<T>(fn: () => T): T {
+    this.gradDepth++;
+    try {
+      return fn();
+    } finally {
+      this.gradDepth--;
+    }
+  }
+
+  // ---- tensors and kernels --------------------------------------------------------------------
+
+  tensor(shape: readonly number[], dtype: DType = this.dtype): Tensor {
+    return this.rt.tensor(shape, dtype);
+  }
+
+  submit(kernel: string, args: Readonly<Record<string, Tensor>>, scalars: Scalars = {}): TaskHandle {
+    return this.rt.submit({
+      kernel,
+      args,
+      scalars,
+      ...(this.device === undefined ? {} : { device: this.device }),
+    });
+  }
+
+  /** A parameter: a leaf with a gradient, initialised from `values` (numbers, encoded to the dtype). */
+  parameter(shape: readonly number[], values: ArrayLike<number>, name: string): Var {
+    const v = new Var(this, this.rt.tensor(shape, this.dtype, values), 'parameter', true, name);
+    this.params.push(v);
+    return v;
+  }
+
+  /** An input: a leaf without a gradient (data, labels, token ids). */
+  input(values: ArrayLike<number>, shape: readonly number[], dtype: DType = this.dtype): Var {
+    return new Var(this, this.rt.tensor(shape, dtype, values), 'input', false);
+  }
+
+  /** Every parameter made through this context, in creation order. */
+  get parameters(): readonly Var[] {
+    return this.params;
+  }
+
+  // ---- recording ------------------------------------------------------------------------------
+
+  /**
+   * A new intermediate value. It requires a gradient when recording is on and any input does; then
+   * `backward` is recorded for it.
+   */
+  result(
+    data: Tensor,
+    inputs: readonly Var[],
+    backward: (grad: Tensor) => void,
+    saved: readonly Tensor[] = [],
+  ): Var {
+    const requiresGrad = this.gradEnabled && inputs.some((v) => v.requiresGrad);
+    const out = new Var(this, data, 'intermediate', requiresGrad);
+    this.made.push(out);
+    if (requiresGrad) {
+      this.tape.push({ output: out, backward, saved });
+      for (const v of inputs) v.uses++;
+    } else for (const t of saved) this.rt.free(t);
+    return out;
+  }
+
+  /**
+   * Where a contribution to `v`'s gradient goes: null when `v` needs none. The first contribution
+   * since the last zeroGrad overwrites, later ones add.
+   */
+  gradTarget(v: Var): GradTarget | null {
+    if (!v.requiresGrad) return null;
+    if (v.grad === null) v.grad = this.rt.tensor(v.shape, v.dtype);
+    const accumulate = v.gradWritten;
+    v.gradWritten = true;
+    return { tensor: v.grad, accumulate };
+  }
+
+  /**
+   * Gradient outputs of a kernel that has one `accumulate` flag for several of them (dw and db of
+   * linear_dw, dx/dw/db of layernorm_backward). `slots` pairs each gradient with the Var it belongs
+   * to (null: the kernel needs the output but nothing wants it) and its shape and dtype. Call
+   * `finish()` after submitting the kernel: it frees scratch outputs and adds redirected ones in.
+   */
+  jointTargets(slots: readonly { v: Var | null; shape: readonly number[]; dtype: DType }[]): {
+    tensors: Tensor[];
+    accumulate: boolean;
+    finish: () => void;
+  } {
+    const wanted = slots.filter((s) => s.v !== null && s.v.requiresGrad).map((s) => s.v!);
+    const agree = wanted.every((v) => v.gradWritten === wanted[0]?.gradWritten);
+    const scratch: Tensor[] = [];
+    const redirect: [Var, Tensor][] = [];
+    let accumulate = false;
+    const tensors = slots.map(({ v, shape, dtype }) => {
+      if (v !== null && v.requiresGrad && agree) {
+        const t = this.gradTarget(v)!;
+        accumulate = t.accumulate;
+        return t.tensor;
+      }
+      const t = this.rt.tensor(shape, dtype);
+      if (v !== null && v.requiresGrad) redirect.push([v, t]);
+      else scratch.push(t);
+      return t;
+    });
+    return {
+      tensors,
+      accumulate,
+      finish: () => {
+        for (const [v, t] of redirect) if (!this.adoptGrad(v, t)) this.rt.free(t);
+        for (const t of scratch) this.rt.free(t);
+      },
+    };
+  }
+
+  /**
+   * Makes `grad` itself `v`'s gradient when nothing else will add into it (an intermediate used
+   * once, with no gradient yet); otherwise copies or adds it in. True when `grad` was handed over (the
+   * caller must then not free it).
+   */
+  adoptGrad(v: Var, grad: Tensor): boolean {
+    if (!v.requiresGrad) return false;
+    if (v.kind === 'intermediate' && v.uses === 1 && (v.grad === null || !v.gradWritten)) {
+      if (v.grad !== null && v.grad !== grad) this.rt.free(v.grad);
+      v.grad = grad;
+      v.gradWritten = true;
+      this.handedOver.add(grad);
+      return true;
+    }
+    const target = this.gradTarget(v)!;
+    if (target.accumulate) this.submit('axpy', { x: grad, y: target.tensor }, { alpha: 1 });
+    else this.submit('copy', { x: grad, y: target.tensor });
+    return false;
+  }
+
+  /**
+   * For a kernel that overwrites its gradient output (no accumulate flag): where to write, and a
+   * `finish()` that adds a scratch result into `v`'s gradient when it already held one (or frees it
+   * when `v` needs none).
+   */
+  overwriteTarget(v: Var): { tensor: Tensor; finish: () => void } {
+    if (v.requiresGrad && !v.gradWritten)
+      return { tensor: this.gradTarget(v)!.tensor, finish: () => undefined };
+    const t = this.rt.tensor(v.shape, v.dtype);
+    return {
+      tensor: t,
+      finish: () => {
+        if (!(v.requiresGrad && this.adoptGrad(v, t))) this.rt.free(t);
+      },
+    };
+  }
+
+  /** Gives `grad` unchanged to every one of `vars` (a sum's inputs): one may take it by reference. */
+  shareGrad(grad: Tensor, vars: readonly Var[]): void {
+    let taken = false;
+    for (const v of vars) {
+      if (!taken) {
+        taken = this.adoptGrad(v, grad);
+        continue;
+      }
+      const t = this.gradTarget(v);
+      if (t === null) continue;
+      if (t.accumulate) this.submit('axpy', { x: grad, y: t.tensor }, { alpha: 1 });
+      else this.submit('copy', { x: grad, y: t.tensor });
+    }
+  }
+
+  // ---- the backward pass ----------------------------------------------------------------------
+
+  private root: Var | null = null;
+  /** Gradient tensors an op handed to its input by reference during this backward: not freed with
+   * the output they came from. */
+  private readonly handedOver = new Set<Tensor>();
+  /**
+   * The last two losses backpropagated, kept readable (a loop reads step k's loss while step k + 1 is
+   * queued); older ones are freed.
+   */
+  private keptLosses: Var[] = [];
+
+  private keepLoss(loss: Var): void {
+    this.keptLosses.push(loss);
+    while (this.keptLosses.length > 2) this.freeLoss(this.keptLosses.shift()!);
+  }
+
+  private freeLoss(v: Var): void {
+    if (!v.data.freed) this.rt.free(v.data);
+  }
+
+  /** The Var backward() is running from (the fused loss kernels check they are it). */
+  get backwardRoot(): Var | null {
+    return this.root;
+  }
+
+  async backward(root: Var): Promise<void> {
+    if (root.data.size !== 1)
+      throw new TandemError(
+        'TANDEM_ERR_SHAPE',
+        `backward: the loss must have one element, it has ${root.data.size} (reduce it first, e.g. with mean)`,
+      );
+    if (!this.tape.some((n) => n.output === root))
+      throw new TandemError(
+        'TANDEM_ERR_INVALID_ARGUMENT',
+        'backward: this value is not on the current tape (its step was already released or backpropagated)',
+      );
+    this.root = root;
+    try {
+      const seed = this.gradTarget(root)!;
+      this.submit('fill', { y: seed.tensor }, { value: this.lossScale });
+      const freed = new Set<Tensor>();
+      for (let i = this.tape.length - 1; i >= 0; i--) {
+        const node = this.tape[i]!;
+        const out = node.output;
+        if (out.grad !== null && out.gradWritten) node.backward(out.grad);
+        for (const t of node.saved) this.freeOnce(t, freed);
+        if (out.grad !== null && !this.handedOver.delete(out.grad)) this.freeOnce(out.grad, freed);
+        out.grad = null;
+        out.gradWritten = false;
+      }
+      // The loss itself stays readable (loss.item() after backward) until the next step releases it.
+      this.made = this.made.filter((v) => v !== root);
+      this.releaseMade(freed);
+      this.keepLoss(root);
+    } finally {
+      this.root = null;
+      this.tape = [];
+      this.handedOver.clear();
+    }
+    // The caller may await this to know the step's work is queued; reading the loss waits for it.
+    await Promise.resolve();
+  }
+
+  /** Frees every intermediate made since the last backward/release except `keep` (eval, inference). */
+  release(...keep: Var[]): void {
+    for (const v of this.keptLosses) if (!keep.includes(v)) this.freeLoss(v);
+    this.keptLosses = this.keptLosses.filter((v) => keep.includes(v));
+    for (const node of this.tape) for (const t of node.saved) this.rt.free(t);
+    this.tape = this.tape.filter((n) => keep.includes(n.output));
+    const freed = new Set<Tensor>();
+    this.made = this.made.filter((v) => {
+      if (keep.includes(v)) return true;
+      this.freeOnce(v.data, freed);
+      if (v.grad !== null) this.freeOnce(v.grad, freed);
+      return false;
+    });
+  }
+
+  private releaseMade(freed: Set<Tensor>): void {
+    for (const v of this.made) {
+      this.freeOnce(v.data, freed);
+      if (v.grad !== null) this.freeOnce(v.grad, freed);
+      v.grad = null;
+    }
+    this.made = [];
+  }
+
+  private freeOnce(t: Tensor, freed: Set<Tensor>): void {
+    if (freed.has(t) || t.freed) return;
+    freed.add(t);
+    this.rt.free(t);
+  }
+
+  /** Forgets every parameter gradient (the next contribution overwrites: no fill task). */
+  zeroGrad(params: readonly Var[] = this.params): void {
+    for (const p of params) p.gradWritten = false;
+  }
+
+  async readTensor(t: Tensor): Promise<Float64Array> {
+    return toNumbers(t.dtype, await this.rt.read(t));
+  }
+}

@@ -1,0 +1,56 @@
+/** Labelled image sets in memory (Fashion-MNIST and the like) and seeded batches of them. */
+import { unitAt } from '../../core/seeded-random.js';
+
+export interface ImageSet {
+  /** count × height × width values in [0, 1], one channel. */
+  readonly images: Float32Array;
+  readonly labels: Int32Array;
+  readonly count: number;
+  readonly height: number;
+  readonly width: number;
+}
+
+/**
+ * Batch `index` of a seeded shuffle: each epoch is a permutation of the images (a function of the seed
+ * and the epoch, so a resumed run sees the same order); the last partial batch of an epoch is dropped.
+ */
+export function imageBatch(
+  set: ImageSet,
+  batch: number,
+  index: number,
+  seed: number,
+): { images: Float32Array; labels: Int32Array } {
+  const perEpoch = Math.floor(set.count / batch);
+  const epoch = Math.floor(index / perEpoch);
+  const order = permutation(set.count, seed + epoch * 7919);
+  const first = (index % perEpoch) * batch;
+  const px = set.height * set.width;
+  const images = new Float32Array(batch * px);
+  const labels = new Int32Array(batch);
+  for (let i = 0; i < batch; i++) {
+    const j = order[first + i]!;
+    images.set(set.images.subarray(j * px, (j + 1) * px), i * px);
+    labels[i] = set.labels[j]!;
+  }
+  return { images, labels };
+}
+
+const cache = new Map<string, Uint32Array>();
+
+/** Fisher–Yates with a counter-based generator (cached per (n, seed): one epoch reuses it). */
+function permutation(n: number, seed: number): Uint32Array {
+  const key = `${n}:${seed}`;
+  const hit = cache.get(key);
+  if (hit) return hit;
+  const p = new Uint32Array(n);
+  for (let i = 0; i < n; i++) p[i] = i;
+  for (let i = n - 1; i > 0; i--) {
+    const j = Math.floor(unitAt(seed, i) * (i + 1));
+    const t = p[i]!;
+    p[i] = p[j]!;
+    p[j] = t;
+  }
+  if (cache.size > 4) cache.clear();
+  cache.set(key, p);
+  return p;
+}

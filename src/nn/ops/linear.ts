@@ -1,0 +1,69 @@
+/**
+ * Fully connected layers: y = act(x·wᵀ + b). With a bias the forward is one fused kernel (cuBLASLt
+ * bias/GELU epilogues on CUDA); the backward is the activation's derivative, dx = dpre·w and the fused
+ * dw/db kernel. Without a bias, the runtime's gemm.
+ */
+import type { Tensor } from '../../memory/tensor.js';
+import type { Nn } from '../context.js';
+import type { Var } from '../var.js';
+import { requireMatrix } from './shapes.js';
+
+export type Activation = 'gelu' | 'relu';
+
+export function linear(nn: Nn, x: Var, w: Var, b: Var | null, act?: Activation): Var {
+  const [m, k] = requireMatrix('linear', 'x', x);
+  const [n] = requireMatrix('linear', 'w', w, k);
+  const y = nn.tensor([m, n]);
+  let pre: Tensor | null = null;
+  if (b !== null && act !== undefined) {
+    pre = nn.tensor([m, n]);
+    nn.submit('linear_act', { x: x.data, w: w.data, b: b.data, pre, y }, { act });
+  } else if (b !== null) {
+    nn.submit('linear', { x: x.data, w: w.data, b: b.data, y });
+  } else if (act !== undefined) {
+    pre = nn.tensor([m, n]);
+    nn.submit('gemm', { a: x.data, b: w.data, c: pre }, { transB: true });
+    nn.submit('activation', { x: pre, y }, { op: act });
+  } else {
+    nn.submit('gemm', { a: x.data, b: w.data, c: y }, { transB: true });
+  }
+  const inputs = b === null ? [x, w] : [x, w, b];
+  return nn.result(
+    y,
+    inputs,
+    (g) => {
+      let dpre = g;
+      if (pre !== null) {
+        dpre = nn.tensor([m, n]);
+        nn.submit('activation_backward', { x: pre, dy: g, dx: dpre }, { op: act!, accumulate: false });
+      }
+      const dx = nn.gradTarget(x);
+      if (dx !== null)
+        nn.submit('gemm', { a: dpre, b: w.data, c: dx.tensor }, { beta: dx.accumulate ? 1 : 0 });
+      if (b !== null) {
+        const j = nn.jointTargets([
+          { v: w, shape: [n, k], dtype: w.dtype },
+          { v: b, shape: [n], dtype: b.dtype },
+        ]);
+        if (w.requiresGrad || b.requiresGrad) {
+          nn.submit(
+            'linear_dw',
+            { dy: dpre, x: x.data, dw: j.tensors[0]!, db: j.tensors[1]! },
+            { accumulate: j.accumulate },
+          );
+        }
+        j.finish();
+      } else {
+        const dw = nn.gradTarget(w);
+        if (dw !== null)
+          nn.submit(
+            'gemm',
+            { a: dpre, b: x.data, c: dw.tensor },
+            { transA: true, beta: dw.accumulate ? 1 : 0 },
+          );
+      }
+      if (dpre !== g) nn.rt.free(dpre);
+    },
+    pre === null ? [] : [pre],
+  );
+}

@@ -1,0 +1,72 @@
+/**
+ * What the optimizers share: the gradient norm (a sum of squares of every gradient, kept on the device
+ * so clipping and the fp16 overflow skip need no host read), the step count, and the loss-scale
+ * factor to divide gradients by.
+ */
+import type { Tensor } from '../../memory/tensor.js';
+import type { Nn } from '../context.js';
+import type { Var } from '../var.js';
+
+export interface StepOptions {
+  /** Multiplies every gradient before use (1 / loss scale in fp16). */
+  readonly gradScale?: number;
+  /** Leave everything unchanged when the gradient norm is not finite (fp16 overflow). */
+  readonly skipNonFinite?: boolean;
+  /** Learning rate for this step (a schedule's value); default: the optimizer's. */
+  readonly lr?: number;
+}
+
+export abstract class Optimizer {
+  /** Steps taken (the next step is number `steps + 1`). */
+  steps = 0;
+  /** Σ g² over every gradient of the last step (scaled gradients, before gradScale). */
+  private norm: Tensor | null = null;
+
+  protected constructor(
+    readonly nn: Nn,
+    readonly params: readonly Var[],
+  ) {}
+
+  /** Submits the update of every parameter that received a gradient since the last zeroGrad. */
+  step(options: StepOptions = {}): void {
+    this.computeNorm();
+    this.applyUpdate(options);
+  }
+
+  private live(): Var[] {
+    return this.params.filter((p) => p.grad !== null && p.gradWritten);
+  }
+
+  /**
+   * Submits the sum of squares of every gradient (`gradNorm()` reads it). `step()` does this itself;
+   * call it alone to decide on the host whether to update (fp16: a GradScaler skips a step whose
+   * gradients overflowed, and then the step count does not advance, as in PyTorch).
+   */
+  computeNorm(): void {
+    const nn = this.nn;
+    if (this.norm !== null) nn.rt.free(this.norm);
+    const norm = nn.tensor([1], nn.statDtype);
+    nn.submit('fill', { y: norm }, { value: 0 });
+    for (const p of this.live()) nn.submit('sumsq', { x: p.grad!, acc: norm });
+    this.norm = norm;
+  }
+
+  /** Submits the updates with the norm of the last computeNorm(); the step count advances. */
+  applyUpdate(options: StepOptions = {}): void {
+    if (this.norm === null) this.computeNorm();
+    this.steps++;
+    for (const p of this.live()) this.update(p, this.norm!, options);
+  }
+
+  protected abstract update(p: Var, norm: Tensor, options: StepOptions): void;
+
+  /** The global gradient norm of the last step (after dividing by gradScale). */
+  async gradNorm(gradScale = 1): Promise<number> {
+    if (this.norm === null) return 0;
+    return Math.sqrt((await this.nn.readTensor(this.norm))[0]!) * gradScale;
+  }
+
+  zeroGrad(): void {
+    this.nn.zeroGrad(this.params);
+  }
+}

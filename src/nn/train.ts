@@ -1,0 +1,315 @@
+/**
+ * The training loop shared by `tandem train`, the service's `train` job and library users: builds the
+ * model, optimizer and data from a spec, runs steps (the forward, backward and update of a step are
+ * submitted as one task graph; the loss of step k is read while step k + 1 is queued, so the devices
+ * never wait for the host between steps), reports progress, stops on NaN, on a signal, or at the end.
+ */
+import { TandemError } from '../core/errors.js';
+import type { Runtime } from '../runtime/runtime.js';
+import { Nn, type Precision } from './context.js';
+import { type ImageSet, imageBatch } from './data/images.js';
+import { TokenLoader } from './data/tokens.js';
+import { Cnn, Mlp, type Classifier } from './models/classifiers.js';
+import { Gpt, gptConfig, gptFlopsPerToken } from './models/gpt.js';
+import { classifierMemoryPlan, gptMemoryPlan, requireFits } from './memory.js';
+import { GradScaler, type GradScalerState } from './grad-scaler.js';
+import { AdamW } from './optim/adamw.js';
+import { cosineWithWarmup } from './optim/schedule.js';
+import type { Var } from './var.js';
+
+/** Activation elements per image kept by the CNN (28×28) and the default MLP, for the memory check. */
+const CNN_ACTIVATIONS = 32 * 784 * 2 + 32 * 196 + 64 * 196 * 2 + 64 * 49 * 2 + 128 * 2 + 10;
+const MLP_ACTIVATIONS = 784 + 512 * 4 + 10;
+
+export type ModelName = 'mlp' | 'cnn' | 'gpt';
+
+export interface TrainSpec {
+  readonly model: ModelName;
+  /** GPT preset (gpt2, gpt-mini, gpt-micro, …). */
+  readonly preset?: string;
+  readonly steps: number;
+  readonly batch: number;
+  /** Sequence length for GPT (default: the preset's context). */
+  readonly seqLen?: number;
+  readonly precision?: Precision;
+  readonly device?: string;
+  readonly lr?: number;
+  readonly warmupSteps?: number;
+  readonly weightDecay?: number;
+  readonly maxNorm?: number;
+  readonly seed?: number;
+  /** Labels for every task (the service's job id). */
+  readonly tags?: Readonly<Record<string, string>>;
+}
+
+export interface StepReport {
+  readonly step: number;
+  readonly loss: number;
+  readonly lr: number;
+  /** Samples (images or tokens) per second over the last step. */
+  readonly throughput: number;
+  readonly unit: 'images' | 'tokens';
+  readonly stepMs: number;
+  /** Model FLOP utilisation against the device's bf16/f32 peak (GPT on GPUs), when known. */
+  readonly mfu: number | null;
+  /** fp16: the loss scale the step used, and whether its update was skipped for an overflow. */
+  readonly lossScale?: number;
+  readonly skipped?: boolean;
+}
+
+export type TrainData =
+  | { readonly kind: 'images'; readonly train: ImageSet; readonly test?: ImageSet }
+  | { readonly kind: 'tokens'; readonly train: ArrayLike<number>; readonly val?: ArrayLike<number> };
+
+type Built =
+  { readonly kind: 'classifier'; readonly model: Classifier } | { readonly kind: 'gpt'; readonly model: Gpt };
+
+export function buildModel(nn: Nn, spec: Pick<TrainSpec, 'model' | 'preset'>): Built {
+  switch (spec.model) {
+    case 'mlp':
+      return { kind: 'classifier', model: new Mlp(nn) };
+    case 'cnn':
+      return { kind: 'classifier', model: new Cnn(nn) };
+    case 'gpt':
+      return { kind: 'gpt', model: new Gpt(nn, gptConfig(spec.preset ?? 'gpt-mini')) };
+    default:
+      throw new TandemError(
+        'TANDEM_ERR_INVALID_ARGUMENT',
+        `unknown model ${JSON.stringify(spec.model)}; known: mlp, cnn, gpt`,
+      );
+  }
+}
+
+export class Trainer {
+  readonly nn: Nn;
+  readonly built: Built;
+  readonly optimizer: AdamW;
+  readonly step0: number;
+  private readonly lrAt: (it: number) => number;
+  private readonly tokens: TokenLoader | null;
+  private imageIndex = 0;
+
+  constructor(
+    readonly rt: Runtime,
+    readonly spec: TrainSpec,
+    readonly data: TrainData,
+  ) {
+    if (!Number.isInteger(spec.steps) || spec.steps < 1)
+      throw new TandemError(
+        'TANDEM_ERR_INVALID_ARGUMENT',
+        `train: steps must be a positive integer, got ${spec.steps}`,
+      );
+    if (!Number.isInteger(spec.batch) || spec.batch < 1)
+      throw new TandemError(
+        'TANDEM_ERR_INVALID_ARGUMENT',
+        `train: batch must be a positive integer, got ${spec.batch}`,
+      );
+    this.nn = new Nn(rt, {
+      precision: spec.precision ?? 'f32',
+      seed: spec.seed ?? 1,
+      ...(spec.device === undefined ? {} : { device: spec.device }),
+      ...(spec.tags === undefined ? {} : { tags: spec.tags }),
+    });
+    this.built = buildModel(this.nn, spec);
+    const isGpt = this.built.kind === 'gpt';
+    if (isGpt !== (data.kind === 'tokens'))
+      throw new TandemError(
+        'TANDEM_ERR_INVALID_ARGUMENT',
+        `train: model ${spec.model} needs ${isGpt ? 'token' : 'image'} data`,
+      );
+    const lr = spec.lr ?? (isGpt ? 6e-4 : 1e-3);
+    this.optimizer = new AdamW(this.nn, this.built.model.parameters(), {
+      lr,
+      beta1: 0.9,
+      beta2: isGpt ? 0.95 : 0.999,
+      weightDecay: spec.weightDecay ?? (isGpt ? 0.1 : 0.01),
+      decayMatricesOnly: isGpt,
+      maxNorm: spec.maxNorm ?? (isGpt ? 1 : 0),
+    });
+    this.lrAt = cosineWithWarmup({
+      maxLr: lr,
+      minLr: lr * 0.1,
+      warmupSteps: spec.warmupSteps ?? 0,
+      totalSteps: spec.steps,
+    });
+    this.step0 = 0;
+    this.scaler = this.nn.precision === 'f16' ? new GradScaler() : null;
+    this.checkMemory();
+    if (data.kind === 'tokens' && this.built.kind === 'gpt') {
+      const c = this.built.model.config;
+      this.tokens = new TokenLoader(data.train, {
+        batch: spec.batch,
+        time: spec.seqLen ?? c.context,
+        seed: spec.seed ?? 1,
+        vocab: c.vocab,
+      });
+    } else {
+      this.tokens = null;
+      if (data.kind === 'images' && data.train.count < spec.batch)
+        throw new TandemError(
+          'TANDEM_ERR_BAD_DATA',
+          `train: the data set has ${data.train.count} images, fewer than one batch of ${spec.batch}`,
+        );
+    }
+  }
+
+  /** Refuses, before the first step, a batch that cannot fit in the pinned GPU's memory. */
+  private checkMemory(): void {
+    const id = this.spec.device;
+    if (id === undefined) return;
+    const dev = this.rt.devices.find((d) => d.info.id === id || d.info.kind === id);
+    if (dev === undefined || dev.info.kind === 'cpu' || !(dev.info.memoryBytes > 0)) return;
+    const m = this.built;
+    const plan =
+      m.kind === 'gpt'
+        ? gptMemoryPlan(m.model.config, this.nn.dtype, this.spec.seqLen ?? m.model.config.context)
+        : classifierMemoryPlan(
+            m.model.parameterCount(),
+            m.model instanceof Cnn ? CNN_ACTIVATIONS : MLP_ACTIVATIONS,
+            this.nn.dtype,
+          );
+    // Leave a tenth for the allocator's rounding, kernels' scratch and other jobs' small tensors.
+    requireFits(plan, this.spec.batch, dev.info.memoryBytes * 0.9, dev.info.id);
+  }
+
+  /** Batches the data source has handed out (checkpoints store it so a resumed run sees the same data). */
+  get dataPosition(): number {
+    return this.tokens === null ? this.imageIndex : this.tokens.position;
+  }
+
+  seekData(position: number): void {
+    if (this.tokens === null) this.imageIndex = position;
+    else this.tokens.seek(position);
+  }
+
+  get samplesPerStep(): number {
+    return this.tokens === null ? this.spec.batch : this.spec.batch * this.tokens.options.time;
+  }
+
+  /** Submits one step's forward, backward and update; returns its loss (not yet computed). */
+  submitStep(): Var {
+    const nn = this.nn;
+    let loss: Var;
+    if (this.built.kind === 'gpt') {
+      const b = this.tokens!.next();
+      const t = this.tokens!.options.time;
+      const ids = nn.input(b.inputs, [this.spec.batch, t], 'i32');
+      const targets = nn.input(b.targets, [this.spec.batch * t], 'i32');
+      loss = this.built.model.loss(ids, targets);
+      this.freeAfterStep(ids, targets);
+    } else {
+      const set = (this.data as { train: ImageSet }).train;
+      const batch = imageBatch(set, this.spec.batch, this.imageIndex++, this.spec.seed ?? 1);
+      const x = nn.input(batch.images, [this.spec.batch, 1, set.height, set.width]);
+      const y = nn.input(batch.labels, [this.spec.batch], 'i32');
+      loss = this.built.model.loss(x, y);
+      this.freeAfterStep(x, y);
+    }
+    return loss;
+  }
+
+  private pendingInputs: Var[] = [];
+  /** fp16 only: dynamic loss scaling with torch.amp.GradScaler's rules. */
+  readonly scaler: GradScaler | null;
+  private lastScale: { scale: number; skipped: boolean } | null = null;
+
+  scalerState(): unknown {
+    return this.scaler?.stateDict() ?? null;
+  }
+
+  restoreScaler(state: unknown): void {
+    if (this.scaler !== null && state !== null && typeof state === 'object')
+      this.scaler.loadStateDict(state as Partial<GradScalerState>);
+  }
+
+  /**
+   * The update of a step. fp16: the gradients are unscaled in the update and an overflow skips it —
+   * the norm is read first (a host sync, as PyTorch's GradScaler does) and the scale updated.
+   */
+  private async update(lr: number): Promise<void> {
+    if (this.scaler === null) {
+      this.optimizer.step({ lr });
+      return;
+    }
+    const scale = this.scaler.scale;
+    this.optimizer.computeNorm();
+    const finite = Number.isFinite(await this.optimizer.gradNorm());
+    if (finite) this.optimizer.applyUpdate({ lr, gradScale: this.scaler.inverseScale });
+    this.scaler.update(!finite);
+    this.lastScale = { scale, skipped: !finite };
+  }
+  /** Optimizer steps taken (queued) so far, including those before a resume. */
+  stepsDone = 0;
+
+  private freeAfterStep(...inputs: Var[]): void {
+    this.pendingInputs.push(...inputs);
+  }
+
+  /**
+   * Runs steps [from, spec.steps), calling `onStep` with each step's report (one step behind the
+   * devices) and `atBoundary` after each step's update is queued (checkpoints: reading the weights
+   * waits for it). Stops early, at a step boundary, when `signal` aborts.
+   */
+  async run(
+    onStep: (r: StepReport) => void = () => undefined,
+    signal?: AbortSignal,
+    from = 0,
+    atBoundary?: (stepsDone: number) => Promise<void>,
+  ): Promise<StepReport | null> {
+    let previous: { it: number; loss: Var; start: number; lr: number } | null = null;
+    let last: StepReport | null = null;
+    const finish = async (p: NonNullable<typeof previous>, end: number): Promise<StepReport> => {
+      const value = await p.loss.item();
+      if (!Number.isFinite(value))
+        throw new TandemError('TANDEM_ERR_UNSTABLE', `train: the loss became ${value} at step ${p.it + 1}`, {
+          step: p.it + 1,
+        });
+      const stepMs = end - p.start;
+      const throughput = (this.samplesPerStep * 1000) / Math.max(stepMs, 1e-3);
+      const r: StepReport = {
+        step: p.it + 1,
+        loss: value,
+        lr: p.lr,
+        throughput,
+        unit: this.tokens === null ? 'images' : 'tokens',
+        stepMs,
+        mfu: this.mfu(throughput),
+      };
+      onStep(r);
+      return r;
+    };
+    for (let it = from; it < this.spec.steps; it++) {
+      if (signal?.aborted) break;
+      const start = performance.now();
+      const lr = this.lrAt(it);
+      if (this.scaler !== null) this.nn.lossScale = this.scaler.scale;
+      const loss = this.submitStep();
+      await loss.backward();
+      await this.update(lr);
+      this.optimizer.zeroGrad();
+      for (const v of this.pendingInputs.splice(0)) this.rt.free(v.data);
+      this.stepsDone = it + 1;
+      if (atBoundary) await atBoundary(it + 1);
+      // Read the previous step's loss while this one runs.
+      if (previous !== null) last = await finish(previous, start);
+      previous = { it, loss, start, lr };
+    }
+    if (previous !== null) {
+      await previous.loss.values();
+      last = await finish(previous, performance.now());
+    }
+    return last;
+  }
+
+  private mfu(throughput: number): number | null {
+    if (this.built.kind !== 'gpt' || this.spec.device === undefined) return null;
+    const dev = this.rt.devices.find(
+      (d) => d.info.id === this.spec.device || d.info.kind === this.spec.device,
+    );
+    if (dev === undefined || dev.info.kind === 'cpu') return null;
+    const peak = dev.info.peakFlops[this.nn.precision === 'f32' ? 'f32' : 'bf16'];
+    if (peak === undefined) return null;
+    const m = this.built.model;
+    return (throughput * gptFlopsPerToken(m.config, m.parameterCount(), this.tokens!.options.time)) / peak;
+  }
+}

@@ -1,0 +1,209 @@
+/**
+ * `train`: a deep-learning training run as a service job (src/nn). Data are named data sets the server
+ * holds (Fashion-MNIST from Debian, the Brown corpus) — a tenant never names a server path. Progress is
+ * the step and loss; each step is a span on the job's timeline (its loss and throughput in the args, the
+ * dashboard's loss curve); checkpoints go to <data dir>/checkpoints/<job id> at intervals and when the
+ * job is cancelled or stopped at its deadline, so the last one is kept. Cancellation takes effect at the
+ * next step boundary.
+ */
+import { join } from 'node:path';
+import { TandemError } from '../../../core/errors.js';
+import type { Runtime } from '../../../runtime/runtime.js';
+import { latestCheckpoint, loadCheckpoint, saveCheckpoint } from '../../../nn/checkpoint.js';
+import { brownCorpusTokens } from '../../../nn/data/corpus.js';
+import { loadFashionMnist } from '../../../nn/data/idx.js';
+import { GPT_PRESETS, gptConfig } from '../../../nn/models/gpt.js';
+import { gptMemoryPlan, planBytes } from '../../../nn/memory.js';
+import { Trainer, type ModelName, type TrainData, type TrainSpec } from '../../../nn/train.js';
+import { defineJobType, type AnyJobType } from '../job-type.js';
+import { requireRuntime } from './task-helpers.js';
+
+export interface TrainParams {
+  readonly model: ModelName;
+  readonly preset: string;
+  readonly dataset: 'fashion-mnist' | 'brown';
+  readonly steps: number;
+  readonly batch: number;
+  readonly seqLen?: number;
+  readonly precision: 'f32' | 'bf16' | 'f16';
+  readonly device: string;
+  readonly lr?: number;
+  readonly warmupSteps: number;
+  readonly seed: number;
+  readonly checkpointEvery: number;
+  /** Continue from the checkpoint of this earlier train job (same tenant). */
+  readonly resumeFrom?: string;
+}
+
+const FASHION_DIR = '/usr/share/datasets/fashion-mnist';
+
+export function trainJob(dataDir: string): AnyJobType {
+  const checkpointDir = (jobId: string): string => join(dataDir, 'checkpoints', jobId);
+  return defineJobType<TrainParams>({
+    name: 'train',
+    description:
+      'Trains a model (mlp or cnn on Fashion-MNIST, gpt on the Brown corpus) with AdamW; progress is the step and loss, checkpoints are kept.',
+    paramsSchema: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['model'],
+      properties: {
+        model: { type: 'string', enum: ['mlp', 'cnn', 'gpt'] },
+        preset: {
+          type: 'string',
+          enum: Object.keys(GPT_PRESETS),
+          default: 'gpt-mini',
+          description: 'gpt only',
+        },
+        dataset: {
+          type: 'string',
+          enum: ['fashion-mnist', 'brown'],
+          description: 'default: fashion-mnist for mlp/cnn, brown for gpt',
+        },
+        steps: { type: 'integer', minimum: 1, maximum: 10_000_000, default: 100 },
+        batch: { type: 'integer', minimum: 1, maximum: 65_536, default: 64 },
+        seqLen: { type: 'integer', minimum: 1, maximum: 65_536 },
+        precision: { type: 'string', enum: ['f32', 'bf16', 'f16'], default: 'f32' },
+        device: { type: 'string', default: 'auto', description: 'auto, cpu, cuda, webgpu or a device id' },
+        lr: { type: 'number', exclusiveMinimum: 0, maximum: 10 },
+        warmupSteps: { type: 'integer', minimum: 0, default: 0 },
+        seed: { type: 'integer', minimum: 0, maximum: 2147483647, default: 1 },
+        checkpointEvery: {
+          type: 'integer',
+          minimum: 0,
+          default: 0,
+          description: 'steps between checkpoints (0: only at the end and on cancel)',
+        },
+        resumeFrom: {
+          type: 'string',
+          maxLength: 64,
+          pattern: '^[A-Za-z0-9_-]+$',
+          description: 'the id of an earlier train job to continue',
+        },
+      },
+    },
+    parse(raw) {
+      const model = raw['model'] as ModelName;
+      const dataset =
+        (raw['dataset'] as TrainParams['dataset'] | undefined) ??
+        (model === 'gpt' ? 'brown' : 'fashion-mnist');
+      if ((model === 'gpt') !== (dataset === 'brown'))
+        throw new TandemError(
+          'TANDEM_ERR_INVALID_ARGUMENT',
+          `train: model ${model} cannot train on ${dataset}`,
+        );
+      const preset = String(raw['preset'] ?? 'gpt-mini');
+      if (model === 'gpt') {
+        const c = gptConfig(preset);
+        const seqLen = raw['seqLen'] as number | undefined;
+        if (seqLen !== undefined && seqLen > c.context)
+          throw new TandemError(
+            'TANDEM_ERR_INVALID_ARGUMENT',
+            `train: seqLen ${seqLen} exceeds the ${preset} context of ${c.context}`,
+          );
+      }
+      return {
+        model,
+        preset,
+        dataset,
+        steps: Number(raw['steps'] ?? 100),
+        batch: Number(raw['batch'] ?? 64),
+        ...(raw['seqLen'] === undefined ? {} : { seqLen: Number(raw['seqLen']) }),
+        precision: (raw['precision'] as TrainParams['precision'] | undefined) ?? 'f32',
+        device: String(raw['device'] ?? 'auto'),
+        ...(raw['lr'] === undefined ? {} : { lr: Number(raw['lr']) }),
+        warmupSteps: Number(raw['warmupSteps'] ?? 0),
+        seed: Number(raw['seed'] ?? 1),
+        checkpointEvery: Number(raw['checkpointEvery'] ?? 0),
+        ...(raw['resumeFrom'] === undefined ? {} : { resumeFrom: String(raw['resumeFrom']) }),
+      };
+    },
+    memoryBytes(p) {
+      if (p.model !== 'gpt') return 64 * 2 ** 20 + p.batch * 200_000;
+      const c = gptConfig(p.preset);
+      return planBytes(gptMemoryPlan(c, p.precision, p.seqLen ?? c.context), p.batch);
+    },
+    jobClass: () => 'training',
+    defaultTimeoutSeconds: 6 * 3600,
+    requestedDevice: (p) => (p.device === 'auto' ? undefined : p.device),
+    async run(ctx) {
+      const rt = requireRuntime(ctx) as unknown as Runtime;
+      const p = ctx.params;
+      const device = p.device === 'auto' ? ctx.placement.device : p.device;
+      const data: TrainData =
+        p.dataset === 'brown'
+          ? await (async () => {
+              const c = await brownCorpusTokens(join(dataDir, 'datasets'));
+              return { kind: 'tokens' as const, train: c.train, val: c.val };
+            })()
+          : await (async () => {
+              const s = await loadFashionMnist(FASHION_DIR);
+              return { kind: 'images' as const, train: s.train, test: s.test };
+            })();
+      const spec: TrainSpec = {
+        model: p.model,
+        preset: p.preset,
+        steps: p.steps,
+        batch: p.batch,
+        ...(p.seqLen === undefined ? {} : { seqLen: p.seqLen }),
+        precision: p.precision,
+        ...(device === undefined ? {} : { device }),
+        ...(p.lr === undefined ? {} : { lr: p.lr }),
+        warmupSteps: p.warmupSteps,
+        seed: p.seed,
+        tags: ctx.tags,
+      };
+      const trainer = new Trainer(rt, spec, data);
+      const dir = checkpointDir(ctx.jobId);
+      let from = 0;
+      if (p.resumeFrom !== undefined) {
+        const file = latestCheckpoint(checkpointDir(p.resumeFrom));
+        if (file === null)
+          throw new TandemError(
+            'TANDEM_ERR_NOT_FOUND',
+            `train: job ${p.resumeFrom} left no checkpoint to resume from`,
+          );
+        from = await loadCheckpoint(trainer, file);
+      }
+      let saved = from;
+      let lastLoss: number | null = null;
+      const last = await trainer.run(
+        (r) => {
+          lastLoss = r.loss;
+          const end = Date.now() * 1000;
+          ctx.span('step', end - r.stepMs * 1000, end, {
+            step: r.step,
+            loss: r.loss,
+            throughput: r.throughput,
+            unit: r.unit,
+          });
+          ctx.progress(r.step / p.steps, `step ${r.step}/${p.steps} loss ${r.loss.toFixed(4)}`);
+        },
+        ctx.signal,
+        from,
+        async (step) => {
+          if (p.checkpointEvery > 0 && step % p.checkpointEvery === 0) {
+            await saveCheckpoint(trainer, dir, step);
+            saved = step;
+          }
+        },
+      );
+      // At the end, and when cancelled at a step boundary: the last step's weights are kept.
+      const done = trainer.stepsDone;
+      let checkpoint: string | null = null;
+      if (done > saved) checkpoint = await saveCheckpoint(trainer, dir, done);
+      if (ctx.signal.aborted)
+        throw new TandemError('TANDEM_ERR_CANCELLED', `cancelled at step ${done}; checkpoint kept`, {
+          step: done,
+          checkpoint,
+        });
+      return {
+        steps: done,
+        loss: last?.loss ?? lastLoss,
+        throughput: last?.throughput ?? null,
+        unit: last?.unit ?? null,
+        checkpoint: latestCheckpoint(dir),
+      };
+    },
+  });
+}

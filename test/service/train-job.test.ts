@@ -1,0 +1,106 @@
+/**
+ * The service's `train` job on the real CPU runtime: a small GPT trains on the Brown corpus (GPT-2
+ * tokens) with progress and checkpoints; a cancelled run stops at a step boundary and keeps its
+ * checkpoint, from which a new job resumes; bad parameters are refused at submit with stable codes.
+ */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { cpuTestService, waitForJob } from './helpers.js';
+
+const small = { model: 'gpt', preset: 'gpt-mini', batch: 2, seqLen: 16 };
+
+void test(
+  'train job: runs, reports its steps and loss, keeps a checkpoint; cancel keeps one; resume continues',
+  { timeout: 300_000 },
+  async (t) => {
+    const s = await cpuTestService(t);
+    if (!s) return;
+    try {
+      const submit = async (params: Record<string, unknown>): Promise<string> => {
+        const res: { statusCode: number; body: string; json(): unknown } = await s.svc.app.inject({
+          method: 'POST',
+          url: '/v1/jobs',
+          headers: s.auth(),
+          payload: { type: 'train', params },
+        });
+        assert.equal(res.statusCode, 202, res.body);
+        return (res.json() as { id: string }).id;
+      };
+      const id = await submit({ ...small, steps: 4, checkpointEvery: 2 });
+      const done = await waitForJob(s, id, s.admin, 200_000);
+      assert.equal(done.state, 'succeeded', JSON.stringify(done.error));
+      const out = (await s.svc.app.inject({ url: `/v1/jobs/${id}/result`, headers: s.auth() })).json() as {
+        result: { steps: number; loss: number; checkpoint: string };
+      };
+      assert.equal(out.result.steps, 4);
+      assert.ok(
+        Number.isFinite(out.result.loss) && out.result.loss > 0 && out.result.loss < 11.5,
+        `loss ${out.result.loss}`,
+      );
+      assert.ok(
+        out.result.checkpoint.endsWith('step-00000004.safetensors') && existsSync(out.result.checkpoint),
+      );
+
+      // A long run, cancelled once it has made progress: cancelled at a step boundary, checkpoint kept.
+      const long = await submit({ ...small, steps: 100_000 });
+      for (let i = 0; i < 2000; i++) {
+        const j = (await s.svc.app.inject({ url: `/v1/jobs/${long}`, headers: s.auth() })).json() as {
+          progress: number;
+        };
+        if (j.progress > 0) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const cancel = await s.svc.app.inject({
+        method: 'POST',
+        url: `/v1/jobs/${long}/cancel`,
+        headers: s.auth(),
+      });
+      assert.ok(cancel.statusCode < 300, cancel.body);
+      const stopped = await waitForJob(s, long, s.admin, 60_000);
+      assert.equal(stopped.state, 'cancelled');
+      const kept = join(s.dir, 'checkpoints', long);
+      assert.ok(existsSync(kept), 'the cancelled job kept its checkpoint directory');
+
+      // A new job resumes from it.
+      const resumed = await submit({ ...small, steps: 100_000, resumeFrom: long });
+      const c2 = await s.svc.app.inject({
+        method: 'POST',
+        url: `/v1/jobs/${resumed}/cancel`,
+        headers: s.auth(),
+      });
+      assert.ok(c2.statusCode < 300);
+      await waitForJob(s, resumed, s.admin, 60_000);
+    } finally {
+      await s.close();
+    }
+  },
+);
+
+void test('train job: bad parameters are refused at submit', async (t) => {
+  const s = await cpuTestService(t);
+  if (!s) return;
+  try {
+    const bad: Record<string, unknown>[] = [
+      { model: 'resnet' },
+      { model: 'gpt', dataset: 'fashion-mnist' },
+      { model: 'gpt', preset: 'gpt-huge' },
+      { model: 'gpt', preset: 'gpt-mini', seqLen: 4096 },
+      { model: 'mlp', steps: 0 },
+      { model: 'gpt', resumeFrom: '../../etc' },
+    ];
+    for (const params of bad) {
+      const res: { statusCode: number; body: string; json(): unknown } = await s.svc.app.inject({
+        method: 'POST',
+        url: '/v1/jobs',
+        headers: s.auth(),
+        payload: { type: 'train', params },
+      });
+      assert.equal(res.statusCode, 400, `${JSON.stringify(params)}: ${res.body}`);
+      assert.match((res.json() as { error: { code: string } }).error.code, /^TANDEM_ERR_/);
+    }
+  } finally {
+    await s.close();
+  }
+});
