@@ -309,16 +309,24 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_dkdv_mma(const u16* _
   const u16* qb = qkv + (long long)b * T * ld + (long long)h * HD;
   const u16* dyb = dy + (long long)b * T * C + (long long)h * HD;
   const int tiles = (T - s0 + TILE - 1) / TILE;
-  // Stage st's tiles and statistics for the query tile starting at t0.
+  // Stage st's tiles for the query tile starting at t0 (cp.async), and that tile's lse (base 2) and delta,
+  // read by the first TILE threads into registers so the loads' latency hides under the products.
   auto prefetch = [&](int st, int t0) {
     load_tile_async(smem + st * 2 * TILE * RS, qb, ld, t0, T);
     load_tile_async(smem + (st * 2 + 1) * TILE * RS, dyb, C, t0, T);
-    for (int i = threadIdx.x; i < TILE; i += blockDim.x) {
-      const int t = t0 + i;
-      sL[st][i] = t < T ? lse[(long long)bh * T + t] * LOG2E : 0.f;
-      sD[st][i] = t < T ? delta[(long long)bh * T + t] : 0.f;
-    }
   };
+  auto stats = [&](int t0, float& l2, float& dl) {
+    const int t = t0 + (int)threadIdx.x;
+    const bool in = threadIdx.x < TILE && t < T;
+    l2 = in ? lse[(long long)bh * T + t] * LOG2E : 0.f;
+    dl = in ? delta[(long long)bh * T + t] : 0.f;
+  };
+  float nextL, nextD;
+  stats(s0, nextL, nextD);
+  if (threadIdx.x < TILE) {
+    sL[0][threadIdx.x] = nextL;
+    sD[0][threadIdx.x] = nextD;
+  }
   prefetch(0, s0);
   cp_async_commit();
   load_tile(smem + 2 * TILE * RS, qb + C, ld, s0, T);
@@ -336,7 +344,10 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_dkdv_mma(const u16* _
   const int keyA = s0 + w0 + g, keyB = keyA + 8;
   for (int it = 0; it < tiles; it++) {
     const int t0 = s0 + it * TILE, st = it & 1;
-    if (it + 1 < tiles) prefetch(st ^ 1, t0 + TILE);
+    if (it + 1 < tiles) {
+      prefetch(st ^ 1, t0 + TILE);
+      stats(t0 + TILE, nextL, nextD);
+    }
     cp_async_commit();  // possibly empty: keeps one group per iteration
     cp_async_wait_1();  // this thread's copies of tile it have landed
     __syncthreads();    // and everyone else's
@@ -364,7 +375,11 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_dkdv_mma(const u16* _
       }
     mma_pv(dv, p, sdY, lane);
     mma_pv(dk, ds, sQ, lane);
-    __syncthreads();  // stage st is refilled by the next iteration's prefetch
+    if (it + 1 < tiles && threadIdx.x < TILE) {
+      sL[st ^ 1][threadIdx.x] = nextL;
+      sD[st ^ 1][threadIdx.x] = nextD;
+    }
+    __syncthreads();  // stage st ^ 1's statistics are in; stage st is refilled by the next prefetch
   }
   u16* out = dqkv + (long long)b * T * ld + (long long)h * HD;
   store_rows(out + C, ld, dk, keyA, T, scale, scale, c);
