@@ -71,9 +71,9 @@ interface Config {
 }
 
 const CONFIGS: readonly Config[] = [
-  { shape: [2, 70, 2, 32], dtype: 'bf16', path: 'auto', mma: true },
+  { shape: [1, 70, 2, 32], dtype: 'bf16', path: 'auto', mma: true },
   { shape: [1, 37, 2, 12], dtype: 'f32', path: 'auto', mma: false },
-  { shape: [1, 19, 1, 8], dtype: 'f64', path: 'auto', mma: false },
+  { shape: [2, 19, 1, 8], dtype: 'f64', path: 'auto', mma: false },
 ];
 
 void describe('attention CUDA kernels on the host emulator', { skip: unavailable ?? false }, () => {

@@ -6,7 +6,8 @@
  * one lane's weight at a time. f16/bf16 compute in f32, f64 in f64 (smaller tiles: 48 KiB of shared
  * memory). The tensor-core path for f16/bf16 is in cuda-mma.ts; this one is the reference on the GPU.
  *
- * Defines: HD (head dim), F64 (1 for f64). Bound types: X (storage), L (lse: f32 or f64).
+ * The head dim HD is a run-time parameter (shared tiles sized for 128), so one compiled program serves
+ * every head dim of a dtype. Defines: F64 (1 for f64). Bound types: X (storage), L (lse: f32 or f64).
  */
 import { MATH_OVERLOADS } from '../common/cuda.js';
 
@@ -20,8 +21,10 @@ const COMMON = `${MATH_OVERLOADS}
 #endif
 #define WARPS 4
 #define BR (WARPS * ROWS)
-#define NJ ((HD + 31) / 32)
+#define HDM 128
+#define NJ (HDM / 32)
 #define KS (HD + 1)
+#define KSM (HDM + 1)
 #define FULL 0xffffffffu
 #define NEG_INF (-(X_c)__int_as_float(0x7f800000))
 static __device__ __forceinline__ X_c warp_max(X_c v) {
@@ -34,7 +37,7 @@ static __device__ __forceinline__ X_c warp_sum(X_c v) {
 }
 // Rows [r0, r0 + n) of one head's part (0 q, 1 k, 2 v) of qkv into s[n][stride]; rows past T are 0.
 static __device__ __forceinline__ void load_part(X_c* s, int stride, const X_t* __restrict__ qkv, int b, int h, int part,
-    int r0, int n, int T, int H, X_c mul) {
+    int r0, int n, int T, int H, X_c mul, int HD) {
   const long long ld = 3LL * H * HD;
   for (int e = threadIdx.x; e < n * HD; e += blockDim.x) {
     const int r = e / HD, i = e - r * HD, t = r0 + r;
@@ -42,7 +45,7 @@ static __device__ __forceinline__ void load_part(X_c* s, int stride, const X_t* 
   }
 }
 // The same from a [B, T, C] tensor (y, dy).
-static __device__ __forceinline__ void load_rows(X_c* s, int stride, const X_t* __restrict__ x, int b, int h, int r0, int n, int T, int H) {
+static __device__ __forceinline__ void load_rows(X_c* s, int stride, const X_t* __restrict__ x, int b, int h, int r0, int n, int T, int H, int HD) {
   for (int e = threadIdx.x; e < n * HD; e += blockDim.x) {
     const int r = e / HD, i = e - r * HD, t = r0 + r;
     s[r * stride + i] = t < T ? ldX(x, ((long long)b * T + t) * H * HD + (long long)h * HD + i) : (X_c)0;
@@ -53,14 +56,14 @@ static __device__ __forceinline__ void load_rows(X_c* s, int stride, const X_t* 
 /** Forward: grid (B·H, ceil(T / BR)), 128 threads. Heaviest query tiles first (the causal triangle). */
 export const GENERIC_FORWARD = `${COMMON}
 extern "C" __global__ void __launch_bounds__(128) tdm_attn_fwd(const X_t* __restrict__ qkv, X_t* __restrict__ y,
-    L_t* __restrict__ lse, int T, int H, double scale_in) {
-  __shared__ X_c sq[BR * KS];
-  __shared__ X_c sk[LANES * KS];
-  __shared__ X_c sv[LANES * HD];
+    L_t* __restrict__ lse, int T, int H, int HD, double scale_in) {
+  __shared__ X_c sq[BR * KSM];
+  __shared__ X_c sk[LANES * KSM];
+  __shared__ X_c sv[LANES * HDM];
   const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
   const int q0 = (gridDim.y - 1 - blockIdx.y) * BR;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  load_part(sq, KS, qkv, b, h, 0, q0, BR, T, H, (X_c)scale_in);
+  load_part(sq, KS, qkv, b, h, 0, q0, BR, T, H, (X_c)scale_in, HD);
   X_c m[ROWS], l[ROWS], acc[ROWS][NJ];
 #pragma unroll
   for (int rr = 0; rr < ROWS; rr++) {
@@ -71,8 +74,8 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_fwd(const X_t* __rest
   const int qlast = min(q0 + BR, T) - 1;
   for (int k0 = 0; k0 <= qlast; k0 += LANES) {
     __syncthreads();
-    load_part(sk, KS, qkv, b, h, 1, k0, LANES, T, H, (X_c)1);
-    load_part(sv, HD, qkv, b, h, 2, k0, LANES, T, H, (X_c)1);
+    load_part(sk, KS, qkv, b, h, 1, k0, LANES, T, H, (X_c)1, HD);
+    load_part(sv, HD, qkv, b, h, 2, k0, LANES, T, H, (X_c)1, HD);
     __syncthreads();
 #pragma unroll
     for (int rr = 0; rr < ROWS; rr++) {
@@ -122,7 +125,7 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_fwd(const X_t* __rest
 /** delta[b,h,t] = Σ dy ⊙ y over the head's d columns: a warp per row, grid-stride over B·T·H rows. */
 export const DELTA = `${COMMON}
 extern "C" __global__ void tdm_attn_delta(const X_t* __restrict__ dy, const X_t* __restrict__ y, X_c* __restrict__ delta,
-    int B, int T, int H) {
+    int B, int T, int H, int HD) {
   const int lane = threadIdx.x & 31;
   const long long rows = (long long)B * T * H;
   for (long long w = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5; w < rows; w += ((long long)gridDim.x * blockDim.x) >> 5) {
@@ -144,17 +147,17 @@ extern "C" __global__ void tdm_attn_delta(const X_t* __restrict__ dy, const X_t*
  */
 export const GENERIC_DKDV = `${COMMON}
 extern "C" __global__ void __launch_bounds__(128) tdm_attn_dkdv(const X_t* __restrict__ dy, const X_t* __restrict__ qkv,
-    const L_t* __restrict__ lse, const X_c* __restrict__ delta, X_t* __restrict__ dqkv, int T, int H, double scale_in) {
-  __shared__ X_c sk[BR * HD];
-  __shared__ X_c sv[BR * HD];
-  __shared__ X_c sq[LANES * KS];
-  __shared__ X_c sdy[LANES * KS];
+    const L_t* __restrict__ lse, const X_c* __restrict__ delta, X_t* __restrict__ dqkv, int T, int H, int HD, double scale_in) {
+  __shared__ X_c sk[BR * HDM];
+  __shared__ X_c sv[BR * HDM];
+  __shared__ X_c sq[LANES * KSM];
+  __shared__ X_c sdy[LANES * KSM];
   const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
   const int s0 = (gridDim.y - 1 - blockIdx.y) * BR;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const X_c scale = (X_c)scale_in;
-  load_part(sk, HD, qkv, b, h, 1, s0, BR, T, H, scale);
-  load_part(sv, HD, qkv, b, h, 2, s0, BR, T, H, (X_c)1);
+  load_part(sk, HD, qkv, b, h, 1, s0, BR, T, H, scale, HD);
+  load_part(sv, HD, qkv, b, h, 2, s0, BR, T, H, (X_c)1, HD);
   X_c dk[ROWS][NJ], dv[ROWS][NJ];
 #pragma unroll
   for (int rr = 0; rr < ROWS; rr++)
@@ -162,8 +165,8 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_dkdv(const X_t* __res
     for (int j = 0; j < NJ; j++) { dk[rr][j] = 0; dv[rr][j] = 0; }
   for (int t0 = s0; t0 < T; t0 += LANES) {
     __syncthreads();
-    load_part(sq, KS, qkv, b, h, 0, t0, LANES, T, H, (X_c)1);
-    load_rows(sdy, KS, dy, b, h, t0, LANES, T, H);
+    load_part(sq, KS, qkv, b, h, 0, t0, LANES, T, H, (X_c)1, HD);
+    load_rows(sdy, KS, dy, b, h, t0, LANES, T, H, HD);
     __syncthreads();
     const int t = t0 + lane;
     const bool inT = lane < LANES && t < T;
@@ -218,17 +221,17 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_dkdv(const X_t* __res
 /** dq for the block's BR query rows over the key tiles up to them: dq = scale·Σ ds·k. */
 export const GENERIC_DQ = `${COMMON}
 extern "C" __global__ void __launch_bounds__(128) tdm_attn_dq(const X_t* __restrict__ dy, const X_t* __restrict__ qkv,
-    const L_t* __restrict__ lse, const X_c* __restrict__ delta, X_t* __restrict__ dqkv, int T, int H, double scale_in) {
-  __shared__ X_c sq[BR * HD];
-  __shared__ X_c sdy[BR * HD];
-  __shared__ X_c sk[LANES * KS];
-  __shared__ X_c sv[LANES * KS];
+    const L_t* __restrict__ lse, const X_c* __restrict__ delta, X_t* __restrict__ dqkv, int T, int H, int HD, double scale_in) {
+  __shared__ X_c sq[BR * HDM];
+  __shared__ X_c sdy[BR * HDM];
+  __shared__ X_c sk[LANES * KSM];
+  __shared__ X_c sv[LANES * KSM];
   const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
   const int q0 = (gridDim.y - 1 - blockIdx.y) * BR;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const X_c scale = (X_c)scale_in;
-  load_part(sq, HD, qkv, b, h, 0, q0, BR, T, H, scale);
-  load_rows(sdy, HD, dy, b, h, q0, BR, T, H);
+  load_part(sq, HD, qkv, b, h, 0, q0, BR, T, H, scale, HD);
+  load_rows(sdy, HD, dy, b, h, q0, BR, T, H, HD);
   X_c rowLse[ROWS], rowDelta[ROWS], dq[ROWS][NJ];
 #pragma unroll
   for (int rr = 0; rr < ROWS; rr++) {
@@ -241,8 +244,8 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_dq(const X_t* __restr
   const int qlast = min(q0 + BR, T) - 1;
   for (int k0 = 0; k0 <= qlast; k0 += LANES) {
     __syncthreads();
-    load_part(sk, KS, qkv, b, h, 1, k0, LANES, T, H, (X_c)1);
-    load_part(sv, KS, qkv, b, h, 2, k0, LANES, T, H, (X_c)1);
+    load_part(sk, KS, qkv, b, h, 1, k0, LANES, T, H, (X_c)1, HD);
+    load_part(sv, KS, qkv, b, h, 2, k0, LANES, T, H, (X_c)1, HD);
     __syncthreads();
 #pragma unroll
     for (int rr = 0; rr < ROWS; rr++) {

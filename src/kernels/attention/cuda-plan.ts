@@ -55,7 +55,7 @@ export function genericProgram(
     source,
     entry,
     dtypes: (args) => ({ X: args[qkvArg]!.desc.dtype, L: args[lseArg]!.desc.dtype }),
-    defines: (_a, s) => ({ HD: L(s).headDim, F64: L(s).f64 }),
+    defines: (_a, s) => ({ F64: L(s).f64 }),
     block: () => BLOCK_128,
   };
 }

@@ -28,6 +28,7 @@ export const ATTENTION_FORWARD_GENERIC: CudaProgram = {
     { kind: 'ptr', arg: 2 },
     { kind: 'i32', value: L(s).seq },
     { kind: 'i32', value: L(s).heads },
+    { kind: 'i32', value: L(s).headDim },
     { kind: 'f64', value: L(s).scale },
   ],
 };

@@ -37,6 +37,7 @@ export const ATTENTION_DELTA: CudaProgram = {
     { kind: 'i32', value: L(s).batch },
     { kind: 'i32', value: L(s).seq },
     { kind: 'i32', value: L(s).heads },
+    { kind: 'i32', value: L(s).headDim },
   ],
 };
 
@@ -48,6 +49,7 @@ const genericParams: CudaProgram['params'] = (_a, s) => [
   { kind: 'ptr', arg: 4 },
   { kind: 'i32', value: L(s).seq },
   { kind: 'i32', value: L(s).heads },
+  { kind: 'i32', value: L(s).headDim },
   { kind: 'f64', value: L(s).scale },
 ];
 
