@@ -14,17 +14,20 @@ import type { CudaKernelImpl, CudaNative } from '../../src/devices/cuda/kernel-a
 import { CONFORMANCE_CASES, type ConformanceCase } from '../../src/kernels/conformance-cases.js';
 import { checkCase, prepareCase } from '../../src/kernels/conformance.js';
 import { KERNEL_IMPLS } from '../../src/kernels/register.js';
+import { conv2dCudaWith } from '../../src/kernels/conv2d/cuda.js';
+import { conv2dBackwardCudaWith } from '../../src/kernels/conv2d_backward/cuda.js';
 import { defOf } from './cpu-harness.js';
 import { hostCudaUnavailable, runNativeOnHost } from './cuda-emu/host-cuda.js';
 
 const unavailable = hostCudaUnavailable();
 if (unavailable) console.log(`# skip conv CUDA emulation: ${unavailable}`);
 
-function runOnEmulator(c: ConformanceCase): string[] {
+function runOnEmulator(c: ConformanceCase, override?: CudaNative): string[] {
   const def = defOf(c.op);
   const prepared = prepareCase(def, c);
   def.validate(prepared.descs, c.scalars);
-  const impl = KERNEL_IMPLS.find((e) => e.op === c.op && e.backend === 'cuda')!.impl as CudaKernelImpl;
+  const impl =
+    override ?? (KERNEL_IMPLS.find((e) => e.op === c.op && e.backend === 'cuda')!.impl as CudaKernelImpl);
   const native: CudaNative =
     impl.kind === 'native' ? impl : { kind: 'native', run: (ctx, args, s) => ctx.launch(impl, args, s) };
   const descs = def.args.map((s) => prepared.descs[s.name]!);
@@ -59,5 +62,13 @@ void describe('conv group CUDA kernels on the host emulator', { skip: unavailabl
   void it('picks the cases it means to run', () => assert.equal(cases.length, 2 + 2 + 1 + 4 + 4));
   for (const c of cases) {
     void it(c.name, () => assert.deepEqual(runOnEmulator(c), []));
+  }
+  // A 1-byte column budget: one image per chunk, so n0 > 0 offsets and dw's accumulation across chunks run.
+  for (const [op, impl] of [
+    ['conv2d', conv2dCudaWith(1)],
+    ['conv2d_backward', conv2dBackwardCudaWith(1)],
+  ] as const) {
+    const c = cases.find((k) => k.op === op && k.name.includes('f32 n3'))!;
+    void it(`${c.name}, one image per chunk`, () => assert.deepEqual(runOnEmulator(c, impl), []));
   }
 });
