@@ -105,6 +105,8 @@ try {
     const theirs = readFileSync(String(values['torch']), 'utf8')
       .split('\n')
       .filter((l) => l.startsWith('{'))
+      // Python writes non-finite floats as NaN / Infinity, which JSON has not.
+      .map((l) => l.replace(/-?\bInfinity\b|\bNaN\b/g, 'null'))
       .map((l) => JSON.parse(l) as { step?: number; loss?: number; norm?: number; val?: number });
     const tol = Number(values['tol']);
     let worst = 0;

@@ -13,7 +13,7 @@
  *   npm run build && node dist/bench/safetensors.js [--mib 1536] [--tensors 24] [--reps 3] [--dir /tmp]
  *
  * The PyTorch side (torch.save/torch.load and safetensors.torch on the same sizes):
- *   python3 bench/torch/safetensors.py --mib 1536 --tensors 24 --reps 3 --dir /tmp
+ *   python3 bench/torch/safetensors_bench.py --mib 1536 --tensors 24 --reps 3 --dir /tmp
  */
 import { randomFillSync } from 'node:crypto';
 import { mkdtemp, open, rm } from 'node:fs/promises';

@@ -59,7 +59,8 @@ if [[ $steps == *" kernels "* ]]; then
   for b in nn-linear nn-norm nn-attention conv safetensors; do
     [ -f dist/bench/$b.js ] || continue
     timeout 120 node dist/bench/$b.js > "$OUT/bench-$b.jsonl" 2>&1; log "bench $b rc=$?"
-    py=bench/torch/${b//-/_}.py; [ -f "$py" ] && { timeout 120 $PY "$py" > "$OUT/torch-$b.jsonl" 2>&1; log "torch $b rc=$?"; }
+ py=bench/torch/${b//-/_}.py; [ $b = safetensors ] && py=bench/torch/safetensors_bench.py
+    [ -f "$py" ] && { timeout 120 $PY "$py" > "$OUT/torch-$b.jsonl" 2>&1; log "torch $b rc=$?"; }
   done
 fi
 echo; echo "=== summary ($(date -u +%FT%TZ)) ==="

@@ -10,9 +10,14 @@ import { describe, it } from 'node:test';
 import { seededRandom } from '../../src/core/seeded-random.js';
 import type { CudaContext } from '../../src/devices/cuda/context.js';
 import { LT_EPILOGUE, type LtEpilogueShape } from '../../src/devices/cuda/ffi/cublaslt.js';
-import type { CudaMatmulRequest } from '../../src/devices/cuda/kernel-api.js';
+import type {
+  CudaGemmRequest,
+  CudaKernelContext,
+  CudaMatmulRequest,
+} from '../../src/devices/cuda/kernel-api.js';
 import { ltMatmul } from '../../src/devices/cuda/matmul.js';
 import { gelu, geluGrad } from '../../src/kernels/activation/ops.js';
+import { batchedGemm } from '../../src/kernels/common/cuda-batched-gemm.js';
 import { gemmValues } from '../../src/kernels/gemm/reference.js';
 import { linearValues } from '../../src/kernels/linear/reference.js';
 
@@ -251,5 +256,45 @@ void describe('ctx.matmul row-major mapping onto cuBLASLt', () => {
     const noLt = { ...context, cublasLt: null } as unknown as CudaContext;
     assert.equal(ltMatmul(noLt, { ...gelu7, n: 8 }, 0), false, 'no cuBLASLt');
     assert.equal(calls, before);
+  });
+});
+
+void describe('batchedGemm (src/kernels/common/cuda-batched-gemm.ts)', () => {
+  const req = {
+    ...base,
+    dtype: 'f64',
+    precision: 'default',
+    transA: false,
+    transB: false,
+    m: 2,
+    n: 3,
+    k: 4,
+    a: 1000,
+    b: 2000,
+    c: 3000,
+  } as const;
+  const batch = { count: 3, strideA: 8, strideB: 12, strideC: 6 };
+
+  void it('one cuBLASLt call when ctx.matmul takes the batch', () => {
+    const gemms: CudaGemmRequest[] = [];
+    const matmuls: CudaMatmulRequest[] = [];
+    const ctx = {
+      matmul: (r: CudaMatmulRequest) => (matmuls.push(r), true),
+      gemm: (r: CudaGemmRequest) => gemms.push(r),
+    };
+    batchedGemm(ctx as unknown as CudaKernelContext, req, batch);
+    assert.equal(matmuls.length, 1);
+    assert.deepEqual(matmuls[0]!.batch, batch);
+    assert.equal(gemms.length, 0);
+  });
+
+  void it('one ctx.gemm per product at byte offsets when it does not', () => {
+    const gemms: CudaGemmRequest[] = [];
+    const ctx = { matmul: () => false, gemm: (r: CudaGemmRequest) => gemms.push(r) };
+    batchedGemm(ctx as unknown as CudaKernelContext, req, batch);
+    assert.deepEqual(
+      gemms.map((g) => [g.a, g.b, g.c]),
+      [0, 1, 2].map((i) => [1000 + i * 8 * 8, 2000 + i * 12 * 8, 3000 + i * 6 * 8]),
+    );
   });
 });

@@ -19,6 +19,12 @@ import { reduceWebGpu } from '../../src/kernels/reduce/webgpu.js';
 import { scaleWebGpu } from '../../src/kernels/scale/webgpu.js';
 import { UNARY_OPS } from '../../src/kernels/unary/ops.js';
 import { unaryWebGpu } from '../../src/kernels/unary/webgpu.js';
+import { ACT_OPS } from '../../src/kernels/activation/ops.js';
+import { activationWebGpu } from '../../src/kernels/activation/webgpu.js';
+import { activationBackwardWebGpu } from '../../src/kernels/activation_backward/webgpu.js';
+import { linearActWebGpu, linearWebGpu } from '../../src/kernels/linear/webgpu.js';
+import { linearDwWebGpu } from '../../src/kernels/linear_dw/webgpu.js';
+import { linearDxActWebGpu } from '../../src/kernels/linear_dx_act/webgpu.js';
 import { openWebGpu } from './harness.js';
 
 const t = (shape: number[], dtype: DType): TensorDesc => ({
@@ -73,6 +79,43 @@ function variants(): Variant[] {
     out.push({ name: `axpy ${dtype}`, kernel: axpyWebGpu, args: v, scalars: { alpha: 2 } });
     out.push({ name: `scale ${dtype}`, kernel: scaleWebGpu, args: [v[0]!], scalars: { alpha: 2 } });
     out.push({ name: `fill ${dtype}`, kernel: fillWebGpu, args: [v[0]!], scalars: { value: 1.5 } });
+    // The linear group (x [5,3], w [4,3], b [4], y/pre [5,4]): its own steps around the gemm WGSL.
+    const [x, w, b, y] = [t([5, 3], dtype), t([4, 3], dtype), t([4], dtype), t([5, 4], dtype)];
+    out.push({ name: `linear ${dtype}`, kernel: linearWebGpu, args: [x, w, b, y], scalars: {} });
+    for (const act of ACT_OPS) {
+      out.push({
+        name: `linear_act ${act} ${dtype}`,
+        kernel: linearActWebGpu,
+        args: [x, w, b, y, y],
+        scalars: { act },
+      });
+      out.push({
+        name: `linear_dx_act ${act} ${dtype}`,
+        kernel: linearDxActWebGpu,
+        args: [y, w, x, x],
+        scalars: { act },
+      });
+      out.push({
+        name: `activation ${act} ${dtype}`,
+        kernel: activationWebGpu,
+        args: v,
+        scalars: { op: act },
+      });
+      for (const accumulate of [false, true])
+        out.push({
+          name: `activation_backward ${act} ${dtype} accumulate=${accumulate}`,
+          kernel: activationBackwardWebGpu,
+          args: [...v, v[0]!],
+          scalars: { op: act, accumulate },
+        });
+    }
+    for (const accumulate of [false, true])
+      out.push({
+        name: `linear_dw ${dtype} accumulate=${accumulate}`,
+        kernel: linearDwWebGpu,
+        args: [y, x, w, b],
+        scalars: { accumulate },
+      });
   }
   for (const from of ['f32', 'f16', 'bf16', 'i32'] as const)
     for (const to of ['f32', 'f16', 'bf16', 'i32'] as const)

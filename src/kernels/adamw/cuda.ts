@@ -26,13 +26,13 @@ extern "C" __global__ void tdm_adamw(
   const W_c scale = (W_c)gradScale, clip = (W_c)clipD;
   const W_c dec = (W_c)decay, lw = (W_c)lerpWeight, b2 = (W_c)beta2, c2 = (W_c)oneMinusBeta2;
   const W_c ns = (W_c)negStepSize, bs = (W_c)bias2Sqrt, ep = (W_c)eps;
-  const bool small = lerpWeight < 0.5;
+  const bool lowWeight = lerpWeight < 0.5;
   ${GRID_STRIDE} {
     const W_c gi = (W_c)ldG(g, i) * scale * clip;
     const W_c mi = ldW(m, i);
     const W_c diff = gi - mi;
     // torch.lerp: start + w·(end − start) for w < 0.5, else end − (end − start)·(1 − w)
-    const W_c m1 = small ? mi + lw * diff : gi - diff * ((W_c)1 - lw);
+    const W_c m1 = lowWeight ? mi + lw * diff : gi - diff * ((W_c)1 - lw);
     const W_c v1 = ldW(v, i) * b2 + c2 * gi * gi;
     stW(m, i, m1);
     stW(v, i, v1);

@@ -10,7 +10,7 @@ import type { Scalars, TensorDesc } from '../../devices/device.js';
 import { intScalar, numberScalar } from '../common/scalars.js';
 import { requireFloat, requireRank } from '../common/validate.js';
 
-export const ATTENTION_SCALARS = ['heads', 'scale'] as const;
+export const ATTENTION_SCALARS = ['heads', 'scale', 'seq'] as const;
 
 export interface AttentionDims {
   readonly batch: number;
@@ -28,11 +28,38 @@ export function lseDType(dtype: DType): DType {
   return dtype === 'f64' ? 'f64' : 'f32';
 }
 
-/** Reads heads/scale and the sizes from qkv's shape [B, T, 3C]; throws on a malformed qkv or heads. */
+/**
+ * Reads heads/scale and the sizes from qkv's shape [B, T, 3C] — or [B·T, 3C] with the scalar `seq` = T
+ * (the rows a linear layer wrote, used in place: no reshape copy); throws on a malformed qkv or heads.
+ */
 export function attentionDims(op: string, qkv: TensorDesc, scalars: Scalars): AttentionDims {
   requireFloat(op, 'qkv', qkv);
-  requireRank(op, 'qkv', qkv, 3);
-  const [batch, seq, packed] = qkv.shape as [number, number, number];
+  let batch: number;
+  let seq: number;
+  let packed: number;
+  if (qkv.shape.length === 2 && scalars['seq'] !== undefined) {
+    const rows = qkv.shape[0]!;
+    seq = intScalar(op, scalars, 'seq');
+    if (seq < 1 || rows % seq !== 0)
+      throw new TandemError(
+        'TANDEM_ERR_SHAPE',
+        `${op}: qkv ${shapeStr(qkv.shape)} has ${rows} rows, not a multiple of seq = ${seq}`,
+        { op, qkv: qkv.shape, seq },
+      );
+    batch = rows / seq;
+    packed = qkv.shape[1]!;
+  } else {
+    requireRank(op, 'qkv', qkv, 3);
+    if (scalars['seq'] !== undefined && scalars['seq'] !== qkv.shape[1])
+      throw new TandemError(
+        'TANDEM_ERR_SHAPE',
+        `${op}: seq = ${String(scalars['seq'])} but qkv is ${shapeStr(qkv.shape)}`,
+        {
+          op,
+        },
+      );
+    [batch, seq, packed] = qkv.shape as [number, number, number];
+  }
   const heads = intScalar(op, scalars, 'heads');
   if (heads < 1) {
     throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `${op}: scalar "heads" must be ≥ 1, got ${heads}`, {
@@ -89,7 +116,13 @@ export function requireRows(
   d: AttentionDims,
 ): void {
   expectDType(op, name, desc, qkv.dtype, "qkv's dtype");
-  expectShape(op, name, desc, [d.batch, d.seq, d.width]);
+  // Rows like qkv's: [B, T, C], or [B·T, C] when qkv is given as rows.
+  expectShape(
+    op,
+    name,
+    desc,
+    qkv.shape.length === 2 ? [d.batch * d.seq, d.width] : [d.batch, d.seq, d.width],
+  );
 }
 
 /** lse [B, H, T], f32 (f64 when qkv is f64). */

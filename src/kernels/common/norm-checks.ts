@@ -123,7 +123,7 @@ export function dropoutParams(op: string, scalars: Scalars): DropoutParams {
   return { p, seed, offset, threshold, scale: 1 / (1 - p) };
 }
 
-/** embedding's shapes: ids i32 [B, T], tables [V, C] and [P, C] (P ≥ T), activations [B, T, C]. */
+/** embedding's shapes: ids i32 [B, T], tables [V, C] and [P, C] (P ≥ T), activations [B, T, C] or [B·T, C]. */
 export function embeddingShapes(
   op: string,
   args: ArgDescs,
@@ -154,7 +154,9 @@ export function embeddingShapes(
       { op, shape: args[wpe]!.shape },
     );
   }
-  requireShape(op, act, args[act]!, [batch, steps, cols]);
+  // Activations [B, T, C], or [B·T, C]: the rows the next layer reads, with no reshape copy.
+  const a = args[act]!;
+  requireShape(op, act, a, a.shape.length === 2 ? [batch * steps, cols] : [batch, steps, cols]);
   return { batch, steps, vocab, cols, positions };
 }
 

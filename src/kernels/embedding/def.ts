@@ -4,6 +4,7 @@
  * another tensor's memory.
  */
 import { bytesPerElement } from '../../core/dtype.js';
+import { numel } from '../../core/shape.js';
 import type { KernelDef } from '../kernel.js';
 import { checkScalarNames } from '../common/scalars.js';
 import { checkArgNames } from '../common/validate.js';
@@ -23,8 +24,8 @@ export const embeddingDef: KernelDef = {
     embeddingShapes('embedding', args, 'y', 'wte', 'wpe');
   },
   cost(args) {
-    const [batch, steps, cols] = args.y!.shape as [number, number, number];
-    const n = batch * steps * cols;
-    return { flops: n, bytes: 3 * n * bytesPerElement(args.y!.dtype) + 4 * batch * steps };
+    const n = numel(args.y!.shape);
+    const rows = numel(args.ids!.shape);
+    return { flops: n, bytes: 3 * n * bytesPerElement(args.y!.dtype) + 4 * rows };
   },
 };

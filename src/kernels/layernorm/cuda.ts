@@ -36,6 +36,7 @@ extern "C" __global__ void tdm_layernorm(
 #endif
   X_c v[VEC];
   X_c sum = (X_c)0;
+#pragma unroll 4
   for (int j = lane * VEC; j < C; j += 32 * VEC) {
 #if RESID
     X_c u[VEC];
@@ -54,12 +55,14 @@ extern "C" __global__ void tdm_layernorm(
   }
   const X_c mu = nrm_warp_sum(sum) / (X_c)C;
   X_c sq = (X_c)0;
+#pragma unroll 4
   for (int j = lane * VEC; j < C; j += 32 * VEC) {
     nrm_ld(x, base + j, v);
 #pragma unroll
     for (int k = 0; k < VEC; k++) { const X_c d = v[k] - mu; sq += d * d; }
   }
   const X_c rs = (X_c)1 / m_sqrt(nrm_warp_sum(sq) / (X_c)C + (X_c)eps);
+#pragma unroll 4
   for (int j = lane * VEC; j < C; j += 32 * VEC) {
     X_c wv[VEC], bv[VEC];
     nrm_ld(x, base + j, v);

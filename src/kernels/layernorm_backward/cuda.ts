@@ -34,6 +34,7 @@ extern "C" __global__ void tdm_lnb_rows(const X_t* __restrict__ dy, const X_t* _
     const X_c mu = (X_c)ldS(mean, row);
     const X_c rs = (X_c)ldS(rstd, row);
     X_c sg = (X_c)0, sgx = (X_c)0;
+#pragma unroll 4
     for (int j = lane * VEC; j < C; j += 32 * VEC) {
       X_c d[VEC], xv[VEC], wv[VEC];
       nrm_ld(dy, base + j, d);
@@ -51,6 +52,7 @@ extern "C" __global__ void tdm_lnb_rows(const X_t* __restrict__ dy, const X_t* _
     }
     const X_c ma = nrm_warp_sum(sg) / (X_c)C;
     const X_c mc = nrm_warp_sum(sgx) / (X_c)C;
+#pragma unroll 4
     for (int j = lane * VEC; j < C; j += 32 * VEC) {
       X_c d[VEC], xv[VEC], wv[VEC], out[VEC];
       nrm_ld(dy, base + j, d);
@@ -72,24 +74,26 @@ extern "C" __global__ void tdm_lnb_rows(const X_t* __restrict__ dy, const X_t* _
   for (int j = threadIdx.x; j < 2 * C; j += blockDim.x) mine[j] = sdw[j];
 }
 
-// blockDim (32, 8): threadIdx.x picks the column in a tile of 32, threadIdx.y a group of partials.
+// 256 threads: tx = threadIdx.x % 32 picks the column in a tile of 32, ty = threadIdx.x / 32 a group of
+// partials (a 1-D block, as the host emulator of test/kernels/cuda-emu runs them).
 extern "C" __global__ void tdm_lnb_cols(const A_t* __restrict__ partial, X_t* __restrict__ dw,
     X_t* __restrict__ db, int parts, int C, int accumulate) {
   __shared__ A_t sw[8][33];
   __shared__ A_t sb[8][33];
-  const int j = blockIdx.x * 32 + threadIdx.x;
+  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  const int j = blockIdx.x * 32 + tx;
   A_t aw = (A_t)0, ab = (A_t)0;
   if (j < C) {
-    for (int p = threadIdx.y; p < parts; p += 8) {
+    for (int p = ty; p < parts; p += 8) {
       aw += partial[(long long)p * 2 * C + j];
       ab += partial[(long long)p * 2 * C + C + j];
     }
   }
-  sw[threadIdx.y][threadIdx.x] = aw;
-  sb[threadIdx.y][threadIdx.x] = ab;
+  sw[ty][tx] = aw;
+  sb[ty][tx] = ab;
   __syncthreads();
-  if (threadIdx.y == 0 && j < C) {
-    for (int q = 1; q < 8; q++) { aw += sw[q][threadIdx.x]; ab += sb[q][threadIdx.x]; }
+  if (ty == 0 && j < C) {
+    for (int q = 1; q < 8; q++) { aw += sw[q][tx]; ab += sb[q][tx]; }
     if (accumulate) { aw += (A_t)ldX(dw, j); ab += (A_t)ldX(db, j); }
     stX(dw, j, aw);
     stX(db, j, ab);
@@ -140,7 +144,7 @@ const COLS: CudaProgram = {
   entry: 'tdm_lnb_cols',
   dtypes,
   grid: (_a, s) => [Math.ceil(L(s).cols / 32), 1, 1],
-  block: () => [32, 8, 1],
+  block: () => [256, 1, 1],
   params: (_a, s) => [
     { kind: 'addr', value: L(s).partial },
     { kind: 'ptr', arg: 6 },

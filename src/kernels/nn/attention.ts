@@ -72,6 +72,28 @@ function cases(): ConformanceCase[] {
         ...tolerance(dtype, T, hd, true),
       });
     }
+    // The rows layout GPT uses: qkv [B·T, 3C] straight from its projection, T given as `seq`.
+    const [B, T, H, hd] = [2, 33, 2, 16];
+    const C = H * hd;
+    const label = `${dtype} rows B${B} T${T} H${H} d${hd}`;
+    const packed = { shape: [B * T, 3 * C], dtype };
+    const rows = { shape: [B * T, C], dtype };
+    const lse = { shape: [B, H, T], dtype: lseDType(dtype) };
+    const s: Scalars = { heads: H, seq: T };
+    out.push({
+      name: `attention ${label}`,
+      op: 'attention',
+      args: { qkv: packed, y: rows, lse },
+      scalars: s,
+      ...tolerance(dtype, T, hd, false),
+    });
+    out.push({
+      name: `attention_backward ${label}`,
+      op: 'attention_backward',
+      args: { dy: rows, qkv: packed, y: rows, lse: { ...lse, range: 'positive' }, dqkv: packed },
+      scalars: s,
+      ...tolerance(dtype, T, hd, true),
+    });
   }
   return out;
 }

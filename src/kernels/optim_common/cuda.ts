@@ -6,13 +6,14 @@ import type { CudaParam } from '../../devices/cuda/kernel-api.js';
 import type { GradTransformScalars } from './grad-transform.js';
 
 /**
- * tdm_grad_clip: false when the step is skipped (skip set and the norm is inf/NaN, tested on the bits so
- * no compiler assumption about NaN can fold it away); otherwise *clip = min(1, maxNorm/(√norm·gradScale
- * + 1e-6)), NaN kept (torch.clamp keeps it), or 1 without clipping.
+ * tdm_grad_clip: false when the step is skipped (skip set and the norm is inf/NaN: x − x is exactly 0
+ * for a finite x and NaN otherwise, in IEEE double arithmetic, which NVRTC keeps without fast math);
+ * otherwise *clip = min(1, maxNorm/(√norm·gradScale + 1e-6)), NaN kept (torch.clamp keeps it), or 1
+ * without clipping.
  */
 export const GRAD_CLIP_CUDA = `
 static __device__ __forceinline__ bool tdm_grad_clip(double nrm, double gradScale, double maxNorm, int skip, double* clip) {
-  const bool finite = ((__double_as_longlong(nrm) >> 52) & 0x7ffLL) != 0x7ffLL;
+  const bool finite = (nrm - nrm) == 0.0;
   if (skip != 0 && !finite) return false;
   *clip = 1.0;
   if (maxNorm > 0.0) {

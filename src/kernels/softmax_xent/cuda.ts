@@ -24,10 +24,13 @@ static __device__ __forceinline__ void xent_merge(X_c& m, X_c& s, X_c m2, X_c s2
 extern "C" __global__ void tdm_softmax_xent(X_t* logits, const int* __restrict__ targets,
     S_t* __restrict__ losses, int Vp, int V, double gradScale) {
   __shared__ X_c sm[32], ss[32];
-  __shared__ X_c s_lse;
+#if BACKWARD
+  __shared__ X_c s_max, s_logsum;
+#endif
   const long long row = blockIdx.x;
   X_t* xr = logits + row * (long long)Vp;
   X_c m = NRM_NEG_INF, s = (X_c)0;
+#pragma unroll 4
   for (int j = threadIdx.x * VEC; j < V; j += blockDim.x * VEC) {
     X_c v[VEC];
     nrm_ld(xr, j, v);
@@ -53,18 +56,24 @@ extern "C" __global__ void tdm_softmax_xent(X_t* logits, const int* __restrict__
   const int t = targets[row];
   if (threadIdx.x == 0) {
     for (int w = 1; w < (int)(blockDim.x >> 5); w++) xent_merge(m, s, sm[w], ss[w]);
-    const X_c lse = m + m_log(s);
-    s_lse = lse;
+    // lse = m + log Σ, but kept as its two parts: (m − x_t) + log Σ and e^((x − m) − log Σ) lose
+    // nothing to the rounding of m + log Σ when the logits are large (±300: an ulp of m is 3e-5).
+    const X_c logsum = m_log(s);
+#if BACKWARD
+    s_max = m;
+    s_logsum = logsum;
+#endif
     X_c loss = (X_c)0;
-    if (t >= 0 && t < V) loss = lse - ldX(xr, t);
+    if (t >= 0 && t < V) loss = (m - ldX(xr, t)) + logsum;
     else if (t != -1) loss = NRM_NAN;
     stS(losses, row, loss);
   }
   __syncthreads();
 #if BACKWARD
-  const X_c lse = s_lse;
+  const X_c rowmax = s_max, logsum = s_logsum;
   const X_c gs = (X_c)gradScale;
   const bool bad = t < -1 || t >= V;
+#pragma unroll 4
   for (int j = threadIdx.x * VEC; j < Vp; j += blockDim.x * VEC) {
     X_c v[VEC];
     nrm_ld(xr, j, v);
@@ -72,7 +81,7 @@ extern "C" __global__ void tdm_softmax_xent(X_t* logits, const int* __restrict__
     for (int k = 0; k < VEC; k++) {
       const int col = j + k;
       X_c g = (X_c)0;
-      if (col < V && t != -1) g = bad ? NRM_NAN : (m_exp(v[k] - lse) - (col == t ? (X_c)1 : (X_c)0)) * gs;
+      if (col < V && t != -1) g = bad ? NRM_NAN : (m_exp((v[k] - rowmax) - logsum) - (col == t ? (X_c)1 : (X_c)0)) * gs;
       v[k] = g;
     }
     nrm_st(xr, j, v);

@@ -45,13 +45,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     workgroupBarrier();
   }
-  let lse = wm[0] + log(ws[0]);
+  // (m − x_t) + log Σ rather than (m + log Σ) − x_t: no rounding of a large m + log Σ (see cuda.ts).
+  let rowmax = wm[0];
+  let logsum = log(ws[0]);
   var t = -1;
   if (live) { t = T[row]; }
   let valid = t >= 0 && t < i32(p.v);
   if (live && lid == 0u) {
     var loss = 0.0;
-    if (valid) { loss = lse - X[base + u32(t)]; } else if (t != -1) { loss = p.nan; }
+    if (valid) { loss = (rowmax - X[base + u32(t)]) + logsum; } else if (t != -1) { loss = p.nan; }
     L[row] = loss;
   }
   workgroupBarrier();
@@ -60,7 +62,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       var g = 0.0;
       if (j < p.v && t != -1) {
         if (valid) {
-          g = (exp(X[base + j] - lse) - select(0.0, 1.0, i32(j) == t)) * p.grad_scale;
+          g = (exp((X[base + j] - rowmax) - logsum) - select(0.0, 1.0, i32(j) == t)) * p.grad_scale;
         } else {
           g = p.nan;
         }

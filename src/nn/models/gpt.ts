@@ -142,11 +142,10 @@ export class Gpt extends Module {
     const nn = this.nn;
     const c = this.config;
     if (ids.shape.length !== 2) throw new TandemError('TANDEM_ERR_SHAPE', 'gpt: ids must be [batch, time]');
-    const [b, t] = ids.shape as [number, number];
+    const t = ids.shape[1]!;
     if (t > c.context)
       throw new TandemError('TANDEM_ERR_SHAPE', `gpt: ${t} tokens exceed the context of ${c.context}`);
-    const m = b * t;
-    let x = reshape(nn, embedding(nn, ids, this.wte, this.wpe), [m, c.width]);
+    let x = embedding(nn, ids, this.wte, this.wpe);
     let h: Var | null = null;
     let pending: Var | null = null; // the sublayer output not yet added to the residual stream x
     const norm = (ln: LayerNorm): Var => {
@@ -158,8 +157,8 @@ export class Gpt extends Module {
     };
     for (const blk of this.blocks) {
       h = norm(blk.ln1);
-      const qkv = reshape(nn, blk.cAttn.forward(h), [b, t, 3 * c.width]);
-      const y = reshape(nn, causalSelfAttention(nn, qkv, c.heads), [m, c.width]);
+      // Rows [B·T, ·] throughout: attention reads the projection's rows in place, with T given.
+      const y = causalSelfAttention(nn, blk.cAttn.forward(h), c.heads, t);
       pending = blk.attnProj.forward(y);
       h = norm(blk.ln2);
       pending = blk.mlpProj.forward(blk.cFc.forward(h));

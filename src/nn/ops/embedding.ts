@@ -1,4 +1,4 @@
-/** Token + position embedding (GPT-2): y[b, t] = wte[ids[b, t]] + wpe[t], as rows [B·T, C]. */
+/** Token + position embedding (GPT-2): y[b·T + t] = wte[ids[b, t]] + wpe[t], as rows [B·T, C]. */
 import { TandemError } from '../../core/errors.js';
 import type { Nn } from '../context.js';
 import type { Var } from '../var.js';
@@ -19,7 +19,7 @@ export function embedding(nn: Nn, ids: Var, wte: Var, wpe: Var): Var {
       'TANDEM_ERR_SHAPE',
       `embedding: sequence length ${t} exceeds the ${p} positions of wpe`,
     );
-  const y = nn.tensor([b, t, c]);
+  const y = nn.tensor([b * t, c]);
   nn.submit('embedding', { ids: ids.data, wte: wte.data, wpe: wpe.data, y });
   const out = nn.result(y, [wte, wpe], (g) => {
     const j = nn.jointTargets([

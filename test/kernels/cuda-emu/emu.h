@@ -1,4 +1,4 @@
-// Host emulation of the CUDA subset the attention kernels use (test/kernels/cuda-emu/host-cuda.ts compiles
+// Host emulation of the CUDA subset the attention and norm kernels use (test/kernels/cuda-emu/host-cuda.ts compiles
 // kernel sources against it with g++): one block at a time, one std::thread per CUDA thread, std::barrier
 // for __syncthreads and the warp-collective operations (shuffles, mma.sync, ldmatrix), which follow the
 // fragment layouts of the PTX ISA. Shared memory is a function-static array: blocks run one after another.
@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 #include <algorithm>
+#include <mutex>
 using std::min; using std::max;
 struct emu_dim3 { unsigned x, y, z; };
 thread_local emu_dim3 threadIdx, blockIdx;
@@ -35,6 +36,18 @@ template <class T> T __shfl_xor_sync(unsigned, T v, int o) {
   T r = (T)g_shfl[w][lane ^ o]; warp_bar();
   return r;
 }
+template <class T> T __shfl_down_sync(unsigned, T v, int o) {
+  int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  g_shfl[w][lane] = (double)v; warp_bar();
+  T r = (T)g_shfl[w][lane + o < 32 ? lane + o : lane]; warp_bar();
+  return r;
+}
+// Atomics: one lock for all (blocks run one at a time, their threads at once).
+static std::mutex g_atomic;
+template <class T> T atomicAdd(T* p, T v) { std::lock_guard<std::mutex> g(g_atomic); T old = *p; *p = old + v; return old; }
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
+static inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
 template <class T> T __shfl_sync(unsigned, T v, int src) {
   int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   g_shfl[w][lane] = (double)v; warp_bar();

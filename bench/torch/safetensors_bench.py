@@ -4,7 +4,7 @@ load_file) and torch.save/torch.load, from host tensors (the file path, like Tan
 --device cuda also from/to GPU tensors (the copies included). Loads read a file the page cache holds.
 Prints JSON lines.
 
-  python3 bench/torch/safetensors.py [--mib 1536] [--tensors 24] [--reps 3] [--dir /tmp] [--device cpu|cuda]
+  python3 bench/torch/safetensors_bench.py [--mib 1536] [--tensors 24] [--reps 3] [--dir /tmp] [--device cpu|cuda]
 """
 import argparse
 import json
