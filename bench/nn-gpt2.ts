@@ -6,7 +6,7 @@
  * against the step's time.
  *   node dist/bench/nn-gpt2.js [--preset gpt2] [--batch 64,16] [--steps 30] [--precision bf16] [--device cuda0]
  */
-import { Runtime } from 'tandem';
+import { Runtime, type Observer, type TaskEvent } from 'tandem';
 import { AdamW, Gpt, Nn, gptConfig, gptFlopsPerToken, type Precision } from 'tandem/nn';
 import { intOption, parse } from '../src/cli/output.js';
 
@@ -17,6 +17,7 @@ const { values } = parse(process.argv.slice(2), {
   precision: { type: 'string', default: 'bf16' },
   device: { type: 'string', default: 'cuda0' },
   'seq-len': { type: 'string' },
+  profile: { type: 'boolean' },
 });
 const steps = intOption(values['steps'], 'steps', 30);
 const warmup = Math.min(10, Math.floor(steps / 3));
@@ -49,6 +50,17 @@ try {
         seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
         return seed % config.vocab;
       });
+    // --profile: device time per op over the timed steps (the task spans the runtime reports).
+    const perOp = new Map<string, { us: number; count: number }>();
+    const profiler: Observer = {
+      onTaskEnd(e: TaskEvent) {
+        if (!e.deviceId.startsWith('cuda')) return;
+        const o = perOp.get(e.op) ?? { us: 0, count: 0 };
+        o.us += Math.max(0, e.endUs - e.startUs);
+        o.count++;
+        perOp.set(e.op, o);
+      },
+    };
     const stepMs: number[] = [];
     const hostMs: number[] = [];
     let last = performance.now();
@@ -56,6 +68,7 @@ try {
     // The previous step's loss is read after this step is queued, so the device never waits for the host.
     let previous: Awaited<ReturnType<typeof model.loss>> | null = null;
     for (let i = 0; i < steps; i++) {
+      if (values['profile'] === true && i === warmup) rt.addObserver(profiler);
       const h0 = performance.now();
       const ids = nn.input(randomTokens(), [batch, t], 'i32');
       const targets = nn.input(randomTokens(), [batch * t], 'i32');
@@ -73,6 +86,7 @@ try {
       last = now;
     }
     if (previous !== null) lossValue = await previous.item();
+    rt.removeObserver(profiler);
     stepMs.sort((a, b) => a - b);
     const median = stepMs[Math.floor(stepMs.length / 2)]!;
     const tokensPerSecond = (batch * t * 1000) / median;
@@ -96,6 +110,19 @@ try {
         finalLoss: lossValue,
       }),
     );
+    if (perOp.size > 0) {
+      const steps = stepMs.length;
+      const total = [...perOp.values()].reduce((a, o) => a + o.us, 0);
+      const top = [...perOp.entries()]
+        .sort((a, b) => b[1].us - a[1].us)
+        .map(([op, o]) => ({
+          op,
+          msPerStep: o.us / 1000 / steps,
+          share: o.us / total,
+          tasksPerStep: o.count / steps,
+        }));
+      console.log(JSON.stringify({ batch, profile: top }));
+    }
     nn.release();
     opt.dispose();
     for (const p of model.parameters()) {

@@ -71,7 +71,12 @@ try {
   // f16: dynamic loss scaling as torch.amp.GradScaler; --inject lists steps whose loss gradient is
   // multiplied by 1e6 (an overflow), as the PyTorch side multiplies its loss.
   const scaler = values['precision'] === 'f16' ? new GradScaler() : null;
-  const inject = new Set(String(values['inject'] ?? '').split(',').filter(Boolean).map(Number));
+  const inject = new Set(
+    String(values['inject'] ?? '')
+      .split(',')
+      .filter(Boolean)
+      .map(Number),
+  );
   const ours: { step: number; loss: number; norm: number; scale?: number; skipped?: boolean }[] = [];
   for (let s = 0; s < steps; s++) {
     const b = loader.next();
@@ -117,10 +122,12 @@ try {
     }
     const tv = theirs.find((x) => x.val !== undefined)?.val ?? NaN;
     // fp16: the loss-scale trajectory and the skipped steps must be GradScaler's exactly.
-    const scaleMismatch = ours.filter((o) => {
-      const t = theirs.find((x) => x.step === o.step) as { scale?: number; skipped?: boolean } | undefined;
-      return o.scale !== undefined && (t?.scale !== o.scale || t.skipped !== o.skipped);
-    }).map((o) => o.step);
+    const scaleMismatch = ours
+      .filter((o) => {
+        const t = theirs.find((x) => x.step === o.step) as { scale?: number; skipped?: boolean } | undefined;
+        return o.scale !== undefined && (t?.scale !== o.scale || t.skipped !== o.skipped);
+      })
+      .map((o) => o.step);
     console.log(
       JSON.stringify({
         precision: values['precision'],
@@ -131,7 +138,13 @@ try {
         valTandem: val,
         valTorch: tv,
         valRelDiff: Math.abs(val - tv) / tv,
-        ...(scaler ? { skippedSteps: ours.filter((o) => o.skipped).map((o) => o.step), finalScale: scaler.scale, scaleMismatchSteps: scaleMismatch } : {}),
+        ...(scaler
+          ? {
+              skippedSteps: ours.filter((o) => o.skipped).map((o) => o.step),
+              finalScale: scaler.scale,
+              scaleMismatchSteps: scaleMismatch,
+            }
+          : {}),
       }),
     );
   }

@@ -5,6 +5,7 @@
 # 20 steps, f32 for 300 steps with the validation loss; the weights round-trip Tandem <-> PyTorch
 # exactly), then the benchmarks side by side with PyTorch. Logs under $OUT, a summary last.
 #   scripts/gpu/nn.sh [tests] [parity] [bench] [kernels]     (default: tests parity bench)
+#   PARITY="f32 bf16 fp16 300" picks the parity runs (default: all); KREPS sets kernel bench repetitions.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 rm -f node_modules
@@ -27,7 +28,9 @@ if [[ $steps == *" parity "* ]]; then
   TOK=.gpu/corpus/brown-gpt2-train.u16 VAL=.gpu/corpus/brown-gpt2-val.u16
   $PY bench/torch/gpt_parity.py init $W $CFG 1234 > "$OUT/torch-init.log" 2>&1
   log "torch init rc=$?"
+  PARITY=" ${PARITY:-f32 bf16 fp16 300} "
   for mode in f32 bf16; do
+    [[ $PARITY == *" $mode "* ]] || continue
     tol=1e-4; save="--save-initial /tmp/nn-tandem-roundtrip.safetensors"; [ $mode = bf16 ] && { tol=1e-2; save=; }
     timeout 120 $PY bench/torch/gpt_parity.py train $W $TOK $VAL $CFG 20 8 64 6e-4 $mode 10 > "$OUT/torch-$mode-20.jsonl" 2>&1
     timeout 200 node dist/bench/nn-parity.js --weights $W --tokens $TOK --val $VAL --config ${CFG// /,} \
@@ -36,18 +39,24 @@ if [[ $steps == *" parity "* ]]; then
     log "parity $mode 20 steps rc=$?: $(tail -1 "$OUT/tandem-$mode-20.jsonl")"
   done
   # fp16 with dynamic loss scaling, overflows forced at steps 5 and 9: GradScaler's trajectory exactly.
+  if [[ $PARITY == *" fp16 "* ]]; then
   timeout 120 $PY bench/torch/gpt_parity.py train $W $TOK $VAL $CFG 100 8 64 6e-4 fp16 5 5,9 > "$OUT/torch-fp16-100.jsonl" 2>&1
   timeout 200 node dist/bench/nn-parity.js --weights $W --tokens $TOK --val $VAL --config ${CFG// /,} \
     --steps 100 --batch 8 --seq 64 --precision f16 --inject 5,9 --device cuda0 --val-batches 5 \
     --torch "$OUT/torch-fp16-100.jsonl" --tol 2e-2 > "$OUT/tandem-fp16-100.jsonl" 2>&1
   log "fp16 loss scaling 100 steps rc=$?: $(tail -1 "$OUT/tandem-fp16-100.jsonl")"
+  fi
+  if [[ $PARITY == *" f32 "* ]]; then
   $PY bench/torch/gpt_parity.py same $W /tmp/nn-tandem-roundtrip.safetensors > "$OUT/roundtrip.log" 2>&1
   log "weights torch -> tandem -> torch: $(tail -1 "$OUT/roundtrip.log")"
+  fi
+  [[ $PARITY == *" 300 "* ]] && {
   timeout 150 $PY bench/torch/gpt_parity.py train $W $TOK $VAL $CFG 300 16 128 1e-3 f32 20 > "$OUT/torch-f32-300.jsonl" 2>&1
   timeout 300 node dist/bench/nn-parity.js --weights $W --tokens $TOK --val $VAL --config ${CFG// /,} \
     --steps 300 --batch 16 --seq 128 --lr 1e-3 --precision f32 --device cuda0 --val-batches 20 \
     --torch "$OUT/torch-f32-300.jsonl" --tol 2e-2 > "$OUT/tandem-f32-300.jsonl" 2>&1
   log "parity f32 300 steps rc=$?: $(tail -1 "$OUT/tandem-f32-300.jsonl")"
+  }
 fi
 if [[ $steps == *" bench "* ]]; then
   timeout 200 node dist/bench/nn-gpt2.js --batch 16,64 --steps 30 > "$OUT/gpt2-tandem.jsonl" 2>&1
@@ -66,4 +75,6 @@ fi
 echo; echo "=== summary ($(date -u +%FT%TZ)) ==="
 for s in "${summary[@]}"; do echo "$s"; done
 for f in gpt2-tandem.jsonl gpt2-torch.txt; do [ -f "$OUT/$f" ] && { echo "--- $f"; tail -6 "$OUT/$f"; }; done
+# Few files come back from the device machine: everything as one archive.
+(cd "$OUT" && tar -czf /tmp/nn-logs.tgz --exclude=nn-logs.tgz . && rm -rf ./* && mv /tmp/nn-logs.tgz .)
 exit 0

@@ -7,7 +7,7 @@ export { Nn, PRECISIONS, type NnOptions, type Precision } from './context.js';
 export { Var } from './var.js';
 export { Module } from './modules/module.js';
 export { Conv2d, LayerNorm, Linear, type Conv2dOptions, type LinearOptions } from './modules/layers.js';
-export { linear, type Activation } from './ops/linear.js';
+export { linear, mlp, type Activation } from './ops/linear.js';
 export { activation, add, dropout, flatten, reshape } from './ops/elementwise.js';
 export { layerNorm, residualLayerNorm } from './ops/norm.js';
 export { embedding } from './ops/embedding.js';

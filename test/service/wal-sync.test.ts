@@ -74,6 +74,8 @@ void test('full durability: a submit is answered, and its job queued, only once 
     assert.equal(answer, null, 'not answered before the sync');
     assert.equal(t.svc.dispatcher.runningCount + t.svc.dispatcher.queue.size, 0, 'nor started or queued');
     assert.equal(t.svc.submitter.pending, 1, 'counted as pending (queue quotas, shedding)');
+    const health = (await t.svc.app.inject({ url: '/healthz' })).json() as { queued: number };
+    assert.equal(health.queued, 1, '/healthz counts it queued, as the database has it');
     stall.release();
     await pending;
     assert.equal(answer!.statusCode, 202, answer!.body);
@@ -107,6 +109,9 @@ void test('full durability: a claimed job runs, and an outcome is announced, onl
     await sleep(50);
     assert.deepEqual(announced, [], 'the outcome is not announced before the sync');
     assert.equal(t.svc.dispatcher.live(second), undefined, 'the claimed job does not run before it');
+    // Counted running meanwhile: the first until its outcome is on disk, the second as claimed.
+    const health = (await t.svc.app.inject({ url: '/healthz' })).json() as { running: number };
+    assert.equal(health.running, 2);
     // A cancel in that window is kept for the run.
     const cancel = await t.svc.app.inject({
       method: 'POST',

@@ -12,7 +12,7 @@ import { Module } from '../modules/module.js';
 import { causalSelfAttention } from '../ops/attention.js';
 import { reshape } from '../ops/elementwise.js';
 import { embedding } from '../ops/embedding.js';
-import { linear } from '../ops/linear.js';
+import { linear, mlp } from '../ops/linear.js';
 import { crossEntropy } from '../ops/loss.js';
 import { residualLayerNorm } from '../ops/norm.js';
 import type { Var } from '../var.js';
@@ -161,7 +161,9 @@ export class Gpt extends Module {
       const y = causalSelfAttention(nn, blk.cAttn.forward(h), c.heads, t);
       pending = blk.attnProj.forward(y);
       h = norm(blk.ln2);
-      pending = blk.mlpProj.forward(blk.cFc.forward(h));
+      const fc = blk.cFc;
+      const proj = blk.mlpProj;
+      pending = mlp(nn, h, fc.weight, fc.bias!, proj.weight, proj.bias!, 'gelu');
     }
     h = norm(this.lnF);
     return linear(nn, h, this.wte, null);

@@ -67,3 +67,53 @@ export function linear(nn: Nn, x: Var, w: Var, b: Var | null, act?: Activation):
     pre === null ? [] : [pre],
   );
 }
+
+/**
+ * Two linear layers with an activation between them, as one recorded op (the transformer's MLP):
+ * y = act(x·w1ᵀ + b1)·w2ᵀ + b2. Its backward fuses the activation's derivative into the second layer's
+ * dx product (linear_dx_act: cuBLASLt's DGELU epilogue), so the hidden gradient is written once
+ * instead of being written, read and rewritten.
+ */
+export function mlp(nn: Nn, x: Var, w1: Var, b1: Var, w2: Var, b2: Var, act: Activation): Var {
+  const [m, k] = requireMatrix('mlp', 'x', x);
+  const [hidden] = requireMatrix('mlp', 'w1', w1, k);
+  const [n] = requireMatrix('mlp', 'w2', w2, hidden);
+  const pre = nn.tensor([m, hidden]);
+  const h = nn.tensor([m, hidden]);
+  nn.submit('linear_act', { x: x.data, w: w1.data, b: b1.data, pre, y: h }, { act });
+  const y = nn.tensor([m, n]);
+  nn.submit('linear', { x: h, w: w2.data, b: b2.data, y });
+  return nn.result(
+    y,
+    [x, w1, b1, w2, b2],
+    (g) => {
+      const j2 = nn.jointTargets([
+        { v: w2, shape: [n, hidden], dtype: w2.dtype },
+        { v: b2, shape: [n], dtype: b2.dtype },
+      ]);
+      nn.submit(
+        'linear_dw',
+        { dy: g, x: h, dw: j2.tensors[0]!, db: j2.tensors[1]! },
+        { accumulate: j2.accumulate },
+      );
+      j2.finish();
+      const dpre = nn.tensor([m, hidden]);
+      nn.submit('linear_dx_act', { dy: g, w: w2.data, pre, dx: dpre }, { act });
+      const j1 = nn.jointTargets([
+        { v: w1, shape: [hidden, k], dtype: w1.dtype },
+        { v: b1, shape: [hidden], dtype: b1.dtype },
+      ]);
+      nn.submit(
+        'linear_dw',
+        { dy: dpre, x: x.data, dw: j1.tensors[0]!, db: j1.tensors[1]! },
+        { accumulate: j1.accumulate },
+      );
+      j1.finish();
+      const dx = nn.gradTarget(x);
+      if (dx !== null)
+        nn.submit('gemm', { a: dpre, b: w1.data, c: dx.tensor }, { beta: dx.accumulate ? 1 : 0 });
+      nn.rt.free(dpre);
+    },
+    [pre, h],
+  );
+}

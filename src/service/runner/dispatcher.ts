@@ -10,19 +10,10 @@
  * transaction and one fsync. A job starts, and an outcome is announced, only after that commit.
  */
 import { TandemError } from '../../core/errors.js';
-import type { ServiceConfig } from '../config.js';
-import type { TenantStore } from '../auth/tenants.js';
-import type { ServiceRuntime } from '../jobs/job-type.js';
-import type { JobTypeRegistry } from '../jobs/registry.js';
-import type { ServiceMetrics } from '../obs/metrics.js';
-import type { JobTraceCollector } from '../obs/job-trace.js';
-import type { FinishOutcome, JobRecord, JobStore } from '../store/job-store.js';
-import type { StoreHealth } from '../store/store-health.js';
+import type { FinishOutcome, JobRecord } from '../store/job-store.js';
 import { Admission } from './admission.js';
 import { FairQueue } from './fair-queue.js';
-import type { DeviceView } from './hardware-rules.js';
 import { deadlineExceeded } from './deadlines.js';
-import type { ResultStore } from './result-store.js';
 import { OutcomeRetry, unstoredOutcome } from './outcome-retry.js';
 import { Starts, type ClaimTally } from './job-start.js';
 import type { StartAtInsert } from './submitter.js';
@@ -30,32 +21,9 @@ import { stopJob, type RunningJob } from './job-run.js';
 import { countFinished, prepareFinish, type PendingFinish, type PreparedFinish } from './job-finish.js';
 import { TurnCommit, type TurnRow } from './turn-commit.js';
 
-export interface DispatcherDeps {
-  readonly config: ServiceConfig;
-  readonly store: JobStore;
-  readonly tenants: TenantStore;
-  readonly registry: JobTypeRegistry;
-  readonly rt: () => ServiceRuntime | null;
-  readonly devices: () => readonly DeviceView[];
-  readonly traces: JobTraceCollector;
-  readonly results: ResultStore;
-  readonly metrics: ServiceMetrics;
-  readonly log: (level: 'info' | 'warn' | 'error', msg: string) => void;
-  /** Told of every failed and successful store write on the dispatch path (shown by /healthz). */
-  readonly health: StoreHealth;
-  /**
-   * A job still running `deadlineGraceMs` after its deadline (it did not stop at its cancellation
-   * point: a task that does not end, e.g. a hung GPU kernel). The answer adds a note to its failure and
-   * `after` runs once that failure is committed (the service's watchdog gives up the device there).
-   */
-  readonly onOverdue?: (job: JobRecord) => OverdueVerdict | null;
-}
+import type { DispatcherDeps } from './dispatcher-deps.js';
 
-export interface OverdueVerdict {
-  readonly note: string;
-  readonly details: Readonly<Record<string, unknown>>;
-  readonly after?: () => void;
-}
+export type { DispatcherDeps, OverdueVerdict } from './dispatcher-deps.js';
 
 /** How often running jobs' deadlines are checked (a deadline is honoured to within this). */
 const DEADLINE_SWEEP_MS = 50;
@@ -147,8 +115,9 @@ export class Dispatcher {
     return this.admitted.byTenant();
   }
 
+  /** Jobs running here, and those claimed whose run waits for their turn to be durable. */
   get runningCount(): number {
-    return this.running.size;
+    return this.running.size + this.starts.startingCount;
   }
 
   /** Cancels a queued job at once; asks a running one to stop (its run sees the AbortSignal). */
@@ -219,12 +188,12 @@ export class Dispatcher {
   }
 
   /**
-   * A job's run returned (`outcome`), or it was abandoned (null). Its outcome is queued for the next
-   * turn's commit, holding its room until it lands; while the service stops it is left `running` in
-   * the database (the next start re-queues it) and its room freed.
+   * A job's run returned with `outcome`. It is queued for the next turn's commit, holding the job's room
+   * until it lands; while the service stops the job is left `running` in the database (the next start
+   * re-queues it) and its room freed.
    */
-  private ended(r: RunningJob, outcome: FinishOutcome | null, ev?: PendingFinish['ev']): void {
-    if (outcome === null || r.abandoned) return; // failed by the sweep already: this late outcome is dropped
+  private ended(r: RunningJob, outcome: FinishOutcome, ev: PendingFinish['ev']): void {
+    if (r.abandoned) return; // failed by the deadline sweep already: this late outcome is dropped
     if (this.stopping) {
       this.forget(r);
       this.admitted.release(r.job);

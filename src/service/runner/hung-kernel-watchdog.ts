@@ -18,7 +18,7 @@
 import type { Observer, TaskEvent } from '../../obs/observer.js';
 import { nowUs } from '../../obs/observer.js';
 import type { JobRecord } from '../store/job-store.js';
-import type { OverdueVerdict } from './dispatcher.js';
+import type { OverdueVerdict } from './dispatcher-deps.js';
 
 interface InFlight {
   readonly deviceId: string;

@@ -10,7 +10,7 @@ import type { JobEvents } from '../obs/job-trace.js';
 import type { FinishOutcome, InsertClaim, JobRecord, NewJob } from '../store/job-store.js';
 import type { Admission, Footprint } from './admission.js';
 import { deadlineExceeded, deadlineIfStartedAt } from './deadlines.js';
-import type { DispatcherDeps } from './dispatcher.js';
+import type { DispatcherDeps } from './dispatcher-deps.js';
 import type { FairQueue, QueuedJob } from './fair-queue.js';
 import { selectPlacement } from './hardware-rules.js';
 import type { PendingFinish } from './job-finish.js';
@@ -69,6 +69,11 @@ export class Starts {
     private readonly hooks: StartHooks,
   ) {}
 
+  /** Jobs claimed whose run waits for their turn to be durable (running, as the database says). */
+  get startingCount(): number {
+    return this.claimedNotStarted.size;
+  }
+
   /** Whether a turn with no outcomes to commit could claim a job now. */
   mayClaim(): boolean {
     return this.claimsOpen() && this.admitted.hasSlot();
@@ -119,7 +124,12 @@ export class Starts {
     if (landed > 0) return;
     this.claimBackoffMs = Math.min(2000, Math.max(25, 2 * this.claimBackoffMs));
     this.claimsPausedUntil = Date.now() + this.claimBackoffMs;
-    setTimeout(() => this.hooks.scheduleTurn(), this.claimBackoffMs).unref();
+    // The timer ends the pause itself: it may fire a millisecond before Date.now() reaches the mark,
+    // and a turn that found claims still paused would schedule no other.
+    setTimeout(() => {
+      this.claimsPausedUntil = 0;
+      this.hooks.scheduleTurn();
+    }, this.claimBackoffMs).unref();
   }
 
   /**

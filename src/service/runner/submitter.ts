@@ -33,7 +33,7 @@ interface Pending {
 export class Submitter {
   private batch: Pending[] = [];
   /** Groups committed whose sync (full durability: off the loop, store/wal-sync.ts) has not ended. */
-  private readonly syncing = new Set<readonly Pending[]>();
+  private readonly syncingGroups = new Set<readonly Pending[]>();
   private scheduled = false;
   private closed = false;
   groups = 0;
@@ -75,7 +75,14 @@ export class Submitter {
   /** Submissions waiting for their group commit or its sync (all tenants). */
   get pending(): number {
     let n = this.batch.length;
-    for (const g of this.syncing) n += g.length;
+    for (const g of this.syncingGroups) n += g.length;
+    return n;
+  }
+
+  /** Submissions committed whose group waits for its sync (queued in the database, not yet here). */
+  get syncing(): number {
+    let n = 0;
+    for (const g of this.syncingGroups) n += g.length;
     return n;
   }
 
@@ -83,7 +90,7 @@ export class Submitter {
   pendingFor(tenantId: string): number {
     let n = 0;
     for (const p of this.batch) if (p.job.tenantId === tenantId) n++;
-    for (const g of this.syncing) for (const p of g) if (p.job.tenantId === tenantId) n++;
+    for (const g of this.syncingGroups) for (const p of g) if (p.job.tenantId === tenantId) n++;
     return n;
   }
 
@@ -97,7 +104,9 @@ export class Submitter {
     const t0 = performance.now();
     // A job starts in its insert only with nobody ahead of it: not while an earlier group, to be
     // queued once it is on disk, still syncs.
-    const claims = group.map((p) => (this.syncing.size > 0 ? null : (p.opts?.start?.reserve() ?? null)));
+    const claims = group.map((p) =>
+      this.syncingGroups.size > 0 ? null : (p.opts?.start?.reserve() ?? null),
+    );
     try {
       outcomes = this.store.insertMany(
         group.map((p) => p.job),
@@ -115,9 +124,9 @@ export class Submitter {
       return;
     }
     // Nothing is acknowledged, started or queued before the group is on disk.
-    this.syncing.add(group);
+    this.syncingGroups.add(group);
     this.store.afterDurable((syncError) => {
-      this.syncing.delete(group);
+      this.syncingGroups.delete(group);
       this.onCommit((performance.now() - t0) / 1000, group.length);
       if (syncError) this.onSyncError(syncError);
       this.handOff(group, outcomes, claims);

@@ -87,7 +87,8 @@ export function systemRoutes(s: ServiceParts) {
         return reply.code(draining ? 503 : 200).send({
           status: draining ? 'draining' : 'ok',
           uptimeSeconds: (Date.now() - s.startedAt) / 1000,
-          queued: s.dispatcher.queue.size,
+          // Queued includes submissions committed whose group still waits for its sync (store/wal-sync.ts).
+          queued: s.dispatcher.queue.size + s.submitter.syncing,
           running: s.dispatcher.runningCount,
           runtime: s.runtimeStatus().state,
           ...(life.reason ? { reason: life.reason } : {}),
