@@ -219,10 +219,10 @@ export const DW_STORE = program('tdm_conv_dw_store', (l) => [
 ]);
 
 /** Column buffers are kept under this size: larger batches run in chunks of images. */
-const COLUMN_BYTES = 256 * 2 ** 20;
+export const COLUMN_BYTES = 256 * 2 ** 20;
 
 /** Images per chunk so that a [C·kh·kw, nb·P] (and an [O, nb·P]) compute-type buffer fits the budget. */
-export function imagesPerChunk(g: ConvGeometry, computeBytes: number): number {
+export function imagesPerChunk(g: ConvGeometry, computeBytes: number, budget = COLUMN_BYTES): number {
   const perImage = Math.max(g.c * g.kh * g.kw, g.o) * g.ho * g.wo * computeBytes;
-  return Math.max(1, Math.min(g.n, Math.floor(COLUMN_BYTES / Math.max(perImage, 1))));
+  return Math.max(1, Math.min(g.n, Math.floor(budget / Math.max(perImage, 1))));
 }

@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import type { Scalars, TensorDesc } from '../../../src/devices/device.js';
 import type {
   CudaArg,
+  CudaGemmRequest,
   CudaKernelContext,
   CudaNative,
   CudaProgram,
@@ -107,6 +108,38 @@ ${ptrs.map((_p, i) => `  emu_write("${file(i)}", buf[${i}]);`).join('\n')}
   ptrs.forEach((p, i) => buffers.get(p)!.set(readFileSync(file(i))));
 }
 
+/** The buffer holding device address `addr` and the byte offset into it. */
+function locate(addr: number, buffers: Map<number, Uint8Array>): { buf: Uint8Array; offset: number } {
+  for (const [base, buf] of buffers) {
+    if (addr >= base && addr < base + Math.max(buf.length, 1)) return { buf, offset: addr - base };
+  }
+  throw new Error(`no emulated buffer holds address ${addr}`);
+}
+
+/** cuBLAS's row-major GEMM as ctx.gemm promises it (f32/f64; float64 sums, one rounding on store). */
+function hostGemm(req: CudaGemmRequest, buffers: Map<number, Uint8Array>): void {
+  if (req.dtype !== 'f32' && req.dtype !== 'f64') throw new Error(`gemm ${req.dtype} is not emulated`);
+  const { m, n, k, transA, transB, alpha, beta } = req;
+  const view = (addr: number, count: number): Float32Array | Float64Array => {
+    const { buf, offset } = locate(addr, buffers);
+    const at = buf.byteOffset + offset;
+    return req.dtype === 'f64'
+      ? new Float64Array(buf.buffer, at, count)
+      : new Float32Array(buf.buffer, at, count);
+  };
+  const a = view(req.a, m * k);
+  const b = view(req.b, k * n);
+  const c = view(req.c, m * n);
+  for (let i = 0; i < m; i++) {
+    for (let j = 0; j < n; j++) {
+      let sum = 0;
+      for (let q = 0; q < k; q++)
+        sum += a[transA ? q * m + i : i * k + q]! * b[transB ? j * k + q : q * n + j]!;
+      c[i * n + j] = alpha * sum + (beta === 0 ? 0 : beta * c[i * n + j]!);
+    }
+  }
+}
+
 /**
  * Runs `native` on tensors with the given descriptions and initial bytes; returns every tensor's bytes
  * afterwards and the entries launched, in order. Fake device addresses are 1 MiB apart (16-byte aligned).
@@ -138,8 +171,8 @@ export function runNativeOnHost(
       runProgram(program, a as CudaArg[], s, buffers);
       entries.push(program.entry);
     },
-    gemm() {
-      throw new Error('gemm is not emulated');
+    gemm(req) {
+      hostGemm(req, buffers);
     },
     matmul() {
       throw new Error('matmul is not emulated');
