@@ -300,6 +300,7 @@ export interface components {
           | 'TANDEM_ERR_CANCELLED'
           | 'TANDEM_ERR_DEADLINE_EXCEEDED'
           | 'TANDEM_ERR_UNSTABLE'
+          | 'TANDEM_ERR_BAD_DATA'
           | 'TANDEM_ERR_NOT_FOUND'
           | 'TANDEM_ERR_UNAUTHORIZED'
           | 'TANDEM_ERR_FORBIDDEN'
