@@ -69,12 +69,25 @@ if [[ $steps == *" bench "* ]]; then
   log "gpt2 torch rc=$?"
 fi
 if [[ $steps == *" kernels "* ]]; then
-  for b in nn-linear nn-norm nn-attention conv safetensors; do
-    [ -f dist/bench/$b.js ] || continue
-    timeout 120 node dist/bench/$b.js > "$OUT/bench-$b.jsonl" 2>&1; log "bench $b rc=$?"
- py=bench/torch/${b//-/_}.py; [ $b = safetensors ] && py=bench/torch/safetensors_bench.py
-    [ -f "$py" ] && { timeout 120 $PY "$py" > "$OUT/torch-$b.jsonl" 2>&1; log "torch $b rc=$?"; }
-  done
+  # Each pair in the same call: PyTorch first where the Tandem side takes its file (--torch) for ratios.
+  K() { local name=$1; shift; timeout 100 "$@" > "$OUT/$name.jsonl" 2>&1; log "$name rc=$?"; tail -${TAIL:-12} "$OUT/$name.jsonl" | cut -c1-400; }
+  K torch-attention $PY bench/torch/nn_attention.py
+  K attention node dist/bench/nn-attention.js --torch "$OUT/torch-attention.jsonl"
+  K torch-norm $PY bench/torch/nn_norm.py
+  K norm node dist/bench/nn-norm.js --torch "$OUT/torch-norm.jsonl"
+  K linear node dist/bench/nn-linear.js --reps 10
+  K torch-linear $PY bench/torch/nn_linear.py --reps 10
+  K conv node dist/bench/conv.js --device cuda --batch 128 --reps 50
+  K torch-conv $PY bench/torch/conv.py 128 50
+  K safetensors node dist/bench/safetensors.js --dir /tmp
+  K torch-safetensors $PY bench/torch/safetensors_bench.py --dir /tmp
+  node dist/bench/safetensors-check.js write /tmp/t.safetensors > "$OUT/st-check.log" 2>&1 &&
+    $PY bench/torch/safetensors_check.py --read /tmp/t.safetensors --write /tmp/p.safetensors >> "$OUT/st-check.log" 2>&1 &&
+    node dist/bench/safetensors-check.js verify /tmp/p.safetensors >> "$OUT/st-check.log" 2>&1
+  log "safetensors cross-check rc=$?: $(tail -2 "$OUT/st-check.log" | tr '\n' ' ' | cut -c1-300)"
+  diff <(node dist/bench/grad_scaler.js --growth-interval 3 --overflow 3,10,11 --steps 12) \
+    <($PY bench/torch/grad_scaler.py --growth-interval 3 --overflow 3,10,11 --steps 12) > "$OUT/scaler.diff" 2>&1
+  log "GradScaler vs torch (growth 3) diff rc=$? ($(wc -l < "$OUT/scaler.diff") lines)"
 fi
 echo; echo "=== summary ($(date -u +%FT%TZ)) ==="
 for s in "${summary[@]}"; do echo "$s"; done
