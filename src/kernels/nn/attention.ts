@@ -45,55 +45,48 @@ function tolerance(
   };
 }
 
-function cases(): ConformanceCase[] {
-  const out: ConformanceCase[] = [];
-  for (const dtype of DTYPES) {
-    for (const { shape, scalars } of SHAPES) {
-      const [B, T, H, hd] = shape;
-      const C = H * hd;
-      const s: Scalars = { heads: H, ...scalars };
-      const label = `${dtype} B${B} T${T} H${H} d${hd}${scalars?.scale !== undefined ? ` scale ${scalars.scale}` : ''}`;
-      const packed = { shape: [B, T, 3 * C], dtype };
-      const rows = { shape: [B, T, C], dtype };
-      const lse = { shape: [B, H, T], dtype: lseDType(dtype) };
-      out.push({
-        name: `attention ${label}`,
-        op: 'attention',
-        args: { qkv: packed, y: rows, lse },
-        scalars: s,
-        ...tolerance(dtype, T, hd, false),
-      });
-      out.push({
-        name: `attention_backward ${label}`,
-        op: 'attention_backward',
-        // lse is drawn like a real one (positive, around the row maximum); y and dy are any rows.
-        args: { dy: rows, qkv: packed, y: rows, lse: { ...lse, range: 'positive' }, dqkv: packed },
-        scalars: s,
-        ...tolerance(dtype, T, hd, true),
-      });
-    }
-    // The rows layout GPT uses: qkv [B·T, 3C] straight from its projection, T given as `seq`.
-    const [B, T, H, hd] = [2, 33, 2, 16];
-    const C = H * hd;
-    const label = `${dtype} rows B${B} T${T} H${H} d${hd}`;
-    const packed = { shape: [B * T, 3 * C], dtype };
-    const rows = { shape: [B * T, C], dtype };
-    const lse = { shape: [B, H, T], dtype: lseDType(dtype) };
-    const s: Scalars = { heads: H, seq: T };
-    out.push({
+/**
+ * The forward and backward case of one geometry; `rowsLayout` gives qkv as the rows of a linear layer
+ * [B·T, 3C] with T as the scalar `seq` (how GPT calls it), otherwise [B, T, 3C].
+ */
+function casePair(
+  dtype: DType,
+  [B, T, H, hd]: readonly [number, number, number, number],
+  extra: Scalars,
+  rowsLayout: boolean,
+): ConformanceCase[] {
+  const C = H * hd;
+  const s: Scalars = { heads: H, ...extra, ...(rowsLayout ? { seq: T } : {}) };
+  const scale = extra['scale'] !== undefined ? ` scale ${String(extra['scale'])}` : '';
+  const label = `${dtype}${rowsLayout ? ' rows' : ''} B${B} T${T} H${H} d${hd}${scale}`;
+  const lead = rowsLayout ? [B * T] : [B, T];
+  const packed = { shape: [...lead, 3 * C], dtype };
+  const rows = { shape: [...lead, C], dtype };
+  const lse = { shape: [B, H, T], dtype: lseDType(dtype) };
+  return [
+    {
       name: `attention ${label}`,
       op: 'attention',
       args: { qkv: packed, y: rows, lse },
       scalars: s,
       ...tolerance(dtype, T, hd, false),
-    });
-    out.push({
+    },
+    {
       name: `attention_backward ${label}`,
       op: 'attention_backward',
+      // lse is drawn like a real one (positive, around the row maximum); y and dy are any rows.
       args: { dy: rows, qkv: packed, y: rows, lse: { ...lse, range: 'positive' }, dqkv: packed },
       scalars: s,
       ...tolerance(dtype, T, hd, true),
-    });
+    },
+  ];
+}
+
+function cases(): ConformanceCase[] {
+  const out: ConformanceCase[] = [];
+  for (const dtype of DTYPES) {
+    for (const { shape, scalars } of SHAPES) out.push(...casePair(dtype, shape, scalars ?? {}, false));
+    out.push(...casePair(dtype, [2, 33, 2, 16], {}, true));
   }
   return out;
 }
