@@ -225,8 +225,9 @@ export class CublasLt {
     }
   }
 
-  matmul(
-    s: LtShape,
+  /** One cublasLtMatmul with a plan (C is also D: in place); returns cuBLAS's status. */
+  private enqueue(
+    p: Plan,
     alpha: Float32Array | Float64Array,
     a: number,
     b: number,
@@ -235,9 +236,8 @@ export class CublasLt {
     workspace: number,
     workspaceBytes: number,
     stream: number,
-  ): void {
-    const p = this.plan(s, workspaceBytes);
-    const rc = this.api.cublasLtMatmul(
+  ): number {
+    return this.api.cublasLtMatmul(
       this.handle,
       p.desc,
       alpha,
@@ -255,6 +255,21 @@ export class CublasLt {
       workspaceBytes,
       stream,
     );
+  }
+
+  matmul(
+    s: LtShape,
+    alpha: Float32Array | Float64Array,
+    a: number,
+    b: number,
+    beta: Float32Array | Float64Array,
+    c: number,
+    workspace: number,
+    workspaceBytes: number,
+    stream: number,
+  ): void {
+    const p = this.plan(s, workspaceBytes);
+    const rc = this.enqueue(p, alpha, a, b, beta, c, workspace, workspaceBytes, stream);
     if (rc !== 0) this.check(rc, 'cublasLtMatmul');
   }
 
@@ -382,24 +397,7 @@ export class CublasLt {
     }
     if (s.hasBias) this.pointer(p.desc, DESC_BIAS_POINTER, bias);
     if (s.auxLd > 0) this.pointer(p.desc, DESC_EPILOGUE_AUX_POINTER, aux);
-    const rc = this.api.cublasLtMatmul(
-      this.handle,
-      p.desc,
-      alpha,
-      a,
-      p.a,
-      b,
-      p.b,
-      beta,
-      c,
-      p.c,
-      c,
-      p.c,
-      p.algo,
-      workspace,
-      workspaceBytes,
-      stream,
-    );
+    const rc = this.enqueue(p, alpha, a, b, beta, c, workspace, workspaceBytes, stream);
     if (rc === STATUS_NOT_SUPPORTED) {
       this.epilogueCalls.declined++; // nothing was enqueued
       return false;
