@@ -121,9 +121,9 @@ export class LoadShedder {
     this.timer = null;
   }
 
-  /** A job reached a final state (the drain rate's numerator). */
-  jobFinished(): void {
-    this.finishedInWindow++;
+  /** A job (or `count` jobs, counted elsewhere: a cluster's store) reached a final state: the drain rate's numerator. */
+  jobFinished(count = 1): void {
+    this.finishedInWindow += count;
   }
 
   /** One probe sample: how late the timer fired, ms. */
