@@ -21,7 +21,7 @@ import { DEFAULT_POLICY, ScaleSignal, type ClassSignal } from '../autoscale/sign
 import { DEFAULT_CONFIG, type HardwareRule, type ServiceConfig } from '../config.js';
 import { createHttpApp } from '../http/http-app.js';
 import { tenantOf } from '../http/auth.js';
-import { installLoadShedding } from '../http/load-shedding.js';
+import { installEarlyRefusal, installLoadShedding } from '../http/load-shedding.js';
 import { jobRoutes } from '../http/routes/jobs.js';
 import type { JobTypeRegistry } from '../jobs/registry.js';
 import { LoadShedder } from '../runner/load-shedder.js';
@@ -122,6 +122,12 @@ export async function buildControlPlane(o: ControlPlaneOptions): Promise<Control
     const cluster = (backlog = new ClusterBacklog(o.load, weightOf, (n) => shed.jobFinished(n)));
     const shed = (shedder = new LoadShedder(o.config?.shed ?? DEFAULT_CONFIG.shed, cluster));
     installLoadShedding(app, shed, () => undefined);
+    installEarlyRefusal(
+      app,
+      shed,
+      (key) => tenants.get(key) ?? null,
+      () => undefined,
+    );
     shed.start();
     cluster.start();
   }

@@ -187,6 +187,28 @@ export class LoadShedder {
     return null;
   }
 
+  /** Whether a submission was refused in the last second (the cheap gate of the early refusal). */
+  get refusingNow(): boolean {
+    return this.cfg.enabled && this.now() - this.lastRefusalAt < 1000;
+  }
+
+  /**
+   * admit() for a request looked at before routing (http/load-shedding.ts, installEarlyRefusal): a
+   * refusal is counted as admit() counts it; an admission counts nothing, since the request goes on to
+   * the route's hook, which calls admit() itself.
+   */
+  refuseEarly(tenantId: string): Refusal | null {
+    if (!this.cfg.enabled) return null;
+    const refusal = this.decide(tenantId);
+    if (!refusal) return null;
+    const a = this.arrivals.get(tenantId);
+    if (a) a.count++;
+    else this.arrivals.set(tenantId, { count: 1, perSecond: 0 });
+    this.refusedTotal++;
+    this.lastRefusalAt = this.now();
+    return refusal;
+  }
+
   /**
    * An admitted submission reached the submitter (or ended without reaching it): it no longer counts
    * as arriving. Without this count, every request of one turn would pass before any is queued.
