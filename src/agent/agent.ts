@@ -12,6 +12,7 @@ import type { JobTypeRegistry } from '../service/jobs/registry.js';
 import { JobFailure, type Consumer, type JobQueue, type QueueJob } from '../service/queue/queue.js';
 import type { JobStoreApi, ScaleFinish } from '../service/store/store.js';
 import type { AgentDevice, AgentInfo, AgentRegistry } from '../service/queue/heartbeat.js';
+import { AttemptDeadline, expiredAtStart } from './attempt-deadline.js';
 import { StoreBatcher } from './store-batcher.js';
 
 export interface AgentOptions {
@@ -26,6 +27,8 @@ export interface AgentOptions {
   readonly heartbeat: AgentRegistry | null;
   readonly heartbeatMs: number;
   readonly log: (msg: string) => void;
+  /** How long a job past its deadline may take to stop before it is failed anyway (default 10 s). */
+  readonly deadlineGraceMs?: number;
 }
 
 const PROGRESS_WRITE_MS = 250;
@@ -154,24 +157,39 @@ export class Agent {
       await store.finish(rec.id, rec.attempt, { state: 'failed', error: err.toJSON() });
       throw new JobFailure(err.message, false);
     }
+    const expired = expiredAtStart(rec);
+    if (expired) {
+      await store.finish(rec.id, rec.attempt, expired);
+      this.jobsDone++;
+      return { committed: true, state: expired.state };
+    }
     const spans: { name: string; startUs: number; endUs: number }[] = [];
     const t0 = Date.now();
-    // The job's signal aborts on a cancel request or when this agent stops.
+    // The job's signal aborts on a cancel request, at its deadline, or when this agent stops.
     const cancel = new AbortController();
     const onStop = (): void => cancel.abort();
     signal.addEventListener('abort', onStop, { once: true });
     this.cancellable.set(rec.id, cancel);
+    const deadline = new AttemptDeadline(rec, cancel, this.o.deadlineGraceMs ?? 10_000);
+    const ctx = this.context(rec.id, rec.tenantId, rec.attempt, params, cancel.signal, job, spans);
+    const run = Promise.resolve()
+      .then(() => type.run(ctx))
+      .then(
+        (result): ScaleFinish => ({ state: 'succeeded', result }),
+        (e: unknown): ScaleFinish => {
+          // Stopped by its deadline: whatever it threw on the way out, that is why it failed.
+          if (deadline.reason) return { state: 'failed', error: deadline.reason.toJSON() };
+          const err = asTandemError(e, 'TANDEM_ERR_INTERNAL', `job ${rec.type}`);
+          const cancelled = isTandemError(e, 'TANDEM_ERR_CANCELLED');
+          return { state: cancelled ? 'cancelled' : 'failed', error: err.toJSON() };
+        },
+      );
     let outcome: ScaleFinish;
     try {
-      const result = await type.run(
-        this.context(rec.id, rec.tenantId, rec.attempt, params, cancel.signal, job, spans),
-      );
-      outcome = { state: 'succeeded', result };
-    } catch (e) {
-      const err = asTandemError(e, 'TANDEM_ERR_INTERNAL', `job ${rec.type}`);
-      const cancelled = isTandemError(e, 'TANDEM_ERR_CANCELLED');
-      outcome = { state: cancelled ? 'cancelled' : 'failed', error: err.toJSON() };
+      // A run that ignores its signal past the grace is left behind: its slot is given back now.
+      outcome = await Promise.race([run, deadline.overdue]);
     } finally {
+      deadline.clear();
       this.cancellable.delete(rec.id);
       signal.removeEventListener('abort', onStop);
     }

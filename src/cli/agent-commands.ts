@@ -19,7 +19,9 @@ import { PgJobStore } from '../service/store/pg-store.js';
 import { LocalAutoscaler } from '../service/autoscale/local.js';
 import { DEFAULT_POLICY, ScaleSignal } from '../service/autoscale/signal.js';
 import { loadServiceConfig } from '../service/config.js';
-import { buildControlPlane, parseApiKeys } from '../service/queue/control-plane.js';
+import { pgClusterLoadSource } from '../service/queue/cluster-backlog.js';
+import { buildControlPlane, parseApiKeys, parseTenantWeights } from '../service/queue/control-plane.js';
+import { PgAdvisoryLock } from '../service/queue/leader-lock.js';
 
 /** `tandem agent` options, parsed and range-checked by commander (program-service.ts). */
 export interface AgentOptions {
@@ -93,6 +95,7 @@ export async function agentCommand(opts: AgentOptions): Promise<number> {
     heartbeat,
     heartbeatMs: 1000,
     log: (m) => process.stderr.write(`[agent ${name}] ${m}\n`),
+    deadlineGraceMs: loadServiceConfig(process.env).deadlineGraceMs,
   });
   await agent.start();
   process.stdout.write(
@@ -212,12 +215,18 @@ export async function controlPlaneCommand(opts: ControlPlaneOptions): Promise<nu
     prefix,
     rules: config.hardwareRules,
     keys: parseApiKeys(keysText),
+    weights: parseTenantWeights(process.env['TANDEM_TENANT_WEIGHTS'] ?? ''),
     reconcileMs: opts.reconcileMs ?? 30_000,
     bodyLimitBytes: config.bodyLimitBytes,
+    load: pgClusterLoadSource(store),
+    lock: new PgAdvisoryLock(pgUrl, prefix),
     config: {
       rateLimitPerSec: config.rateLimitPerSec,
       rateLimitBurst: config.rateLimitBurst,
       quotas: config.quotas,
+      shed: config.shed,
+      defaultJobTimeoutSeconds: config.defaultJobTimeoutSeconds,
+      deadlineGraceMs: config.deadlineGraceMs,
     },
   });
   const url = await cp.app.listen({ host: config.host, port: config.port });

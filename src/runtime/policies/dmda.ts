@@ -11,16 +11,19 @@
  *
  * A worker whose model for the task is still unknown is priced at the best known estimate (or 1 µs),
  * so uncalibrated devices get tried and learned instead of being ignored or flooded.
+ *
+ * Share groups (rt.submit's `share`): placement is unchanged, but once a task names a group each
+ * worker's queue is split by group and the worker takes its next task from the group most behind in
+ * device time per weight (share-ledger.ts, share-queues.ts), so a low-weight tenant's flood placed on a
+ * device cannot starve another tenant's tasks placed there. The expected finish a placement computes
+ * still counts the whole queue, so a task of a group that is behind may be placed as if it waited
+ * behind work it will in fact pass (it then starts earlier than expected, never later).
  */
 import type { PolicyContext, SchedTask, SchedulerPolicy, WorkerSlot } from './policy.js';
 import { higherPriorityFirst } from './prio.js';
 import { Fifo, Heap } from './queues.js';
-
-interface WorkerQueue {
-  push(t: SchedTask): void;
-  pop(): SchedTask | undefined;
-  readonly length: number;
-}
+import { ShareLedger } from './share-ledger.js';
+import { ShareSplitQueue, type WorkerQueue } from './share-queues.js';
 
 class FifoQueue implements WorkerQueue {
   private readonly q = new Fifo<SchedTask>();
@@ -73,6 +76,8 @@ export class DmdaPolicy implements SchedulerPolicy {
   /** Expected work (µs) already handed to each worker's device queue. */
   private inflightUs: number[] = [];
   private readonly explain: boolean | 'observed';
+  /** Set by the first task that names a share group; null until then (no cost without groups). */
+  private ledger: ShareLedger | null = null;
   /** Scratch per candidate (no allocation per decision). */
   private run = new Float64Array(8);
   private xfer = new Float64Array(8);
@@ -85,11 +90,13 @@ export class DmdaPolicy implements SchedulerPolicy {
     this.explain = opts.explain ?? 'observed';
   }
 
+  private newQueue(): WorkerQueue {
+    return this.opts.sorted ? new Heap<SchedTask>(higherPriorityFirst) : new FifoQueue();
+  }
+
   attach(ctx: PolicyContext): void {
     this.ctx = ctx;
-    this.queues = ctx.workers.map(() =>
-      this.opts.sorted ? new Heap<SchedTask>(higherPriorityFirst) : new FifoQueue(),
-    );
+    this.queues = ctx.workers.map(() => this.newQueue());
     this.expEnd = ctx.workers.map(() => 0);
     this.remaining = ctx.workers.map(() => 0);
     this.inflightUs = ctx.workers.map(() => 0);
@@ -99,6 +106,11 @@ export class DmdaPolicy implements SchedulerPolicy {
     const ctx = this.ctx;
     const again = this.placed.get(task);
     if (again !== undefined) this.forget(task, again); // handed back (it waited for memory)
+    if (this.ledger === null && task.share) {
+      const ledger = (this.ledger = new ShareLedger(ctx, this.count));
+      this.queues = this.queues.map((q) => new ShareSplitQueue(ledger, () => this.newQueue(), q));
+    }
+    this.ledger?.queued(task);
     const now = ctx.now();
     const el = task.eligible;
     const n = el.length;
@@ -162,8 +174,10 @@ export class DmdaPolicy implements SchedulerPolicy {
   pop(worker: WorkerSlot): SchedTask | undefined {
     const i = worker.index;
     if (worker.inflight >= this.lookahead && this.inflightUs[i]! >= this.lookaheadUs) return undefined;
+    this.ledger?.advanceClock();
     const t = this.queues[i]?.pop();
     if (t) {
+      this.ledger?.taken(t, worker);
       this.count--;
       this.inflightUs[i]! += this.placed.get(t) ?? 0;
       this.poppedFor.set(t, i);
@@ -185,7 +199,8 @@ export class DmdaPolicy implements SchedulerPolicy {
     this.remaining[w] = Math.max(0, this.remaining[w]! - added);
   }
 
-  onComplete(task: SchedTask, worker: WorkerSlot): void {
+  onComplete(task: SchedTask, worker: WorkerSlot, durationUs: number): void {
+    this.ledger?.completed(task, durationUs);
     const added = this.placed.get(task);
     if (added === undefined) return;
     this.placed.delete(task);

@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { LocalJobsApi } from '../api/local-jobs-api.js';
 import type { ServiceParts } from '../parts.js';
 import { createHttpApp } from './http-app.js';
-import { installLoadShedding } from './load-shedding.js';
+import { installEarlyRefusal, installLoadShedding } from './load-shedding.js';
 import { adminRoutes } from './routes/admin.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { historyRoutes } from './routes/history.js';
@@ -34,6 +34,12 @@ export async function buildApp(s: ServiceParts): Promise<FastifyInstance> {
   });
   // After auth (it needs the tenant), before any body is read.
   installLoadShedding(app, s.shedder, (code) => s.metrics.httpErrors.inc({ code }));
+  installEarlyRefusal(
+    app,
+    s.shedder,
+    (key) => s.tenants.authenticate(key),
+    (code) => s.metrics.httpErrors.inc({ code }),
+  );
   await app.register(systemRoutes(s));
   await app.register(jobRoutes(new LocalJobsApi(s)));
   await app.register(adminRoutes(s));

@@ -3,6 +3,7 @@
  * (/v1/...) and on any other route marked `config.admin` (/metrics). Health, the OpenAPI document and
  * the dashboard's files are public.
  */
+import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { TandemError } from '../../core/errors.js';
 import type { Tenant } from '../auth/tenants.js';
@@ -39,7 +40,7 @@ export class TokenBuckets {
   }
 }
 
-export function keyFromRequest(req: FastifyRequest): string | null {
+export function keyFromRequest(req: { readonly headers: IncomingHttpHeaders }): string | null {
   const auth = req.headers.authorization;
   if (typeof auth === 'string' && auth.startsWith('Bearer ')) return auth.slice(7).trim();
   const k = req.headers['x-api-key'];

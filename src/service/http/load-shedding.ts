@@ -3,9 +3,12 @@
  * the body is read, so a refused submission costs only its headers (no JSON parse, no validation, no
  * commit). Refusals are 429 TANDEM_ERR_OVERLOADED with Retry-After (see runner/load-shedder.ts).
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { TandemError, type ErrorCode } from '../../core/errors.js';
+import type { Tenant } from '../auth/tenants.js';
 import type { LoadShedder, Refusal } from '../runner/load-shedder.js';
+import { keyFromRequest } from './auth.js';
 import { sendError } from './errors.js';
 
 export function installLoadShedding(
@@ -53,4 +56,61 @@ export function overloaded(refusal: Refusal): TandemError {
   } finally {
     Error.stackTraceLimit = limit;
   }
+}
+
+type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
+
+const isSubmitPath = (url: string | undefined): boolean =>
+  url === '/v1/jobs' || (url !== undefined && url.startsWith('/v1/jobs?'));
+
+/**
+ * While the shedder is refusing (a refusal in the last second), `POST /v1/jobs` is looked at before
+ * Fastify routes it: a refused submission is answered 429 from the raw request (the same body and
+ * Retry-After as the hook's), skipping Fastify's routing, request object, hooks and reply. At 5× the
+ * sustainable rate most requests are refused, and that per-request cost was what kept `/healthz` p99
+ * above 20 ms (bench/RESULTS.md). Anything unusual (no key, an unknown key, an admitted submission)
+ * goes on to Fastify untouched, which authenticates, rate-limits and admits as before; only a refusal
+ * is answered here, so the rest of the service sees no difference. Outside overload this costs one
+ * property read per request.
+ */
+export function installEarlyRefusal(
+  app: FastifyInstance,
+  shedder: LoadShedder,
+  authenticate: (key: string) => Tenant | null,
+  onRefused: (code: ErrorCode) => void,
+): void {
+  if (!shedder.enabled) return;
+  const server = app.server;
+  const listeners = server.listeners('request') as RequestListener[];
+  // Fastify attaches one listener; anything else is a layout this does not know: leave it alone.
+  if (listeners.length !== 1) return;
+  const fastify = listeners[0]!;
+  server.removeListener('request', fastify);
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    if (shedder.refusingNow && req.method === 'POST' && isSubmitPath(req.url)) {
+      const key = keyFromRequest(req);
+      const tenant = key ? authenticate(key) : null;
+      const refusal = tenant ? shedder.refuseEarly(tenant.id) : null;
+      if (refusal) {
+        onRefused('TANDEM_ERR_OVERLOADED');
+        writeRefusal(res, refusal);
+        return;
+      }
+    }
+    fastify.call(server, req, res);
+  });
+}
+
+function writeRefusal(res: ServerResponse, refusal: Refusal): void {
+  const err = overloaded(refusal);
+  const message = err.message.startsWith(`${err.code}: `)
+    ? err.message.slice(err.code.length + 2)
+    : err.message;
+  const body = JSON.stringify({ error: { code: err.code, message, details: err.details } });
+  res.writeHead(429, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    'retry-after': String(refusal.retryAfterSeconds),
+  });
+  res.end(body);
 }

@@ -5,7 +5,11 @@
  * or held with a reason when no live agent could fit it). A reconciler re-places held jobs and re-adds
  * queued ones the queue may have lost (Redis outage, a submit that died between the two writes): the
  * queue dedups by job id and agents skip jobs the store says are final, so re-adding is always safe.
- * Keys: `tenant=key` pairs from the configuration (TANDEM_API_KEYS), shared by all replicas.
+ * That singleton work runs on one replica at a time, the holder of the leader lock (leader-duties.ts).
+ * Admission sheds load as one node does (runner/load-shedder.ts), from the whole cluster's backlog as
+ * PostgreSQL sees it (cluster-backlog.ts): 429 + Retry-After, per tenant by weight.
+ * Keys: `tenant=key` pairs from the configuration (TANDEM_API_KEYS), shared by all replicas; weights
+ * from TANDEM_TENANT_WEIGHTS (`tenant=weight`, default 1).
  */
 import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
@@ -17,11 +21,16 @@ import { DEFAULT_POLICY, ScaleSignal, type ClassSignal } from '../autoscale/sign
 import { DEFAULT_CONFIG, type HardwareRule, type ServiceConfig } from '../config.js';
 import { createHttpApp } from '../http/http-app.js';
 import { tenantOf } from '../http/auth.js';
+import { installEarlyRefusal, installLoadShedding } from '../http/load-shedding.js';
 import { jobRoutes } from '../http/routes/jobs.js';
 import type { JobTypeRegistry } from '../jobs/registry.js';
-import { HELD_PREFIX, type JobStoreApi } from '../store/store.js';
+import { LoadShedder } from '../runner/load-shedder.js';
+import type { JobStoreApi } from '../store/store.js';
 import type { BullQueue } from './bullmq-queue.js';
-import { deviceClassFromRules, placeJobs, releaseHeld, type PlaceDeps } from './placement.js';
+import { ClusterBacklog, type ClusterLoadSource } from './cluster-backlog.js';
+import { LeaderDuties } from './leader-duties.js';
+import type { SingletonLock } from './leader-lock.js';
+import { deviceClassFromRules, type PlaceDeps } from './placement.js';
 import { ScaledJobsApi } from './scaled-jobs-api.js';
 
 export interface ControlPlaneOptions {
@@ -34,6 +43,12 @@ export interface ControlPlaneOptions {
   readonly keys: ReadonlyMap<string, string>;
   readonly reconcileMs: number;
   readonly bodyLimitBytes: number;
+  /** Tenant id → weight (its share of the backlog budget when shedding); absent: 1. */
+  readonly weights?: ReadonlyMap<string, number>;
+  /** Where the cluster's backlog is read (PostgreSQL: pgClusterLoadSource); absent: no load shedding. */
+  readonly load?: ClusterLoadSource;
+  /** The leader lock (PgAdvisoryLock); absent: this replica is the only one, always the leader. */
+  readonly lock?: SingletonLock;
   /** Per-tenant rate limit and the quotas control-plane tenants get (defaults: the service's). */
   readonly config?: Partial<
     Pick<
@@ -45,12 +60,21 @@ export interface ControlPlaneOptions {
       | 'requestTimeoutMs'
       | 'headersTimeoutMs'
       | 'keepAliveTimeoutMs'
+      | 'shed'
+      | 'defaultJobTimeoutSeconds'
+      | 'deadlineGraceMs'
     >
   >;
 }
 
 export interface ControlPlane {
   readonly app: FastifyInstance;
+  /** This replica's singleton work and whether it holds the leader lock. */
+  readonly duties: LeaderDuties;
+  /** The admission shedder (null when no load source was given). */
+  readonly shedder: LoadShedder | null;
+  /** Reads the cluster's backlog now (tests; the timer does it every 100 ms). */
+  pollLoad(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -63,7 +87,7 @@ function tenantsFromKeys(o: ControlPlaneOptions): Map<string, Tenant> {
       id,
       name: id,
       role: 'user',
-      weight: 1,
+      weight: o.weights?.get(id) ?? 1,
       maxConcurrentJobs: q?.maxConcurrentJobs ?? 1_000_000,
       maxDeviceMemoryBytes: q?.maxDeviceMemoryBytes ?? Number.MAX_SAFE_INTEGER,
       maxQueuedJobs: q?.maxQueuedJobs ?? 1_000_000,
@@ -90,6 +114,23 @@ export async function buildControlPlane(o: ControlPlaneOptions): Promise<Control
       description: 'Jobs on pooled CPUs and GPUs (scaled out: PostgreSQL store, BullMQ queue, agents).',
     },
   });
+  // Installed before the routes, after authentication (createHttpApp): refusals cost only headers.
+  let backlog: ClusterBacklog | null = null;
+  let shedder: LoadShedder | null = null;
+  if (o.load) {
+    const weightOf = (id: string): number => o.weights?.get(id) ?? 1;
+    const cluster = (backlog = new ClusterBacklog(o.load, weightOf, (n) => shed.jobFinished(n)));
+    const shed = (shedder = new LoadShedder(o.config?.shed ?? DEFAULT_CONFIG.shed, cluster));
+    installLoadShedding(app, shed, () => undefined);
+    installEarlyRefusal(
+      app,
+      shed,
+      (key) => tenants.get(key) ?? null,
+      () => undefined,
+    );
+    shed.start();
+    cluster.start();
+  }
   const agents = new RedisAgentRegistry(o.queue.redis, o.prefix);
   const signal = new ScaleSignal(DEFAULT_POLICY);
   const deviceClassOf = deviceClassFromRules(o.rules);
@@ -118,18 +159,34 @@ export async function buildControlPlane(o: ControlPlaneOptions): Promise<Control
         response: {
           200: {
             type: 'object',
-            examples: [{ ok: true, mode: 'scaled-out', queue: 'bullmq', store: 'postgresql' }],
+            examples: [{ ok: true, mode: 'scaled-out', queue: 'bullmq', store: 'postgresql', leader: true }],
             properties: {
               ok: { type: 'boolean' },
               mode: { type: 'string', enum: ['scaled-out'] },
               queue: { type: 'string' },
               store: { type: 'string' },
+              leader: {
+                type: 'boolean',
+                description: 'This replica holds the leader lock (reconciler, deadline backstop)',
+              },
+              load: {
+                type: 'object',
+                additionalProperties: true,
+                description: 'Admission: shedding, loop delay, cluster drain rate, backlog, budget',
+              },
             },
           },
         },
       },
     },
-    async () => ({ ok: true, mode: 'scaled-out', queue: o.queue.kind, store: 'postgresql' }),
+    async () => ({
+      ok: true,
+      mode: 'scaled-out',
+      queue: o.queue.kind,
+      store: 'postgresql',
+      leader: duties.leader,
+      ...(shedder ? { load: shedder.snapshot() } : {}),
+    }),
   );
   app.get(
     '/metrics',
@@ -146,7 +203,14 @@ export async function buildControlPlane(o: ControlPlaneOptions): Promise<Control
     },
     async (_req, reply) => reply.type(metrics.contentType).send(await metrics.metrics()),
   );
-  await app.register(jobRoutes(new ScaledJobsApi({ store: o.store, registry: o.registry, placeDeps })));
+  const api = new ScaledJobsApi({
+    store: o.store,
+    registry: o.registry,
+    placeDeps,
+    defaultJobTimeoutSeconds: o.config?.defaultJobTimeoutSeconds ?? DEFAULT_CONFIG.defaultJobTimeoutSeconds,
+    ...(backlog ? { tracker: backlog } : {}),
+  });
+  await app.register(jobRoutes(api));
   app.get(
     '/v1/agents',
     {
@@ -190,49 +254,27 @@ export async function buildControlPlane(o: ControlPlaneOptions): Promise<Control
     },
   );
 
-  // A cancel asked of a running job whose agent has died since: no agent will read it, and a
-  // re-delivery skips a job with a cancel requested, so the reconciler commits the cancel.
-  const cancelOrphans = async (d: PlaceDeps): Promise<void> => {
-    const live = new Set(d.agents.map((a) => a.name));
-    const running = await o.store.list({ tenantId: null, state: 'running', limit: 1000 });
-    for (const j of running.filter((x) => x.cancelRequested)) {
-      const last = (await o.store.attempts(j.id)).at(-1);
-      if (!last || live.has(last.agent)) continue;
-      await o.store.finish(j.id, j.attempt, {
-        state: 'cancelled',
-        error: {
-          code: 'TANDEM_ERR_CANCELLED',
-          message: `cancelled (its agent ${last.agent} is gone)`,
-          details: { agent: last.agent },
-        },
-      });
-    }
-  };
-
-  let reconciling = false;
-  const reconcile = async (): Promise<void> => {
-    if (reconciling) return;
-    reconciling = true;
-    try {
-      const d = await placeDeps();
-      await releaseHeld(d);
-      const cutoff = Date.now() - o.reconcileMs;
-      const queued = await o.store.list({ tenantId: null, state: 'queued', limit: 1000 });
-      const stale = queued.filter((j) => j.createdAt < cutoff && !j.message.startsWith(HELD_PREFIX));
-      if (stale.length > 0) await placeJobs(stale, d);
-      await cancelOrphans(d);
-    } catch {
-      // Redis or PostgreSQL away: the next pass tries again
-    } finally {
-      reconciling = false;
-    }
-  };
-  const timer = setInterval(() => void reconcile(), o.reconcileMs);
+  const duties = new LeaderDuties({
+    store: o.store,
+    placeDeps,
+    reconcileMs: o.reconcileMs,
+    deadlineGraceMs: o.config?.deadlineGraceMs ?? DEFAULT_CONFIG.deadlineGraceMs,
+    lock: o.lock ?? null,
+  });
+  duties.start();
   await app.ready();
   return {
     app,
+    duties,
+    shedder,
+    pollLoad: async () => {
+      await backlog?.poll();
+      shedder?.tick();
+    },
     async close() {
-      clearInterval(timer);
+      backlog?.stop();
+      shedder?.stop();
+      await duties.stop();
       await app.close();
     },
   };
@@ -249,6 +291,25 @@ export function parseApiKeys(text: string): Map<string, string> {
     if (i <= 0 || i === pair.length - 1)
       throw new TandemError('TANDEM_ERR_CONFIG', `API key entry "${pair.slice(0, 20)}..." is not tenant=key`);
     m.set(pair.slice(i + 1), pair.slice(0, i));
+  }
+  return m;
+}
+
+/** Parses "tenant=weight,..." (TANDEM_TENANT_WEIGHTS) into tenant → weight (a positive number). */
+export function parseTenantWeights(text: string): Map<string, number> {
+  const m = new Map<string, number>();
+  for (const pair of text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
+    const i = pair.indexOf('=');
+    const w = Number(pair.slice(i + 1));
+    if (i <= 0 || !(w > 0) || !Number.isFinite(w))
+      throw new TandemError(
+        'TANDEM_ERR_CONFIG',
+        `TANDEM_TENANT_WEIGHTS entry "${pair.slice(0, 40)}" is not tenant=weight (a positive number)`,
+      );
+    m.set(pair.slice(0, i), w);
   }
   return m;
 }

@@ -21,8 +21,9 @@ import {
 } from '../api/jobs-api.js';
 import { buildJobTrace, type JobSpan } from '../obs/job-trace.js';
 import { resolveTimeoutMs } from '../runner/deadlines.js';
-import type { JobRecord } from '../store/job-store.js';
+import type { InsertOutcome, JobRecord } from '../store/job-store.js';
 import { HELD_PREFIX, type AttemptRow, type JobStoreApi } from '../store/store.js';
+import type { SubmitTracker } from './cluster-backlog.js';
 import { placeJobs, type PlaceDeps } from './placement.js';
 
 export interface ScaledJobsDeps {
@@ -30,6 +31,10 @@ export interface ScaledJobsDeps {
   readonly registry: JobTypeRegistry;
   /** Live agents, store and queue for placement (read fresh for each placement). */
   placeDeps(): Promise<PlaceDeps>;
+  /** A job's budget when neither its request nor its type names one (seconds). */
+  readonly defaultJobTimeoutSeconds?: number;
+  /** Told of each submission (the load shedder's backlog: cluster-backlog.ts). */
+  readonly tracker?: SubmitTracker;
 }
 
 const FINAL = new Set(['succeeded', 'failed', 'cancelled']);
@@ -72,20 +77,32 @@ export class ScaledJobsApi implements JobsApi {
 
   async submit(caller: Caller, req: SubmitRequest) {
     const { type, parsed } = req;
-    // The same refusals as one node (a budget above the tenant's ceiling); agents do not enforce
-    // deadlines yet, so the budget is not stored (the job shows timeoutSeconds null).
-    resolveTimeoutMs(req.timeoutSeconds, type, caller, 24 * 3600);
-    const [out] = await this.d.store.insertMany([
-      {
-        tenantId: caller.id,
-        type: type.name,
-        params: req.params,
-        priority: req.priority,
-        jobClass: type.jobClass(parsed),
-        memBytes: memoryEstimate(type, parsed),
-        idempotencyKey: req.idempotencyKey,
-      },
-    ]);
+    // The same budget as one node: asked for, else the type's default, within the tenant's ceiling.
+    // The agent that runs the job enforces it (agent/attempt-deadline.ts), from the job's first start.
+    const timeoutMs = resolveTimeoutMs(
+      req.timeoutSeconds,
+      type,
+      caller,
+      this.d.defaultJobTimeoutSeconds ?? 3600,
+    );
+    const done = this.d.tracker?.submitting(caller.id);
+    let out: InsertOutcome | undefined;
+    try {
+      [out] = await this.d.store.insertMany([
+        {
+          tenantId: caller.id,
+          type: type.name,
+          params: req.params,
+          priority: req.priority,
+          jobClass: type.jobClass(parsed),
+          memBytes: memoryEstimate(type, parsed),
+          idempotencyKey: req.idempotencyKey,
+          timeoutMs,
+        },
+      ]);
+    } finally {
+      done?.(out?.ok === true && out.created);
+    }
     if (!out || !out.ok) throw out?.error ?? new Error('the store answered the insert with nothing');
     // Durable now. Placement failing (Redis away) is not the caller's problem: the reconciler retries.
     if (out.created) await placeJobs([out.job], await this.d.placeDeps()).catch(() => undefined);

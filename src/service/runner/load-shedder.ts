@@ -121,9 +121,9 @@ export class LoadShedder {
     this.timer = null;
   }
 
-  /** A job reached a final state (the drain rate's numerator). */
-  jobFinished(): void {
-    this.finishedInWindow++;
+  /** A job (or `count` jobs, counted elsewhere: a cluster's store) reached a final state: the drain rate's numerator. */
+  jobFinished(count = 1): void {
+    this.finishedInWindow += count;
   }
 
   /** One probe sample: how late the timer fired, ms. */
@@ -185,6 +185,28 @@ export class LoadShedder {
     this.arriving++;
     this.arrivingByTenant.set(tenantId, (this.arrivingByTenant.get(tenantId) ?? 0) + 1);
     return null;
+  }
+
+  /** Whether a submission was refused in the last second (the cheap gate of the early refusal). */
+  get refusingNow(): boolean {
+    return this.cfg.enabled && this.now() - this.lastRefusalAt < 1000;
+  }
+
+  /**
+   * admit() for a request looked at before routing (http/load-shedding.ts, installEarlyRefusal): a
+   * refusal is counted as admit() counts it; an admission counts nothing, since the request goes on to
+   * the route's hook, which calls admit() itself.
+   */
+  refuseEarly(tenantId: string): Refusal | null {
+    if (!this.cfg.enabled) return null;
+    const refusal = this.decide(tenantId);
+    if (!refusal) return null;
+    const a = this.arrivals.get(tenantId);
+    if (a) a.count++;
+    else this.arrivals.set(tenantId, { count: 1, perSecond: 0 });
+    this.refusedTotal++;
+    this.lastRefusalAt = this.now();
+    return refusal;
   }
 
   /**

@@ -50,8 +50,13 @@ CREATE TABLE IF NOT EXISTS tandem_jobs (
   error TEXT,
   result TEXT
 );
+ALTER TABLE tandem_jobs ADD COLUMN IF NOT EXISTS timeout_ms BIGINT;
+ALTER TABLE tandem_jobs ADD COLUMN IF NOT EXISTS deadline_at BIGINT;
 CREATE UNIQUE INDEX IF NOT EXISTS tandem_jobs_idem ON tandem_jobs (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS tandem_jobs_tenant_seq ON tandem_jobs (tenant_id, seq);
+CREATE INDEX IF NOT EXISTS tandem_jobs_queued_tenant ON tandem_jobs (tenant_id) WHERE state = 'queued';
+CREATE INDEX IF NOT EXISTS tandem_jobs_finished_at ON tandem_jobs (finished_at) WHERE finished_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS tandem_jobs_running_deadline ON tandem_jobs (deadline_at) WHERE state = 'running';
 CREATE TABLE IF NOT EXISTS tandem_attempts (
   job_id TEXT NOT NULL,
   attempt INTEGER NOT NULL,
@@ -86,6 +91,8 @@ interface Row {
   finished_at: string | null;
   error: string | null;
   result: string | null;
+  timeout_ms: string | null;
+  deadline_at: string | null;
 }
 
 const num = (v: string | null): number | null => (v === null ? null : Number(v));
@@ -115,6 +122,8 @@ function fromRow(r: Row): JobRecord {
     result: r.result === null ? null : (JSON.parse(r.result) as unknown),
     resultFile: null,
     traceFile: null,
+    timeoutMs: num(r.timeout_ms),
+    deadlineAt: num(r.deadline_at),
   };
 }
 
@@ -164,8 +173,8 @@ export class PgJobStore implements JobStoreApi {
       const ids = plain.map(() => newJobId(now));
       const col = <T>(f: (j: NewJob) => T) => plain.map((i) => f(jobs[i]!));
       const res = await this.pool.query<Row>(
-        `INSERT INTO tandem_jobs (id, tenant_id, type, params, priority, job_class, mem_bytes, state, created_at)
-         SELECT *, 'queued', $8::bigint FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::bigint[])
+        `INSERT INTO tandem_jobs (id, tenant_id, type, params, priority, job_class, mem_bytes, timeout_ms, state, created_at)
+         SELECT *, 'queued', $9::bigint FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::bigint[], $8::bigint[])
          RETURNING *`,
         [
           ids,
@@ -175,6 +184,7 @@ export class PgJobStore implements JobStoreApi {
           col((j) => j.priority),
           col((j) => j.jobClass),
           col((j) => j.memBytes),
+          col((j) => j.timeoutMs ?? null),
           now,
         ],
       );
@@ -189,10 +199,21 @@ export class PgJobStore implements JobStoreApi {
   private async insertKeyed(j: NewJob, now: number): Promise<InsertOutcome> {
     const params = JSON.stringify(j.params);
     const ins = await this.pool.query<Row>(
-      `INSERT INTO tandem_jobs (id, tenant_id, type, params, priority, job_class, mem_bytes, state, idempotency_key, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, 'queued', $8, $9)
+      `INSERT INTO tandem_jobs (id, tenant_id, type, params, priority, job_class, mem_bytes, state, idempotency_key, created_at, timeout_ms)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, 'queued', $8, $9, $10)
        ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING *`,
-      [newJobId(now), j.tenantId, j.type, params, j.priority, j.jobClass, j.memBytes, j.idempotencyKey, now],
+      [
+        newJobId(now),
+        j.tenantId,
+        j.type,
+        params,
+        j.priority,
+        j.jobClass,
+        j.memBytes,
+        j.idempotencyKey,
+        now,
+        j.timeoutMs ?? null,
+      ],
     );
     if (ins.rows[0]) return { ok: true, job: fromRow(ins.rows[0]), created: true };
     const prev = await this.pool.query<Row>(
@@ -237,11 +258,12 @@ export class PgJobStore implements JobStoreApi {
 
   async startAttempt(id: string, agent: string, now = Date.now()): Promise<AttemptStart | null> {
     // One round trip: lock the row, bump the attempt, log the attempt (and whether one was in flight).
+    // The deadline is set at the first start and kept by re-runs (runner/deadlines.ts says why).
     const r = await this.pool.query<Row & { old_state: JobState }>(
       `WITH old AS (SELECT id, state AS old_state FROM tandem_jobs WHERE id = $1 FOR UPDATE),
        upd AS (
          UPDATE tandem_jobs j SET state = 'running', attempt = j.attempt + 1, started_at = $2, device = $3,
-           progress = 0, message = ''
+           progress = 0, message = '', deadline_at = COALESCE(j.deadline_at, $2 + j.timeout_ms)
          FROM old WHERE j.id = old.id AND j.state IN ('queued', 'running') AND NOT j.cancel_requested
          RETURNING j.*, old.old_state),
        log AS (INSERT INTO tandem_attempts (job_id, attempt, agent, started_at, rerun)
@@ -263,7 +285,7 @@ export class PgJobStore implements JobStoreApi {
       `WITH old AS (SELECT id, state AS old_state FROM tandem_jobs WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE),
        upd AS (
          UPDATE tandem_jobs j SET state = 'running', attempt = j.attempt + 1, started_at = $2, device = $3,
-           progress = 0, message = ''
+           progress = 0, message = '', deadline_at = COALESCE(j.deadline_at, $2 + j.timeout_ms)
          FROM old WHERE j.id = old.id AND j.state IN ('queued', 'running') AND NOT j.cancel_requested
          RETURNING j.*, old.old_state),
        log AS (INSERT INTO tandem_attempts (job_id, attempt, agent, started_at, rerun)
@@ -402,6 +424,14 @@ export class PgJobStore implements JobStoreApi {
       outcome: a.outcome,
       ...(a.trace === null ? {} : { trace: JSON.parse(a.trace) as unknown }),
     }));
+  }
+
+  async overdue(before: number, limit: number): Promise<JobRecord[]> {
+    const r = await this.pool.query<Row>(
+      `SELECT * FROM tandem_jobs WHERE state = 'running' AND deadline_at < $1 ORDER BY deadline_at LIMIT $2`,
+      [before, limit],
+    );
+    return r.rows.map(fromRow);
   }
 
   async stats(): Promise<StoreStats> {

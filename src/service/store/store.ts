@@ -63,6 +63,8 @@ export interface JobStoreApi {
   /** The ids among these that are running with a cancel requested (one round trip for an agent). */
   cancelRequested(ids: readonly string[]): Promise<Set<string>>;
   attempts(id: string): Promise<AttemptRow[]>;
+  /** Running jobs whose deadline is before `before` (epoch ms), oldest deadline first. */
+  overdue(before: number, limit: number): Promise<JobRecord[]>;
   stats(): Promise<StoreStats>;
   close(): Promise<void>;
 }
