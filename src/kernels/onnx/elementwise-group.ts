@@ -1,8 +1,7 @@
 /** The element-wise ONNX ops as an op group, with their conformance cases. */
 import type { DType } from '../../core/dtype.js';
 import type { ConformanceCase, ValueRange } from '../case-types.js';
-import type { OpGroup } from '../nn/op-group.js';
-import { elementTolerance, FLOAT_DTYPES } from './common.js';
+import { elementTolerance, FLOAT_DTYPES, type OnnxOpGroup } from './common.js';
 import {
   onnxBinaryCpu,
   onnxBinaryCuda,
@@ -97,7 +96,7 @@ function unaryCases(): ConformanceCase[] {
   return out;
 }
 
-export const onnxElementwiseGroup: OpGroup = {
+export const onnxElementwiseGroup: OnnxOpGroup = {
   name: 'onnx-elementwise',
   defs: [onnxBinaryDef, onnxUnaryDef],
   impls: [
