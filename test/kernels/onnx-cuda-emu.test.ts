@@ -71,6 +71,19 @@ const PICKED = [
   'onnx_pad f32 constant [2,3,4,5] pads 0,0,1,2,0,0,2,1',
   'onnx_pad f16 reflect [4,6] pads 2,-1,1,3',
   'onnx_pad bf16 edge [2,3,4,5] pads 0,0,1,2,0,0,2,1',
+  'onnx_matmul f32 [2,3,4] [4,5]',
+  'onnx_matmul f64 [2,3,4] [2,4,5]',
+  'onnx_matmul f32 [2,1,3,4] [3,4,2]',
+  'onnx_gemm f32 bias [M,1] transA alpha beta',
+  'onnx_gemm f64 beta 0 ignores a NaN C',
+  'onnx_resize f32 nearest asymmetric floor 2x',
+  'onnx_resize f16 nearest tf_half_pixel_for_nn round_prefer_ceil',
+  'onnx_resize f32 linear half_pixel 2x',
+  'onnx_resize bf16 linear asymmetric scales 2.5x1.5',
+  'onnx_reduce mean f32 [3,4,5] {"axes":"0,2","keepdims":false}',
+  'onnx_reduce log_sum_exp f32 [2,300] {"axes":"-1","keepdims":false}',
+  'onnx_reduce max f16 [2,3,2,2,3,2] {"axes":"1,3,4"}',
+  'onnx_reduce l2 f64 [2,3,4] {"axes":""}',
 ];
 const cases = PICKED.map((name) => CONFORMANCE_CASES.find((c) => c.name === name));
 
