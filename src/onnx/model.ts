@@ -108,7 +108,14 @@ export function parseOnnxModel(bytes: Uint8Array, opts: LoadOptions = {}): OnnxM
 
 function defaultOpset(imports: ReadonlyArray<{ domain?: string | null; version?: Int64 }>): number {
   const entry = imports.find((o) => !o.domain || o.domain === 'ai.onnx');
-  if (!entry) throw badModel('opset', 'the model imports no opset of the default (ai.onnx) domain');
+  if (!entry) {
+    const domains = imports.map((o) => o.domain).join(', ');
+    throw new TandemError(
+      'TANDEM_ERR_UNSUPPORTED',
+      `onnx: the model imports no opset of the default (ai.onnx) domain, only: ${domains}`,
+      { domains },
+    );
+  }
   const v = int64(entry.version);
   if (v < MIN_OPSET || v > MAX_OPSET) {
     throw new TandemError(

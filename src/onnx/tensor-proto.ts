@@ -7,6 +7,7 @@
 import { closeSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { bf16ToF32, f16ToF32 } from '../core/dtype.js';
+import { TandemError } from '../core/errors.js';
 import { badModel, int64, type Int64, type TensorProto } from './proto.js';
 import { elemTypeOf, hostTensor, numelOf, type ElemType, type HostTensor } from './host-tensor.js';
 
@@ -41,9 +42,11 @@ export function tensorFromProto(t: TensorProto, src: TensorSource = {}): HostTen
   const n = numelOf(dims);
   const width = BYTES[type];
   if (width === undefined) {
-    throw badModel('dtype', `tensor '${name}' has element type ${type}, which Tandem does not load`, {
-      dtype: type,
-    });
+    throw new TandemError(
+      'TANDEM_ERR_UNSUPPORTED',
+      `onnx: tensor '${name}' has element type ${type}, which Tandem does not load`,
+      { dtype: type },
+    );
   }
   if (t.dataLocation === 1) {
     const bytes = readExternal(t, name, n * width, src);
