@@ -11,6 +11,7 @@ import { REDUCE_OPS } from './reduce/params.js';
 import { UNARY_OPS } from './unary/ops.js';
 import type { ConformanceCase, ValueRange } from './case-types.js';
 import { NN_GROUPS } from './nn-groups.js';
+import { ONNX_GROUPS } from './onnx-groups.js';
 
 export type { CaseArg, ConformanceCase, ValueRange } from './case-types.js';
 
@@ -200,4 +201,5 @@ export const CONFORMANCE_CASES: readonly ConformanceCase[] = [
   ...reduceCases(),
   ...dataMovementCases(),
   ...NN_GROUPS.flatMap((g) => g.cases()),
+  ...ONNX_GROUPS.flatMap((g) => g.cases()),
 ];

@@ -11,6 +11,7 @@ import { reduceReference } from './reduce/reference.js';
 import { scaleReference } from './scale/reference.js';
 import { unaryReference } from './unary/reference.js';
 import { NN_GROUPS } from './nn-groups.js';
+import { ONNX_GROUPS } from './onnx-groups.js';
 
 export const REFERENCES: Readonly<Record<string, ReferenceFn>> = {
   gemm: gemmReference,
@@ -24,4 +25,5 @@ export const REFERENCES: Readonly<Record<string, ReferenceFn>> = {
   cast: castReference,
   noop: noopReference,
   ...Object.fromEntries(NN_GROUPS.flatMap((g) => Object.entries(g.references))),
+  ...Object.fromEntries(ONNX_GROUPS.flatMap((g) => Object.entries(g.references))),
 };

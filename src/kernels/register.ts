@@ -61,6 +61,7 @@ import { syrkCuda } from './syrk/cuda.js';
 import { WORKLOAD_KERNEL_DEFS, WORKLOAD_KERNEL_IMPLS } from './workloads-table.js';
 // Deep-learning ops (issue 15): src/kernels/nn/<group>.ts
 import { NN_GROUPS } from './nn-groups.js';
+import { ONNX_GROUPS } from './onnx-groups.js';
 
 export const KERNEL_DEFS: KernelDef[] = [
   gemmDef,
@@ -78,6 +79,7 @@ export const KERNEL_DEFS: KernelDef[] = [
   syrkDef,
   ...WORKLOAD_KERNEL_DEFS,
   ...NN_GROUPS.flatMap((g) => g.defs),
+  ...ONNX_GROUPS.flatMap((g) => g.defs),
 ];
 
 export const KERNEL_IMPLS: KernelImplEntry[] = [
@@ -119,6 +121,7 @@ export const KERNEL_IMPLS: KernelImplEntry[] = [
   { op: 'syrk', backend: 'cuda', impl: syrkCuda },
   ...WORKLOAD_KERNEL_IMPLS,
   ...NN_GROUPS.flatMap((g) => g.impls),
+  ...ONNX_GROUPS.flatMap((g) => g.impls),
 ];
 
 // Simulated devices (src/devices/sim) run the CPU implementations on their own memory node.

@@ -1,0 +1,110 @@
+/** The element-wise ONNX ops as an op group, with their conformance cases. */
+import type { DType } from '../../core/dtype.js';
+import type { ConformanceCase, ValueRange } from '../case-types.js';
+import { elementTolerance, FLOAT_DTYPES, type OnnxOpGroup } from './common.js';
+import {
+  onnxBinaryCpu,
+  onnxBinaryCuda,
+  onnxBinaryDef,
+  onnxBinaryReference,
+  onnxUnaryCpu,
+  onnxUnaryCuda,
+  onnxUnaryDef,
+  onnxUnaryReference,
+} from './elementwise.js';
+import { BINARY_OPS, UNARY_OPS, type UnaryOp } from './elementwise-ops.js';
+import { broadcastShape } from './shapes.js';
+
+/** Same shapes, a trailing vector, two-sided broadcasts, a scalar, a per-channel NCHW operand, rank 6. */
+const BROADCASTS: readonly (readonly [number[], number[]])[] = [
+  [
+    [2, 3, 5],
+    [2, 3, 5],
+  ],
+  [[2, 3, 5], [5]],
+  [
+    [2, 1, 5],
+    [3, 1],
+  ],
+  [[], [3, 4]],
+  [
+    [2, 4, 3, 5],
+    [1, 4, 1, 1],
+  ],
+  [
+    [1, 3, 1, 5],
+    [2, 1, 4, 1],
+  ],
+  [
+    [2, 1, 2, 3, 1, 2],
+    [2, 1, 3, 2, 1],
+  ],
+];
+
+function binaryCases(): ConformanceCase[] {
+  const out: ConformanceCase[] = [];
+  for (const dtype of FLOAT_DTYPES) {
+    for (const op of BINARY_OPS) {
+      for (const [a, b] of BROADCASTS) {
+        const c = broadcastShape('case', a, b);
+        // pow on a negative base with a fractional exponent is NaN everywhere; keep the base positive.
+        const range: ValueRange = op === 'pow' ? 'positive' : 'signed';
+        out.push({
+          name: `onnx_binary ${op} ${dtype} [${a.join(',')}] [${b.join(',')}]`,
+          op: 'onnx_binary',
+          args: { a: { shape: a, dtype, range }, b: { shape: b, dtype }, c: { shape: c, dtype } },
+          scalars: { op },
+          ...elementTolerance(dtype, op === 'pow' ? 8 : 2),
+        });
+      }
+    }
+  }
+  return out;
+}
+
+/** Scalars that make each op's case meaningful (ONNX's defaults otherwise). */
+const UNARY_SCALARS: Partial<Record<UnaryOp, Record<string, number>>> = {
+  leaky_relu: { alpha: 0.1 },
+  hard_sigmoid: { alpha: 1 / 6, beta: 0.5 },
+  clip: { min: -0.5, max: 0.75 },
+  elu: { alpha: 0.7 },
+};
+
+const POSITIVE_ONLY: readonly UnaryOp[] = ['sqrt', 'log'];
+/** Ops whose inputs should reach the bends of the function (hard_sigmoid saturates at ±3). */
+const WIDE: readonly UnaryOp[] = ['hard_sigmoid', 'hard_swish'];
+
+function unaryCases(): ConformanceCase[] {
+  const out: ConformanceCase[] = [];
+  for (const dtype of FLOAT_DTYPES) {
+    for (const op of UNARY_OPS) {
+      const range: ValueRange = POSITIVE_ONLY.includes(op)
+        ? 'positive'
+        : WIDE.includes(op)
+          ? 'wide'
+          : 'signed';
+      const shape = [3, 5, 7];
+      out.push({
+        name: `onnx_unary ${op} ${dtype}`,
+        op: 'onnx_unary',
+        args: { x: { shape, dtype, range }, y: { shape, dtype } },
+        scalars: { op, ...UNARY_SCALARS[op] },
+        ...elementTolerance(dtype as DType, dtype === 'f64' ? 16 : 4),
+      });
+    }
+  }
+  return out;
+}
+
+export const onnxElementwiseGroup: OnnxOpGroup = {
+  name: 'onnx-elementwise',
+  defs: [onnxBinaryDef, onnxUnaryDef],
+  impls: [
+    { op: 'onnx_binary', backend: 'cpu', impl: onnxBinaryCpu },
+    { op: 'onnx_unary', backend: 'cpu', impl: onnxUnaryCpu },
+    { op: 'onnx_binary', backend: 'cuda', impl: onnxBinaryCuda },
+    { op: 'onnx_unary', backend: 'cuda', impl: onnxUnaryCuda },
+  ],
+  references: { onnx_binary: onnxBinaryReference, onnx_unary: onnxUnaryReference },
+  cases: () => [...binaryCases(), ...unaryCases()],
+};

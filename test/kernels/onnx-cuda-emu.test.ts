@@ -1,0 +1,61 @@
+/**
+ * The ONNX kernels' CUDA implementations executed on the host emulator (cuda-emu/: the real program
+ * text, prelude, launch geometry and parameters, one host thread per CUDA thread, ctx.gemm as a
+ * float64-sum GEMM) against the float64 references, through the shared conformance cases. One or two
+ * cases per program and dtype path: compiling each program is most of the time. The GPU itself runs
+ * every case in test/gpu/cuda-conformance.test.ts.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { type HostArray, hostView } from '../../src/core/dtype.js';
+import { numel } from '../../src/core/shape.js';
+import type { CudaKernelImpl, CudaNative } from '../../src/devices/cuda/kernel-api.js';
+import { CONFORMANCE_CASES, type ConformanceCase } from '../../src/kernels/conformance-cases.js';
+import { checkCase, prepareCase } from '../../src/kernels/conformance.js';
+import { KERNEL_IMPLS } from '../../src/kernels/register.js';
+import { defOf } from './cpu-harness.js';
+import { hostCudaUnavailable, runNativeOnHost } from './cuda-emu/host-cuda.js';
+
+const unavailable = hostCudaUnavailable();
+if (unavailable) console.log(`# skip onnx CUDA emulation: ${unavailable}`);
+
+function runOnEmulator(c: ConformanceCase): string[] {
+  const def = defOf(c.op);
+  const prepared = prepareCase(def, c);
+  def.validate(prepared.descs, c.scalars);
+  const impl = KERNEL_IMPLS.find((e) => e.op === c.op && e.backend === 'cuda')!.impl as CudaKernelImpl;
+  const native: CudaNative =
+    impl.kind === 'native' ? impl : { kind: 'native', run: (ctx, args, s) => ctx.launch(impl, args, s) };
+  const descs = def.args.map((s) => prepared.descs[s.name]!);
+  const initial = def.args.map((s) => {
+    const a = prepared.initial[s.name]!;
+    return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+  });
+  const { outputs } = runNativeOnHost(native, descs, initial, c.scalars);
+  const results: Record<string, HostArray> = {};
+  def.args.forEach((s, i) => {
+    const d = descs[i]!;
+    results[s.name] = hostView(d.dtype, outputs[i]!.buffer, outputs[i]!.byteOffset, numel(d.shape));
+  });
+  return checkCase(c, prepared, results);
+}
+
+/** Exact case names: each CUDA program once in f32, its broadcast/index paths, and a 16-bit dtype. */
+const PICKED = [
+  'onnx_binary add f32 [2,3,5] [2,3,5]',
+  'onnx_binary mul f32 [1,3,1,5] [2,1,4,1]',
+  'onnx_binary max bf16 [2,1,2,3,1,2] [2,1,3,2,1]',
+  'onnx_unary hard_swish f32',
+  'onnx_unary clip f16',
+  'onnx_unary gelu f64',
+];
+const cases = PICKED.map((name) => CONFORMANCE_CASES.find((c) => c.name === name));
+
+void describe('onnx kernels on the CUDA host emulator', { skip: unavailable ?? false }, () => {
+  void it('finds every picked case', () =>
+    assert.deepEqual(
+      cases.map((c) => c?.name),
+      PICKED,
+    ));
+  for (const c of cases) if (c) void it(c.name, () => assert.deepEqual(runOnEmulator(c), []));
+});
