@@ -39,12 +39,16 @@ export interface OutputTensor {
 }
 
 const MAX_CACHED_PLANS = 16;
+/** Float inputs up to this many elements are known to the planner too (and key its cache). */
+const HOST_KNOWN_FLOATS = 16;
 
 export class OnnxExecutor {
   private readonly plans = new Map<string, Plan>();
   /** Device copies of constant values by name, per compute dtype. */
   private readonly weights = new Map<string, Tensor>();
   private closed = false;
+  /** Device steps of the last run's plan (0: everything was folded on the host). */
+  lastPlanSteps = 0;
 
   constructor(
     readonly model: OnnxModel,
@@ -61,7 +65,7 @@ export class OnnxExecutor {
   plan(inputs: ReadonlyMap<string, BoundInput>): Plan {
     const key = [...inputs]
       .map(
-        ([k, v]) => `${k}:${v.type}:${v.dims.join('x')}:${v.host ? Array.from(v.host.data).join(',') : ''}`,
+        ([k, v]) => `${k}:${v.type}:${v.dims.join('x')}:${v.host ? Array.from(v.host.data).join(',') : '-'}`,
       )
       .join('|');
     let p = this.plans.get(key);
@@ -80,15 +84,18 @@ export class OnnxExecutor {
     if (this.closed) throw new TandemError('TANDEM_ERR_CLOSED', 'onnx: the model has been unloaded');
     const floatDType = opts.floatDType ?? 'f32';
     const bound = new Map<string, BoundInput>();
-    const floatFeeds = new Map<string, HostTensor>();
+    const feedTensors = new Map<string, HostTensor>();
     for (const [name, f] of Object.entries(feeds)) {
       const info = this.model.inputs.find((v) => v.name === name);
       const type = f.type ?? info?.type ?? 'float';
       const t = hostTensor(type, f.dims, f.data);
-      bound.set(name, { type, dims: t.dims, host: isFloatType(type) ? undefined : t });
-      if (isFloatType(type)) floatFeeds.set(name, t);
+      // Small inputs are also known to the planner (Resize scales or Clip bounds given as inputs);
+      // large float data only goes to the device.
+      bound.set(name, { type, dims: t.dims, host: isFloatType(type) && t.data.length > HOST_KNOWN_FLOATS ? undefined : t });
+      feedTensors.set(name, t);
     }
     const plan = this.plan(bound);
+    this.lastPlanSteps = plan.steps.length;
     const live = new Map<string, Tensor>();
     const outputs = new Set(this.model.outputs.map((o) => o.name));
     const dtypeOf = (t: ElemType): DType =>
@@ -96,7 +103,8 @@ export class OnnxExecutor {
     const deviceTensor = (name: string, v: PlannedValue): Tensor => {
       const have = live.get(name) ?? (v.constant ? this.weights.get(`${floatDType}:${name}`) : undefined);
       if (have) return have;
-      const host = v.host ?? floatFeeds.get(name);
+      // Graph inputs come from this run's feeds (the cached plan holds the first run's values).
+      const host = feedTensors.get(name) ?? v.host;
       if (!host) throw new TandemError('TANDEM_ERR_INTERNAL', `onnx: value '${name}' has no producer`);
       const t = this.rt.tensor(v.dims, dtypeOf(v.type), toDevice(host, dtypeOf(v.type)));
       if (v.constant) this.weights.set(`${floatDType}:${name}`, t);

@@ -6,7 +6,7 @@
  */
 import { TandemError } from '../core/errors.js';
 import { Attrs } from './attributes.js';
-import { isFloatType, numelOf, type ElemType, type HostTensor } from './host-tensor.js';
+import { isFloatType, type ElemType, type HostTensor } from './host-tensor.js';
 import type { OnnxModel, OnnxNode } from './model.js';
 import { opImpl } from './ops/table.js';
 import type { OpCall, OpImpl, ValueMeta } from './ops/types.js';
@@ -112,13 +112,10 @@ export function bindPlan(
     const present = ins.filter((v): v is PlannedValue => v !== undefined);
     const allHost = present.every((v) => v.host !== undefined);
     const constant = present.every((v) => v.constant);
-    if (
-      allHost &&
-      (opts.foldAll ||
-        !impl.lower ||
-        constant ||
-        present.every((v) => !isFloatType(v.type) || numelOf(v.dims) <= 64))
-    ) {
+    // Folded on the host: nodes whose inputs are all known there and that have no kernel, depend on
+    // no graph input (weights), or carry no float data (shape arithmetic); Shape and Size read dims only.
+    const floatIn = present.some((v) => isFloatType(v.type));
+    if (opts.foldAll || impl.shapeOnly || (allHost && (!impl.lower || constant || !floatIn))) {
       const outs = impl.evaluate(
         call,
         ins.map((v) => v?.host),

@@ -219,14 +219,26 @@ function binaryImpl(op: string): OpImpl {
         : (c, t, outs) => {
             const n = c.inputs.length;
             if (n === 1) return t.submit('copy', { x: t.input(0), y: t.output(0) });
+            const y = t.output(0);
+            if (y.dtype !== 'f32' && y.dtype !== 'f64' && y.dtype !== 'f16' && y.dtype !== 'bf16') {
+              throw fail(c, `integer ${op} on device data is not supported (only on values known before the run)`, 'TANDEM_ERR_UNSUPPORTED');
+            }
+            // Mixed operand types (Pow's integer exponent): cast to the output's dtype first.
+            const operand = (i: number) => {
+              const x = t.input(i);
+              if (x.dtype === y.dtype) return x;
+              const cast = t.scratch(x.shape, y);
+              t.submit('cast', { x, y: cast });
+              return cast;
+            };
             // Pairwise left to right; intermediate results broadcast as far as the inputs so far.
-            let acc = t.input(0);
+            let acc = operand(0);
             let dims = inp(c, 0).dims;
             for (let i = 1; i < n; i++) {
               dims = broadcastDims(c, dims, inp(c, i).dims);
               const last = i === n - 1 && op !== 'Mean';
-              const out = last ? t.output(0) : t.scratch(dims, t.output(0));
-              t.submit('onnx_binary', { a: acc, b: t.input(i), c: out }, { op: kernelOp });
+              const out = last ? y : t.scratch(dims, y);
+              t.submit('onnx_binary', { a: acc, b: operand(i), c: out }, { op: kernelOp });
               acc = out;
             }
             if (op === 'Mean') {

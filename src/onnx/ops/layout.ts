@@ -343,6 +343,7 @@ const expandImpl: OpImpl = {
 };
 
 const shapeImpl: OpImpl = {
+  shapeOnly: true,
   infer: (c) => [{ type: 'int64', dims: [shapeSlice(c).length] }],
   evaluate: (c) => [make('int64', [shapeSlice(c).length], shapeSlice(c))],
 };
@@ -355,6 +356,7 @@ function shapeSlice(c: OpCall): number[] {
 }
 
 const sizeImpl: OpImpl = {
+  shapeOnly: true,
   infer: () => [{ type: 'int64', dims: [] }],
   evaluate: (c) => [make('int64', [], [numelOf(inp(c, 0).dims)])],
 };

@@ -49,5 +49,7 @@ export interface OpImpl {
   evaluate(c: OpCall, x: ReadonlyArray<HostTensor | undefined>): HostTensor[];
   /** Inputs that must be known on the host (shapes, axes, pads ...): index list. */
   readonly hostInputs?: readonly number[];
+  /** Reads only its inputs' dims (Shape, Size): always evaluated on the host. */
+  readonly shapeOnly?: boolean;
   lower?(c: OpCall, t: LowerTarget, outs: readonly OutSpec[]): void;
 }
