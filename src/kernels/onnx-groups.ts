@@ -1,5 +1,7 @@
 /** Every ONNX kernel group (issue 17), each in src/kernels/onnx/<group>-group.ts; see docs/onnx-kernels.md. */
-import type { OpGroup } from './nn/op-group.js';
+import type { OnnxOpGroup } from './onnx/common.js';
+import { onnxConvGroup } from './onnx/conv-group.js';
 import { onnxElementwiseGroup } from './onnx/elementwise-group.js';
+import { onnxNormGroup } from './onnx/norm-group.js';
 
-export const ONNX_GROUPS: readonly OpGroup[] = [onnxElementwiseGroup];
+export const ONNX_GROUPS: readonly OnnxOpGroup[] = [onnxElementwiseGroup, onnxConvGroup, onnxNormGroup];

@@ -48,6 +48,15 @@ const PICKED = [
   'onnx_unary hard_swish f32',
   'onnx_unary clip f16',
   'onnx_unary gelu f64',
+  'onnx_conv f32 dense 3x3 s2 p1',
+  'onnx_conv f64 pointwise 1x1',
+  'onnx_conv f16 depthwise 5x5 s2 p2',
+  'onnx_conv f32 grouped dilated asymmetric',
+  'onnx_conv_transpose f32 3x3 s2 p1 op1 g2 d1x2',
+  'onnx_pool f32 avg 3x3 s2 p1 ceil include-pad',
+  'onnx_pool bf16 max 2x3 s2 d2 ceil',
+  'onnx_global_pool avg f32 [1,4,300]',
+  'onnx_global_pool max f16 [2,3,5,7]',
 ];
 const cases = PICKED.map((name) => CONFORMANCE_CASES.find((c) => c.name === name));
 

@@ -163,3 +163,35 @@ export interface OnnxOpGroup {
   readonly references: Readonly<Record<string, ReferenceFn>>;
   cases(): ConformanceCase[];
 }
+
+/**
+ * CUDA source: block-wide sum and NaN-propagating max over 256 threads through shared memory `sh`
+ * (256 elements of T). Every thread gets the result; each call ends with a barrier so `sh` can be reused.
+ */
+export const CUDA_BLOCK_REDUCE = `
+template <typename T> static __device__ T block_sum(T v, T* sh) {
+  sh[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = 128; s > 0; s >>= 1) {
+    if (threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];
+    __syncthreads();
+  }
+  T r = sh[0];
+  __syncthreads();
+  return r;
+}
+template <typename T> static __device__ T block_max(T v, T* sh) {
+  sh[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = 128; s > 0; s >>= 1) {
+    if (threadIdx.x < s) {
+      T a = sh[threadIdx.x], b = sh[threadIdx.x + s];
+      sh[threadIdx.x] = (a != a || b != b) ? a + b : (a > b ? a : b);
+    }
+    __syncthreads();
+  }
+  T r = sh[0];
+  __syncthreads();
+  return r;
+}
+`;

@@ -1,0 +1,230 @@
+/** Convolution and pooling ONNX ops as an op group, with their conformance cases. */
+import type { DType } from '../../core/dtype.js';
+import type { Scalars } from '../../devices/device.js';
+import type { ConformanceCase } from '../case-types.js';
+import { FLOAT_DTYPES, type OnnxOpGroup, sumTolerance } from './common.js';
+import {
+  onnxConvCpu,
+  onnxConvDef,
+  onnxConvReference,
+  onnxConvTransposeCpu,
+  onnxConvTransposeDef,
+  onnxConvTransposeReference,
+} from './conv.js';
+import { onnxConvCuda, onnxConvTransposeCuda } from './conv-cuda.js';
+import {
+  onnxGlobalPoolCpu,
+  onnxGlobalPoolCuda,
+  onnxGlobalPoolDef,
+  onnxGlobalPoolReference,
+  onnxPoolCpu,
+  onnxPoolCuda,
+  onnxPoolDef,
+  onnxPoolReference,
+} from './pool.js';
+import {
+  convOutputShape,
+  convTransposeOutputShape,
+  fixedIntList,
+  poolOutputShape,
+  window2d,
+} from './shapes.js';
+
+interface ConvCase {
+  readonly label: string;
+  readonly x: readonly [number, number, number, number];
+  /** O, kh, kw (the weight's channel count follows from x and group). */
+  readonly o: number;
+  readonly k: readonly [number, number];
+  readonly scalars: Scalars;
+}
+
+/**
+ * PaddleOCR's layer kinds (dense 3x3 stride 2, depthwise 5x5, pointwise 1x1, strides 2x1 and 1x2) plus
+ * grouped, dilated and asymmetrically padded ones, and one too small for the CUDA GEMM path.
+ */
+const CONVS: readonly ConvCase[] = [
+  {
+    label: 'dense 3x3 s2 p1',
+    x: [2, 3, 9, 8],
+    o: 4,
+    k: [3, 3],
+    scalars: { strides: '2,2', pads: '1,1,1,1' },
+  },
+  { label: 'pointwise 1x1', x: [2, 6, 5, 7], o: 5, k: [1, 1], scalars: {} },
+  {
+    label: 'depthwise 5x5 s2 p2',
+    x: [2, 4, 9, 7],
+    o: 4,
+    k: [5, 5],
+    scalars: { group: 4, strides: '2,2', pads: '2,2,2,2' },
+  },
+  {
+    label: 'depthwise 3x3 s2x1',
+    x: [1, 3, 8, 6],
+    o: 3,
+    k: [3, 3],
+    scalars: { group: 3, strides: '2,1', pads: '1,1,1,1' },
+  },
+  {
+    label: 'grouped dilated asymmetric',
+    x: [2, 4, 9, 10],
+    o: 6,
+    k: [3, 2],
+    scalars: { group: 2, strides: '1,2', dilations: '2,1', pads: '0,1,2,1' },
+  },
+  { label: 'one channel 3x3 (direct)', x: [2, 1, 6, 5], o: 3, k: [3, 3], scalars: { pads: '1,0,1,0' } },
+];
+
+const CONV_TRANSPOSES: readonly ConvCase[] = [
+  { label: '2x2 s2', x: [2, 4, 5, 6], o: 3, k: [2, 2], scalars: { strides: '2,2' } },
+  {
+    label: '3x3 s2 p1 op1 g2 d1x2',
+    x: [1, 4, 4, 5],
+    o: 6,
+    k: [3, 3],
+    scalars: { group: 2, strides: '2,2', pads: '1,1,1,0', outputPadding: '1,1', dilations: '1,2' },
+  },
+];
+
+function convCases(): ConformanceCase[] {
+  const out: ConformanceCase[] = [];
+  for (const dtype of FLOAT_DTYPES) {
+    for (const s of CONVS) {
+      const group = Number(s.scalars['group'] ?? 1);
+      const w = [s.o, s.x[1] / group, ...s.k];
+      const y = convOutputShape('case', s.x, w, window2d('case', s.scalars, s.k[0], s.k[1]));
+      out.push({
+        name: `onnx_conv ${dtype} ${s.label}`,
+        op: 'onnx_conv',
+        args: {
+          x: { shape: s.x, dtype },
+          w: { shape: w, dtype },
+          b: { shape: [s.o], dtype },
+          y: { shape: y, dtype },
+        },
+        scalars: s.scalars,
+        ...sumTolerance(dtype, w[1]! * s.k[0] * s.k[1] + 1),
+      });
+    }
+    for (const s of CONV_TRANSPOSES) {
+      const group = Number(s.scalars['group'] ?? 1);
+      const w = [s.x[1], s.o / group, ...s.k];
+      const win = window2d('case', s.scalars, s.k[0], s.k[1]);
+      const outputPadding = fixedIntList('case', s.scalars, 'outputPadding', 2, 0, [0, 0]);
+      const y = convTransposeOutputShape('case', s.x, w, group, win, outputPadding);
+      out.push({
+        name: `onnx_conv_transpose ${dtype} ${s.label}`,
+        op: 'onnx_conv_transpose',
+        args: {
+          x: { shape: s.x, dtype },
+          w: { shape: w, dtype },
+          b: { shape: [s.o], dtype },
+          y: { shape: y, dtype },
+        },
+        scalars: s.scalars,
+        ...sumTolerance(dtype, (s.x[1] / group) * s.k[0] * s.k[1] + 1),
+      });
+    }
+  }
+  return out;
+}
+
+interface PoolCase {
+  readonly label: string;
+  readonly x: readonly [number, number, number, number];
+  readonly scalars: Scalars & { kernel: string };
+}
+
+/** PaddleOCR-rec's 3x2 stride 3x2 average pool; padded, dilated, ceil-mode windows of both kinds. */
+const POOLS: readonly PoolCase[] = [
+  {
+    label: 'max 3x3 s2 p1',
+    x: [2, 3, 9, 8],
+    scalars: { op: 'max', kernel: '3,3', strides: '2,2', pads: '1,1,1,1' },
+  },
+  { label: 'avg 3x2 s3x2', x: [2, 4, 9, 10], scalars: { op: 'avg', kernel: '3,2', strides: '3,2' } },
+  {
+    label: 'avg 3x3 s2 p1 ceil include-pad',
+    x: [1, 3, 8, 7],
+    scalars: {
+      op: 'avg',
+      kernel: '3,3',
+      strides: '2,2',
+      pads: '1,1,1,1',
+      ceilMode: true,
+      countIncludePad: true,
+    },
+  },
+  {
+    label: 'avg 3x3 s2 p(1,0,0,1) ceil',
+    x: [1, 2, 8, 9],
+    scalars: { op: 'avg', kernel: '3,3', strides: '2,2', pads: '1,0,0,1', ceilMode: true },
+  },
+  {
+    label: 'max 2x3 s2 d2 ceil',
+    x: [2, 2, 9, 10],
+    scalars: { op: 'max', kernel: '2,3', strides: '2,2', dilations: '2,2', ceilMode: true },
+  },
+];
+
+function poolCases(): ConformanceCase[] {
+  const out: ConformanceCase[] = [];
+  for (const dtype of FLOAT_DTYPES) {
+    for (const s of POOLS) {
+      const [kh, kw] = fixedIntList('case', s.scalars, 'kernel', 2, 1, []) as [number, number];
+      const y = poolOutputShape(
+        'case',
+        s.x,
+        window2d('case', s.scalars, kh, kw),
+        s.scalars['ceilMode'] === true,
+      );
+      out.push({
+        name: `onnx_pool ${dtype} ${s.label}`,
+        op: 'onnx_pool',
+        args: { x: { shape: s.x, dtype }, y: { shape: y, dtype } },
+        scalars: s.scalars,
+        ...(s.scalars.op === 'max' ? { rtol: 0, atol: 0 } : sumTolerance(dtype, kh * kw)),
+      });
+    }
+    for (const op of ['avg', 'max']) {
+      for (const x of [
+        [2, 3, 5, 7],
+        [1, 4, 300],
+      ]) {
+        const y = [x[0]!, x[1]!, ...x.slice(2).map(() => 1)];
+        const size = x.slice(2).reduce((a, b) => a * b, 1);
+        out.push({
+          name: `onnx_global_pool ${op} ${dtype as DType} [${x.join(',')}]`,
+          op: 'onnx_global_pool',
+          args: { x: { shape: x, dtype }, y: { shape: y, dtype } },
+          scalars: { op },
+          ...(op === 'max' ? { rtol: 0, atol: 0 } : sumTolerance(dtype, size)),
+        });
+      }
+    }
+  }
+  return out;
+}
+
+export const onnxConvGroup: OnnxOpGroup = {
+  name: 'onnx-conv',
+  defs: [onnxConvDef, onnxConvTransposeDef, onnxPoolDef, onnxGlobalPoolDef],
+  impls: [
+    { op: 'onnx_conv', backend: 'cpu', impl: onnxConvCpu },
+    { op: 'onnx_conv_transpose', backend: 'cpu', impl: onnxConvTransposeCpu },
+    { op: 'onnx_pool', backend: 'cpu', impl: onnxPoolCpu },
+    { op: 'onnx_global_pool', backend: 'cpu', impl: onnxGlobalPoolCpu },
+    { op: 'onnx_conv', backend: 'cuda', impl: onnxConvCuda },
+    { op: 'onnx_conv_transpose', backend: 'cuda', impl: onnxConvTransposeCuda },
+    { op: 'onnx_pool', backend: 'cuda', impl: onnxPoolCuda },
+    { op: 'onnx_global_pool', backend: 'cuda', impl: onnxGlobalPoolCuda },
+  ],
+  references: {
+    onnx_conv: onnxConvReference,
+    onnx_conv_transpose: onnxConvTransposeReference,
+    onnx_pool: onnxPoolReference,
+    onnx_global_pool: onnxGlobalPoolReference,
+  },
+  cases: () => [...convCases(), ...poolCases()],
+};

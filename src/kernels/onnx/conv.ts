@@ -1,0 +1,278 @@
+/**
+ * onnx_conv and onnx_conv_transpose: ONNX's 2-d Conv (groups, dilations, asymmetric pads, strides) and
+ * ConvTranspose. Definitions, float64 references and CPU kernels; CUDA in conv-cuda.ts.
+ */
+import { TandemError } from '../../core/errors.js';
+import type { CpuArg, CpuKernel } from '../../devices/cpu/kernel-api.js';
+import type { Scalars } from '../../devices/device.js';
+import { type FloatArray, floatCopyOf, isHalf, storeFloat } from '../common/cpu-float.js';
+import type { ReferenceFn } from '../common/reference.js';
+import { intScalar } from '../common/scalars.js';
+import { floatGemm } from '../gemm/cpu.js';
+import { type ArgDescs, FLOAT_DTYPES, onnxDef, requireDTypes } from './common.js';
+import {
+  convOutputShape,
+  convTransposeOutputShape,
+  fixedIntList,
+  requireRank,
+  requireShape,
+  type Window2d,
+  window2d,
+} from './shapes.js';
+
+/** Everything a conv kernel indexes with. For ConvTranspose c/h/w are x's and o/ho/wo y's as well. */
+export interface ConvGeometry extends Window2d {
+  readonly n: number;
+  readonly c: number;
+  readonly h: number;
+  readonly w: number;
+  readonly o: number;
+  readonly group: number;
+  /** Input channels per group. */
+  readonly cg: number;
+  /** Output channels per group. */
+  readonly og: number;
+  readonly ho: number;
+  readonly wo: number;
+}
+
+const CONV_SCALARS = ['group', 'strides', 'pads', 'dilations'];
+
+function groupOf(op: string, scalars: Scalars): number {
+  const group = intScalar(op, scalars, 'group', 1);
+  if (group < 1) {
+    throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `${op}: scalar "group" must be ≥ 1`, {
+      op,
+      scalar: 'group',
+    });
+  }
+  return group;
+}
+
+function shapeError(op: string, message: string): TandemError {
+  return new TandemError('TANDEM_ERR_SHAPE', `${op}: ${message}`, { op });
+}
+
+/** Checks a conv call and returns its geometry (x [N,C,H,W], w [O,C/g,kh,kw], b [O], y). */
+export function convGeometry(op: string, args: ArgDescs, scalars: Scalars): ConvGeometry {
+  for (const name of ['x', 'w', 'y']) requireRank(op, name, args[name]!.shape, 4, 4);
+  const [n, c, h, w] = args.x!.shape as [number, number, number, number];
+  const [o, cg, kh, kw] = args.w!.shape as [number, number, number, number];
+  const group = groupOf(op, scalars);
+  if (c % group !== 0 || o % group !== 0 || cg !== c / group) {
+    throw shapeError(
+      op,
+      `x has ${c} channels, w is [${o},${cg},…], group ${group}: need C = ${cg}·group and O % group = 0`,
+    );
+  }
+  const win = window2d(op, scalars, kh, kw);
+  const y = convOutputShape(op, args.x!.shape, args.w!.shape, win);
+  requireShape(op, 'y', args.y!.shape, y);
+  requireShape(op, 'b', args.b!.shape, [o]);
+  return { ...win, n, c, h, w, o, group, cg, og: o / group, ho: y[2]!, wo: y[3]! };
+}
+
+/** Checks a conv-transpose call (x [N,C,H,W], w [C,O/g,kh,kw], b [O], y) and returns its geometry. */
+export function convTransposeGeometry(op: string, args: ArgDescs, scalars: Scalars): ConvGeometry {
+  for (const name of ['x', 'w', 'y']) requireRank(op, name, args[name]!.shape, 4, 4);
+  const [n, c, h, w] = args.x!.shape as [number, number, number, number];
+  const [wc, og, kh, kw] = args.w!.shape as [number, number, number, number];
+  const group = groupOf(op, scalars);
+  if (wc !== c || c % group !== 0) {
+    throw shapeError(
+      op,
+      `x has ${c} channels, w is [${wc},${og},…], group ${group}: need w[0] = C and C % group = 0`,
+    );
+  }
+  const win = window2d(op, scalars, kh, kw);
+  const outputPadding = fixedIntList(op, scalars, 'outputPadding', 2, 0, [0, 0]);
+  const y = convTransposeOutputShape(op, args.x!.shape, args.w!.shape, group, win, outputPadding);
+  requireShape(op, 'y', args.y!.shape, y);
+  requireShape(op, 'b', args.b!.shape, [y[1]!]);
+  return { ...win, n, c, h, w, o: y[1]!, group, cg: c / group, og, ho: y[2]!, wo: y[3]! };
+}
+
+const CONV_ARGS = [
+  ['x', 'r'],
+  ['w', 'r'],
+  ['b', 'r'],
+  ['y', 'w'],
+] as const;
+
+export const onnxConvDef = onnxDef(
+  'onnx_conv',
+  CONV_ARGS,
+  CONV_SCALARS,
+  (args, scalars) => {
+    requireDTypes('onnx_conv', args, ['x', 'w', 'b', 'y'], FLOAT_DTYPES);
+    convGeometry('onnx_conv', args, scalars);
+  },
+  (args, scalars) => convCost(convGeometry('onnx_conv', args, scalars), args),
+);
+
+export const onnxConvTransposeDef = onnxDef(
+  'onnx_conv_transpose',
+  CONV_ARGS,
+  [...CONV_SCALARS, 'outputPadding'],
+  (args, scalars) => {
+    requireDTypes('onnx_conv_transpose', args, ['x', 'w', 'b', 'y'], FLOAT_DTYPES);
+    convTransposeGeometry('onnx_conv_transpose', args, scalars);
+  },
+  (args, scalars) => convCost(convTransposeGeometry('onnx_conv_transpose', args, scalars), args),
+);
+
+function convCost(g: ConvGeometry, args: ArgDescs) {
+  const flops = 2 * g.n * g.o * g.ho * g.wo * g.cg * g.kh * g.kw;
+  return { flops, bytes: args.x!.bytes + args.w!.bytes + args.b!.bytes + args.y!.bytes };
+}
+
+/** y[n,o,oh,ow] = b[o] + Σ x[n, gi·cg + ci, oh·sh − top + i·dh, ow·sw − left + j·dw]·w[o, ci, i, j]. */
+export const onnxConvReference: ReferenceFn = (args, scalars) => {
+  const descs = Object.fromEntries(Object.entries(args).map(([k, v]) => [k, v.desc]));
+  const g = convGeometry('onnx_conv', descs, scalars);
+  const [x, w, b] = [args.x!.values, args.w!.values, args.b!.values];
+  const y = new Float64Array(g.n * g.o * g.ho * g.wo);
+  let at = 0;
+  for (let n = 0; n < g.n; n++)
+    for (let o = 0; o < g.o; o++) {
+      const c0 = Math.floor(o / g.og) * g.cg;
+      for (let oh = 0; oh < g.ho; oh++)
+        for (let ow = 0; ow < g.wo; ow++) {
+          let s = b[o]!;
+          for (let ci = 0; ci < g.cg; ci++)
+            for (let i = 0; i < g.kh; i++) {
+              const ih = oh * g.sh - g.pads[0] + i * g.dh;
+              if (ih < 0 || ih >= g.h) continue;
+              for (let j = 0; j < g.kw; j++) {
+                const iw = ow * g.sw - g.pads[1] + j * g.dw;
+                if (iw < 0 || iw >= g.w) continue;
+                s +=
+                  x[((n * g.c + c0 + ci) * g.h + ih) * g.w + iw]! *
+                  w[((o * g.cg + ci) * g.kh + i) * g.kw + j]!;
+              }
+            }
+          y[at++] = s;
+        }
+    }
+  return { y };
+};
+
+/**
+ * y[n,o,oh,ow] = b[o] + Σ x[n, c, ih, iw]·w[c, o − gi·og, i, j] over the (c, i, j) of o's group with
+ * ih·sh + i·dh = oh + top (and alike for w): each input spreads a kernel-sized patch, gathered here.
+ */
+export const onnxConvTransposeReference: ReferenceFn = (args, scalars) => {
+  const descs = Object.fromEntries(Object.entries(args).map(([k, v]) => [k, v.desc]));
+  const g = convTransposeGeometry('onnx_conv_transpose', descs, scalars);
+  const [x, w, b] = [args.x!.values, args.w!.values, args.b!.values];
+  const y = new Float64Array(g.n * g.o * g.ho * g.wo);
+  let at = 0;
+  for (let n = 0; n < g.n; n++)
+    for (let o = 0; o < g.o; o++) {
+      const gi = Math.floor(o / g.og);
+      for (let oh = 0; oh < g.ho; oh++)
+        for (let ow = 0; ow < g.wo; ow++) {
+          let s = b[o]!;
+          for (let ci = 0; ci < g.cg; ci++) {
+            const c = gi * g.cg + ci;
+            for (let i = 0; i < g.kh; i++) {
+              const th = oh + g.pads[0] - i * g.dh;
+              if (th < 0 || th % g.sh !== 0 || th / g.sh >= g.h) continue;
+              for (let j = 0; j < g.kw; j++) {
+                const tw = ow + g.pads[1] - j * g.dw;
+                if (tw < 0 || tw % g.sw !== 0 || tw / g.sw >= g.w) continue;
+                s +=
+                  x[((n * g.c + c) * g.h + th / g.sh) * g.w + tw / g.sw]! *
+                  w[((c * g.og + (o - gi * g.og)) * g.kh + i) * g.kw + j]!;
+              }
+            }
+          }
+          y[at++] = s;
+        }
+    }
+  return { y };
+};
+
+/** Columns of image n, group gi: col[(ci·kh + i)·kw + j][oh·wo + ow], zeros where the window is in the padding. */
+function im2col(g: ConvGeometry, x: FloatArray, n: number, gi: number, col: FloatArray): void {
+  const p = g.ho * g.wo;
+  let row = 0;
+  for (let ci = 0; ci < g.cg; ci++) {
+    const plane = (n * g.c + gi * g.cg + ci) * g.h * g.w;
+    for (let i = 0; i < g.kh; i++)
+      for (let j = 0; j < g.kw; j++, row++) {
+        let at = row * p;
+        for (let oh = 0; oh < g.ho; oh++) {
+          const ih = oh * g.sh - g.pads[0] + i * g.dh;
+          if (ih < 0 || ih >= g.h) {
+            col.fill(0, at, at + g.wo);
+            at += g.wo;
+            continue;
+          }
+          const line = plane + ih * g.w;
+          for (let ow = 0; ow < g.wo; ow++) {
+            const iw = ow * g.sw - g.pads[1] + j * g.dw;
+            col[at++] = iw < 0 || iw >= g.w ? 0 : x[line + iw]!;
+          }
+        }
+      }
+  }
+}
+
+/** Per image and group: im2col, then one GEMM of the worker's engine onto y preset to the bias. */
+export const onnxConvCpu: CpuKernel = (args, scalars, ctx) => {
+  const [x, w, b, y] = args as [CpuArg, CpuArg, CpuArg, CpuArg];
+  const descs = { x: x.desc, w: w.desc, b: b.desc, y: y.desc };
+  const g = convGeometry('onnx_conv', descs, scalars);
+  const [xf, wf, bf] = [floatCopyOf(x), floatCopyOf(w), floatCopyOf(b)];
+  const yf = isHalf(y.desc.dtype) ? new Float32Array(y.data.length) : (y.data as FloatArray);
+  const p = g.ho * g.wo;
+  const k = g.cg * g.kh * g.kw;
+  const col = yf instanceof Float64Array ? new Float64Array(k * p) : new Float32Array(k * p);
+  for (let n = 0; n < g.n; n++)
+    for (let gi = 0; gi < g.group; gi++) {
+      im2col(g, xf, n, gi, col);
+      const o0 = gi * g.og;
+      const yg = yf.subarray((n * g.o + o0) * p, (n * g.o + o0 + g.og) * p);
+      for (let o = 0; o < g.og; o++) yg.fill(bf[o0 + o]!, o * p, (o + 1) * p);
+      const wg = wf.subarray(o0 * k, (o0 + g.og) * k);
+      floatGemm(ctx, { transA: false, transB: false, m: g.og, n: p, k, alpha: 1, beta: 1 }, wg, col, yg);
+    }
+  storeFloat(y, yf);
+};
+
+/** The reference's gather, in the working precision (ConvTranspose is rare and small in the target networks). */
+export const onnxConvTransposeCpu: CpuKernel = (args, scalars) => {
+  const [x, w, b, y] = args as [CpuArg, CpuArg, CpuArg, CpuArg];
+  const descs = { x: x.desc, w: w.desc, b: b.desc, y: y.desc };
+  const g = convTransposeGeometry('onnx_conv_transpose', descs, scalars);
+  const [xf, wf, bf] = [floatCopyOf(x), floatCopyOf(w), floatCopyOf(b)];
+  const yf = isHalf(y.desc.dtype) ? new Float32Array(y.data.length) : (y.data as FloatArray);
+  const acc = yf instanceof Float64Array ? new Float64Array(1) : new Float32Array(1);
+  let at = 0;
+  for (let n = 0; n < g.n; n++)
+    for (let o = 0; o < g.o; o++) {
+      const gi = Math.floor(o / g.og);
+      const wo = o - gi * g.og;
+      for (let oh = 0; oh < g.ho; oh++)
+        for (let ow = 0; ow < g.wo; ow++) {
+          acc[0] = bf[o]!;
+          for (let i = 0; i < g.kh; i++) {
+            const th = oh + g.pads[0] - i * g.dh;
+            if (th < 0 || th % g.sh !== 0 || th / g.sh >= g.h) continue;
+            for (let j = 0; j < g.kw; j++) {
+              const tw = ow + g.pads[1] - j * g.dw;
+              if (tw < 0 || tw % g.sw !== 0 || tw / g.sw >= g.w) continue;
+              for (let ci = 0; ci < g.cg; ci++) {
+                const c = gi * g.cg + ci;
+                acc[0] +=
+                  xf[((n * g.c + c) * g.h + th / g.sh) * g.w + tw / g.sw]! *
+                  wf[((c * g.og + wo) * g.kh + i) * g.kw + j]!;
+              }
+            }
+          }
+          yf[at++] = acc[0]!;
+        }
+    }
+  storeFloat(y, yf);
+};
