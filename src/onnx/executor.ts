@@ -91,7 +91,11 @@ export class OnnxExecutor {
       const t = hostTensor(type, f.dims, f.data);
       // Small inputs are also known to the planner (Resize scales or Clip bounds given as inputs);
       // large float data only goes to the device.
-      bound.set(name, { type, dims: t.dims, host: isFloatType(type) && t.data.length > HOST_KNOWN_FLOATS ? undefined : t });
+      bound.set(name, {
+        type,
+        dims: t.dims,
+        host: isFloatType(type) && t.data.length > HOST_KNOWN_FLOATS ? undefined : t,
+      });
       feedTensors.set(name, t);
     }
     const plan = this.plan(bound);

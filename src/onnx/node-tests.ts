@@ -35,14 +35,23 @@ export interface NodeTestSummary {
   readonly outcomes: readonly NodeTestOutcome[];
 }
 
-const UNSUPPORTED_CODES = new Set(['TANDEM_ERR_UNSUPPORTED', 'TANDEM_ERR_UNKNOWN_KERNEL', 'TANDEM_ERR_NO_DEVICE']);
+const UNSUPPORTED_CODES = new Set([
+  'TANDEM_ERR_UNSUPPORTED',
+  'TANDEM_ERR_UNKNOWN_KERNEL',
+  'TANDEM_ERR_NO_DEVICE',
+]);
 
 function codeOf(err: unknown): string {
   return typeof err === 'object' && err !== null && 'code' in err ? String((err as TandemError).code) : '';
 }
 
-export async function runNodeTest(rt: OnnxRuntime, c: NodeTestCase, opts: RunOptions = {}): Promise<NodeTestOutcome> {
-  if (SKIPPED_NODE_TESTS[c.name]) return { name: c.name, status: 'skipped', detail: SKIPPED_NODE_TESTS[c.name]! };
+export async function runNodeTest(
+  rt: OnnxRuntime,
+  c: NodeTestCase,
+  opts: RunOptions = {},
+): Promise<NodeTestOutcome> {
+  if (SKIPPED_NODE_TESTS[c.name])
+    return { name: c.name, status: 'skipped', detail: SKIPPED_NODE_TESTS[c.name]! };
   let exec: OnnxExecutor | undefined;
   try {
     const data = loadNodeTest(c);
@@ -50,31 +59,49 @@ export async function runNodeTest(rt: OnnxRuntime, c: NodeTestCase, opts: RunOpt
     let maxAbs = 0;
     let onDevice = false;
     for (const set of data.sets) {
-      const feeds = Object.fromEntries(Object.entries(set.inputs).map(([k, v]) => [k, { dims: v.dims, data: v.data, type: v.type }]));
+      const feeds = Object.fromEntries(
+        Object.entries(set.inputs).map(([k, v]) => [k, { dims: v.dims, data: v.data, type: v.type }]),
+      );
       const out = await exec.run(feeds, opts);
       onDevice ||= exec.lastPlanSteps > 0;
       for (const [i, o] of data.model.outputs.entries()) {
         const want = set.outputs[i];
         const got = out[o.name];
         if (!want || !got) return { name: c.name, status: 'failed', detail: `output ${o.name} missing` };
-        if (got.dims.join(',') !== want.dims.join(',')) return { name: c.name, status: 'failed', detail: `output ${o.name} has dims [${got.dims.join(', ')}], expected [${want.dims.join(', ')}]` };
+        if (got.dims.join(',') !== want.dims.join(','))
+          return {
+            name: c.name,
+            status: 'failed',
+            detail: `output ${o.name} has dims [${got.dims.join(', ')}], expected [${want.dims.join(', ')}]`,
+          };
         const r = closeTo(got.data, want.data);
         maxAbs = Math.max(maxAbs, r.maxAbs);
-        if (!r.ok) return { name: c.name, status: 'failed', detail: `output ${o.name}[${r.at}] = ${got.data[r.at]}, expected ${want.data[r.at]}`, maxAbs: r.maxAbs };
+        if (!r.ok)
+          return {
+            name: c.name,
+            status: 'failed',
+            detail: `output ${o.name}[${r.at}] = ${got.data[r.at]}, expected ${want.data[r.at]}`,
+            maxAbs: r.maxAbs,
+          };
       }
     }
     return { name: c.name, status: 'passed', detail: onDevice ? 'device' : 'host', maxAbs };
   } catch (err) {
     const code = codeOf(err);
     const msg = err instanceof Error ? err.message : String(err);
-    if (UNSUPPORTED_CODES.has(code)) return { name: c.name, status: 'unsupported', detail: msg.replace(/^TANDEM_ERR_\w+: /, '') };
+    if (UNSUPPORTED_CODES.has(code))
+      return { name: c.name, status: 'unsupported', detail: msg.replace(/^TANDEM_ERR_\w+: /, '') };
     return { name: c.name, status: 'failed', detail: `${code || 'crash'}: ${msg}` };
   } finally {
     exec?.close();
   }
 }
 
-export async function runNodeTests(rt: OnnxRuntime, root: string, opts: RunOptions & { filter?: (name: string) => boolean } = {}): Promise<NodeTestSummary> {
+export async function runNodeTests(
+  rt: OnnxRuntime,
+  root: string,
+  opts: RunOptions & { filter?: (name: string) => boolean } = {},
+): Promise<NodeTestSummary> {
   const outcomes: NodeTestOutcome[] = [];
   for (const c of listNodeTests(root)) {
     if (opts.filter && !opts.filter(c.name)) continue;

@@ -13,6 +13,7 @@ export type NodeProto = onnxProto.onnx.INodeProto;
 export type TensorProto = onnxProto.onnx.ITensorProto;
 export type AttributeProto = onnxProto.onnx.IAttributeProto;
 export type ValueInfoProto = onnxProto.onnx.IValueInfoProto;
+export type ModelProtoFields = onnxProto.onnx.IModelProto;
 
 /** protobufjs gives int64 fields as a number or a Long ({low, high}) depending on the value. */
 export type Int64 = number | { low: number; high: number; unsigned?: boolean } | null | undefined;

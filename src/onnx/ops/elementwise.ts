@@ -221,7 +221,11 @@ function binaryImpl(op: string): OpImpl {
             if (n === 1) return t.submit('copy', { x: t.input(0), y: t.output(0) });
             const y = t.output(0);
             if (y.dtype !== 'f32' && y.dtype !== 'f64' && y.dtype !== 'f16' && y.dtype !== 'bf16') {
-              throw fail(c, `integer ${op} on device data is not supported (only on values known before the run)`, 'TANDEM_ERR_UNSUPPORTED');
+              throw fail(
+                c,
+                `integer ${op} on device data is not supported (only on values known before the run)`,
+                'TANDEM_ERR_UNSUPPORTED',
+              );
             }
             // Mixed operand types (Pow's integer exponent): cast to the output's dtype first.
             const operand = (i: number) => {

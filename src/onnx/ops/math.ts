@@ -428,4 +428,3 @@ export const MATH_OPS: Record<string, OpImpl> = {
   Resize: resizeImpl,
   Upsample: resizeImpl,
 };
-

