@@ -1,7 +1,15 @@
 /** Every ONNX kernel group (issue 17), each in src/kernels/onnx/<group>-group.ts; see docs/onnx-kernels.md. */
 import type { OnnxOpGroup } from './onnx/common.js';
+import { onnxComputeGroup } from './onnx/compute-group.js';
 import { onnxConvGroup } from './onnx/conv-group.js';
 import { onnxElementwiseGroup } from './onnx/elementwise-group.js';
+import { onnxLayoutGroup } from './onnx/layout-group.js';
 import { onnxNormGroup } from './onnx/norm-group.js';
 
-export const ONNX_GROUPS: readonly OnnxOpGroup[] = [onnxElementwiseGroup, onnxConvGroup, onnxNormGroup];
+export const ONNX_GROUPS: readonly OnnxOpGroup[] = [
+  onnxElementwiseGroup,
+  onnxConvGroup,
+  onnxNormGroup,
+  onnxLayoutGroup,
+  onnxComputeGroup,
+];

@@ -57,6 +57,20 @@ const PICKED = [
   'onnx_pool bf16 max 2x3 s2 d2 ceil',
   'onnx_global_pool avg f32 [1,4,300]',
   'onnx_global_pool max f16 [2,3,5,7]',
+  'onnx_batchnorm bf16 [2,3,5,7]',
+  'onnx_layernorm f32 [3,4,5] axis -2 scale [4,5]',
+  'onnx_layernorm f64 [2,700] axis 1 scale [700]',
+  'onnx_softmax f32 [3,4,5] axis 1 log',
+  'onnx_softmax f16 [2,300] axis 1',
+  'onnx_transpose f16 [2,3,4,5,2] perm 2,0,3,1,4',
+  'onnx_slice f32 [4,5,6] {"starts":"-1","ends":"-100","axes":"2","steps":"-2"}',
+  'onnx_concat i32 [2,3,4] into [2,7,4] axis 1 at 3',
+  'onnx_expand u8 [3,1] to [2,3,4]',
+  'onnx_gather f32 [2,6,3] indices [4] axis 1',
+  'onnx_gather i32 [5,3] indices [2,4] axis 0',
+  'onnx_pad f32 constant [2,3,4,5] pads 0,0,1,2,0,0,2,1',
+  'onnx_pad f16 reflect [4,6] pads 2,-1,1,3',
+  'onnx_pad bf16 edge [2,3,4,5] pads 0,0,1,2,0,0,2,1',
 ];
 const cases = PICKED.map((name) => CONFORMANCE_CASES.find((c) => c.name === name));
 
