@@ -403,15 +403,22 @@ const resizeImpl: OpImpl = {
   },
   lower: (c, t) => {
     const s = resizeSpec(c);
+    const [h, w] = [inp(c, 0).dims[2]!, inp(c, 0).dims[3]!];
+    // align_corners is x = o·(in − 1)/(in·scale − 1) with the unrounded in·scale (ONNX's reference),
+    // which is the asymmetric transform x = o/s′ with s′ = (in·scale − 1)/(in − 1): lowered as that, so
+    // the kernel never needs the unrounded resized length.
+    const aligned = (n: number, scale: number): number =>
+      n > 1 && n * scale !== 1 ? (n * scale - 1) / (n - 1) : 1e30;
+    const ac = s.ctm === 'align_corners';
     t.submit(
       'onnx_resize',
       { x: t.input(0), y: t.output(0) },
       {
         mode: s.mode,
-        coordinateTransformationMode: s.ctm,
+        coordinateTransformationMode: ac ? 'asymmetric' : s.ctm,
         nearestMode: s.nearestMode,
-        scaleH: s.scaleH,
-        scaleW: s.scaleW,
+        scaleH: ac ? aligned(h, s.scaleH) : s.scaleH,
+        scaleW: ac ? aligned(w, s.scaleW) : s.scaleW,
       },
     );
   },
