@@ -5,6 +5,8 @@ OUT=${OUT:-/tmp/tandem-out}
 mkdir -p "$OUT"
 if [ ! -x /tmp/node ]; then xz -dc .gpu/node.xz > /tmp/node && chmod +x /tmp/node; fi
 export PATH=/tmp:$PATH
+# dist/ travels xz'd in .gpu when it is not carried itself (pack.sh).
+[ -d dist ] || { [ -f .gpu/dist.tar.xz ] && xz -dc .gpu/dist.tar.xz | tar -xf -; }
 [ -e node_modules ] || ln -s .gpu/node_modules node_modules
 # dawn.node travels xz'd (the carry limit); unpack it once beside the original.
 for f in .gpu/node_modules/webgpu/dist/linux-x64/*.node.xz; do [ -f "$f" ] && [ ! -f "${f%.xz}" ] && xz -dk "$f"; done

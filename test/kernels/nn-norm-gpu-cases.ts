@@ -25,6 +25,23 @@ export const NN_NORM_GPU_CASES: readonly ConformanceCase[] = [
     atol: 2 * 768 * f32,
   },
   {
+    name: 'layernorm_backward f32 [6, 1280] (rows too wide for register column sums: shared atomics)',
+    op: 'layernorm_backward',
+    args: {
+      dy: { shape: [6, 1280], dtype: 'f32' },
+      x: { shape: [6, 1280], dtype: 'f32' },
+      w: { shape: [1280], dtype: 'f32' },
+      mean: { shape: [6], dtype: 'f32' },
+      rstd: { shape: [6], dtype: 'f32', range: 'positive' },
+      dx: { shape: [6, 1280], dtype: 'f32' },
+      dw: { shape: [1280], dtype: 'f32' },
+      db: { shape: [1280], dtype: 'f32' },
+    },
+    scalars: { accumulate: false, accumulateDx: false },
+    rtol: 64 * f32,
+    atol: 16 * (1280 + 6) * f32,
+  },
+  {
     name: 'layernorm_backward f32 [300, 768] accumulate (38 blocks of column partials)',
     op: 'layernorm_backward',
     args: {

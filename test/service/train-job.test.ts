@@ -52,6 +52,25 @@ void test(
         if (j.progress > 0) break;
         await new Promise((r) => setTimeout(r, 50));
       }
+      // Prometheus: the steps so far, and the running job's loss and throughput.
+      const scrape = async (): Promise<string> =>
+        (await s.svc.app.inject({ url: '/metrics', headers: s.auth() })).body;
+      const running = await scrape();
+      const steps = /^tandem_train_steps_total\{model="gpt"\} (\d+)/m.exec(running);
+      assert.ok(steps && Number(steps[1]) >= 5, `4 steps of the first job and one of this: ${steps?.[0]}`);
+      assert.match(running, /^tandem_train_step_seconds_count\{model="gpt"\} \d+/m);
+      const loss = new RegExp(`^tandem_train_loss\\{job="${long}",model="gpt"\\} ([0-9.]+)`, 'm').exec(
+        running,
+      );
+      assert.ok(
+        loss && Number(loss[1]) > 0 && Number(loss[1]) < 11.5,
+        `the running job's loss: ${loss?.[0]}`,
+      );
+      assert.match(
+        running,
+        new RegExp(`^tandem_train_throughput\\{job="${long}",model="gpt",unit="tokens"\\} [0-9.e+]+`, 'm'),
+      );
+      assert.ok(!running.includes(`job="${id}"`), 'the finished job left no per-job series');
       const cancel = await s.svc.app.inject({
         method: 'POST',
         url: `/v1/jobs/${long}/cancel`,
@@ -60,6 +79,7 @@ void test(
       assert.ok(cancel.statusCode < 300, cancel.body);
       const stopped = await waitForJob(s, long, s.admin, 60_000);
       assert.equal(stopped.state, 'cancelled');
+      assert.ok(!(await scrape()).includes(`job="${long}"`), 'the cancelled job left no per-job series');
       const kept = join(s.dir, 'checkpoints', long);
       assert.ok(existsSync(kept), 'the cancelled job kept its checkpoint directory');
 

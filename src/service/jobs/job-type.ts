@@ -41,6 +41,18 @@ export interface JobContext<P> {
   progress(fraction: number, message?: string): void;
   /** Adds a span to the job's timeline (e.g. the reference check), in epoch microseconds. */
   span(name: string, startUs: number, endUs: number, args?: Record<string, unknown>): void;
+  /** A training job's finished step, exported as Prometheus metrics (absent where none are kept). */
+  trainingStep?(s: TrainingStepReport): void;
+}
+
+export interface TrainingStepReport {
+  readonly model: string;
+  readonly step: number;
+  readonly loss: number;
+  readonly seconds: number;
+  /** Tokens or samples a second, in `unit`. */
+  readonly throughput: number;
+  readonly unit: string;
 }
 
 /** JSON Schema (draft-07 subset Fastify/ajv understands) for a job type's parameters. */

@@ -7,6 +7,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Observer, TaskEvent, TransferEvent } from '../../obs/observer.js';
 import type { ShareUsage } from '../../runtime/shares.js';
 import type { DeviceActivity } from './device-activity.js';
+import { TrainingMetrics } from './training-metrics.js';
 
 export interface MetricsSources {
   readonly devices: () => readonly { id: string; memoryTotal: number; memoryUsed: number }[];
@@ -39,10 +40,13 @@ export class ServiceMetrics implements Observer {
   readonly tenantDeviceSeconds: Counter<'tenant' | 'device'>;
   /** Jobs failed past their deadline; hung = their kernel had to be stopped by giving up the device. */
   readonly deadlinesExceeded: Counter<'type' | 'hung'>;
+  /** Training jobs' steps, loss and throughput. */
+  readonly training: TrainingMetrics;
 
   constructor(src: MetricsSources) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'tandem_process_' });
+    this.training = new TrainingMetrics(this.registry);
     this.tasks = new Counter({
       name: 'tandem_tasks_total',
       help: 'Runtime tasks finished',

@@ -8,6 +8,7 @@ import type { TenantStore } from '../auth/tenants.js';
 import type { ServiceConfig } from '../config.js';
 import type { AnyJobType, JobContext, Placement, ServiceRuntime } from '../jobs/job-type.js';
 import type { JobEvents, JobTraceCollector } from '../obs/job-trace.js';
+import type { TrainingMetrics } from '../obs/training-metrics.js';
 import type { FinishOutcome, JobRecord, JobStore } from '../store/job-store.js';
 import type { StoreHealth } from '../store/store-health.js';
 import { tenantRuntime } from './tenant-share.js';
@@ -72,6 +73,8 @@ export interface JobRunDeps {
   readonly rt: () => ServiceRuntime | null;
   readonly traces: Pick<JobTraceCollector, 'begin'>;
   readonly health: Pick<StoreHealth, 'failed'>;
+  /** Where training jobs' steps go (the service's metrics); absent: nowhere. */
+  readonly metrics?: { readonly training: Pick<TrainingMetrics, 'step' | 'ended'> };
 }
 
 const PROGRESS_WRITE_MS = 250;
@@ -97,6 +100,8 @@ export async function runJob(
     const err = asTandemError(e, 'TANDEM_ERR_INTERNAL', `job ${r.job.type}`);
     const cancelled = r.stopRequested || isTandemError(e, 'TANDEM_ERR_CANCELLED');
     return { outcome: { state: cancelled ? 'cancelled' : 'failed', error: err.toJSON() }, ev };
+  } finally {
+    d.metrics?.training.ended(r.job.id);
   }
 }
 
@@ -144,5 +149,6 @@ function jobContext(r: RunningJob, params: unknown, ev: JobEvents, d: JobRunDeps
     span: (name, startUs, endUs, args) => {
       ev.spans.push({ name, startUs, endUs, ...(args ? { args } : {}) });
     },
+    ...(d.metrics ? { trainingStep: (s) => d.metrics?.training.step(job.id, s) } : {}),
   };
 }

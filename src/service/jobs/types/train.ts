@@ -178,6 +178,14 @@ export function trainJob(dataDir: string): AnyJobType {
             unit: r.unit,
           });
           ctx.progress(r.step / p.steps, `step ${r.step}/${p.steps} loss ${r.loss.toFixed(4)}`);
+          ctx.trainingStep?.({
+            model: p.model,
+            step: r.step,
+            loss: r.loss,
+            seconds: r.stepMs / 1000,
+            throughput: r.throughput,
+            unit: r.unit,
+          });
         },
         ctx.signal,
         from,
