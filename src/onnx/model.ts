@@ -1,0 +1,199 @@
+/**
+ * The ONNX model as Tandem reads it: decoded, checked and in topological order. Everything a later
+ * step needs is resolved here once (attributes to plain values, initializers and Constant values to
+ * host tensors, symbolic dimensions kept by name), so the shape planner and the executor never touch
+ * protobuf objects.
+ */
+import { readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { TandemError } from '../core/errors.js';
+import { attributeValue, type AttrValue } from './attributes.js';
+import { elemTypeOf, type ElemType, type HostTensor } from './host-tensor.js';
+import { badModel, decodeModel, int64, type Int64, type ValueInfoProto } from './proto.js';
+import { tensorFromProto } from './tensor-proto.js';
+
+/** The opsets of the default domain Tandem runs (PaddleOCR's recognizer is exported at opset 9). */
+export const MIN_OPSET = 9;
+export const MAX_OPSET = 21;
+
+/** A graph input or output: element type and dims (a number, a symbolic name, or null = unknown). */
+export interface ValueInfo {
+  readonly name: string;
+  readonly type: ElemType;
+  readonly dims: ReadonlyArray<number | string | null> | null;
+}
+
+export interface OnnxNode {
+  readonly name: string;
+  readonly opType: string;
+  readonly domain: string;
+  /** Input value names; '' marks an omitted optional input. */
+  readonly inputs: readonly string[];
+  readonly outputs: readonly string[];
+  readonly attrs: ReadonlyMap<string, AttrValue>;
+}
+
+export interface OnnxModel {
+  readonly irVersion: number;
+  /** The default domain's (ai.onnx) opset version. */
+  readonly opset: number;
+  readonly producer: string;
+  /** Nodes in a topological order (every input produced before it is read). */
+  readonly nodes: readonly OnnxNode[];
+  /** Graph inputs the caller feeds (initializers listed as inputs are left out: they have defaults). */
+  readonly inputs: readonly ValueInfo[];
+  readonly outputs: readonly ValueInfo[];
+  readonly initializers: ReadonlyMap<string, HostTensor>;
+}
+
+export interface LoadOptions {
+  /** Directory external data files are resolved in; the file's directory for loadOnnxFile. */
+  readonly baseDir?: string;
+}
+
+export function loadOnnxFile(path: string): OnnxModel {
+  let bytes: Uint8Array;
+  try {
+    bytes = readFileSync(path);
+  } catch (err) {
+    throw badModel('missing', `cannot read model file '${path}': ${(err as Error).message}`, { path });
+  }
+  return parseOnnxModel(bytes, { baseDir: dirname(path) });
+}
+
+export function parseOnnxModel(bytes: Uint8Array, opts: LoadOptions = {}): OnnxModel {
+  const m = decodeModel(bytes);
+  const g = m.graph;
+  if (!g || ((g.node ?? []).length === 0 && (g.output ?? []).length === 0)) {
+    throw badModel('no-graph', 'the file decodes but holds no graph (is it an ONNX model?)');
+  }
+  const opset = defaultOpset(m.opsetImport ?? []);
+  const initializers = new Map<string, HostTensor>();
+  for (const t of g.initializer ?? []) initializers.set(t.name ?? '', tensorFromProto(t, opts));
+  const nodes: OnnxNode[] = (g.node ?? []).map((n, i) => {
+    const opType = n.opType ?? '';
+    const attrs = new Map<string, AttrValue>();
+    for (const a of n.attribute ?? []) attrs.set(a.name ?? '', attributeValue(a, opType, opts));
+    return {
+      name: n.name || `${opType}_${i}`,
+      opType,
+      domain: n.domain === 'ai.onnx' ? '' : (n.domain ?? ''),
+      inputs: n.input ?? [],
+      outputs: n.output ?? [],
+      attrs,
+    };
+  });
+  const inputs = (g.input ?? []).map(valueInfo).filter((v) => !initializers.has(v.name));
+  const outputs = (g.output ?? []).map(valueInfo);
+  const ordered = topologicalOrder(nodes, new Set([...inputs.map((v) => v.name), ...initializers.keys()]));
+  for (const o of outputs) {
+    if (
+      !initializers.has(o.name) &&
+      !inputs.some((v) => v.name === o.name) &&
+      !ordered.some((n) => n.outputs.includes(o.name))
+    ) {
+      throw badModel('dangling', `graph output '${o.name}' is produced by no node`);
+    }
+  }
+  return {
+    irVersion: int64(m.irVersion as Int64),
+    opset,
+    producer: `${m.producerName ?? ''} ${m.producerVersion ?? ''}`.trim(),
+    nodes: ordered,
+    inputs,
+    outputs,
+    initializers,
+  };
+}
+
+function defaultOpset(imports: ReadonlyArray<{ domain?: string | null; version?: Int64 }>): number {
+  const entry = imports.find((o) => !o.domain || o.domain === 'ai.onnx');
+  if (!entry) {
+    const domains = imports.map((o) => o.domain).join(', ');
+    throw new TandemError(
+      'TANDEM_ERR_UNSUPPORTED',
+      `onnx: the model imports no opset of the default (ai.onnx) domain, only: ${domains}`,
+      { domains },
+    );
+  }
+  const v = int64(entry.version);
+  if (v < MIN_OPSET || v > MAX_OPSET) {
+    throw new TandemError(
+      'TANDEM_ERR_UNSUPPORTED',
+      `onnx: opset ${v} of the default domain is not supported (Tandem runs opsets ${MIN_OPSET}–${MAX_OPSET})`,
+      { opset: v, min: MIN_OPSET, max: MAX_OPSET },
+    );
+  }
+  return v;
+}
+
+function valueInfo(v: ValueInfoProto): ValueInfo {
+  const name = v.name ?? '';
+  const tt = v.type?.tensorType;
+  if (!tt) {
+    throw new TandemError(
+      'TANDEM_ERR_UNSUPPORTED',
+      `onnx: graph value '${name}' is not a tensor (sequences, maps and optionals are not supported)`,
+      { value: name },
+    );
+  }
+  const dims = tt.shape ? (tt.shape.dim ?? []).map(dimOf) : null;
+  return { name, type: elemTypeOf(tt.elemType ?? 0, `graph value '${name}'`), dims };
+}
+
+type DimProto = { dimParam?: string | null; dimValue?: Int64; value?: string };
+
+/** A dimension: its symbolic name, its size, or null when the file leaves it unknown. */
+function dimOf(d: DimProto): number | string | null {
+  if (d.dimParam) return d.dimParam;
+  if (d.value === 'dimValue' || int64(d.dimValue) > 0) return int64(d.dimValue);
+  return null;
+}
+
+/**
+ * Kahn's algorithm over value producers. A node reading a value nobody produces is a malformed graph;
+ * nodes left over when no node is ready form a cycle, named in the error.
+ */
+export function topologicalOrder(nodes: readonly OnnxNode[], available: ReadonlySet<string>): OnnxNode[] {
+  const producer = new Map<string, number>();
+  nodes.forEach((n, i) => {
+    for (const o of n.outputs) {
+      if (o === '') continue;
+      if (producer.has(o) || available.has(o))
+        throw badModel('duplicate-value', `value '${o}' is produced twice (node '${n.name}')`);
+      producer.set(o, i);
+    }
+  });
+  const waiting = new Array<number>(nodes.length).fill(0);
+  const readers: number[][] = nodes.map(() => []);
+  nodes.forEach((n, i) => {
+    for (const x of new Set(n.inputs)) {
+      if (x === '' || available.has(x)) continue;
+      const p = producer.get(x);
+      if (p === undefined)
+        throw badModel(
+          'dangling',
+          `node '${n.name}' (${n.opType}) reads '${x}', which no node, input or initializer provides`,
+          { node: n.name, value: x },
+        );
+      waiting[i]!++;
+      readers[p]!.push(i);
+    }
+  });
+  const ready = nodes.map((_, i) => i).filter((i) => waiting[i] === 0);
+  const order: OnnxNode[] = [];
+  for (let k = 0; k < ready.length; k++) {
+    const i = ready[k]!;
+    order.push(nodes[i]!);
+    for (const r of readers[i]!) if (--waiting[r]! === 0) ready.push(r);
+  }
+  if (order.length !== nodes.length) {
+    const stuck = nodes.filter((_, i) => waiting[i]! > 0).map((n) => n.name);
+    throw badModel(
+      'cycle',
+      `the graph has a cycle through ${stuck.slice(0, 5).join(', ')}${stuck.length > 5 ? ', …' : ''}`,
+      { nodes: stuck.slice(0, 20) },
+    );
+  }
+  return order;
+}

@@ -1,0 +1,381 @@
+/**
+ * Element-wise operators: the activations (onnx_unary), the broadcasting arithmetic (onnx_binary,
+ * n-ary Sum/Max/Min/Mean chained pairwise), Clip, Cast, and the comparisons / logic / Where that
+ * appear on shape paths (host only: no kernel, so a graph that needs them on device data is refused).
+ */
+import { roundTo, type ElemType } from '../host-tensor.js';
+import { broadcastDims, broadcastTo, fail, inp, make, same } from './util.js';
+import type { OpCall, OpImpl } from './types.js';
+
+type Scalars = Record<string, number | string | boolean>;
+
+function erf(x: number): number {
+  // Abramowitz–Stegun 7.1.26 is only 1e-7 accurate; use the series/continued fraction for f64 accuracy.
+  const ax = Math.abs(x);
+  if (ax < 3) {
+    let sum = x;
+    let term = x;
+    const x2 = x * x;
+    for (let n = 1; n < 200; n++) {
+      term *= -x2 / n;
+      const add = term / (2 * n + 1);
+      sum += add;
+      if (Math.abs(add) < 1e-17 * Math.abs(sum)) break;
+    }
+    return (2 / Math.sqrt(Math.PI)) * sum;
+  }
+  // erfc continued fraction (Lentz) for large |x|.
+  let f = ax;
+  for (let k = 60; k >= 1; k--) f = ax + k / 2 / f;
+  const erfc = Math.exp(-ax * ax) / Math.sqrt(Math.PI) / f;
+  return x > 0 ? 1 - erfc : erfc - 1;
+}
+
+interface UnarySpec {
+  readonly kernelOp: string;
+  scalars(c: OpCall): Scalars;
+  f(c: OpCall): (x: number) => number;
+}
+
+const plain = (kernelOp: string, f: (x: number) => number): UnarySpec => ({
+  kernelOp,
+  scalars: () => ({}),
+  f: () => f,
+});
+
+const UNARY: Record<string, UnarySpec> = {
+  Relu: plain('relu', (x) => (x < 0 ? 0 : x)),
+  Sigmoid: plain('sigmoid', (x) => 1 / (1 + Math.exp(-x))),
+  Tanh: plain('tanh', Math.tanh),
+  Sqrt: plain('sqrt', Math.sqrt),
+  Exp: plain('exp', Math.exp),
+  Log: plain('log', Math.log),
+  Neg: plain('neg', (x) => -x),
+  Abs: plain('abs', Math.abs),
+  Reciprocal: plain('reciprocal', (x) => 1 / x),
+  Erf: plain('erf', erf),
+  Softplus: plain('softplus', (x) => Math.log1p(Math.exp(x))),
+  Identity: plain('identity', (x) => x),
+  Dropout: plain('identity', (x) => x),
+  HardSwish: plain('hard_swish', (x) => x * Math.max(0, Math.min(1, x / 6 + 0.5))),
+  LeakyRelu: {
+    kernelOp: 'leaky_relu',
+    scalars: (c) => ({ alpha: c.attrs.float('alpha', 0.01) }),
+    f: (c) => {
+      const a = c.attrs.float('alpha', 0.01);
+      return (x) => (x >= 0 ? x : a * x);
+    },
+  },
+  Elu: {
+    kernelOp: 'elu',
+    scalars: (c) => ({ alpha: c.attrs.float('alpha', 1) }),
+    f: (c) => {
+      const a = c.attrs.float('alpha', 1);
+      return (x) => (x >= 0 ? x : a * (Math.exp(x) - 1));
+    },
+  },
+  HardSigmoid: {
+    kernelOp: 'hard_sigmoid',
+    scalars: (c) => ({ alpha: c.attrs.float('alpha', 0.2), beta: c.attrs.float('beta', 0.5) }),
+    f: (c) => {
+      const a = c.attrs.float('alpha', 0.2);
+      const b = c.attrs.float('beta', 0.5);
+      return (x) => Math.max(0, Math.min(1, a * x + b));
+    },
+  },
+  Gelu: {
+    kernelOp: 'gelu',
+    scalars: () => ({}),
+    f: (c) =>
+      c.attrs.string('approximate', 'none') === 'tanh'
+        ? (x) => 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x * x * x)))
+        : (x) => 0.5 * x * (1 + erf(x / Math.SQRT2)),
+  },
+  Clip: {
+    kernelOp: 'clip',
+    scalars: (c) => {
+      const [lo, hi] = clipBounds(c);
+      return { ...(lo > -Infinity ? { min: lo } : {}), ...(hi < Infinity ? { max: hi } : {}) };
+    },
+    f: (c) => {
+      const [lo, hi] = clipBounds(c);
+      return (x) => (x !== x ? x : Math.min(Math.max(x, lo), hi));
+    },
+  },
+};
+
+/** Clip's bounds: attributes before opset 11, optional constant inputs from 11. */
+function clipBounds(c: OpCall): [number, number] {
+  if (c.opset < 11) return [c.attrs.float('min', -Infinity), c.attrs.float('max', Infinity)];
+  const bound = (i: number, dflt: number): number => {
+    const v = c.inputs[i];
+    if (!v) return dflt;
+    if (!v.host)
+      throw fail(c, `Clip's ${i === 1 ? 'min' : 'max'} must be a constant`, 'TANDEM_ERR_UNSUPPORTED');
+    return v.host.data[0]!;
+  };
+  return [bound(1, -Infinity), bound(2, Infinity)];
+}
+
+function unaryImpl(spec: UnarySpec, floatOnly: boolean): OpImpl {
+  return {
+    hostInputs: [],
+    infer: (c) => {
+      const s = same(c);
+      if (floatOnly && !['float', 'double', 'float16', 'bfloat16'].includes(s.type))
+        throw fail(c, `element type ${s.type} is not supported`, 'TANDEM_ERR_DTYPE');
+      return [s];
+    },
+    evaluate: (c, x) => {
+      const f = spec.f(c);
+      const t = x[0]!;
+      return [
+        make(
+          t.type,
+          t.dims,
+          t.data.map((v) => roundTo(t.type, f(v))),
+        ),
+      ];
+    },
+    lower: (c, t) => {
+      t.submit('onnx_unary', { x: t.input(0), y: t.output(0) }, { op: spec.kernelOp, ...spec.scalars(c) });
+    },
+  };
+}
+
+const BINARY_KERNEL: Record<string, string> = {
+  Add: 'add',
+  Sub: 'sub',
+  Mul: 'mul',
+  Div: 'div',
+  Pow: 'pow',
+  Max: 'max',
+  Min: 'min',
+  Sum: 'add',
+  Mean: 'add',
+};
+
+function intDiv(a: number, b: number): number {
+  return Math.trunc(a / b);
+}
+
+const BINARY_F: Record<string, (a: number, b: number) => number> = {
+  Add: (a, b) => a + b,
+  Sub: (a, b) => a - b,
+  Mul: (a, b) => a * b,
+  Div: (a, b) => a / b,
+  Pow: Math.pow,
+  Max: (a, b) => (a !== a || b !== b ? NaN : Math.max(a, b)),
+  Min: (a, b) => (a !== a || b !== b ? NaN : Math.min(a, b)),
+  Sum: (a, b) => a + b,
+  Mean: (a, b) => a + b,
+  Equal: (a, b) => +(a === b),
+  Less: (a, b) => +(a < b),
+  LessOrEqual: (a, b) => +(a <= b),
+  Greater: (a, b) => +(a > b),
+  GreaterOrEqual: (a, b) => +(a >= b),
+  And: (a, b) => +(a !== 0 && b !== 0),
+  Or: (a, b) => +(a !== 0 || b !== 0),
+  Xor: (a, b) => +((a !== 0) !== (b !== 0)),
+  Mod: (a, b) => a - b * Math.floor(a / b),
+};
+
+const BOOL_OUT = new Set(['Equal', 'Less', 'LessOrEqual', 'Greater', 'GreaterOrEqual', 'And', 'Or', 'Xor']);
+
+function naryDims(c: OpCall): readonly number[] {
+  let dims = inp(c, 0).dims;
+  for (let i = 1; i < c.inputs.length; i++) dims = broadcastDims(c, dims, inp(c, i).dims);
+  return dims;
+}
+
+function binaryImpl(op: string): OpImpl {
+  const kernelOp = BINARY_KERNEL[op];
+  return {
+    infer: (c) => [{ type: BOOL_OUT.has(op) ? 'bool' : inp(c, 0).type, dims: naryDims(c) }],
+    evaluate: (c, x) => {
+      const dims = naryDims(c);
+      const type: ElemType = BOOL_OUT.has(op) ? 'bool' : x[0]!.type;
+      const isInt = !['float', 'double', 'float16', 'bfloat16', 'bool'].includes(x[0]!.type);
+      let f = BINARY_F[op]!;
+      if (op === 'Div' && isInt) f = intDiv;
+      if (op === 'Mod' && c.attrs.int('fmod', 0) === 1) f = (a, b) => a % b;
+      const acc = broadcastTo(x[0]!, dims);
+      for (let i = 1; i < x.length; i++) {
+        const b = broadcastTo(x[i]!, dims);
+        for (let e = 0; e < acc.length; e++) acc[e] = f(acc[e]!, b[e]!);
+      }
+      if (op === 'Mean') for (let e = 0; e < acc.length; e++) acc[e] = acc[e]! / x.length;
+      return [
+        make(
+          type,
+          dims,
+          acc.map((v) => roundTo(type, v)),
+        ),
+      ];
+    },
+    lower:
+      kernelOp === undefined
+        ? undefined
+        : (c, t, outs) => {
+            const n = c.inputs.length;
+            if (n === 1) return t.submit('copy', { x: t.input(0), y: t.output(0) });
+            const y = t.output(0);
+            if (y.dtype !== 'f32' && y.dtype !== 'f64' && y.dtype !== 'f16' && y.dtype !== 'bf16') {
+              throw fail(
+                c,
+                `integer ${op} on device data is not supported (only on values known before the run)`,
+                'TANDEM_ERR_UNSUPPORTED',
+              );
+            }
+            // Mixed operand types (Pow's integer exponent): cast to the output's dtype first.
+            const operand = (i: number) => {
+              const x = t.input(i);
+              if (x.dtype === y.dtype) return x;
+              const cast = t.scratch(x.shape, y);
+              t.submit('cast', { x, y: cast });
+              return cast;
+            };
+            // Pairwise left to right; intermediate results broadcast as far as the inputs so far.
+            let acc = operand(0);
+            let dims = inp(c, 0).dims;
+            for (let i = 1; i < n; i++) {
+              dims = broadcastDims(c, dims, inp(c, i).dims);
+              const last = i === n - 1 && op !== 'Mean';
+              const out = last ? y : t.scratch(dims, y);
+              t.submit('onnx_binary', { a: acc, b: operand(i), c: out }, { op: kernelOp });
+              acc = out;
+            }
+            if (op === 'Mean') {
+              const k = t.scratch([], t.output(0));
+              t.submit('fill', { y: k }, { value: 1 / n });
+              t.submit('onnx_binary', { a: acc, b: k, c: t.output(0) }, { op: 'mul' });
+            }
+            void outs;
+          },
+  };
+}
+
+const CAST_TO: Record<number, ElemType> = {
+  1: 'float',
+  2: 'uint8',
+  3: 'int8',
+  4: 'uint16',
+  5: 'int16',
+  6: 'int32',
+  7: 'int64',
+  9: 'bool',
+  10: 'float16',
+  11: 'double',
+  12: 'uint32',
+  13: 'uint64',
+  16: 'bfloat16',
+};
+
+function inferenceOnly(c: OpCall): void {
+  if (c.node.outputs.length > 1 && c.node.outputs[1] !== '')
+    throw fail(c, 'the mask output is not supported', 'TANDEM_ERR_UNSUPPORTED');
+  const training = c.inputs[2];
+  if (training && (!training.host || training.host.data[0] !== 0))
+    throw fail(c, 'training-mode Dropout is not supported (inference only)', 'TANDEM_ERR_UNSUPPORTED');
+}
+
+/** Identity and inference-mode Dropout: a device copy of any dtype (Dropout's mask output is refused). */
+function copyImpl(): OpImpl {
+  return {
+    infer: (c) => {
+      inferenceOnly(c);
+      return [same(c)];
+    },
+    evaluate: (c, x) => {
+      inferenceOnly(c);
+      return [x[0]!];
+    },
+    lower: (_c, t) => t.submit('copy', { x: t.input(0), y: t.output(0) }),
+  };
+}
+
+const castImpl: OpImpl = {
+  infer: (c) => {
+    const to = CAST_TO[c.attrs.int('to')];
+    if (!to) throw fail(c, `Cast to type ${c.attrs.int('to')} is not supported`, 'TANDEM_ERR_UNSUPPORTED');
+    return [{ type: to, dims: inp(c, 0).dims }];
+  },
+  evaluate: (c, x) => {
+    const to = CAST_TO[c.attrs.int('to')]!;
+    const t = x[0]!;
+    return [
+      make(
+        to,
+        t.dims,
+        t.data.map((v) => roundTo(to, v)),
+      ),
+    ];
+  },
+  lower: (c, t) => {
+    // Float → float on device keeps the device dtype chosen for both (f32/f64): a copy or a cast.
+    const x = t.input(0);
+    const y = t.output(0);
+    t.submit(x.dtype === y.dtype ? 'copy' : 'cast', { x, y });
+    void c;
+  },
+};
+
+const whereImpl: OpImpl = {
+  infer: (c) => [
+    {
+      type: inp(c, 1).type,
+      dims: broadcastDims(c, broadcastDims(c, inp(c, 0).dims, inp(c, 1).dims), inp(c, 2).dims),
+    },
+  ],
+  evaluate: (c, x) => {
+    const dims = broadcastDims(c, broadcastDims(c, x[0]!.dims, x[1]!.dims), x[2]!.dims);
+    const [k, a, b] = [broadcastTo(x[0]!, dims), broadcastTo(x[1]!, dims), broadcastTo(x[2]!, dims)];
+    return [
+      make(
+        x[1]!.type,
+        dims,
+        k.map((v, i) => (v !== 0 ? a[i]! : b[i]!)),
+      ),
+    ];
+  },
+};
+
+const notImpl: OpImpl = {
+  infer: (c) => [same(c)],
+  evaluate: (_c, x) => [
+    make(
+      'bool',
+      x[0]!.dims,
+      x[0]!.data.map((v) => +(v === 0)),
+    ),
+  ],
+};
+
+/** Host-only unary helpers on shape paths (Floor/Ceil/Sign on computed sizes). */
+function hostUnary(f: (x: number) => number): OpImpl {
+  return {
+    infer: (c) => [same(c)],
+    evaluate: (_c, x) => [
+      make(
+        x[0]!.type,
+        x[0]!.dims,
+        x[0]!.data.map((v) => roundTo(x[0]!.type, f(v))),
+      ),
+    ],
+  };
+}
+
+export const ELEMENTWISE_OPS: Record<string, OpImpl> = {
+  ...Object.fromEntries(
+    Object.entries(UNARY).map(([k, v]) => [k, unaryImpl(v, k !== 'Identity' && k !== 'Dropout')]),
+  ),
+  ...Object.fromEntries(Object.keys(BINARY_F).map((k) => [k, binaryImpl(k)])),
+  Identity: copyImpl(),
+  Dropout: copyImpl(),
+  Cast: castImpl,
+  Where: whereImpl,
+  Not: notImpl,
+  Floor: hostUnary(Math.floor),
+  Ceil: hostUnary(Math.ceil),
+  Sign: hostUnary(Math.sign),
+};

@@ -1,0 +1,437 @@
+/**
+ * Matrix products, normalizations, softmax, reductions and resizing: MatMul, Gemm,
+ * BatchNormalization, LayerNormalization, Softmax, LogSoftmax, Reduce*, Resize and Upsample.
+ */
+import { numelOf } from '../host-tensor.js';
+import {
+  broadcastDims,
+  broadcastTo,
+  fail,
+  hostInts,
+  inp,
+  make,
+  normAxis,
+  optHostInts,
+  stridesOf,
+} from './util.js';
+import type { OpCall, OpImpl } from './types.js';
+
+/** MatMul's numpy semantics: 1-d operands are promoted and the added axis squeezed from the output. */
+function matmulDims(c: OpCall): { a: number[]; b: number[]; out: number[]; full: number[] } {
+  let a = [...inp(c, 0).dims];
+  let b = [...inp(c, 1).dims];
+  const a1 = a.length === 1;
+  const b1 = b.length === 1;
+  if (a1) a = [1, a[0]!];
+  if (b1) b = [b[0]!, 1];
+  if (a.length < 2 || b.length < 2 || a[a.length - 1] !== b[b.length - 2])
+    throw fail(c, `[${inp(c, 0).dims.join(', ')}] × [${inp(c, 1).dims.join(', ')}] do not multiply`);
+  const batch = broadcastDims(c, a.slice(0, -2), b.slice(0, -2));
+  const full = [...batch, a[a.length - 2]!, b[b.length - 1]!];
+  const out = full.filter((_, i) => !(a1 && i === full.length - 2) && !(b1 && i === full.length - 1));
+  return { a, b, out, full };
+}
+
+const matmulImpl: OpImpl = {
+  infer: (c) => [{ type: inp(c, 0).type, dims: matmulDims(c).out }],
+  evaluate: (c, x) => {
+    const { a, b, out, full } = matmulDims(c);
+    const batch = full.slice(0, -2);
+    const [m, n] = [full[full.length - 2]!, full[full.length - 1]!];
+    const k = a[a.length - 1]!;
+    const A = broadcastTo({ ...x[0]!, dims: a }, [...batch, m, k]);
+    const B = broadcastTo({ ...x[1]!, dims: b }, [...batch, k, n]);
+    const nb = numelOf(batch);
+    const res = new Float64Array(nb * m * n);
+    for (let p = 0; p < nb; p++)
+      for (let i = 0; i < m; i++)
+        for (let j = 0; j < n; j++) {
+          let s = 0;
+          for (let q = 0; q < k; q++) s += A[(p * m + i) * k + q]! * B[(p * k + q) * n + j]!;
+          res[(p * m + i) * n + j] = s;
+        }
+    return [make(x[0]!.type, out, res)];
+  },
+  lower: (c, t) => {
+    const { a, b, full } = matmulDims(c);
+    const view = (i: number, dims: number[]) => {
+      const x = t.input(i);
+      if (x.shape.length === dims.length) return x;
+      const v = t.scratch(dims, x);
+      t.submit('copy', { x, y: v });
+      return v;
+    };
+    const y = t.output(0);
+    const y2 = y.shape.length === full.length ? y : t.scratch(full, y);
+    t.submit('onnx_matmul', { a: view(0, a), b: view(1, b), c: y2 });
+    if (y2 !== y) t.submit('copy', { x: y2, y });
+  },
+};
+
+function gemmSpec(c: OpCall) {
+  const [a, b] = [inp(c, 0).dims, inp(c, 1).dims];
+  const transA = c.attrs.int('transA', 0) === 1;
+  const transB = c.attrs.int('transB', 0) === 1;
+  if (a.length !== 2 || b.length !== 2) throw fail(c, 'Gemm needs 2-d A and B');
+  const [m, k] = transA ? [a[1]!, a[0]!] : [a[0]!, a[1]!];
+  const [k2, n] = transB ? [b[1]!, b[0]!] : [b[0]!, b[1]!];
+  if (k !== k2) throw fail(c, `inner sizes ${k} and ${k2} differ`);
+  if (c.inputs[2]) broadcastDims(c, inp(c, 2).dims, [m, n]);
+  return { transA, transB, m, n, k, alpha: c.attrs.float('alpha', 1), beta: c.attrs.float('beta', 1) };
+}
+
+const gemmImpl: OpImpl = {
+  infer: (c) => [{ type: inp(c, 0).type, dims: [gemmSpec(c).m, gemmSpec(c).n] }],
+  evaluate: (c, x) => {
+    const s = gemmSpec(c);
+    const C = x[2] ? broadcastTo(x[2], [s.m, s.n]) : new Float64Array(s.m * s.n);
+    const A = x[0]!.data;
+    const B = x[1]!.data;
+    const out = new Float64Array(s.m * s.n);
+    for (let i = 0; i < s.m; i++)
+      for (let j = 0; j < s.n; j++) {
+        let acc = 0;
+        for (let q = 0; q < s.k; q++)
+          acc += A[s.transA ? q * s.m + i : i * s.k + q]! * B[s.transB ? j * s.k + q : q * s.n + j]!;
+        out[i * s.n + j] = s.alpha * acc + (x[2] ? s.beta * C[i * s.n + j]! : 0);
+      }
+    return [make(x[0]!.type, [s.m, s.n], out)];
+  },
+  lower: (c, t) => {
+    const s = gemmSpec(c);
+    let cc = c.inputs[2] ? t.input(2) : undefined;
+    if (!cc) {
+      cc = t.scratch([], t.output(0));
+      t.submit('fill', { y: cc }, { value: 0 });
+    }
+    t.submit(
+      'onnx_gemm',
+      { a: t.input(0), b: t.input(1), c: cc, y: t.output(0) },
+      { alpha: s.alpha, beta: c.inputs[2] ? s.beta : 0, transA: s.transA, transB: s.transB },
+    );
+  },
+};
+
+const batchNormImpl: OpImpl = {
+  infer: (c) => {
+    if (c.node.outputs.filter((o) => o !== '').length > 1 || c.attrs.int('training_mode', 0) === 1)
+      throw fail(c, 'training-mode BatchNormalization is not supported', 'TANDEM_ERR_UNSUPPORTED');
+    return [{ type: inp(c, 0).type, dims: inp(c, 0).dims }];
+  },
+  evaluate: (c, x) => {
+    const eps = c.attrs.float('epsilon', 1e-5);
+    const t = x[0]!;
+    const ch = t.dims[1]!;
+    const inner = numelOf(t.dims.slice(2));
+    const out = t.data.map((v, i) => {
+      const k = Math.floor(i / inner) % ch;
+      return ((v - x[3]!.data[k]!) / Math.sqrt(x[4]!.data[k]! + eps)) * x[1]!.data[k]! + x[2]!.data[k]!;
+    });
+    return [make(t.type, t.dims, out)];
+  },
+  lower: (c, t) =>
+    t.submit(
+      'onnx_batchnorm',
+      {
+        x: t.input(0),
+        scale: t.input(1),
+        bias: t.input(2),
+        mean: t.input(3),
+        var: t.input(4),
+        y: t.output(0),
+      },
+      { epsilon: c.attrs.float('epsilon', 1e-5) },
+    ),
+};
+
+const layerNormImpl: OpImpl = {
+  infer: (c) => {
+    if (c.node.outputs.filter((o) => o !== '').length > 1)
+      throw fail(c, 'the Mean/InvStdDev outputs are not supported', 'TANDEM_ERR_UNSUPPORTED');
+    return [{ type: inp(c, 0).type, dims: inp(c, 0).dims }];
+  },
+  evaluate: (c, x) => {
+    const t = x[0]!;
+    const axis = normAxis(c, c.attrs.int('axis', -1), t.dims.length);
+    const eps = c.attrs.float('epsilon', 1e-5);
+    const m = numelOf(t.dims.slice(axis));
+    const scale = broadcastTo(x[1]!, t.dims.slice(axis));
+    const bias = x[2] ? broadcastTo(x[2], t.dims.slice(axis)) : new Float64Array(m);
+    const out = new Float64Array(t.data.length);
+    for (let r = 0; r < t.data.length / m; r++) {
+      let mean = 0;
+      for (let i = 0; i < m; i++) mean += t.data[r * m + i]!;
+      mean /= m;
+      let v = 0;
+      for (let i = 0; i < m; i++) v += (t.data[r * m + i]! - mean) ** 2;
+      const rstd = 1 / Math.sqrt(v / m + eps);
+      for (let i = 0; i < m; i++) out[r * m + i] = (t.data[r * m + i]! - mean) * rstd * scale[i]! + bias[i]!;
+    }
+    return [make(t.type, t.dims, out)];
+  },
+  lower: (c, t) => {
+    let bias = c.inputs[2] ? t.input(2) : undefined;
+    if (!bias) {
+      bias = t.scratch(t.input(1).shape, t.input(1));
+      t.submit('fill', { y: bias }, { value: 0 });
+    }
+    t.submit(
+      'onnx_layernorm',
+      { x: t.input(0), scale: t.input(1), bias, y: t.output(0) },
+      { axis: c.attrs.int('axis', -1), epsilon: c.attrs.float('epsilon', 1e-5) },
+    );
+  },
+};
+
+/** Softmax's rows: opset < 13 flattens to [∏ dims < axis, ∏ dims ≥ axis]; from 13 one axis. */
+function softmaxImpl(log: boolean): OpImpl {
+  const layout = (c: OpCall, dims: readonly number[]) => {
+    const legacy = c.opset < 13;
+    const axis = normAxis(c, c.attrs.int('axis', legacy ? 1 : -1), dims.length);
+    const inner = legacy ? 1 : numelOf(dims.slice(axis + 1));
+    const len = legacy ? numelOf(dims.slice(axis)) : dims[axis]!;
+    return { legacy, axis, inner, len, outer: numelOf(dims) / (inner * len || 1) };
+  };
+  return {
+    infer: (c) => [{ type: inp(c, 0).type, dims: inp(c, 0).dims }],
+    evaluate: (c, x) => {
+      const t = x[0]!;
+      const { inner, len, outer } = layout(c, t.dims);
+      const out = new Float64Array(t.data.length);
+      for (let o = 0; o < outer; o++)
+        for (let i = 0; i < inner; i++) {
+          const at = (j: number) => (o * len + j) * inner + i;
+          let mx = -Infinity;
+          for (let j = 0; j < len; j++) mx = Math.max(mx, t.data[at(j)]!);
+          let s = 0;
+          for (let j = 0; j < len; j++) s += Math.exp(t.data[at(j)]! - mx);
+          for (let j = 0; j < len; j++)
+            out[at(j)] = log ? t.data[at(j)]! - mx - Math.log(s) : Math.exp(t.data[at(j)]! - mx) / s;
+        }
+      return [make(t.type, t.dims, out)];
+    },
+    lower: (c, t) => {
+      const x = t.input(0);
+      const { legacy, axis, len, outer } = layout(c, x.shape);
+      if (!legacy || axis === x.shape.length - 1) {
+        t.submit('onnx_softmax', { x, y: t.output(0) }, { axis: legacy ? -1 : axis, log });
+        return;
+      }
+      const x2 = t.scratch([outer, len], x);
+      const y2 = t.scratch([outer, len], x);
+      t.submit('copy', { x, y: x2 });
+      t.submit('onnx_softmax', { x: x2, y: y2 }, { axis: 1, log });
+      t.submit('copy', { x: y2, y: t.output(0) });
+    },
+  };
+}
+
+const REDUCE: Record<
+  string,
+  { op: string; init: number; step: (a: number, v: number) => number; end: (a: number, n: number) => number }
+> = {
+  ReduceSum: { op: 'sum', init: 0, step: (a, v) => a + v, end: (a) => a },
+  ReduceMean: { op: 'mean', init: 0, step: (a, v) => a + v, end: (a, n) => a / n },
+  ReduceMax: { op: 'max', init: -Infinity, step: (a, v) => (v !== v ? NaN : Math.max(a, v)), end: (a) => a },
+  ReduceMin: { op: 'min', init: Infinity, step: (a, v) => (v !== v ? NaN : Math.min(a, v)), end: (a) => a },
+  ReduceProd: { op: 'prod', init: 1, step: (a, v) => a * v, end: (a) => a },
+  ReduceSumSquare: { op: 'sum_square', init: 0, step: (a, v) => a + v * v, end: (a) => a },
+  ReduceL2: { op: 'l2', init: 0, step: (a, v) => a + v * v, end: (a) => Math.sqrt(a) },
+  ReduceLogSumExp: { op: 'log_sum_exp', init: 0, step: (a, v) => a + Math.exp(v), end: (a) => Math.log(a) },
+};
+
+function reduceSpec(c: OpCall) {
+  const d = inp(c, 0).dims;
+  const axesFromInput = c.opset >= 18 || (c.node.opType === 'ReduceSum' && c.opset >= 13);
+  const given = axesFromInput ? optHostInts(c, 1, 'axes') : c.attrs.ints('axes');
+  const keep = c.attrs.int('keepdims', 1) === 1;
+  const noop = c.attrs.int('noop_with_empty_axes', 0) === 1;
+  const axes =
+    given && given.length > 0 ? given.map((a) => normAxis(c, a, d.length)) : noop ? [] : d.map((_, i) => i);
+  const dims = keep ? d.map((v, i) => (axes.includes(i) ? 1 : v)) : d.filter((_, i) => !axes.includes(i));
+  return { axes, keep, dims, noop: noop && axes.length === 0 };
+}
+
+function reduceImpl(name: string): OpImpl {
+  const r = REDUCE[name]!;
+  return {
+    hostInputs: [1],
+    infer: (c) => [{ type: inp(c, 0).type, dims: reduceSpec(c).dims }],
+    evaluate: (c, x) => {
+      const { axes, dims } = reduceSpec(c);
+      const t = x[0]!;
+      const keptDims = t.dims.map((v, i) => (axes.includes(i) ? 1 : v));
+      const ks = stridesOf(keptDims);
+      const acc = new Float64Array(numelOf(keptDims)).fill(r.init);
+      const idx = new Array<number>(t.dims.length).fill(0);
+      const count = numelOf(axes.map((a) => t.dims[a]!));
+      for (let e = 0; e < t.data.length; e++) {
+        let o = 0;
+        for (let d = 0; d < idx.length; d++) if (!axes.includes(d)) o += idx[d]! * ks[d]!;
+        acc[o] = r.step(acc[o]!, t.data[e]!);
+        for (let d = idx.length - 1; d >= 0; d--) {
+          if (++idx[d]! < t.dims[d]!) break;
+          idx[d] = 0;
+        }
+      }
+      return [
+        make(
+          t.type,
+          dims,
+          acc.map((a) => r.end(a, count)),
+        ),
+      ];
+    },
+    lower: (c, t) => {
+      const s = reduceSpec(c);
+      if (s.noop) return t.submit('copy', { x: t.input(0), y: t.output(0) });
+      t.submit(
+        'onnx_reduce',
+        { x: t.input(0), y: t.output(0) },
+        { op: r.op, axes: s.axes.join(','), keepdims: s.keep },
+      );
+    },
+  };
+}
+
+function resizeSpec(c: OpCall) {
+  const x = inp(c, 0).dims;
+  const upsample = c.node.opType === 'Upsample' || c.opset < 11;
+  const scalesIdx = upsample ? 1 : 2;
+  let scales =
+    c.inputs[scalesIdx] && hostInts(c, scalesIdx, 'scales').length > 0
+      ? hostInts(c, scalesIdx, 'scales')
+      : undefined;
+  const sizes = !upsample && c.inputs[3] ? hostInts(c, 3, 'sizes') : undefined;
+  if (!upsample && c.attrs.has('axes'))
+    throw fail(c, 'the axes attribute is not supported', 'TANDEM_ERR_UNSUPPORTED');
+  let dims: number[];
+  if (sizes && sizes.length > 0) {
+    if (c.attrs.string('keep_aspect_ratio_policy', 'stretch') !== 'stretch')
+      throw fail(c, 'keep_aspect_ratio_policy other than stretch is not supported', 'TANDEM_ERR_UNSUPPORTED');
+    dims = sizes;
+    scales = undefined;
+  } else if (scales) dims = x.map((d, i) => Math.floor(d * scales![i]!));
+  else throw fail(c, 'needs scales or sizes', 'TANDEM_ERR_BAD_DATA');
+  if (x.length !== 4 || dims[0] !== x[0] || dims[1] !== x[1])
+    throw fail(c, 'only 4-d NCHW resizing of the spatial axes is supported', 'TANDEM_ERR_UNSUPPORTED');
+  let mode = c.attrs.string('mode', 'nearest');
+  if (mode === 'bilinear') mode = 'linear';
+  if (mode !== 'nearest' && mode !== 'linear')
+    throw fail(c, `mode ${mode} is not supported (nearest, linear are)`, 'TANDEM_ERR_UNSUPPORTED');
+  const ctm = upsample ? 'asymmetric' : c.attrs.string('coordinate_transformation_mode', 'half_pixel');
+  if (
+    !['half_pixel', 'asymmetric', 'align_corners', 'pytorch_half_pixel', 'tf_half_pixel_for_nn'].includes(ctm)
+  )
+    throw fail(c, `coordinate_transformation_mode ${ctm} is not supported`, 'TANDEM_ERR_UNSUPPORTED');
+  if (c.attrs.int('exclude_outside', 0) !== 0)
+    throw fail(c, 'exclude_outside is not supported', 'TANDEM_ERR_UNSUPPORTED');
+  const nearestMode = upsample ? 'floor' : c.attrs.string('nearest_mode', 'round_prefer_floor');
+  const scaleH = scales ? scales[2]! : dims[2]! / x[2]!;
+  const scaleW = scales ? scales[3]! : dims[3]! / x[3]!;
+  return { dims, mode, ctm, nearestMode, scaleH, scaleW };
+}
+
+/** ONNX's coordinate transformations; align_corners uses the unrounded resized length in·scale. */
+function sourceCoord(ctm: string, o: number, scale: number, inLen: number, outLen: number): number {
+  switch (ctm) {
+    case 'asymmetric':
+      return o / scale;
+    case 'align_corners':
+      return inLen * scale === 1 ? 0 : (o * (inLen - 1)) / (inLen * scale - 1);
+    case 'pytorch_half_pixel':
+      return outLen > 1 ? (o + 0.5) / scale - 0.5 : 0;
+    case 'tf_half_pixel_for_nn':
+      return (o + 0.5) / scale;
+    default:
+      return (o + 0.5) / scale - 0.5;
+  }
+}
+
+function nearest(mode: string, v: number): number {
+  switch (mode) {
+    case 'floor':
+      return Math.floor(v);
+    case 'ceil':
+      return Math.ceil(v);
+    case 'round_prefer_ceil':
+      return Math.round(v);
+    default:
+      return v === Math.floor(v) + 0.5 ? Math.floor(v) : Math.round(v);
+  }
+}
+
+const resizeImpl: OpImpl = {
+  hostInputs: [1, 2, 3],
+  infer: (c) => [{ type: inp(c, 0).type, dims: resizeSpec(c).dims }],
+  evaluate: (c, xs) => {
+    const s = resizeSpec(c);
+    const x = xs[0]!;
+    const [n, ch, h, w] = x.dims as [number, number, number, number];
+    const [ho, wo] = [s.dims[2]!, s.dims[3]!];
+    const out = new Float64Array(numelOf(s.dims));
+    const clamp = (v: number, hi: number) => Math.min(Math.max(v, 0), hi);
+    for (let p = 0; p < n * ch; p++)
+      for (let oy = 0; oy < ho; oy++) {
+        const sy = sourceCoord(s.ctm, oy, s.scaleH, h, ho);
+        for (let ox = 0; ox < wo; ox++) {
+          const sx = sourceCoord(s.ctm, ox, s.scaleW, w, wo);
+          let v: number;
+          if (s.mode === 'nearest')
+            v =
+              x.data[
+                (p * h + clamp(nearest(s.nearestMode, sy), h - 1)) * w +
+                  clamp(nearest(s.nearestMode, sx), w - 1)
+              ]!;
+          else {
+            const cy = clamp(sy, h - 1);
+            const cx = clamp(sx, w - 1);
+            const y0 = Math.floor(cy);
+            const x0 = Math.floor(cx);
+            const y1 = Math.min(y0 + 1, h - 1);
+            const x1 = Math.min(x0 + 1, w - 1);
+            const [fy, fx] = [cy - y0, cx - x0];
+            const at = (yy: number, xx: number) => x.data[(p * h + yy) * w + xx]!;
+            v =
+              (1 - fy) * ((1 - fx) * at(y0, x0) + fx * at(y0, x1)) +
+              fy * ((1 - fx) * at(y1, x0) + fx * at(y1, x1));
+          }
+          out[(p * ho + oy) * wo + ox] = v;
+        }
+      }
+    return [make(x.type, s.dims, out)];
+  },
+  lower: (c, t) => {
+    const s = resizeSpec(c);
+    const [h, w] = [inp(c, 0).dims[2]!, inp(c, 0).dims[3]!];
+    // align_corners is x = o·(in − 1)/(in·scale − 1) with the unrounded in·scale (ONNX's reference),
+    // which is the asymmetric transform x = o/s′ with s′ = (in·scale − 1)/(in − 1): lowered as that, so
+    // the kernel never needs the unrounded resized length.
+    const aligned = (n: number, scale: number): number =>
+      n > 1 && n * scale !== 1 ? (n * scale - 1) / (n - 1) : 1e30;
+    const ac = s.ctm === 'align_corners';
+    t.submit(
+      'onnx_resize',
+      { x: t.input(0), y: t.output(0) },
+      {
+        mode: s.mode,
+        coordinateTransformationMode: ac ? 'asymmetric' : s.ctm,
+        nearestMode: s.nearestMode,
+        scaleH: ac ? aligned(h, s.scaleH) : s.scaleH,
+        scaleW: ac ? aligned(w, s.scaleW) : s.scaleW,
+      },
+    );
+  },
+};
+
+export const MATH_OPS: Record<string, OpImpl> = {
+  MatMul: matmulImpl,
+  Gemm: gemmImpl,
+  BatchNormalization: batchNormImpl,
+  LayerNormalization: layerNormImpl,
+  Softmax: softmaxImpl(false),
+  LogSoftmax: softmaxImpl(true),
+  ...Object.fromEntries(Object.keys(REDUCE).map((k) => [k, reduceImpl(k)])),
+  Resize: resizeImpl,
+  Upsample: resizeImpl,
+};

@@ -1,0 +1,36 @@
+/** The operators of the default ONNX domain Tandem runs, by op type. */
+import { TandemError } from '../../core/errors.js';
+import { CONV_OPS } from './conv.js';
+import { ELEMENTWISE_OPS } from './elementwise.js';
+import { LAYOUT_OPS } from './layout.js';
+import { MATH_OPS } from './math.js';
+import type { OpImpl } from './types.js';
+
+export const ONNX_OPS: Readonly<Record<string, OpImpl>> = {
+  ...ELEMENTWISE_OPS,
+  ...LAYOUT_OPS,
+  ...CONV_OPS,
+  ...MATH_OPS,
+};
+
+/** The op's implementation, or TANDEM_ERR_UNSUPPORTED naming the op, its domain and the opset. */
+export function opImpl(opType: string, domain: string, opset: number): OpImpl {
+  const impl = domain === '' ? ONNX_OPS[opType] : undefined;
+  if (!impl) {
+    const d = domain === '' ? 'ai.onnx' : domain;
+    throw new TandemError(
+      'TANDEM_ERR_UNSUPPORTED',
+      `onnx: operator ${opType} (domain ${d}, opset ${opset}) is not supported`,
+      { op: opType, domain: d, opset },
+    );
+  }
+  return impl;
+}
+
+/** Ops that run on device kernels (the rest are evaluated on the host when their inputs are known there). */
+export function deviceOps(): string[] {
+  return Object.entries(ONNX_OPS)
+    .filter(([, v]) => v.lower !== undefined)
+    .map(([k]) => k)
+    .sort();
+}

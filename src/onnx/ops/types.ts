@@ -1,0 +1,55 @@
+/**
+ * What each ONNX operator provides to the planner and the executor: output types and shapes from the
+ * inputs' (shape inference at bind time), a float64 evaluation on the host (constant folding of shape
+ * subgraphs and the whole-graph float64 reference), and optionally a lowering onto runtime kernels.
+ */
+import type { Tensor } from '../../memory/tensor.js';
+import type { Attrs } from '../attributes.js';
+import type { ElemType, HostTensor } from '../host-tensor.js';
+import type { OnnxNode } from '../model.js';
+
+/** A value as the planner knows it: type and concrete dims, and its contents when known on the host. */
+export interface ValueMeta {
+  readonly type: ElemType;
+  readonly dims: readonly number[];
+  readonly host?: HostTensor;
+}
+
+export interface OpCall {
+  readonly node: OnnxNode;
+  readonly attrs: Attrs;
+  /** The model's opset of the node's domain (the semantics to apply). */
+  readonly opset: number;
+  /** Inputs in node order; undefined for an omitted optional input. */
+  readonly inputs: ReadonlyArray<ValueMeta | undefined>;
+}
+
+export interface OutSpec {
+  readonly type: ElemType;
+  readonly dims: readonly number[];
+}
+
+/** What a lowering gets: device tensors of its inputs and (already allocated) outputs. */
+export interface LowerTarget {
+  /** Device tensor of input i (created from the host value if it was host-known). */
+  input(i: number): Tensor;
+  /** Device tensor of output i, allocated with the inferred dims. */
+  output(i: number): Tensor;
+  /** A scratch tensor freed after the node's tasks are submitted. */
+  scratch(dims: readonly number[], like: Tensor): Tensor;
+  submit(
+    kernel: string,
+    args: Record<string, Tensor>,
+    scalars?: Record<string, number | string | boolean>,
+  ): void;
+}
+
+export interface OpImpl {
+  infer(c: OpCall): OutSpec[];
+  evaluate(c: OpCall, x: ReadonlyArray<HostTensor | undefined>): HostTensor[];
+  /** Inputs that must be known on the host (shapes, axes, pads ...): index list. */
+  readonly hostInputs?: readonly number[];
+  /** Reads only its inputs' dims (Shape, Size): always evaluated on the host. */
+  readonly shapeOnly?: boolean;
+  lower?(c: OpCall, t: LowerTarget, outs: readonly OutSpec[]): void;
+}

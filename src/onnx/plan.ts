@@ -1,0 +1,148 @@
+/**
+ * Binding a model to concrete input shapes: shape inference for every value, constant folding on the
+ * host (every node whose inputs are all known there: Constant, shape subgraphs such as
+ * Shape→Gather→Concat→Reshape, initializer arithmetic), and the list of nodes left for the device.
+ * The plan depends only on the input shapes (and integer inputs' values), so the executor caches it.
+ */
+import { TandemError } from '../core/errors.js';
+import { Attrs } from './attributes.js';
+import { isFloatType, type ElemType, type HostTensor } from './host-tensor.js';
+import type { OnnxModel, OnnxNode } from './model.js';
+import { opImpl } from './ops/table.js';
+import type { OpCall, OpImpl, ValueMeta } from './ops/types.js';
+
+export interface PlannedValue extends ValueMeta {
+  /** True when the value depends on no graph input (weights and their folding): cacheable on device. */
+  readonly constant: boolean;
+}
+
+export interface DeviceStep {
+  readonly node: OnnxNode;
+  readonly impl: OpImpl;
+  readonly call: OpCall;
+  readonly outputs: readonly PlannedValue[];
+}
+
+export interface Plan {
+  readonly values: ReadonlyMap<string, PlannedValue>;
+  readonly steps: readonly DeviceStep[];
+  /** For each value read by a step: the index of the last step reading it (frees it after). */
+  readonly lastReader: ReadonlyMap<string, number>;
+}
+
+/** A graph input as bound: dims, and its values when it is an integer input (known on the host). */
+export interface BoundInput {
+  readonly type: ElemType;
+  readonly dims: readonly number[];
+  readonly host?: HostTensor;
+}
+
+export function checkInput(
+  model: OnnxModel,
+  name: string,
+  got: { type: ElemType; dims: readonly number[] },
+): void {
+  const info = model.inputs.find((v) => v.name === name);
+  if (!info)
+    throw new TandemError(
+      'TANDEM_ERR_INVALID_ARGUMENT',
+      `onnx: the model has no input '${name}' (inputs: ${model.inputs.map((v) => v.name).join(', ')})`,
+      { input: name },
+    );
+  const compatible = info.type === got.type || (isFloatType(info.type) && isFloatType(got.type));
+  if (!compatible)
+    throw new TandemError('TANDEM_ERR_DTYPE', `onnx: input '${name}' must be ${info.type}, got ${got.type}`, {
+      input: name,
+      want: info.type,
+      got: got.type,
+    });
+  if (info.dims) {
+    const ok =
+      info.dims.length === got.dims.length &&
+      info.dims.every((d, i) => typeof d !== 'number' || d === got.dims[i]);
+    if (!ok) {
+      const want = info.dims.map((d) => (d === null ? '?' : d)).join(', ');
+      throw new TandemError(
+        'TANDEM_ERR_SHAPE',
+        `onnx: input '${name}' must have shape [${want}], got [${got.dims.join(', ')}]`,
+        { input: name, want: info.dims, got: got.dims },
+      );
+    }
+  }
+}
+
+/** An optional output the op does not compute (MaxPool's Indices, LayerNorm's Mean ...) is refused by name. */
+function requireOutputs(node: OnnxNode, computed: number): void {
+  node.outputs.forEach((o, i) => {
+    if (o !== '' && i >= computed) {
+      throw new TandemError(
+        'TANDEM_ERR_UNSUPPORTED',
+        `onnx: output ${i} ('${o}') of ${node.opType} is not supported`,
+        { op: node.opType, node: node.name, output: i },
+      );
+    }
+  });
+}
+
+export function bindPlan(
+  model: OnnxModel,
+  inputs: ReadonlyMap<string, BoundInput>,
+  opts: { foldAll?: boolean } = {},
+): Plan {
+  const values = new Map<string, PlannedValue>();
+  for (const [name, t] of model.initializers)
+    values.set(name, { type: t.type, dims: t.dims, host: t, constant: true });
+  for (const info of model.inputs) {
+    const b = inputs.get(info.name);
+    if (!b)
+      throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `onnx: input '${info.name}' is missing`, {
+        input: info.name,
+      });
+    checkInput(model, info.name, b);
+    values.set(info.name, { type: info.type, dims: b.dims, host: b.host, constant: false });
+  }
+  for (const name of inputs.keys())
+    if (!model.inputs.some((v) => v.name === name)) checkInput(model, name, inputs.get(name)!);
+  const steps: DeviceStep[] = [];
+  const lastReader = new Map<string, number>();
+  for (const node of model.nodes) {
+    const impl = opImpl(node.opType, node.domain, model.opset);
+    const ins = node.inputs.map((n) => (n === '' ? undefined : values.get(n)));
+    const call: OpCall = { node, attrs: new Attrs(node.opType, node.attrs), opset: model.opset, inputs: ins };
+    const present = ins.filter((v): v is PlannedValue => v !== undefined);
+    const allHost = present.every((v) => v.host !== undefined);
+    const constant = present.every((v) => v.constant);
+    // Folded on the host: nodes whose inputs are all known there and that have no kernel, depend on
+    // no graph input (weights), or carry no float data (shape arithmetic); Shape and Size read dims only.
+    const floatIn = present.some((v) => isFloatType(v.type));
+    if (opts.foldAll || impl.shapeOnly || (allHost && (!impl.lower || constant || !floatIn))) {
+      const outs = impl.evaluate(
+        call,
+        ins.map((v) => v?.host),
+      );
+      node.outputs.forEach((o, i) => {
+        if (o !== '' && outs[i])
+          values.set(o, { type: outs[i]!.type, dims: outs[i]!.dims, host: outs[i], constant });
+      });
+      requireOutputs(node, outs.length);
+      continue;
+    }
+    if (!impl.lower) {
+      throw new TandemError(
+        'TANDEM_ERR_UNSUPPORTED',
+        `onnx: operator ${node.opType} (node '${node.name}') runs only on values known before the run (shapes, constants); here it reads computed data`,
+        { op: node.opType, node: node.name },
+      );
+    }
+    const specs = impl.infer(call);
+    const outputs = specs.map((s) => ({ type: s.type, dims: s.dims, constant: false }));
+    node.outputs.forEach((o, i) => {
+      if (o !== '' && outputs[i]) values.set(o, outputs[i]!);
+    });
+    requireOutputs(node, outputs.length);
+    const k = steps.length;
+    for (const n of node.inputs) if (n !== '') lastReader.set(n, k);
+    steps.push({ node, impl, call, outputs });
+  }
+  return { values, steps, lastReader };
+}

@@ -1,0 +1,103 @@
+/**
+ * One request's inputs for an ONNX model: named tensors `{name: {shape, data}}`, data as a JSON array
+ * of numbers or a base64 string of little-endian float32. With a batchable model (every input's first
+ * dimension symbolic) an item's shape leaves the batch axis out, as Triton's does (a leading 1 is also
+ * accepted); the concrete dimensions the file declares are checked here, on the event loop.
+ */
+import { TandemError } from '../../../core/errors.js';
+import { isFloatType } from '../../../onnx/host-tensor.js';
+import type { OnnxModel } from '../../../onnx/model.js';
+
+/** Largest tensor one request may carry (elements), so a request cannot ask for unbounded memory. */
+export const MAX_REQUEST_ELEMENTS = 1 << 24;
+
+export interface OnnxItem {
+  /** Per input: the item's dims without the batch axis (batchable) or in full, and its values. */
+  readonly tensors: ReadonlyMap<string, { dims: readonly number[]; data: Float32Array | Float64Array }>;
+  /** Items with the same key can be stacked into one run. */
+  readonly key: string;
+}
+
+export function isBatchable(model: OnnxModel): boolean {
+  return (
+    model.inputs.length > 0 &&
+    model.inputs.every((v) => v.dims !== null && v.dims.length > 0 && typeof v.dims[0] !== 'number')
+  );
+}
+
+const bad = (
+  message: string,
+  code:
+    'TANDEM_ERR_INVALID_ARGUMENT' | 'TANDEM_ERR_SHAPE' | 'TANDEM_ERR_LIMIT' = 'TANDEM_ERR_INVALID_ARGUMENT',
+) => new TandemError(code, `onnx inputs: ${message}`);
+
+function decodeData(name: string, data: unknown, n: number, float: boolean): Float32Array | Float64Array {
+  if (typeof data === 'string') {
+    const bytes = Buffer.from(data, 'base64');
+    if (bytes.length !== n * 4)
+      throw bad(
+        `'${name}': base64 data has ${bytes.length} bytes, the shape needs ${n * 4} (float32)`,
+        'TANDEM_ERR_SHAPE',
+      );
+    const out = new Float32Array(n);
+    for (let i = 0; i < n; i++) out[i] = bytes.readFloatLE(i * 4);
+    return out;
+  }
+  if (!Array.isArray(data)) throw bad(`'${name}'.data must be an array of numbers or a base64 string`);
+  if (data.length !== n)
+    throw bad(`'${name}': data has ${data.length} values, the shape needs ${n}`, 'TANDEM_ERR_SHAPE');
+  const out = float ? new Float32Array(n) : new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    const v: unknown = data[i];
+    if (typeof v !== 'number' || !Number.isFinite(v))
+      throw bad(`'${name}'.data[${i}] is not a finite number`);
+    out[i] = v;
+  }
+  return out;
+}
+
+export function parseOnnxInputs(model: OnnxModel, inputs: unknown): OnnxItem {
+  if (typeof inputs !== 'object' || inputs === null || Array.isArray(inputs))
+    throw bad('inputs must be an object of named tensors {name: {shape, data}}');
+  const given = inputs as Record<string, unknown>;
+  for (const k of Object.keys(given))
+    if (!model.inputs.some((v) => v.name === k))
+      throw bad(`the model has no input '${k}' (it has ${model.inputs.map((v) => v.name).join(', ')})`);
+  const batchable = isBatchable(model);
+  const tensors = new Map<string, { dims: readonly number[]; data: Float32Array | Float64Array }>();
+  let total = 0;
+  for (const info of model.inputs) {
+    const t = given[info.name];
+    if (typeof t !== 'object' || t === null)
+      throw bad(`input '${info.name}' is missing (give {shape, data})`);
+    const { shape, data } = t as { shape?: unknown; data?: unknown };
+    if (!Array.isArray(shape) || shape.some((d) => typeof d !== 'number' || !Number.isInteger(d) || d < 1))
+      throw bad(`'${info.name}'.shape must be an array of positive integers`, 'TANDEM_ERR_SHAPE');
+    const declared = info.dims ?? [];
+    let dims = shape as number[];
+    if (batchable && dims.length === declared.length) {
+      if (dims[0] !== 1)
+        throw bad(
+          `'${info.name}': one request is one item; give the shape without the batch axis (or with a leading 1)`,
+          'TANDEM_ERR_SHAPE',
+        );
+      dims = dims.slice(1);
+    }
+    const want = batchable ? declared.slice(1) : declared;
+    if (
+      info.dims &&
+      (dims.length !== want.length || want.some((d, i) => typeof d === 'number' && d !== dims[i]))
+    ) {
+      throw bad(
+        `'${info.name}' must have shape [${want.map((d) => (typeof d === 'number' ? d : '?')).join(', ')}]${batchable ? ' (batch axis left out)' : ''}, got [${dims.join(', ')}]`,
+        'TANDEM_ERR_SHAPE',
+      );
+    }
+    const n = dims.reduce((a, b) => a * b, 1);
+    total += n;
+    if (total > MAX_REQUEST_ELEMENTS)
+      throw bad(`the request has more than ${MAX_REQUEST_ELEMENTS} elements`, 'TANDEM_ERR_LIMIT');
+    tensors.set(info.name, { dims, data: decodeData(info.name, data, n, isFloatType(info.type)) });
+  }
+  return { tensors, key: [...tensors].map(([k, v]) => `${k}:${v.dims.join('x')}`).join('|') };
+}

@@ -1,0 +1,206 @@
+/**
+ * The `onnx` model kind of the interactive lane: an uploaded .onnx file (ModelSpec.weightsPath) run by
+ * the ONNX executor on Tandem's kernels. A batch stacks the items that have the same shapes along the
+ * batch axis into one run (items of other shapes run as their own groups); a file that is not valid
+ * ONNX or uses something Tandem does not run is refused when the model is registered, so the service
+ * keeps serving its other models.
+ */
+import { TandemError } from '../../../core/errors.js';
+import { OnnxExecutor, type InputTensor, type OutputTensor } from '../../../onnx/executor.js';
+import { isFloatType, numelOf } from '../../../onnx/host-tensor.js';
+import { loadOnnxFile, type OnnxModel } from '../../../onnx/model.js';
+import { opImpl } from '../../../onnx/ops/table.js';
+import type { JsonSchema, ServiceRuntime } from '../../jobs/job-type.js';
+import type { BatchContext, ModelFactory, ModelSpec, ServedModel } from '../model.js';
+import { isBatchable, parseOnnxInputs, type OnnxItem } from './onnx-inputs.js';
+
+export type OnnxOutputs = Record<string, { shape: number[]; data: number[] }>;
+
+const tensorSchema: JsonSchema = {
+  type: 'object',
+  required: ['shape', 'data'],
+  properties: {
+    shape: { type: 'array', items: { type: 'integer', minimum: 1 } },
+    data: {
+      oneOf: [
+        { type: 'array', items: { type: 'number' } },
+        { type: 'string', description: 'base64 of little-endian float32' },
+      ],
+    },
+  },
+};
+
+export const onnxConfigSchema: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    maxBatchSize: { type: 'integer', minimum: 1, maximum: 1024, default: 16 },
+    floatDType: {
+      enum: ['f32', 'f16', 'bf16'],
+      default: 'f32',
+      description: 'compute dtype of float values on GPUs (f16/bf16 lose accuracy)',
+    },
+  },
+};
+
+function config(spec: ModelSpec): { maxBatchSize: number; floatDType: 'f32' | 'f16' | 'bf16' } {
+  const c = spec.config;
+  for (const k of Object.keys(c))
+    if (k !== 'maxBatchSize' && k !== 'floatDType')
+      throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `onnx config: unknown key '${k}'`);
+  const maxBatchSize = c.maxBatchSize ?? 16;
+  if (
+    typeof maxBatchSize !== 'number' ||
+    !Number.isInteger(maxBatchSize) ||
+    maxBatchSize < 1 ||
+    maxBatchSize > 1024
+  )
+    throw new TandemError(
+      'TANDEM_ERR_INVALID_ARGUMENT',
+      'onnx config: maxBatchSize must be an integer in [1, 1024]',
+    );
+  const floatDType = c.floatDType ?? 'f32';
+  if (floatDType !== 'f32' && floatDType !== 'f16' && floatDType !== 'bf16')
+    throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', 'onnx config: floatDType must be f32, f16 or bf16');
+  return { maxBatchSize, floatDType };
+}
+
+/** Every node's operator must be one Tandem runs: checked at registration, not at the first request. */
+function checkOperators(model: OnnxModel): void {
+  for (const n of model.nodes) opImpl(n.opType, n.domain, model.opset);
+}
+
+function weightBytesOf(model: OnnxModel): number {
+  let n = 0;
+  for (const t of model.initializers.values()) n += numelOf(t.dims) * (isFloatType(t.type) ? 4 : 8);
+  for (const node of model.nodes) {
+    const v = node.attrs.get('value');
+    if (node.opType === 'Constant' && typeof v === 'object' && v !== null && !Array.isArray(v) && 'dims' in v)
+      n += numelOf(v.dims) * 4;
+  }
+  return n;
+}
+
+class OnnxServedModel implements ServedModel<OnnxItem, OnnxOutputs> {
+  readonly kind = 'onnx';
+  readonly inputSchema: JsonSchema;
+  readonly outputSchema: JsonSchema;
+  readonly maxBatchSize: number;
+  readonly weightBytes: number;
+  private readonly batchable: boolean;
+
+  constructor(
+    readonly name: string,
+    readonly version: number,
+    private readonly model: OnnxModel,
+    private readonly exec: OnnxExecutor,
+    private readonly floatDType: 'f32' | 'f16' | 'bf16',
+    maxBatchSize: number,
+  ) {
+    this.batchable = isBatchable(model);
+    this.maxBatchSize = this.batchable ? maxBatchSize : 1;
+    this.weightBytes = weightBytesOf(model);
+    const names = (vs: ReadonlyArray<{ name: string }>) =>
+      Object.fromEntries(vs.map((v) => [v.name, tensorSchema]));
+    this.inputSchema = {
+      type: 'object',
+      required: model.inputs.map((v) => v.name),
+      properties: names(model.inputs),
+      additionalProperties: false,
+    };
+    this.outputSchema = { type: 'object', properties: names(model.outputs) };
+  }
+
+  parse(inputs: unknown): OnnxItem {
+    return parseOnnxInputs(this.model, inputs);
+  }
+
+  async runBatch(items: readonly OnnxItem[], ctx: BatchContext): Promise<Array<OnnxOutputs | TandemError>> {
+    const results = new Array<OnnxOutputs | TandemError>(items.length);
+    const groups = new Map<string, number[]>();
+    items.forEach((it, i) => groups.set(it.key, [...(groups.get(it.key) ?? []), i]));
+    await Promise.all(
+      [...groups.values()].map(async (idx) => {
+        try {
+          const outs = await this.runGroup(
+            idx.map((i) => items[i]!),
+            ctx,
+          );
+          idx.forEach((i, k) => (results[i] = outs[k]!));
+        } catch (err) {
+          const e =
+            err instanceof TandemError ? err : new TandemError('TANDEM_ERR_INTERNAL', `onnx: ${String(err)}`);
+          for (const i of idx) results[i] = e;
+        }
+      }),
+    );
+    return results;
+  }
+
+  /** Items of one shape stacked along the batch axis (or run alone for a model without one). */
+  private async runGroup(group: readonly OnnxItem[], ctx: BatchContext): Promise<OnnxOutputs[]> {
+    const n = group.length;
+    const feeds: Record<string, InputTensor> = {};
+    for (const info of this.model.inputs) {
+      const first = group[0]!.tensors.get(info.name)!;
+      if (!this.batchable) {
+        feeds[info.name] = { dims: first.dims, data: first.data };
+        continue;
+      }
+      const per = first.data.length;
+      const data = new Float64Array(per * n);
+      group.forEach((it, k) => data.set(it.tensors.get(info.name)!.data, k * per));
+      feeds[info.name] = { dims: [n, ...first.dims], data };
+    }
+    const out = await this.exec.run(feeds, {
+      device: ctx.device,
+      tags: ctx.tags,
+      floatDType: this.floatDType,
+    });
+    return Array.from({ length: n }, (_, k) => {
+      const item: OnnxOutputs = {};
+      for (const [name, t] of Object.entries(out))
+        item[name] = this.batchable ? this.slice(t, n, k) : { shape: [...t.dims], data: Array.from(t.data) };
+      return item;
+    });
+  }
+
+  private slice(t: OutputTensor, n: number, k: number): { shape: number[]; data: number[] } {
+    if (t.dims[0] !== n)
+      throw new TandemError(
+        'TANDEM_ERR_SHAPE',
+        `onnx: an output's first axis is ${t.dims[0]}, not the batch of ${n}`,
+      );
+    const per = t.data.length / n;
+    return { shape: t.dims.slice(1), data: Array.from(t.data.subarray(k * per, (k + 1) * per)) };
+  }
+
+  async unload(): Promise<void> {
+    this.exec.close();
+  }
+}
+
+export const onnxFactory: ModelFactory = {
+  kind: 'onnx',
+  description:
+    'an uploaded ONNX model (opsets 9–21), run by Tandem on CPU, CUDA or WebGPU kernels; inputs are named tensors {name: {shape, data}}',
+  configSchema: onnxConfigSchema,
+  async create(spec: ModelSpec, rt: ServiceRuntime): Promise<ServedModel> {
+    const cfg = config(spec);
+    if (!spec.weightsPath)
+      throw new TandemError(
+        'TANDEM_ERR_INVALID_ARGUMENT',
+        "a model of kind 'onnx' needs an uploaded .onnx file",
+      );
+    const model = loadOnnxFile(spec.weightsPath);
+    checkOperators(model);
+    return new OnnxServedModel(
+      spec.name,
+      spec.version,
+      model,
+      new OnnxExecutor(model, rt),
+      cfg.floatDType,
+      cfg.maxBatchSize,
+    );
+  },
+};

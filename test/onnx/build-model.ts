@@ -1,0 +1,68 @@
+/** Small ONNX models written with the real protobuf encoder, for the loader's and executor's tests. */
+import { onnx, type ModelProtoFields, type TensorProto, type ValueInfoProto } from '../../src/onnx/proto.js';
+
+export interface NodeSpec {
+  op: string;
+  inputs: string[];
+  outputs: string[];
+  domain?: string;
+  attrs?: Array<{
+    name: string;
+    i?: number;
+    f?: number;
+    ints?: number[];
+    t?: TensorProto;
+    type: number;
+  }>;
+}
+
+export interface ModelSpecForTest {
+  opset?: number;
+  nodes: NodeSpec[];
+  inputs: Array<{ name: string; type?: number; dims: Array<number | string> }>;
+  outputs: Array<{ name: string; type?: number; dims: Array<number | string> }>;
+  initializers?: TensorProto[];
+}
+
+function valueInfo(v: { name: string; type?: number; dims: Array<number | string> }): ValueInfoProto {
+  return {
+    name: v.name,
+    type: {
+      tensorType: {
+        elemType: v.type ?? 1,
+        shape: { dim: v.dims.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) },
+      },
+    },
+  };
+}
+
+export function encodeModel(spec: ModelSpecForTest): Uint8Array {
+  const model: ModelProtoFields = {
+    irVersion: 8,
+    producerName: 'tandem-test',
+    opsetImport: [{ domain: '', version: spec.opset ?? 17 }],
+    graph: {
+      name: 'g',
+      node: spec.nodes.map((n, i) => ({
+        name: `n${i}`,
+        opType: n.op,
+        domain: n.domain ?? '',
+        input: n.inputs,
+        output: n.outputs,
+        attribute: n.attrs ?? [],
+      })),
+      input: spec.inputs.map(valueInfo),
+      output: spec.outputs.map(valueInfo),
+      initializer: spec.initializers ?? [],
+    },
+  };
+  return onnx.ModelProto.encode(model).finish();
+}
+
+export function floatTensor(name: string, dims: number[], values: number[]): TensorProto {
+  return { name, dims, dataType: 1, floatData: values };
+}
+
+export function int64Tensor(name: string, dims: number[], values: number[]): TensorProto {
+  return { name, dims, dataType: 7, int64Data: values };
+}

