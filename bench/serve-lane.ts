@@ -9,7 +9,7 @@
  *   priority B.7b: priorities, maxQueueSize with reject, client aborts, leaked slots (serve-lane-prio.ts)
  *   cpu      the 2-core variant: the pricer on the CPU, batching on vs off, deadlines and aborts
  *   node dist/bench/serve-lane.js price|gpt|priority|cpu ... [--device cuda|cpu] [--seconds s]
- *     [--torch-risk file.json] [--torch-gpt file.jsonl] [--requests n] [--json out.json]
+ *     [--torch-risk file.json] [--torch-gpt file.jsonl] [--requests n] [--cpu-paths n] [--json out.json]
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -29,6 +29,7 @@ const { values, positionals } = parseArgs({
     seconds: { type: 'string', default: '5' },
     requests: { type: 'string' },
     paths: { type: 'string', default: '1000000' },
+    'cpu-paths': { type: 'string', default: '4000' },
     'torch-risk': { type: 'string' },
     'torch-gpt': { type: 'string' },
     json: { type: 'string' },
@@ -156,7 +157,7 @@ async function priceBench(lane: Lane): Promise<void> {
 
 /** The 2-core variant: the pricer on the CPU, small prices (request overhead matters), on vs off. */
 async function cpuBench(lane: Lane): Promise<void> {
-  const cpuPaths = Number(values.requests ? paths : 4000);
+  const cpuPaths = Number(values['cpu-paths']);
   const common = { kind: 'option-pricer', config: { maxPaths: 2 ** 24 }, placement: { kinds: ['cpu'] } };
   await lane.register({ ...common, name: 'cpu-on', batching: { maxBatchSize: 64, maxQueueDelayUs: 0 } });
   await lane.register({ ...common, name: 'cpu-off', batching: { maxBatchSize: 1, maxQueueDelayUs: 0 } });
