@@ -87,9 +87,14 @@ export async function runPriorityBench(
   const high = load.labels['high'];
   const low = load.labels['low'];
   const ratio = (high?.p99 ?? NaN) / (low?.p99 ?? NaN);
+  // The batcher's own share: time in its queue (Server-Timing), without the HTTP path and this
+  // process's event loop, which the load generator shares with the server here.
+  const qHigh = load.labelQueues['high'];
+  const qLow = load.labelQueues['low'];
   console.log(levelLine('B.7b load', load));
   console.log(
     `B.7b: high priority p99 ${fmt(high?.p99 ?? NaN)} ms / low p99 ${fmt(low?.p99 ?? NaN)} ms = ${fmt(ratio, 2)} (target <= 0.5: ${ratio <= 0.5 ? 'met' : 'NOT met'}); ` +
+      `server queue p99 high ${fmt(qHigh?.p99 ?? NaN)} / low ${fmt(qLow?.p99 ?? NaN)} ms = ${fmt((qHigh?.p99 ?? NaN) / (qLow?.p99 ?? NaN), 2)}; ` +
       `${load.requests} requests, ${load.errors['aborted'] ?? 0} abandoned by the client, ${load.errors['429'] ?? 0} rejected (429), ${load.errors['504'] ?? 0} past their deadline; ` +
       `after the run: queued ${slots.queued}, in flight ${slots.inFlight} (leaked slots ${slots.queued + slots.inFlight}); device memory in use ${memBefore} -> ${memAfter} bytes`,
   );

@@ -63,6 +63,8 @@ export interface LoadReport {
   errors: Record<string, number>;
   /** Successful latencies per request label. */
   labels: Record<string, LatencySummary>;
+  /** The server's queue time (Server-Timing) of successful requests per label: the batcher's share. */
+  labelQueues: Record<string, LatencySummary>;
 }
 
 interface Answer {
@@ -77,6 +79,7 @@ class Recorder {
   readonly compute = new Samples();
   readonly serialize = new Samples();
   readonly labels = new Map<string, Samples>();
+  readonly labelQueues = new Map<string, Samples>();
   readonly batchSizes: Record<string, number> = {};
   readonly errors: Record<string, number> = {};
   requests = 0;
@@ -96,7 +99,14 @@ class Recorder {
       s.push(ms);
     }
     if (parseServerTiming(a.timing, this.split)) {
-      if (!Number.isNaN(this.split.queue)) this.queue.push(this.split.queue);
+      if (!Number.isNaN(this.split.queue)) {
+        this.queue.push(this.split.queue);
+        if (label !== undefined) {
+          let q = this.labelQueues.get(label);
+          if (!q) this.labelQueues.set(label, (q = new Samples()));
+          q.push(this.split.queue);
+        }
+      }
       if (!Number.isNaN(this.split.compute)) this.compute.push(this.split.compute);
       if (!Number.isNaN(this.split.serialize)) this.serialize.push(this.split.serialize);
     }
@@ -215,6 +225,8 @@ export async function runLoad(target: LoadTarget, opts: LoadOptions): Promise<Lo
   const seconds = Math.max(1e-9, (lastEnd - measureFrom) / 1000);
   const labels: Record<string, LatencySummary> = {};
   for (const [k, s] of rec.labels) labels[k] = s.summary();
+  const labelQueues: Record<string, LatencySummary> = {};
+  for (const [k, s] of rec.labelQueues) labelQueues[k] = s.summary();
   return {
     concurrency: opts.concurrency,
     requests: rec.requests,
@@ -225,6 +237,7 @@ export async function runLoad(target: LoadTarget, opts: LoadOptions): Promise<Lo
     batchSizes: rec.batchSizes,
     errors: rec.errors,
     labels,
+    labelQueues,
   };
 }
 

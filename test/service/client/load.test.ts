@@ -100,6 +100,8 @@ void describe('load generator against a real HTTP server', () => {
     );
     for (const [size] of sizes) assert.ok(Number(size) >= 1 && Number(size) <= 4, `batch size ${size}`);
     assert.equal(r.labels['even']!.count + r.labels['odd']!.count, 180);
+    assert.equal(r.labelQueues['even']!.count + r.labelQueues['odd']!.count, 180);
+    assert.equal(r.labelQueues['odd']!.p99, 0.25);
     assert.ok(r.inferPerSec > 0);
     assert.equal(maxInFlight, 4, 'a closed loop of 4 clients');
     assert.ok(sockets.size <= 4, `${sockets.size} connections for 4 clients (keep-alive)`);
