@@ -18,6 +18,7 @@ import {
 } from './cli-options.js';
 import { DEFAULT_POLICY } from '../service/autoscale/signal.js';
 import { JOB_STATES } from '../service/http/schemas.js';
+import { addServingClients } from './program-serving.js';
 
 const SERVE_ENV: ReadonlyArray<readonly [string, string]> = [
   ['TANDEM_PORT', 'port (default 8080); --port wins'],
@@ -243,5 +244,6 @@ function addScaledOut(program: Command, setCode: SetExitCode): void {
 export function addServiceCommands(program: Command, setCode: SetExitCode): void {
   addServe(program, setCode);
   addClients(program, setCode);
+  addServingClients(program, setCode);
   addScaledOut(program, setCode);
 }

@@ -11,6 +11,9 @@ import { mcEuropeanCpu } from './mc_european/cpu.js';
 import { mcEuropeanCuda } from './mc_european/cuda.js';
 import { mcEuropeanDef } from './mc_european/def.js';
 import { mcEuropeanWebGpu } from './mc_european/webgpu.js';
+import { mcEuropeanBatchCpu } from './mc_european_batch/cpu.js';
+import { mcEuropeanBatchCuda } from './mc_european_batch/cuda.js';
+import { mcEuropeanBatchDef } from './mc_european_batch/def.js';
 import { mcVarCpu } from './mc_var/cpu.js';
 import { mcVarCuda } from './mc_var/cuda.js';
 import { mcVarDef } from './mc_var/def.js';
@@ -34,6 +37,7 @@ import { philoxFillWebGpu } from './philox_fill/webgpu.js';
 export const WORKLOAD_KERNEL_DEFS: KernelDef[] = [
   mcEuropeanDef,
   mcAsianDef,
+  mcEuropeanBatchDef,
   mcVarDef,
   mdNeighborsDef,
   ljForcesDef,
@@ -45,6 +49,8 @@ export const WORKLOAD_KERNEL_IMPLS: KernelImplEntry[] = [
   { op: 'mc_european', backend: 'cpu', impl: mcEuropeanCpu },
   { op: 'mc_european', backend: 'cuda', impl: mcEuropeanCuda },
   { op: 'mc_european', backend: 'webgpu', impl: mcEuropeanWebGpu },
+  { op: 'mc_european_batch', backend: 'cpu', impl: mcEuropeanBatchCpu },
+  { op: 'mc_european_batch', backend: 'cuda', impl: mcEuropeanBatchCuda },
   { op: 'mc_asian', backend: 'cpu', impl: mcAsianCpu },
   { op: 'mc_asian', backend: 'cuda', impl: mcAsianCuda },
   { op: 'mc_asian', backend: 'webgpu', impl: mcAsianWebGpu },

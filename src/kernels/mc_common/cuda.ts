@@ -32,7 +32,11 @@ const PROLOGUE = `
 const EPILOGUE = `
   tdm_block_sum3f(out, blockIdx.x, a1, a2, cnt);`;
 
-export const MC_EUROPEAN_CUDA_SOURCE = `${PHILOX_CUDA}
+/**
+ * The European path engine as device functions (payoffs of a stream range into per-thread sums), shared
+ * by mc_european and the batched mc_european_batch so both draw and sum the same samples the same way.
+ */
+export const MC_EUROPEAN_DEVICE_CUDA = `
 template <bool ANTI>
 static __device__ __forceinline__ float tdm_eu_payoff(float x, float sA, float sK) {
   float p = fmaxf(fmaf(sA, tdm_ex2(x), sK), 0.f);
@@ -70,7 +74,9 @@ static __device__ __forceinline__ void tdm_eu_run(long long b0, long long b1, lo
     tdm_eu_stream<ANTI>(s, k0, k1, scale, sA, sK, lanes, a1, a2);
     cnt += lanes;
   }
-}
+}`;
+
+export const MC_EUROPEAN_CUDA_SOURCE = `${PHILOX_CUDA}${MC_EUROPEAN_DEVICE_CUDA}
 // 8 blocks of 256 per SM (32 registers, no spills): a full SM of warps hides the MUFU and IMAD latency.
 extern "C" __global__ void __launch_bounds__(${THREADS}, 8) tdm_mc_european${PARAMS} {
 ${PROLOGUE}

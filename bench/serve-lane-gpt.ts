@@ -1,0 +1,79 @@
+/**
+ * B.7: GPT-2 124M scoring (bf16, 128-token inputs) through the interactive lane, closed loop at
+ * concurrency 1..64, batching on (maxQueueDelayUs 0, 100, 1000) and off (maxBatchSize 1), beside
+ * PyTorch's offline forward of the same model at batch 1 and 64 (bench/torch/gpt2_infer.py, run in the
+ * same call). Prints the issue's ratios.
+ */
+import { readFileSync } from 'node:fs';
+import { runSweep, type LoadReport } from '../src/service/client/load.js';
+import { fmt, levelLine, type Lane } from './serve-common.js';
+
+interface TorchInfer {
+  batch: number;
+  /** Forward time of one batch, ms (next-token logits of the last position, as the served scoring). */
+  ms: number;
+  sequencesPerSecond: number;
+}
+
+const VARIANTS = [
+  { name: 'gpt-off', batching: { maxBatchSize: 1, maxQueueDelayUs: 0 }, delayUs: 0 },
+  { name: 'gpt-d0', batching: { maxBatchSize: 64, maxQueueDelayUs: 0 }, delayUs: 0 },
+  { name: 'gpt-d100', batching: { maxBatchSize: 64, maxQueueDelayUs: 100 }, delayUs: 100 },
+  { name: 'gpt-d1000', batching: { maxBatchSize: 64, maxQueueDelayUs: 1000 }, delayUs: 1000 },
+] as const;
+const LEVELS = [1, 2, 4, 8, 16, 32, 64];
+
+export async function runGptBench(
+  lane: Lane,
+  o: { device: string; seconds: number; torchFile: string | undefined },
+): Promise<unknown> {
+  // 128 token ids, the same for every request (scoring cost does not depend on the values).
+  const tokens = Array.from({ length: 128 }, (_, i) => (i * 7919) % 50257);
+  const body = JSON.stringify({ inputs: { tokens } });
+  const rows: Record<string, LoadReport[]> = {};
+  for (const v of VARIANTS) {
+    await lane.register({
+      name: v.name,
+      kind: 'gpt',
+      // Token ids in, no tokenizer: the GPU machine carries no tokenizer package, and scoring needs none.
+      config: { preset: 'gpt2', precision: 'bf16', seed: 1, tokenizer: 'none' },
+      placement: { kinds: [o.device] },
+      batching: v.batching,
+    });
+    rows[v.name] = await runSweep(
+      lane.target(v.name),
+      LEVELS,
+      { warmupSeconds: 1, seconds: o.seconds, request: () => ({ body }) },
+      (r) => console.log(levelLine(v.name, r)),
+    );
+    // One model's weights at a time on the device.
+    await lane.call('DELETE', `/v1/models/${v.name}`);
+  }
+  const torch: TorchInfer[] = o.torchFile
+    ? readFileSync(o.torchFile, 'utf8')
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as TorchInfer)
+    : [];
+  const at = (name: string, c: number): LoadReport => rows[name]!.find((r) => r.concurrency === c)!;
+  const t1 = torch.find((t) => t.batch === 1);
+  const t64 = torch.find((t) => t.batch === 64);
+  const off16 = at('gpt-off', 16);
+  const lines: string[] = [];
+  for (const v of VARIANTS.slice(1)) {
+    const on16 = at(v.name, 16);
+    const on64 = at(v.name, 64);
+    const compute64 = on64.server.compute.mean;
+    lines.push(
+      `B.7 ${v.name}: c16 on/off ${fmt(on16.inferPerSec / off16.inferPerSec, 2)}x (target >= 3x), p95 ${fmt(on16.client.p95)} vs off ${fmt(off16.client.p95)} ms (${on16.client.p95 < off16.client.p95 ? 'lower' : 'NOT lower'}); ` +
+        `c64 ${fmt(on64.inferPerSec, 0)} seq/s = ${t64 ? fmt(on64.inferPerSec / t64.sequencesPerSecond, 2) : '?'}x PyTorch batch-64 (target >= 0.7x); ` +
+        `c64 p99 ${fmt(on64.client.p99)} ms vs delay + 2 x batch compute ${fmt(v.delayUs / 1000 + 2 * compute64)} ms (${on64.client.p99 <= v.delayUs / 1000 + 2 * compute64 ? 'met' : 'NOT met'})`,
+    );
+  }
+  const d0c1 = at('gpt-d0', 1);
+  lines.push(
+    `B.7 delay 0, c1: p50 ${fmt(d0c1.client.p50)} ms vs PyTorch batch-1 forward ${t1 ? fmt(t1.ms) : '?'} ms + 0.3 (${t1 ? (d0c1.client.p50 <= t1.ms + 0.3 ? 'met' : 'NOT met') : '?'}); PyTorch batch-64 ${t64 ? `${fmt(t64.ms)} ms, ${fmt(t64.sequencesPerSecond, 0)} seq/s` : '?'}`,
+  );
+  for (const l of lines) console.log(l);
+  return { rows, torch, lines };
+}

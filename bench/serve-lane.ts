@@ -1,0 +1,229 @@
+/**
+ * The interactive lane's benchmarks (issue 16; research/anchors-dl.md B.7, B.7b) against a service
+ * started in this process on loopback, models registered through the HTTP API:
+ *   price    the 10^6-path European price through POST /v1/models/{name}/infer: p50/p99 over 1,000
+ *            requests one after another (target p99 <= 1 ms), 16 concurrent requests as one launch
+ *            (batch size 16 from x-tandem-batch-size), the in-process price p99 beside PyTorch's
+ *   gpt      B.7: GPT-2 124M scoring, concurrency 1..64, batching on (delay 0/100/1000 us) and off,
+ *            beside bench/torch/gpt2_infer.py (serve-lane-gpt.ts)
+ *   priority B.7b: priorities, maxQueueSize with reject, client aborts, leaked slots (serve-lane-prio.ts)
+ *   cpu      the 2-core variant: the pricer on the CPU, batching on vs off, deadlines and aborts
+ *   node dist/bench/serve-lane.js price|gpt|priority|cpu ... [--device cuda|cpu] [--seconds s]
+ *     [--torch-risk file.json] [--torch-gpt file.jsonl] [--requests n] [--cpu-paths n] [--json out.json]
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { runLoad, runSweep, type LoadReport } from '../src/service/client/load.js';
+import { europeanSpec, priceEuropeanBatch } from '../src/workloads/risk/batch.js';
+import { priceOption } from '../src/workloads/risk/run.js';
+import { gcLine, watchGc } from './gc-watch.js';
+import { quantile } from './quantile.js';
+import { fmt, inferOnce, levelLine, startLane, type Lane } from './serve-common.js';
+import { runGptBench } from './serve-lane-gpt.js';
+import { runPriorityBench } from './serve-lane-prio.js';
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    device: { type: 'string', default: 'cuda' },
+    seconds: { type: 'string', default: '5' },
+    requests: { type: 'string' },
+    paths: { type: 'string', default: '1000000' },
+    'cpu-paths': { type: 'string', default: '4000' },
+    'torch-risk': { type: 'string' },
+    'torch-gpt': { type: 'string' },
+    json: { type: 'string' },
+  },
+});
+const parts = positionals.length ? positionals : ['price'];
+const device = values.device!;
+const seconds = Number(values.seconds);
+const paths = Number(values.paths);
+const out: Record<string, unknown> = { device, parts };
+
+const option = (seed: number, p = paths): string =>
+  JSON.stringify({
+    inputs: { spot: 100, strike: 100, rate: 0.05, vol: 0.2, maturity: 1, paths: p, antithetic: false, seed },
+  });
+
+/** The last JSON line of bench/py/risk_torch.py's output. */
+function readTorch(file: string): { p50Ms?: number; p99Ms?: number } {
+  return JSON.parse(readFileSync(file, 'utf8').trim().split('\n').pop()!) as {
+    p50Ms?: number;
+    p99Ms?: number;
+  };
+}
+
+async function priceBench(lane: Lane): Promise<void> {
+  const maxPaths = 2 ** 32;
+  await lane.register({
+    name: 'pricer',
+    kind: 'option-pricer',
+    config: { maxPaths },
+    placement: { kinds: [device] },
+    batching: { maxBatchSize: 64, maxQueueDelayUs: 0 },
+  });
+  // Waits up to 20 ms for 16 requests, then launches them together (Triton's preferred batch size).
+  await lane.register({
+    name: 'pricer16',
+    kind: 'option-pricer',
+    config: { maxPaths },
+    placement: { kinds: [device] },
+    batching: { maxBatchSize: 64, preferredBatchSizes: [16], maxQueueDelayUs: 20_000 },
+  });
+  const runs = Number(values.requests ?? 1000);
+  const target = lane.target('pricer');
+  // Warm-up: compiles the kernel, fills the pools, lets V8 optimise the path.
+  await runLoad(target, {
+    concurrency: 1,
+    warmupSeconds: 0,
+    seconds: 60,
+    requests: 200,
+    request: (i) => ({ body: option(i) }),
+  });
+  const gc = watchGc();
+  const seq = await runLoad(target, {
+    concurrency: 1,
+    warmupSeconds: 0,
+    seconds: 600,
+    requests: runs,
+    request: (i) => ({ body: option(1000 + i) }),
+  });
+  const g = gc.stop();
+  console.log(
+    `${paths}-path European price through the API (${device}, ${runs} requests one after another): client p50 ${fmt(seq.client.p50)} ms, p99 ${fmt(seq.client.p99)} ms (target <= 1 ms: ${seq.client.p99 <= 1 ? 'met' : 'NOT met'}), max ${fmt(seq.client.max)} ms; server queue ${fmt(seq.server.queue.mean)} compute ${fmt(seq.server.compute.mean)} (p99 ${fmt(seq.server.compute.p99)}) serialize ${fmt(seq.server.serialize.mean)} ms; errors ${JSON.stringify(seq.errors)}`,
+  );
+  console.log(`  gc in this process (server and client) during them: ${gcLine(g, runs)}`);
+  out['sequential'] = { report: seq, gc: { ...g, pauses: undefined } };
+
+  // 16 concurrent requests: one batch of 16, so one mc_european_batch launch.
+  let oneLaunch = 0;
+  const rounds = 10;
+  const sizes: number[][] = [];
+  for (let r = 0; r < rounds; r++) {
+    const answers = await Promise.all(
+      Array.from({ length: 16 }, (_, i) =>
+        inferOnce(lane, 'pricer16', JSON.parse(option(50_000 + 16 * r + i))),
+      ),
+    );
+    const bs = answers.map((a) => a.batchSize);
+    sizes.push(bs);
+    if (answers.every((a) => a.status === 200 && a.batchSize === 16)) oneLaunch++;
+  }
+  console.log(
+    `16 concurrent price requests: ${oneLaunch}/${rounds} rounds ran as one batch of 16 (one launch); batch sizes seen ${JSON.stringify([...new Set(sizes.flat())])}`,
+  );
+  out['concurrent16'] = { rounds, oneLaunch, sizes };
+
+  // In process, no HTTP: the single-option price (as bench/risk.ts) and a one-option batch.
+  const inproc = async (fn: (k: number) => Promise<unknown>): Promise<number[]> => {
+    for (let k = 0; k < 50; k++) await fn(k);
+    const lat: number[] = [];
+    for (let k = 0; k < runs; k++) {
+      const t0 = performance.now();
+      await fn(k);
+      lat.push(performance.now() - t0);
+    }
+    return lat.sort((a, b) => a - b);
+  };
+  const base = {
+    spot: 100,
+    strike: 100,
+    rate: 0.05,
+    vol: 0.2,
+    maturity: 1,
+    dividend: 0,
+    paths,
+    antithetic: false,
+  };
+  const single = await inproc((k) => priceOption(lane.rt, { ...base, device, seed: k }));
+  const batch1 = await inproc((k) =>
+    priceEuropeanBatch(lane.rt, [europeanSpec({ ...base, right: 'call', seed: k })], { device }),
+  );
+  const torch = values['torch-risk'] ? readTorch(values['torch-risk']) : null;
+  const q = quantile;
+  console.log(
+    `in-process ${paths}-path price over ${runs} runs: priceOption p50 ${fmt(q(single, 0.5))} p99 ${fmt(q(single, 0.99))} ms; one-option mc_european_batch p50 ${fmt(q(batch1, 0.5))} p99 ${fmt(q(batch1, 0.99))} ms` +
+      (torch?.p99Ms !== undefined
+        ? `; PyTorch p50 ${fmt(torch.p50Ms ?? NaN)} p99 ${fmt(torch.p99Ms)} ms (Tandem p99 ${q(single, 0.99) <= torch.p99Ms ? '<=' : '>'} PyTorch's)`
+        : ''),
+  );
+  out['inProcess'] = {
+    priceOption: { p50: q(single, 0.5), p99: q(single, 0.99) },
+    batchOfOne: { p50: q(batch1, 0.5), p99: q(batch1, 0.99) },
+    torch,
+  };
+}
+
+/** The 2-core variant: the pricer on the CPU, small prices (request overhead matters), on vs off. */
+async function cpuBench(lane: Lane): Promise<void> {
+  const cpuPaths = Number(values['cpu-paths']);
+  const common = { kind: 'option-pricer', config: { maxPaths: 2 ** 24 }, placement: { kinds: ['cpu'] } };
+  await lane.register({ ...common, name: 'cpu-on', batching: { maxBatchSize: 64, maxQueueDelayUs: 0 } });
+  await lane.register({ ...common, name: 'cpu-off', batching: { maxBatchSize: 1, maxQueueDelayUs: 0 } });
+  const req = (i: number): { body: string } => ({ body: option(i, cpuPaths) });
+  // Both warmed first (JIT, pools), so the one measured first is not the one paying for it.
+  for (const name of ['cpu-off', 'cpu-on'])
+    await runLoad(lane.target(name), { concurrency: 4, warmupSeconds: 0, seconds: 2, request: req });
+  const rows: Record<string, LoadReport[]> = {};
+  for (const name of ['cpu-off', 'cpu-on']) {
+    rows[name] = await runSweep(
+      lane.target(name),
+      [1, 4, 16],
+      { warmupSeconds: 1, seconds, request: req },
+      (r) => console.log(levelLine(`${name} (${cpuPaths} paths)`, r)),
+    );
+  }
+  const on16 = rows['cpu-on']![2]!;
+  const off16 = rows['cpu-off']![2]!;
+  console.log(
+    `cpu: batching on/off at concurrency 16: ${fmt(on16.inferPerSec / off16.inferPerSec, 2)}x the throughput, p95 ${fmt(on16.client.p95)} vs ${fmt(off16.client.p95)} ms`,
+  );
+  out['cpu'] = rows;
+  // Deadlines: requests whose timeoutMs is shorter than the queue they meet are answered 504 and never run.
+  const deadline = await runLoad(lane.target('cpu-off'), {
+    concurrency: 16,
+    warmupSeconds: 0.5,
+    seconds,
+    request: (i) => ({
+      body: JSON.stringify({
+        ...(JSON.parse(option(i, cpuPaths)) as object),
+        timeoutMs: i % 2 === 0 ? 1 : 10_000,
+      }),
+      label: i % 2 === 0 ? 'deadline-1ms' : 'deadline-10s',
+    }),
+  });
+  console.log(levelLine('cpu deadlines (half the requests with timeoutMs 1)', deadline));
+  const aborts = await runLoad(lane.target('cpu-on'), {
+    concurrency: 16,
+    warmupSeconds: 0.5,
+    seconds,
+    request: (i) => ({ body: option(i, cpuPaths), ...(i % 10 === 0 ? { abortAfterMs: 0.5 } : {}) }),
+  });
+  await new Promise((r) => setTimeout(r, 500));
+  const slots = await lane.slots('cpu-on');
+  console.log(
+    `${levelLine('cpu aborts (10 % abandoned after 0.5 ms)', aborts)}; after the run: queued ${slots.queued}, in flight ${slots.inFlight} (leaked slots ${slots.queued + slots.inFlight})`,
+  );
+  out['cpuDeadlines'] = deadline;
+  out['cpuAborts'] = { report: aborts, leaked: slots.queued + slots.inFlight };
+}
+
+const lane = await startLane(device === 'cpu' ? ['cpu'] : ['cpu', device]);
+try {
+  for (const part of parts) {
+    if (part === 'price') await priceBench(lane);
+    else if (part === 'cpu') await cpuBench(lane);
+    else if (part === 'gpt')
+      out['gpt'] = await runGptBench(lane, { device, seconds, torchFile: values['torch-gpt'] });
+    else if (part === 'priority')
+      out['priority'] = await runPriorityBench(lane, {
+        device,
+        requests: Number(values.requests ?? 100_000),
+      });
+    else throw new Error(`unknown part ${part} (price, gpt, priority, cpu)`);
+  }
+} finally {
+  await lane.close();
+}
+if (values.json) writeFileSync(values.json, JSON.stringify(out, null, 2));
