@@ -26,6 +26,9 @@ const CASES = [
   'kv_append f64 M11 S3 P7 C20',
   'embedding_at f16 M9 V11 P13 C33',
   'gather_rows bf16 M10 R6 C33',
+  'topk_rows f32 R4 N300 V290 k17',
+  'topk_rows bf16 R3 N50 V47 k5',
+  'topk_rows f64 R1 N6 V6 k9',
 ];
 
 function asNative(impl: CudaKernelImpl): CudaNative {

@@ -12,7 +12,7 @@ import type { Scalars, TensorDesc } from '../../src/devices/device.js';
 import { CONFORMANCE_CASES } from '../../src/kernels/conformance-cases.js';
 import { defOf, runCpuCase } from './cpu-harness.js';
 
-const KV_OPS = new Set(['kv_append', 'kv_attention', 'embedding_at', 'gather_rows']);
+const KV_OPS = new Set(['kv_append', 'kv_attention', 'embedding_at', 'gather_rows', 'topk_rows']);
 
 function desc(shape: number[], dtype: DType = 'f32'): TensorDesc {
   return { shape, dtype, bytes: numel(shape) * bytesPerElement(dtype) };
@@ -29,7 +29,7 @@ void describe('kvcache ops on the CPU', () => {
   const cases = CONFORMANCE_CASES.filter((c) => KV_OPS.has(c.op));
   void it('has cases for every op and dtype', () => {
     assert.equal(new Set(cases.map((c) => c.op)).size, KV_OPS.size);
-    assert.ok(cases.length >= 4 * 8);
+    assert.ok(cases.length >= 4 * 12);
   });
   for (const c of cases)
     void it(c.name, () => {

@@ -14,6 +14,7 @@ import {
   kvAppendReference,
   kvAttentionReference,
 } from '../kvcache/reference.js';
+import { topkRowsCpu, topkRowsCuda, topkRowsDef, topkRowsReference } from '../kvcache/topk.js';
 import type { OpGroup } from './op-group.js';
 
 const DTYPES: readonly DType[] = ['f32', 'f64', 'f16', 'bf16'];
@@ -124,13 +125,32 @@ function cases(): ConformanceCase[] {
       rtol: 0,
       atol: 0,
     });
+    for (const [rows, cols, vocab, k] of [
+      [3, 50, 47, 5],
+      [2, 700, 700, 1],
+      [4, 300, 290, 17],
+      [1, 6, 6, 9],
+    ] as const)
+      out.push({
+        name: `topk_rows ${dtype} R${rows} N${cols} V${vocab} k${k}`,
+        op: 'topk_rows',
+        // 'int' values repeat within a row, so ties (lower index first) are exercised; k > V pads.
+        args: {
+          x: { shape: [rows, cols], dtype, range: dtype === 'f16' || dtype === 'bf16' ? 'signed' : 'int' },
+          values: { shape: [rows, k], dtype: 'f32' },
+          indices: { shape: [rows, k], dtype: 'i32' },
+        },
+        scalars: { vocab },
+        rtol: 0,
+        atol: 0,
+      });
   }
   return out;
 }
 
 export const kvcacheGroup: OpGroup = {
   name: 'kvcache',
-  defs: [kvAppendDef, kvAttentionDef, embeddingAtDef, gatherRowsDef],
+  defs: [kvAppendDef, kvAttentionDef, embeddingAtDef, gatherRowsDef, topkRowsDef],
   impls: [
     { op: 'kv_append', backend: 'cpu', impl: kvAppendCpu },
     { op: 'kv_attention', backend: 'cpu', impl: kvAttentionCpu },
@@ -140,12 +160,15 @@ export const kvcacheGroup: OpGroup = {
     { op: 'kv_attention', backend: 'cuda', impl: kvAttentionCuda },
     { op: 'embedding_at', backend: 'cuda', impl: embeddingAtCuda },
     { op: 'gather_rows', backend: 'cuda', impl: gatherRowsCuda },
+    { op: 'topk_rows', backend: 'cpu', impl: topkRowsCpu },
+    { op: 'topk_rows', backend: 'cuda', impl: topkRowsCuda },
   ],
   references: {
     kv_append: kvAppendReference,
     kv_attention: kvAttentionReference,
     embedding_at: embeddingAtReference,
     gather_rows: gatherRowsReference,
+    topk_rows: topkRowsReference,
   },
   cases,
 };
