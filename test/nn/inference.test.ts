@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { isTandemError } from '../../src/core/errors.js';
 import { seededRandom } from '../../src/core/seeded-random.js';
 import { Nn } from '../../src/nn/context.js';
-import { GptInference, KvCache, argmax } from '../../src/nn/inference/index.js';
+import { GptInference, KvCache, argmax, topEntries } from '../../src/nn/inference/index.js';
 import { Gpt, gptConfig } from '../../src/nn/models/gpt.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { cpuRuntime } from '../runtime/helpers.js';
@@ -97,6 +97,34 @@ void describe('GPT inference with a KV cache (f32, CPU)', () => {
     const seqs = [1, 24, 7, 13].map((n) => randomTokens(n, rnd));
     const got = await inf.lastLogits(seqs);
     for (const [i, s] of seqs.entries()) assert.ok(maxDiff(got[i]!, await fullLast(s)) < TOL);
+    // The device's top-k agrees with the host's on the same logits.
+    const top = await inf.last(seqs, { kind: 'topk', k: 5 });
+    for (const [i, t] of top.entries()) {
+      const want = topEntries(got[i]!, 5);
+      assert.deepEqual(
+        [...t.indices],
+        want.map(([j]) => j),
+      );
+      assert.deepEqual(
+        [...t.values],
+        want.map(([, v]) => v),
+      );
+    }
+  });
+
+  void it('greedy decoding on the device (top-1) picks the argmax of the cached logits', async () => {
+    const cache = new KvCache(rt, config, 'f32', { slots: 2, positions: 12 });
+    const runs = [
+      { slot: 0, start: 0, tokens: [3, 1, 4, 1, 5] },
+      { slot: 1, start: 0, tokens: [9, 2] },
+    ];
+    const full = await inf.step(cache, runs);
+    const top = await inf.stepHead(cache, runs, { kind: 'topk', k: 1 });
+    assert.deepEqual(
+      top.map((t) => t.indices[0]),
+      full.map((l) => argmax(l)),
+    );
+    cache.dispose();
   });
 
   void it('rejects bad tokens, overlong sequences and clashing slots with stable codes', async () => {

@@ -11,7 +11,7 @@
  *   kv_append writes each layer's keys and values into the slots, kv_attention reads them.
  * Logits come back as f32 rows of the real vocabulary (the padded columns are dropped).
  */
-import { type DType, toNumbers } from '../../core/dtype.js';
+import { type DType, type HostArray, toNumbers } from '../../core/dtype.js';
 import { TandemError } from '../../core/errors.js';
 import type { Tensor } from '../../memory/tensor.js';
 import type { GptConfig, Gpt } from '../models/gpt.js';
@@ -30,6 +30,30 @@ interface BlockWeights {
 }
 
 /** One sequence's rows in a cached step: tokens at positions start, start + 1, … of cache slot `slot`. */
+/** What comes back per sequence: the whole logit row, or only its k largest entries. */
+export type Head = { readonly kind: 'logits' } | { readonly kind: 'topk'; readonly k: number };
+
+export interface TopK {
+  /** Token ids, most likely first. */
+  readonly indices: Int32Array;
+  /** Their logits. */
+  readonly values: Float32Array;
+}
+
+export type HeadOutput<H extends Head> = H extends { kind: 'topk' } ? TopK : Float32Array;
+
+/** f32 values of a read tensor: 16-bit words widened by a shift (bf16) or decoded (f16). */
+function toF32(dtype: DType, raw: HostArray): Float32Array {
+  if (dtype === 'f32') return raw as Float32Array;
+  if (dtype === 'bf16') {
+    const words = raw as Uint16Array;
+    const out = new Uint32Array(words.length);
+    for (let i = 0; i < words.length; i++) out[i] = words[i]! << 16;
+    return new Float32Array(out.buffer);
+  }
+  return Float32Array.from(toNumbers(dtype, raw));
+}
+
 export interface CachedRun {
   readonly slot: number;
   readonly start: number;
@@ -80,7 +104,16 @@ export class GptInference {
   }
 
   /** The logits after the last token of each sequence (each 1…context tokens long). */
-  async lastLogits(seqs: readonly (readonly number[])[], place: RunPlace = {}): Promise<Float32Array[]> {
+  lastLogits(seqs: readonly (readonly number[])[], place: RunPlace = {}): Promise<Float32Array[]> {
+    return this.last(seqs, { kind: 'logits' }, place);
+  }
+
+  /** `lastLogits`, returning what `head` asks for. */
+  async last<H extends Head>(
+    seqs: readonly (readonly number[])[],
+    head: H,
+    place: RunPlace = {},
+  ): Promise<HeadOutput<H>[]> {
     const c = this.config;
     if (seqs.length === 0) return [];
     const t = Math.max(...seqs.map((s) => s.length));
@@ -103,9 +136,10 @@ export class GptInference {
       this.rt.free(idT);
       const lse = scope.tensor([b, c.heads, t], this.dtype === 'f64' ? 'f64' : 'f32');
       const last = seqs.map((s, i) => i * t + s.length - 1);
-      return await this.finish(scope, x, b * t, last, (qkv, y) =>
+      const logits = this.finish(scope, x, b * t, last, (qkv, y) =>
         scope.run('attention', { qkv, y, lse }, { heads: c.heads, seq: t }),
       );
+      return await this.readHead(scope, logits, head);
     } finally {
       scope.release();
     }
@@ -115,7 +149,17 @@ export class GptInference {
    * One iteration of cached generation: appends every run's tokens to its slot and returns the logits
    * after each run's last token. Runs must name distinct slots; positions must fit the cache.
    */
-  async step(cache: KvCache, runs: readonly CachedRun[], place: RunPlace = {}): Promise<Float32Array[]> {
+  step(cache: KvCache, runs: readonly CachedRun[], place: RunPlace = {}): Promise<Float32Array[]> {
+    return this.stepHead(cache, runs, { kind: 'logits' }, place);
+  }
+
+  /** `step`, returning what `head` asks for (k = 1: greedy decoding reads one id per sequence). */
+  async stepHead<H extends Head>(
+    cache: KvCache,
+    runs: readonly CachedRun[],
+    head: H,
+    place: RunPlace = {},
+  ): Promise<HeadOutput<H>[]> {
     const c = this.config;
     if (runs.length === 0) return [];
     if (cache.dtype !== this.dtype || cache.keys.length !== c.layers)
@@ -161,12 +205,13 @@ export class GptInference {
       const x = scope.tensor([m, c.width], this.dtype);
       scope.run('embedding_at', { ids: scope.ints(ids), pos: posT, wte: this.wte, wpe: this.wpe, y: x });
       let layer = 0;
-      return await this.finish(scope, x, m, last, (qkv, y) => {
+      const logits = this.finish(scope, x, m, last, (qkv, y) => {
         const kv = { qkv, slot: slotT, pos: posT, kcache: cache.keys[layer]!, vcache: cache.values[layer]! };
         scope.run('kv_append', kv);
         scope.run('kv_attention', { ...kv, y }, { heads: c.heads });
         layer++;
       });
+      return await this.readHead(scope, logits, head);
     } finally {
       scope.release();
     }
@@ -174,15 +219,15 @@ export class GptInference {
 
   /**
    * The transformer blocks over rows x [m, C] (attention given by `attend(qkv, y)`), then the final
-   * LayerNorm and the LM head on the rows `last` only; reads the logits back.
+   * LayerNorm and the LM head on the rows `last` only: the logits [R, paddedVocab], in the scope.
    */
-  private async finish(
+  private finish(
     scope: Scope,
     x0: Tensor,
     m: number,
     last: readonly number[],
     attend: (qkv: Tensor, y: Tensor) => void,
-  ): Promise<Float32Array[]> {
+  ): Tensor {
     const c = this.config;
     const dt = this.dtype;
     const stat = dt === 'f64' ? 'f64' : 'f32';
@@ -237,8 +282,28 @@ export class GptInference {
     const h = norm(rows, this.lnF, gx, gp).y;
     const logits = scope.tensor([rows, c.paddedVocab], dt);
     scope.run('gemm', { a: h, b: this.wte, c: logits }, { transB: true });
-    const raw = await this.rt.read(logits);
-    const values = dt === 'f32' ? (raw as Float32Array) : Float32Array.from(toNumbers(dt, raw));
-    return last.map((_, i) => values.slice(i * c.paddedVocab, i * c.paddedVocab + c.vocab));
+    return logits;
+  }
+
+  /** Reads what `head` asks for from the logits rows [R, paddedVocab]. */
+  private async readHead<H extends Head>(scope: Scope, logits: Tensor, head: H): Promise<HeadOutput<H>[]> {
+    const c = this.config;
+    const rows = logits.shape[0]!;
+    if (head.kind === 'logits') {
+      const values = toF32(this.dtype, await this.rt.read(logits));
+      return Array.from(
+        { length: rows },
+        (_, i) => values.slice(i * c.paddedVocab, i * c.paddedVocab + c.vocab) as HeadOutput<H>,
+      );
+    }
+    const k = head.k;
+    const values = scope.tensor([rows, k], 'f32');
+    const indices = scope.tensor([rows, k], 'i32');
+    scope.run('topk_rows', { x: logits, values, indices }, { vocab: c.vocab });
+    const [v, ix] = await Promise.all([this.rt.read(values), this.rt.read(indices)]);
+    return Array.from({ length: rows }, (_, i) => ({
+      values: (v as Float32Array).slice(i * k, (i + 1) * k),
+      indices: (ix as Int32Array).slice(i * k, (i + 1) * k),
+    })) as HeadOutput<H>[];
   }
 }
