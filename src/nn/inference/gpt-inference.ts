@@ -15,7 +15,7 @@ import { type DType, type HostArray, toNumbers } from '../../core/dtype.js';
 import { TandemError } from '../../core/errors.js';
 import type { Tensor } from '../../memory/tensor.js';
 import type { GptConfig, Gpt } from '../models/gpt.js';
-import type { KvCache } from './kv-cache.js';
+import { KvCache, type KvCacheOptions } from './kv-cache.js';
 import { type InferenceRuntime, type RunPlace, Scope } from './scope.js';
 
 const LN_EPS = 1e-5;
@@ -89,6 +89,11 @@ export class GptInference {
       out: pair(b.mlpProj.weight, b.mlpProj.bias),
     }));
     this.lnF = pair(model.lnF.weight, model.lnF.bias);
+  }
+
+  /** A KV cache for this model (its dtype and layers) on the model's runtime. */
+  newCache(options: KvCacheOptions): KvCache {
+    return new KvCache(this.rt, this.config, this.dtype, options);
   }
 
   /** Checks token ids (integers in [0, vocab)); throws TANDEM_ERR_INVALID_ARGUMENT naming the first bad one. */
