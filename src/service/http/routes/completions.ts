@@ -126,7 +126,8 @@ export function completionsRoutes(opts: CompletionsRouteOptions) {
             signal: ac.signal,
             onToken: (token) => {
               const piece = text.push(token);
-              if (body.stream && piece.length > 0) {
+              // A model without a tokenizer streams one (empty) chunk per token: progress and time to first token.
+              if (body.stream && (piece.length > 0 || gen.codec === null)) {
                 startStream();
                 reply.raw.write(chunk(piece, null));
               }
