@@ -19,6 +19,8 @@ export interface CaseArg {
   readonly max?: number;
   /** Lower bound (inclusive) for range 'index', default 0 (-1 lets a case draw ignored targets). */
   readonly min?: number;
+  /** Exact values instead of random draws (distinct cache positions for kv_append: no write races). */
+  readonly values?: readonly number[];
 }
 
 export interface ConformanceCase {

@@ -74,11 +74,11 @@ export function prepareCase(def: KernelDef, c: ConformanceCase, seed = 1): Prepa
     if (mode === 'w') poison(a.dtype, data);
     else {
       const range = a.range ?? defaultRange(a.dtype);
-      fromNumbers(
-        a.dtype,
-        Float64Array.from({ length: n }, () => draw(range, rnd, a.max, a.min)),
-        data,
-      );
+      const values =
+        a.values !== undefined
+          ? Float64Array.from(a.values)
+          : Float64Array.from({ length: n }, () => draw(range, rnd, a.max, a.min));
+      fromNumbers(a.dtype, values, data);
     }
     if (mode !== 'r') outputs.push(spec.name);
     descs[spec.name] = desc;

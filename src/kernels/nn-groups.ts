@@ -5,5 +5,13 @@ import { linearGroup } from './nn/linear.js';
 import { normGroup } from './nn/norm.js';
 import type { OpGroup } from './nn/op-group.js';
 import { optimGroup } from './nn/optim.js';
+import { kvcacheGroup } from './nn/kvcache.js';
 
-export const NN_GROUPS: readonly OpGroup[] = [linearGroup, normGroup, attentionGroup, optimGroup, convGroup];
+export const NN_GROUPS: readonly OpGroup[] = [
+  linearGroup,
+  normGroup,
+  attentionGroup,
+  optimGroup,
+  convGroup,
+  kvcacheGroup,
+];

@@ -1,0 +1,157 @@
+/**
+ * Forward-only GPT with a KV cache on the CPU, f32, random weights: every logit row the cached path
+ * produces (prefill of several prompts, then decode steps of ragged sequences, new prompts admitted
+ * mid-way into freed slots) equals the training module's full causal forward over the sequence so far;
+ * the scoring path (ragged sequences padded right) equals it too; bad tokens and overlong runs fail
+ * with stable codes.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { isTandemError } from '../../src/core/errors.js';
+import { seededRandom } from '../../src/core/seeded-random.js';
+import { Nn } from '../../src/nn/context.js';
+import { GptInference, KvCache, argmax, topEntries } from '../../src/nn/inference/index.js';
+import { Gpt, gptConfig } from '../../src/nn/models/gpt.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
+import { cpuRuntime } from '../runtime/helpers.js';
+
+let rt: Runtime;
+let model: Gpt;
+let inf: GptInference;
+const config = gptConfig('gpt-micro', { vocab: 97, paddedVocab: 104, context: 24 });
+
+before(async () => {
+  rt = await cpuRuntime();
+  model = new Gpt(new Nn(rt, { precision: 'f32', seed: 7 }), config);
+  inf = new GptInference(model);
+});
+after(async () => {
+  await rt.close();
+});
+
+/** The training module's logits after the last token of `tokens` (the full causal forward). */
+async function fullLast(tokens: readonly number[]): Promise<Float32Array> {
+  const nn = model.nn;
+  const out = nn.noGrad(() => model.logits(nn.input(tokens, [1, tokens.length], 'i32')));
+  const all = (await rt.read(out.data)) as Float32Array;
+  nn.release();
+  const row = (tokens.length - 1) * config.paddedVocab;
+  return all.slice(row, row + config.vocab);
+}
+
+function maxDiff(a: Float32Array, b: Float32Array): number {
+  assert.equal(a.length, b.length);
+  let d = 0;
+  for (let i = 0; i < a.length; i++) d = Math.max(d, Math.abs(a[i]! - b[i]!));
+  return d;
+}
+
+const TOL = 2e-5;
+
+function randomTokens(n: number, rnd: () => number): number[] {
+  return Array.from({ length: n }, () => Math.floor(rnd() * config.vocab));
+}
+
+void describe('GPT inference with a KV cache (f32, CPU)', () => {
+  void it('every cached step gives the full forward logits; new sequences join freed slots', async () => {
+    const rnd = seededRandom(3);
+    const cache = new KvCache(rt, config, 'f32', { slots: 3, positions: 20 });
+    type Live = { slot: number; tokens: number[]; done: number; budget: number };
+    const queue = [5, 1, 9, 3, 7].map((n, i) => ({ prompt: randomTokens(n, rnd), budget: 3 + 2 * i }));
+    const live: Live[] = [];
+    let checked = 0;
+    let worst = 0;
+    while (queue.length > 0 || live.length > 0) {
+      const runs: { slot: number; start: number; tokens: number[] }[] = [];
+      for (const l of live)
+        runs.push({ slot: l.slot, start: l.tokens.length - 1, tokens: [l.tokens.at(-1)!] });
+      // Admission at every step, into whatever slot a finished sequence left.
+      while (queue.length > 0 && cache.freeSlots > 0) {
+        const q = queue.shift()!;
+        const l: Live = { slot: cache.acquire()!, tokens: [...q.prompt], done: 0, budget: q.budget };
+        live.push(l);
+        runs.push({ slot: l.slot, start: 0, tokens: [...q.prompt] });
+      }
+      const logits = await inf.step(cache, runs);
+      for (const [i, r] of runs.entries()) {
+        const l = live.find((x) => x.slot === r.slot)!;
+        const want = await fullLast(l.tokens);
+        worst = Math.max(worst, maxDiff(logits[i]!, want));
+        checked++;
+        l.tokens.push(argmax(logits[i]!));
+        l.done++;
+      }
+      for (const l of [...live])
+        if (l.done >= l.budget) {
+          cache.release(l.slot);
+          live.splice(live.indexOf(l), 1);
+        }
+    }
+    assert.ok(checked > 20, `checked ${checked} rows`);
+    assert.ok(worst < TOL, `max |cached − full| = ${worst}`);
+    cache.dispose();
+  });
+
+  void it('scoring: ragged sequences padded right give each sequence its own last-token logits', async () => {
+    const rnd = seededRandom(11);
+    const seqs = [1, 24, 7, 13].map((n) => randomTokens(n, rnd));
+    const got = await inf.lastLogits(seqs);
+    for (const [i, s] of seqs.entries()) assert.ok(maxDiff(got[i]!, await fullLast(s)) < TOL);
+    // The device's top-k agrees with the host's on the same logits.
+    const top = await inf.last(seqs, { kind: 'topk', k: 5 });
+    for (const [i, t] of top.entries()) {
+      const want = topEntries(got[i]!, 5);
+      assert.deepEqual(
+        [...t.indices],
+        want.map(([j]) => j),
+      );
+      assert.deepEqual(
+        [...t.values],
+        want.map(([, v]) => v),
+      );
+    }
+  });
+
+  void it('greedy decoding on the device (top-1) picks the argmax of the cached logits', async () => {
+    const cache = new KvCache(rt, config, 'f32', { slots: 2, positions: 12 });
+    const runs = [
+      { slot: 0, start: 0, tokens: [3, 1, 4, 1, 5] },
+      { slot: 1, start: 0, tokens: [9, 2] },
+    ];
+    const full = await inf.step(cache, runs);
+    const top = await inf.stepHead(cache, runs, { kind: 'topk', k: 1 });
+    assert.deepEqual(
+      top.map((t) => t.indices[0]),
+      full.map((l) => argmax(l)),
+    );
+    cache.dispose();
+  });
+
+  void it('rejects bad tokens, overlong sequences and clashing slots with stable codes', async () => {
+    const cache = new KvCache(rt, config, 'f32', { slots: 2, positions: 8 });
+    const code = (c: string) => (e: unknown) => isTandemError(e) && e.code === c;
+    await assert.rejects(inf.lastLogits([[1, 97]]), code('TANDEM_ERR_INVALID_ARGUMENT'));
+    await assert.rejects(inf.lastLogits([[1, -1]]), code('TANDEM_ERR_INVALID_ARGUMENT'));
+    await assert.rejects(inf.lastLogits([new Array<number>(25).fill(1)]), code('TANDEM_ERR_LIMIT'));
+    await assert.rejects(
+      inf.step(cache, [{ slot: 0, start: 5, tokens: [1, 2, 3, 4] }]),
+      code('TANDEM_ERR_LIMIT'),
+    );
+    await assert.rejects(
+      inf.step(cache, [
+        { slot: 1, start: 0, tokens: [1] },
+        { slot: 1, start: 1, tokens: [2] },
+      ]),
+      code('TANDEM_ERR_INVALID_ARGUMENT'),
+    );
+    await assert.rejects(
+      inf.step(cache, [{ slot: 2, start: 0, tokens: [1] }]),
+      code('TANDEM_ERR_INVALID_ARGUMENT'),
+    );
+    assert.throws(
+      () => new KvCache(rt, config, 'f32', { slots: 1, positions: 25 }),
+      code('TANDEM_ERR_INVALID_ARGUMENT'),
+    );
+    cache.dispose();
+  });
+});
