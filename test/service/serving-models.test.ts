@@ -221,7 +221,11 @@ void test(
       await s.svc.close();
       const reopened = await testService({}, s.rt, s.dir);
       // The admin key of the first start (a restart prints none).
-      const again = { ...reopened, admin: s.admin, auth: (key = s.admin) => ({ authorization: `Bearer ${key}` }) };
+      const again = {
+        ...reopened,
+        admin: s.admin,
+        auth: (key = s.admin) => ({ authorization: `Bearer ${key}` }),
+      };
       const listed = (await again.svc.app.inject({ url: '/v1/models', headers: again.auth() })).json() as {
         models: { name: string; versions: { version: number; state: string }[] }[];
       };
