@@ -12,6 +12,7 @@ import type { JobTypeRegistry } from './jobs/registry.js';
 import type { DeviceHistory } from './obs/device-history.js';
 import type { JobTraceCollector } from './obs/job-trace.js';
 import type { ServiceMetrics } from './obs/metrics.js';
+import type { ModelRepository } from './serving/repository.js';
 import type { Dispatcher } from './runner/dispatcher.js';
 import type { DeviceView } from './runner/hardware-rules.js';
 import type { ResultStore } from './runner/result-store.js';
@@ -63,6 +64,8 @@ export interface ServiceParts {
   readonly storeHealth: StoreHealth;
   /** The last ~15 minutes of device utilization, memory and queue depth (GET /v1/devices/history). */
   readonly history: DeviceHistory;
+  /** The interactive lane's model repository (registered versions, their batchers). */
+  readonly models: ModelRepository;
   /** The runtime once opened (null while opening, or when none could be opened). */
   runtime(): ServiceRuntimeHost | null;
   runtimeStatus(): RuntimeStatus;

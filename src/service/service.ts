@@ -24,6 +24,8 @@ import { buildApp } from './http/app.js';
 import { DeviceLossHandler } from './device-loss.js';
 import { tenantDeviceUsage } from './runner/tenant-share.js';
 import { HungKernelWatchdog } from './runner/hung-kernel-watchdog.js';
+import { builtinModelFactories } from './serving/factories.js';
+import { ModelRepository } from './serving/repository.js';
 import type { FastifyInstance } from 'fastify';
 import type {
   DeviceSnapshot,
@@ -193,6 +195,14 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     queued: dispatcher.queue.size,
     running: dispatcher.runningCount,
   }));
+  const models = new ModelRepository({
+    dataDir: config.dataDir,
+    factories: builtinModelFactories(),
+    runtime: () => rt,
+    findJob: (id) => store.get(id),
+    registry: metrics.registry,
+    log,
+  });
   const parts: ServiceParts = {
     config,
     db,
@@ -208,6 +218,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     checkpointer,
     storeHealth,
     history,
+    models,
     runtime: () => rt,
     runtimeStatus: () => status,
     lifecycle: () => loss.lifecycle(),

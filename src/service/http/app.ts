@@ -11,6 +11,7 @@ import { adminRoutes } from './routes/admin.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { historyRoutes } from './routes/history.js';
 import { jobRoutes } from './routes/jobs.js';
+import { modelRoutes } from './routes/models.js';
 import { systemRoutes } from './routes/system.js';
 
 export async function buildApp(s: ServiceParts): Promise<FastifyInstance> {
@@ -44,6 +45,7 @@ export async function buildApp(s: ServiceParts): Promise<FastifyInstance> {
   await app.register(jobRoutes(new LocalJobsApi(s)));
   await app.register(adminRoutes(s));
   await app.register(historyRoutes(s.history));
+  await app.register(modelRoutes(s.models));
   await app.register(dashboardRoutes(s));
   return app;
 }

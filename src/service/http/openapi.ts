@@ -70,6 +70,20 @@ function errorResponses(url: string, api: boolean, schema: FastifySchema): Recor
           ),
         }
       : {}),
+    ...(url.endsWith('/infer')
+      ? {
+          413: errorResponse(
+            'the body is larger than the limit',
+            'TANDEM_ERR_PAYLOAD_TOO_LARGE',
+            'the request body is larger than the limit',
+          ),
+          504: errorResponse(
+            'the deadline (timeoutMs) passed before its batch ran; it was never run',
+            'TANDEM_ERR_DEADLINE_EXCEEDED',
+            "the request's deadline (100 ms) passed before its batch ran",
+          ),
+        }
+      : {}),
     ...(api
       ? {
           429: errorResponse(
@@ -104,6 +118,7 @@ export async function registerOpenApi(app: FastifyInstance, info: OpenApiInfo): 
         { name: 'jobs', description: 'durable jobs: submit, watch, cancel, results and traces' },
         { name: 'system', description: 'health, metrics, devices and live figures' },
         { name: 'tenants', description: 'tenants and API keys' },
+        { name: 'models', description: 'the interactive lane: served models, dynamic batching, infer' },
         { name: 'scale', description: 'scaled-out control plane: agents and the autoscaling signal' },
       ],
       components: {

@@ -1,0 +1,63 @@
+/**
+ * A model's placement rule applied per batch: the device kinds it may run on, in order, and with
+ * `preferIdle` the first of them that no job is using (serve on the CPU while the GPUs train). Which
+ * devices jobs use is learned from the runtime's task events: a task tagged with a job id marks its
+ * device busy while it runs and for a short while after (the gap between a training step's kernels).
+ */
+import type { HardwareKind } from '../../devices/device.js';
+import type { Observer, TaskEvent } from '../../obs/observer.js';
+import type { ServiceRuntime } from '../jobs/job-type.js';
+import type { ModelPlacement } from './model.js';
+
+/** A device stays "busy with jobs" this long after a job's task on it ended. */
+const BUSY_LINGER_MS = 250;
+
+export class JobDeviceUse implements Observer {
+  private readonly inflight = new Map<string, number>();
+  private readonly lastEnd = new Map<string, number>();
+
+  onTaskStart(e: TaskEvent): void {
+    if (e.tags?.['job'] === undefined) return;
+    this.inflight.set(e.deviceId, (this.inflight.get(e.deviceId) ?? 0) + 1);
+  }
+
+  onTaskEnd(e: TaskEvent): void {
+    if (e.tags?.['job'] === undefined) return;
+    this.inflight.set(e.deviceId, Math.max(0, (this.inflight.get(e.deviceId) ?? 0) - 1));
+    this.lastEnd.set(e.deviceId, performance.now());
+  }
+
+  /** True while a job's task runs on the device or ended within the last BUSY_LINGER_MS. */
+  busy(deviceId: string): boolean {
+    if ((this.inflight.get(deviceId) ?? 0) > 0) return true;
+    const last = this.lastEnd.get(deviceId);
+    return last !== undefined && performance.now() - last < BUSY_LINGER_MS;
+  }
+}
+
+/**
+ * The device kind a batch goes to (rt.submit's `device`): the first listed kind present, or with
+ * preferIdle the first present kind with a device no job is using (else the first present). Undefined
+ * when none of the kinds is present: the scheduler then places the batch's tasks itself.
+ */
+export function placeBatch(
+  rule: ModelPlacement,
+  rt: ServiceRuntime,
+  use: JobDeviceUse | null,
+): HardwareKind | undefined {
+  let first: HardwareKind | undefined;
+  for (const kind of rule.kinds) {
+    let present = false;
+    let idle = false;
+    for (const d of rt.devices)
+      if (d.info.kind === kind) {
+        present = true;
+        if (use === null || !use.busy(d.info.id)) idle = true;
+      }
+    if (!present) continue;
+    if (!rule.preferIdle) return kind;
+    first ??= kind;
+    if (idle) return kind;
+  }
+  return first;
+}

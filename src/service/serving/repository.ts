@@ -1,0 +1,413 @@
+/**
+ * The model repository of the interactive lane (docs/serving.md): model versions registered from a
+ * spec (built in from the config's seed, from a finished train job's last checkpoint, or from an
+ * uploaded weights file), each with its placement rule and its dynamic batcher. Registrations are kept
+ * in <data dir>/models/index.json and come back after a restart; a version is loaded onto the runtime
+ * when registered, and after a restart on its first use. A version that fails to load (a bad weights
+ * file) is marked failed with its error and the others keep serving. Requests write nothing here.
+ */
+import { copyFileSync, renameSync } from 'node:fs';
+import type { Registry } from 'prom-client';
+import { join } from 'node:path';
+import { TandemError } from '../../core/errors.js';
+import type { HardwareKind } from '../../devices/device.js';
+import { latestCheckpoint } from '../../nn/checkpoint.js';
+import type { Observer } from '../../obs/observer.js';
+import type { Tenant } from '../auth/tenants.js';
+import type { ServiceRuntime } from '../jobs/job-type.js';
+import type { JobRecord } from '../store/job-store.js';
+import { DEFAULT_BATCHING, DynamicBatcher, type BatchingConfig } from './batcher.js';
+import { ModelFiles, type Registration } from './model-files.js';
+import { ModelStats, type ModelStatsView } from './model-stats.js';
+import type { ModelFactory, ModelPlacement, ServedModel } from './model.js';
+import { ServingMetrics } from './metrics.js';
+import { JobDeviceUse, placeBatch } from './placement.js';
+
+/** The runtime as the repository needs it: what models use, plus observers for the placement rule. */
+export type RepositoryRuntime = ServiceRuntime & {
+  addObserver?(o: Observer): void;
+  removeObserver?(o: Observer): void;
+};
+
+export interface RepositoryOptions {
+  readonly dataDir: string;
+  readonly factories: readonly ModelFactory[];
+  readonly runtime: () => RepositoryRuntime | null;
+  /** A job by id (for registration from a train job's checkpoint). */
+  readonly findJob: (id: string) => JobRecord | null;
+  /** The service's Prometheus registry: the lane's metrics (metrics.ts) go there. */
+  readonly registry?: Registry;
+  readonly log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
+}
+
+export interface RegisterRequest {
+  readonly name: string;
+  readonly kind: string;
+  readonly version?: number;
+  readonly config?: Readonly<Record<string, unknown>>;
+  readonly placement?: ModelPlacement;
+  readonly batching?: Partial<BatchingConfig>;
+  readonly fromJob?: string;
+  readonly upload?: string;
+}
+
+export type VersionState = 'registered' | 'loading' | 'ready' | 'failed';
+
+/** One version as the API describes it. */
+export interface VersionView {
+  readonly name: string;
+  readonly version: number;
+  readonly kind: string;
+  readonly state: VersionState;
+  readonly error: { code: string; message: string } | null;
+  readonly config: Readonly<Record<string, unknown>>;
+  readonly placement: ModelPlacement;
+  readonly batching: BatchingConfig;
+  readonly weightBytes: number | null;
+  readonly source: Registration['source'];
+  readonly createdAt: string;
+  readonly inputSchema: Readonly<Record<string, unknown>> | null;
+  readonly outputSchema: Readonly<Record<string, unknown>> | null;
+  readonly queued: number;
+  readonly inFlight: number;
+  readonly stats: ModelStatsView;
+}
+
+/** A version in memory: its registration and, once loaded, its model and batcher. */
+export class ModelVersion {
+  state: VersionState = 'registered';
+  error: TandemError | null = null;
+  model: ServedModel | null = null;
+  batcher: DynamicBatcher<unknown, unknown> | null = null;
+  loading: Promise<void> | null = null;
+  readonly stats = new ModelStats();
+  constructor(readonly reg: Registration) {}
+}
+
+const DEFAULT_PLACEMENT: ModelPlacement = {
+  kinds: ['cuda', 'webgpu', 'cpu'] as HardwareKind[],
+  preferIdle: false,
+};
+
+export class ModelRepository {
+  private readonly files: ModelFiles;
+  private readonly byName = new Map<string, Map<number, ModelVersion>>();
+  private readonly factories: ReadonlyMap<string, ModelFactory>;
+  private readonly use = new JobDeviceUse();
+  private observed: RepositoryRuntime | null = null;
+  /** `name@version` of registrations still loading, so two cannot take the same version. */
+  private readonly reserved = new Set<string>();
+
+  readonly metrics: ServingMetrics | null;
+
+  constructor(private readonly o: RepositoryOptions) {
+    this.metrics = o.registry ? new ServingMetrics(o.registry, () => this.depths()) : null;
+    this.files = new ModelFiles(o.dataDir);
+    this.factories = new Map(o.factories.map((f) => [f.kind, f]));
+    for (const reg of this.files.readIndex())
+      this.versionsOf(reg.name, true).set(reg.version, new ModelVersion(reg));
+  }
+
+  get kinds(): readonly ModelFactory[] {
+    return [...this.factories.values()];
+  }
+
+  get uploads(): ModelFiles {
+    return this.files;
+  }
+
+  private versionsOf(name: string, create = false): Map<number, ModelVersion> {
+    let m = this.byName.get(name);
+    if (!m) {
+      m = new Map();
+      if (create) this.byName.set(name, m);
+    }
+    return m;
+  }
+
+  private runtime(): RepositoryRuntime {
+    const rt = this.o.runtime();
+    if (!rt || rt.devices.length === 0)
+      throw new TandemError('TANDEM_ERR_DEVICE_UNAVAILABLE', 'no runtime is open: models cannot be loaded');
+    if (this.observed !== rt) {
+      this.observed?.removeObserver?.(this.use);
+      rt.addObserver?.(this.use);
+      this.observed = rt;
+    }
+    return rt;
+  }
+
+  /** Registers and loads a version; throws (nothing kept) when its weights or config are bad. */
+  async register(caller: Tenant, r: RegisterRequest): Promise<VersionView> {
+    const factory = this.factories.get(r.kind);
+    if (!factory)
+      throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `unknown model kind ${JSON.stringify(r.kind)}`, {
+        known: [...this.factories.keys()],
+      });
+    const versions = this.versionsOf(r.name);
+    const owner = [...versions.values()][0]?.reg.owner;
+    if (owner !== undefined && owner !== caller.id && caller.role !== 'admin')
+      throw new TandemError('TANDEM_ERR_CONFLICT', `model ${r.name} belongs to another tenant`);
+    const version = r.version ?? Math.max(0, ...versions.keys()) + 1;
+    if (versions.has(version) || this.reserved.has(`${r.name}@${version}`))
+      throw new TandemError('TANDEM_ERR_CONFLICT', `model ${r.name} already has version ${version}`, {
+        name: r.name,
+        version,
+      });
+    if (r.fromJob !== undefined && r.upload !== undefined)
+      throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', 'give fromJob or upload, not both');
+    const rt = this.runtime();
+    const key = `${r.name}@${version}`;
+    this.reserved.add(key);
+    try {
+      return await this.registerAs(caller, r, version, rt);
+    } finally {
+      this.reserved.delete(key);
+    }
+  }
+
+  private async registerAs(
+    caller: Tenant,
+    r: RegisterRequest,
+    version: number,
+    rt: RepositoryRuntime,
+  ): Promise<VersionView> {
+    const factory = this.factories.get(r.kind)!;
+    const weights = this.takeWeights(caller, r, version);
+    const reg: Registration = {
+      name: r.name,
+      version,
+      kind: r.kind,
+      config: r.config ?? {},
+      placement: r.placement ?? DEFAULT_PLACEMENT,
+      batching: { ...DEFAULT_BATCHING, ...r.batching },
+      weights,
+      source:
+        r.fromJob !== undefined ? { type: 'job', job: r.fromJob } : { type: r.upload ? 'upload' : 'builtin' },
+      owner: caller.id,
+      createdAt: Date.now(),
+    };
+    const v = new ModelVersion(reg);
+    await this.load(v, factory, rt);
+    if (v.state !== 'ready') {
+      this.files.remove(weights);
+      throw v.error!;
+    }
+    this.versionsOf(r.name, true).set(version, v);
+    this.persist();
+    return this.view(v);
+  }
+
+  /** The weights file for a new version (relative to the models directory), or null for built-in ones. */
+  private takeWeights(caller: Tenant, r: RegisterRequest, version: number): string | null {
+    if (r.upload !== undefined) {
+      const from = this.files.uploadPath(r.upload);
+      const rel = this.files.weightsFor(r.name, version, r.kind === 'onnx' ? 'onnx' : 'safetensors');
+      try {
+        renameSync(from, this.files.path(rel));
+      } catch {
+        throw new TandemError('TANDEM_ERR_NOT_FOUND', `no upload ${r.upload}`);
+      }
+      return rel;
+    }
+    if (r.fromJob === undefined) return null;
+    const job = this.o.findJob(r.fromJob);
+    if (!job || (job.tenantId !== caller.id && caller.role !== 'admin'))
+      throw new TandemError('TANDEM_ERR_NOT_FOUND', `no job ${r.fromJob}`);
+    if (job.type !== 'train')
+      throw new TandemError(
+        'TANDEM_ERR_INVALID_ARGUMENT',
+        `job ${r.fromJob} is a ${job.type} job, not train`,
+      );
+    if (job.state !== 'succeeded' && job.state !== 'cancelled')
+      throw new TandemError('TANDEM_ERR_NOT_READY', `job ${r.fromJob} is ${job.state}: it has not finished`);
+    if (job.params['model'] !== r.kind)
+      throw new TandemError(
+        'TANDEM_ERR_BAD_CHECKPOINT',
+        `job ${r.fromJob} trained a ${String(job.params['model'])} model, not ${r.kind}`,
+      );
+    const file = latestCheckpoint(join(this.o.dataDir, 'checkpoints', job.id));
+    if (file === null) throw new TandemError('TANDEM_ERR_NOT_FOUND', `job ${r.fromJob} left no checkpoint`);
+    // A copy: the job's own directory keeps only its newest checkpoints and may be cleaned up.
+    const rel = this.files.weightsFor(r.name, version, 'safetensors');
+    copyFileSync(file, this.files.path(rel));
+    return rel;
+  }
+
+  private async load(v: ModelVersion, factory: ModelFactory, rt: RepositoryRuntime): Promise<void> {
+    const reg = v.reg;
+    v.state = 'loading';
+    try {
+      const model = await factory.create(
+        {
+          name: reg.name,
+          version: reg.version,
+          kind: reg.kind,
+          config: reg.config,
+          placement: reg.placement,
+          ...(reg.weights === null ? {} : { weightsPath: this.files.path(reg.weights) }),
+        },
+        rt,
+      );
+      const cfg = { ...reg.batching, maxBatchSize: Math.min(reg.batching.maxBatchSize, model.maxBatchSize) };
+      const tags = { model: reg.name, version: String(reg.version) };
+      const batcher = new DynamicBatcher<unknown, unknown>(cfg, (items, id) =>
+        model.runBatch(items, {
+          rt,
+          device: placeBatch(reg.placement, rt, this.use),
+          tags: { ...tags, batch: String(id) },
+        }),
+      );
+      batcher.onBatch((size, computeUs) => {
+        v.stats.batch(size);
+        this.metrics?.batch(reg.name, reg.version, size, computeUs);
+      });
+      v.model = model;
+      v.batcher = batcher;
+      v.state = 'ready';
+    } catch (e) {
+      v.state = 'failed';
+      v.error =
+        e instanceof TandemError
+          ? e
+          : new TandemError('TANDEM_ERR_BAD_CHECKPOINT', `loading ${reg.name} v${reg.version}: ${String(e)}`);
+      this.o.log?.('warn', `model ${reg.name} v${reg.version}: ${v.error.message}`);
+    }
+  }
+
+  /**
+   * The version a request goes to (the newest ready one when `version` is not given), loaded: a version
+   * registered before a restart is loaded on its first use.
+   */
+  async ready(name: string, version?: number): Promise<ModelVersion> {
+    const versions = this.byName.get(name);
+    if (!versions || versions.size === 0) throw new TandemError('TANDEM_ERR_NOT_FOUND', `no model ${name}`);
+    let v: ModelVersion | undefined;
+    if (version !== undefined) v = versions.get(version);
+    else
+      for (const x of versions.values())
+        if (x.state !== 'failed' && (v === undefined || x.reg.version > v.reg.version)) v = x;
+    if (!v)
+      throw new TandemError(
+        'TANDEM_ERR_NOT_FOUND',
+        version === undefined
+          ? `model ${name} has no version that loads`
+          : `model ${name} has no version ${version}`,
+      );
+    if (v.state === 'ready') return v;
+    if (v.state === 'registered') {
+      const factory = this.factories.get(v.reg.kind);
+      if (!factory) {
+        v.state = 'failed';
+        v.error = new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `model kind ${v.reg.kind} is not available`);
+      } else {
+        const rt = this.runtime();
+        v.loading = this.load(v, factory, rt);
+      }
+    }
+    await v.loading;
+    if ((v.state as VersionState) !== 'ready') throw v.error!;
+    return v;
+  }
+
+  list(): { name: string; versions: VersionView[] }[] {
+    return [...this.byName.entries()]
+      .filter(([, m]) => m.size > 0)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([name, m]) => ({ name, versions: [...m.values()].map((v) => this.view(v)) }));
+  }
+
+  describe(name: string): { name: string; versions: VersionView[] } {
+    const m = this.byName.get(name);
+    if (!m || m.size === 0) throw new TandemError('TANDEM_ERR_NOT_FOUND', `no model ${name}`);
+    return {
+      name,
+      versions: [...m.values()].sort((a, b) => a.reg.version - b.reg.version).map((v) => this.view(v)),
+    };
+  }
+
+  /** Unloads and forgets a version (or every version of the model); its queued requests get 503. */
+  async unload(
+    caller: Tenant,
+    name: string,
+    version?: number,
+  ): Promise<{ name: string; unloaded: number[] }> {
+    const m = this.byName.get(name);
+    const targets =
+      version === undefined ? [...(m?.values() ?? [])] : [m?.get(version)].filter((x) => x !== undefined);
+    if (targets.length === 0)
+      throw new TandemError(
+        'TANDEM_ERR_NOT_FOUND',
+        version === undefined ? `no model ${name}` : `model ${name} has no version ${version}`,
+      );
+    if (targets.some((v) => v.reg.owner !== caller.id) && caller.role !== 'admin')
+      throw new TandemError('TANDEM_ERR_FORBIDDEN', `model ${name} belongs to another tenant`);
+    for (const v of targets) m!.delete(v.reg.version);
+    if (m!.size === 0) this.byName.delete(name);
+    this.persist();
+    for (const v of targets) await this.release(v, `model ${name} version ${v.reg.version} was unloaded`);
+    return { name, unloaded: targets.map((v) => v.reg.version) };
+  }
+
+  private async release(v: ModelVersion, why: string): Promise<void> {
+    await v.loading;
+    await v.batcher?.close(new TandemError('TANDEM_ERR_CLOSED', why));
+    await v.model?.unload();
+    v.model = null;
+    this.files.remove(v.reg.weights);
+  }
+
+  /** Closes every batcher (queued requests are refused) and frees the weights; the index stays. */
+  async close(): Promise<void> {
+    for (const m of this.byName.values())
+      for (const v of m.values()) {
+        await v.loading;
+        await v.batcher?.close(new TandemError('TANDEM_ERR_CLOSED', 'the service is shutting down'));
+        await v.model?.unload();
+      }
+    this.observed?.removeObserver?.(this.use);
+  }
+
+  private persist(): void {
+    const all: Registration[] = [];
+    for (const m of this.byName.values()) for (const v of m.values()) all.push(v.reg);
+    this.files.writeIndex(all);
+  }
+
+  view(v: ModelVersion): VersionView {
+    const r = v.reg;
+    return {
+      name: r.name,
+      version: r.version,
+      kind: r.kind,
+      state: v.state,
+      error: v.error
+        ? { code: v.error.code, message: v.error.message.replace(`${v.error.code}: `, '') }
+        : null,
+      config: r.config,
+      placement: r.placement,
+      batching: v.batcher?.config ?? r.batching,
+      weightBytes: v.model?.weightBytes ?? null,
+      source: r.source,
+      createdAt: new Date(r.createdAt).toISOString(),
+      inputSchema: v.model?.inputSchema ?? null,
+      outputSchema: v.model?.outputSchema ?? null,
+      queued: v.batcher?.queued ?? 0,
+      inFlight: v.batcher?.inFlightItems ?? 0,
+      stats: v.stats.view(),
+    };
+  }
+
+  /** Queued and running requests per version (metrics). */
+  *depths(): Generator<{ name: string; version: number; queued: number; inFlight: number }> {
+    for (const m of this.byName.values())
+      for (const v of m.values())
+        if (v.batcher)
+          yield {
+            name: v.reg.name,
+            version: v.reg.version,
+            queued: v.batcher.queued,
+            inFlight: v.batcher.inFlightItems,
+          };
+  }
+}
