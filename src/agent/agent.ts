@@ -159,9 +159,9 @@ export class Agent {
     }
     const expired = expiredAtStart(rec);
     if (expired) {
-      await store.finish(rec.id, rec.attempt, expired);
+      const committed = await store.finish(rec.id, rec.attempt, expired);
       this.jobsDone++;
-      return { committed: true, state: expired.state };
+      return { committed, state: expired.state };
     }
     const spans: { name: string; startUs: number; endUs: number }[] = [];
     const t0 = Date.now();

@@ -121,7 +121,7 @@ describe('scaled-out control plane: deadlines and the leader lock', { skip }, ()
     await plane?.close();
   });
 
-  it('stops a running job at its deadline and records TANDEM_ERR_DEADLINE_EXCEEDED', async () => {
+  it('stops a running job at its deadline and records TANDEM_ERR_DEADLINE_EXCEEDED', async (ctx) => {
     const res = await submit(plane.cp, 'alice', {
       type: 'sleep',
       params: { ms: 60_000, steps: 600 },
@@ -136,6 +136,7 @@ describe('scaled-out control plane: deadlines and the leader lock', { skip }, ()
     assert.equal(done.state, 'failed');
     assert.equal(done.error?.code, 'TANDEM_ERR_DEADLINE_EXCEEDED');
     // Stopped at its next step (100 ms) after 1 s, not after its 60 s.
+    ctx.diagnostic(`timeoutSeconds 1: failed after ${done.runSeconds} s of run`);
     assert.ok(done.runSeconds! < 2, `ran ${done.runSeconds} s`);
   });
 
@@ -198,7 +199,7 @@ describe('scaled-out control plane: deadlines and the leader lock', { skip }, ()
     assert.match(j.error?.message ?? '', /failed by the control plane/);
   });
 
-  it('one replica holds the leader lock; it moves when the holder loses its connection or closes', async () => {
+  it('one replica holds the leader lock; it moves when the holder loses its connection or closes', async (ctx) => {
     const health = (await plane.cp.app.inject({ url: '/healthz' })).json<{ leader: boolean }>();
     assert.equal(health.leader, true, 'the only replica of its prefix leads');
     // Two replicas' duties on a lock of their own, ticked by hand (no timers racing the test).
@@ -234,6 +235,7 @@ describe('scaled-out control plane: deadlines and the leader lock', { skip }, ()
         await sleep(20);
       }
       assert.equal(two.leader, true, 'the second replica took over');
+      ctx.diagnostic(`after the holder's session was killed, the other replica led in ${Date.now() - t0} ms`);
       await one.tick();
       assert.equal(one.leader, false, 'the first stepped down');
       assert.equal((await holders()).length, 1);
