@@ -76,3 +76,14 @@ export {
 } from './devices/device.js';
 // Simulated devices driven by timing tables (scheduling studies, tests without hardware).
 export { simBackend, type SimBackendOptions, type SimDeviceSpec } from './devices/sim/backend.js';
+// ONNX import (docs/onnx.md): load a .onnx file and run it on the runtime's devices.
+export {
+  OnnxExecutor,
+  evaluateReference,
+  loadOnnxFile,
+  parseOnnxModel,
+  type InputTensor,
+  type OnnxModel,
+  type OutputTensor,
+  type RunOptions,
+} from './onnx/index.js';

@@ -52,7 +52,7 @@ def rec_image(text, width=320):
     img = Image.new("RGB", (w, 48), (255, 255, 255))
     ImageDraw.Draw(img).text((8 - box[0], (48 - (box[3] - box[1])) // 2 - box[1]), text, fill=(0, 0, 0), font=f)
     new_w = min(width, w)  # already 48 px high: PaddleOCR keeps the ratio, capped at the batch width
-    img = img.resize((new_w, 48), Image.BILINEAR)
+    img = img.resize((new_w, 48), getattr(Image, "Resampling", Image).BILINEAR)
     a = (np.asarray(img, dtype=np.float32) / 255.0 - 0.5) / 0.5
     out = np.zeros((3, 48, width), np.float32)
     out[:, :, :new_w] = a.transpose(2, 0, 1)

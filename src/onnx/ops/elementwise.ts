@@ -33,6 +33,8 @@ function erf(x: number): number {
 
 interface UnarySpec {
   readonly kernelOp: string;
+  /** The runtime kernel: onnx_unary, or the core `unary` (sin, cos) for ops onnx_unary has not. */
+  readonly kernel?: 'unary';
   scalars(c: OpCall): Scalars;
   f(c: OpCall): (x: number) => number;
 }
@@ -56,6 +58,8 @@ const UNARY: Record<string, UnarySpec> = {
   Erf: plain('erf', erf),
   Softplus: plain('softplus', (x) => Math.log1p(Math.exp(x))),
   Identity: plain('identity', (x) => x),
+  Sin: { ...plain('sin', Math.sin), kernel: 'unary' },
+  Cos: { ...plain('cos', Math.cos), kernel: 'unary' },
   Dropout: plain('identity', (x) => x),
   HardSwish: plain('hard_swish', (x) => x * Math.max(0, Math.min(1, x / 6 + 0.5))),
   LeakyRelu: {
@@ -138,7 +142,11 @@ function unaryImpl(spec: UnarySpec, floatOnly: boolean): OpImpl {
       ];
     },
     lower: (c, t) => {
-      t.submit('onnx_unary', { x: t.input(0), y: t.output(0) }, { op: spec.kernelOp, ...spec.scalars(c) });
+      t.submit(
+        spec.kernel ?? 'onnx_unary',
+        { x: t.input(0), y: t.output(0) },
+        { op: spec.kernelOp, ...spec.scalars(c) },
+      );
     },
   };
 }
@@ -294,6 +302,22 @@ function copyImpl(): OpImpl {
   };
 }
 
+/** CastLike: Cast to the element type of the second input. */
+const castLikeImpl: OpImpl = {
+  infer: (c) => [{ type: inp(c, 1).type, dims: inp(c, 0).dims }],
+  evaluate: (_c, x) => [
+    make(
+      x[1]!.type,
+      x[0]!.dims,
+      x[0]!.data.map((v) => roundTo(x[1]!.type, v)),
+    ),
+  ],
+  lower: (_c, t) => {
+    const [x, y] = [t.input(0), t.output(0)];
+    t.submit(x.dtype === y.dtype ? 'copy' : 'cast', { x, y });
+  },
+};
+
 const castImpl: OpImpl = {
   infer: (c) => {
     const to = CAST_TO[c.attrs.int('to')];
@@ -373,6 +397,7 @@ export const ELEMENTWISE_OPS: Record<string, OpImpl> = {
   Identity: copyImpl(),
   Dropout: copyImpl(),
   Cast: castImpl,
+  CastLike: castLikeImpl,
   Where: whereImpl,
   Not: notImpl,
   Floor: hostUnary(Math.floor),

@@ -144,42 +144,94 @@ const batchNormImpl: OpImpl = {
     ),
 };
 
+/** LayerNormalization's rows: [M, C] with C = ∏ dims[axis:]; Mean/InvStdDev have dims[:axis] + 1s. */
+function layerNormSpec(c: OpCall) {
+  const d = inp(c, 0).dims;
+  const axis = normAxis(c, c.attrs.int('axis', -1), d.length);
+  const cols = numelOf(d.slice(axis));
+  const statDims = d.map((v, i) => (i < axis ? v : 1));
+  const stats = c.node.outputs.slice(1).some((o) => o !== '');
+  return { axis, cols, rows: numelOf(d) / (cols || 1), statDims, stats };
+}
+
 const layerNormImpl: OpImpl = {
   infer: (c) => {
-    if (c.node.outputs.filter((o) => o !== '').length > 1)
-      throw fail(c, 'the Mean/InvStdDev outputs are not supported', 'TANDEM_ERR_UNSUPPORTED');
-    return [{ type: inp(c, 0).type, dims: inp(c, 0).dims }];
+    const s = layerNormSpec(c);
+    if (numelOf(inp(c, 1).dims) !== s.cols)
+      throw fail(c, `scale must have ${s.cols} elements (dims[axis:])`, 'TANDEM_ERR_UNSUPPORTED');
+    const statType = 'float';
+    return [
+      { type: inp(c, 0).type, dims: inp(c, 0).dims },
+      { type: statType, dims: s.statDims },
+      { type: statType, dims: s.statDims },
+    ];
   },
   evaluate: (c, x) => {
     const t = x[0]!;
-    const axis = normAxis(c, c.attrs.int('axis', -1), t.dims.length);
+    const { axis, statDims } = layerNormSpec(c);
     const eps = c.attrs.float('epsilon', 1e-5);
     const m = numelOf(t.dims.slice(axis));
     const scale = broadcastTo(x[1]!, t.dims.slice(axis));
     const bias = x[2] ? broadcastTo(x[2], t.dims.slice(axis)) : new Float64Array(m);
     const out = new Float64Array(t.data.length);
-    for (let r = 0; r < t.data.length / m; r++) {
+    const rows = t.data.length / m;
+    const means = new Float64Array(rows);
+    const rstds = new Float64Array(rows);
+    for (let r = 0; r < rows; r++) {
       let mean = 0;
       for (let i = 0; i < m; i++) mean += t.data[r * m + i]!;
       mean /= m;
       let v = 0;
       for (let i = 0; i < m; i++) v += (t.data[r * m + i]! - mean) ** 2;
       const rstd = 1 / Math.sqrt(v / m + eps);
+      means[r] = mean;
+      rstds[r] = rstd;
       for (let i = 0; i < m; i++) out[r * m + i] = (t.data[r * m + i]! - mean) * rstd * scale[i]! + bias[i]!;
     }
-    return [make(t.type, t.dims, out)];
+    return [make(t.type, t.dims, out), make('float', statDims, means), make('float', statDims, rstds)];
   },
   lower: (c, t) => {
+    const s = layerNormSpec(c);
+    const x = t.input(0);
     let bias = c.inputs[2] ? t.input(2) : undefined;
     if (!bias) {
       bias = t.scratch(t.input(1).shape, t.input(1));
       t.submit('fill', { y: bias }, { value: 0 });
     }
+    if (!s.stats) {
+      t.submit(
+        'onnx_layernorm',
+        { x, scale: t.input(1), bias, y: t.output(0) },
+        { axis: s.axis, epsilon: c.attrs.float('epsilon', 1e-5) },
+      );
+      return;
+    }
+    // Mean and InvStdDev wanted: the nn layernorm kernel (rows of [M, C], f32 statistics) on reshaped views.
+    const view = (src: ReturnType<typeof t.input>, dims: number[]) => {
+      const v = t.scratch(dims, src);
+      t.submit('copy', { x: src, y: v });
+      return v;
+    };
+    const y2 = t.scratch([s.rows, s.cols], x);
+    const mean = t.output(1);
+    const rstd = t.output(2);
+    const mean2 = t.scratch([s.rows], mean);
+    const rstd2 = t.scratch([s.rows], rstd);
     t.submit(
-      'onnx_layernorm',
-      { x: t.input(0), scale: t.input(1), bias, y: t.output(0) },
-      { axis: c.attrs.int('axis', -1), epsilon: c.attrs.float('epsilon', 1e-5) },
+      'layernorm',
+      {
+        x: view(x, [s.rows, s.cols]),
+        w: view(t.input(1), [s.cols]),
+        b: view(bias, [s.cols]),
+        y: y2,
+        mean: mean2,
+        rstd: rstd2,
+      },
+      { eps: c.attrs.float('epsilon', 1e-5) },
     );
+    t.submit('copy', { x: y2, y: t.output(0) });
+    t.submit('copy', { x: mean2, y: mean });
+    t.submit('copy', { x: rstd2, y: rstd });
   },
 };
 

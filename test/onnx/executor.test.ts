@@ -1,0 +1,113 @@
+/**
+ * The executor's bookkeeping on a real CPU runtime: each node becomes kernel tasks, intermediates are
+ * freed once their last reader is submitted (no tensor outlives a run but the weights, and none after
+ * close), the batch dimension follows the input, and bad inputs fail before anything runs.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { TandemError } from '../../src/core/errors.js';
+import { Runtime } from '../../src/runtime/runtime.js';
+import { OnnxExecutor } from '../../src/onnx/executor.js';
+import { parseOnnxModel } from '../../src/onnx/model.js';
+import { evaluateReference } from '../../src/onnx/reference.js';
+import { encodeModel, floatTensor, int64Tensor } from './build-model.js';
+
+// x [N, 6] → Gemm(W 6×4, b) → Relu → Shape-driven Reshape to [N, 2, 2] → Softmax → Transpose.
+const model = parseOnnxModel(
+  encodeModel({
+    nodes: [
+      { op: 'Gemm', inputs: ['x', 'W', 'b'], outputs: ['h'], attrs: [{ name: 'alpha', f: 0.5, type: 1 }] },
+      { op: 'Relu', inputs: ['h'], outputs: ['r'] },
+      { op: 'Shape', inputs: ['x'], outputs: ['s'] },
+      { op: 'Slice', inputs: ['s', 'zero', 'one'], outputs: ['n'] },
+      { op: 'Concat', inputs: ['n', 'two2'], outputs: ['shape'], attrs: [{ name: 'axis', i: 0, type: 2 }] },
+      { op: 'Reshape', inputs: ['r', 'shape'], outputs: ['r3'] },
+      { op: 'Softmax', inputs: ['r3'], outputs: ['p'], attrs: [{ name: 'axis', i: -1, type: 2 }] },
+      { op: 'Transpose', inputs: ['p'], outputs: ['y'], attrs: [{ name: 'perm', ints: [0, 2, 1], type: 7 }] },
+    ],
+    inputs: [{ name: 'x', dims: ['N', 6] }],
+    outputs: [{ name: 'y', dims: ['N', 2, 2] }],
+    initializers: [
+      floatTensor(
+        'W',
+        [6, 4],
+        Array.from({ length: 24 }, (_, i) => Math.cos(i) * 0.7),
+      ),
+      floatTensor('b', [4], [0.1, -0.3, 0.2, 0.05]),
+      int64Tensor('zero', [1], [0]),
+      int64Tensor('one', [1], [1]),
+      int64Tensor('two2', [2], [2, 2]),
+    ],
+  }),
+);
+
+describe('onnx executor', () => {
+  let rt: Runtime;
+  before(async () => {
+    rt = await Runtime.create({ backends: ['cpu'], calibrate: false, log: () => undefined });
+  });
+  after(async () => {
+    await rt.close();
+  });
+
+  it('matches the float64 graph for several batch sizes, holding only the weights between runs', async () => {
+    const submitted: string[] = [];
+    rt.addObserver({
+      onTaskStart: (e) => void submitted.push(e.op),
+      onTaskEnd: () => undefined,
+      onTransfer: () => undefined,
+    });
+    const live = () => [...rt.liveTensors()].length;
+    const before = live();
+    const exec = new OnnxExecutor(model, rt);
+    for (const n of [1, 5, 3, 5]) {
+      const x = Array.from({ length: n * 6 }, (_, i) => Math.sin(i * 1.3 + n));
+      const out = (await exec.run({ x: { dims: [n, 6], data: x } }, { device: 'cpu' })).y!;
+      const ref = evaluateReference(model, { x: { dims: [n, 6], data: x } }).y!;
+      assert.deepEqual(out.dims, [n, 2, 2]);
+      out.data.forEach((v, i) =>
+        assert.ok(Math.abs(v - ref.data[i]!) < 1e-6, `n=${n} [${i}] ${v} vs ${ref.data[i]}`),
+      );
+      await rt.idle();
+      // Weights W and b stay on the device; every intermediate and the output were freed.
+      assert.equal(live() - before, 2, `tensors left after a run of batch ${n}`);
+    }
+    // The shape subgraph was folded: no task for Shape, Slice or Concat.
+    assert.deepEqual(
+      [...new Set(submitted)].sort(),
+      ['copy', 'onnx_gemm', 'onnx_softmax', 'onnx_transpose', 'onnx_unary', 'read'].filter((k) =>
+        submitted.includes(k),
+      ),
+    );
+    assert.ok(!submitted.some((k) => k === 'onnx_slice' || k === 'onnx_concat'));
+    exec.close();
+    await rt.idle();
+    assert.equal(live(), before);
+  });
+
+  it('rejects wrong shapes, dtypes and unknown inputs before submitting anything', async () => {
+    const exec = new OnnxExecutor(model, rt);
+    const cases: Array<[Record<string, { dims: number[]; data: number[]; type?: 'int64' }>, string]> = [
+      [{ x: { dims: [2, 5], data: new Array(10).fill(1) } }, 'TANDEM_ERR_SHAPE'],
+      [{ x: { dims: [2, 6], data: new Array(5).fill(1) } }, 'TANDEM_ERR_SHAPE'],
+      [{ x: { dims: [2, 6], data: new Array(12).fill(1), type: 'int64' } }, 'TANDEM_ERR_DTYPE'],
+      [
+        { x: { dims: [1, 6], data: new Array(6).fill(1) }, z: { dims: [1], data: [1] } },
+        'TANDEM_ERR_INVALID_ARGUMENT',
+      ],
+      [{}, 'TANDEM_ERR_INVALID_ARGUMENT'],
+    ];
+    for (const [feeds, code] of cases) {
+      await assert.rejects(
+        exec.run(feeds, { device: 'cpu' }),
+        (e: unknown) => e instanceof TandemError && e.code === code,
+        JSON.stringify(Object.keys(feeds)),
+      );
+    }
+    exec.close();
+    await assert.rejects(
+      exec.run({ x: { dims: [1, 6], data: new Array(6).fill(1) } }),
+      (e: unknown) => e instanceof TandemError && e.code === 'TANDEM_ERR_CLOSED',
+    );
+  });
+});
