@@ -270,6 +270,139 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/models': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Registered models with their versions, state, batching, placement and live figures */
+    get: operations['listModels'];
+    put?: never;
+    /**
+     * Register and load a model version
+     * @description Weights from the config's seed (built in), a finished train job's last checkpoint (fromJob) or an upload. A weights file that is not valid or does not match the config: 422 TANDEM_ERR_BAD_CHECKPOINT.
+     */
+    post: operations['registerModel'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/models/uploads': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Upload a weights file (safetensors, or .onnx) for a later registration
+     * @description The body is the file itself (application/octet-stream, at most 2147483648 bytes), streamed to disk.
+     */
+    post: operations['uploadModelWeights'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/model-kinds': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The model kinds that can be registered, with their config schemas */
+    get: operations['listModelKinds'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/models/{name}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** A model's versions: state, batching, placement, weight bytes, input/output schemas, figures */
+    get: operations['getModel'];
+    put?: never;
+    post?: never;
+    /** Unload every version of a model (queued requests get 503) */
+    delete: operations['unloadModel'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/models/{name}/versions/{version}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /** Unload one version of a model */
+    delete: operations['unloadModelVersion'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/models/{name}/infer': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Run one request through the model’s dynamic batcher (nothing is stored)
+     * @description Answers when its batch has run, with Server-Timing (queue, compute, serialize) and x-tandem-batch-size. 429 TANDEM_ERR_OVERLOADED with Retry-After when the queue is full; 504 TANDEM_ERR_DEADLINE_EXCEEDED when timeoutMs passed before its batch started.
+     */
+    post: operations['inferModel'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/models/{name}/versions/{version}/infer': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Run one request through the model’s dynamic batcher (nothing is stored)
+     * @description Answers when its batch has run, with Server-Timing (queue, compute, serialize) and x-tandem-batch-size. 429 TANDEM_ERR_OVERLOADED with Retry-After when the queue is full; 504 TANDEM_ERR_DEADLINE_EXCEEDED when timeoutMs passed before its batch started.
+     */
+    post: operations['inferModelVersion'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3023,6 +3156,1548 @@ export interface operations {
            *       "error": {
            *         "code": "TANDEM_ERR_RATE_LIMITED",
            *         "message": "too many requests for this tenant",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description any other error in the catalogue shape, with its status (403, 409, 413, 5xx) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_INTERNAL",
+           *         "message": "an internal error",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  listModels: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Registered models with their versions, state, batching, placement and live figures */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "models": [
+           *         {
+           *           "name": "fashion",
+           *           "versions": [
+           *             {
+           *               "name": "fashion",
+           *               "version": 1,
+           *               "kind": "mlp",
+           *               "state": "ready",
+           *               "error": null,
+           *               "config": {
+           *                 "sizes": [
+           *                   784,
+           *                   512,
+           *                   512,
+           *                   10
+           *                 ],
+           *                 "seed": 1
+           *               },
+           *               "placement": {
+           *                 "kinds": [
+           *                   "cuda",
+           *                   "cpu"
+           *                 ],
+           *                 "preferIdle": true
+           *               },
+           *               "batching": {
+           *                 "maxBatchSize": 64,
+           *                 "preferredBatchSizes": [],
+           *                 "maxQueueDelayUs": 500,
+           *                 "priorityLevels": 2,
+           *                 "maxQueueSize": 1024,
+           *                 "timeoutUs": 0,
+           *                 "onTimeout": "reject",
+           *                 "instances": 1
+           *               },
+           *               "weightBytes": 2681896,
+           *               "source": {
+           *                 "type": "builtin"
+           *               },
+           *               "createdAt": "2026-12-03T16:00:00.000Z",
+           *               "inputSchema": {
+           *                 "description": "one 28×28 grey image"
+           *               },
+           *               "outputSchema": {
+           *                 "type": "object"
+           *               },
+           *               "queued": 0,
+           *               "inFlight": 0,
+           *               "stats": {
+           *                 "requests": 1200,
+           *                 "failures": 0,
+           *                 "batches": 90,
+           *                 "meanBatchSize": 13.3,
+           *                 "throughput": 120,
+           *                 "p50Ms": 0.8,
+           *                 "p99Ms": 2.1,
+           *                 "perSecond": [
+           *                   {
+           *                     "t": 1796313600,
+           *                     "requests": 120,
+           *                     "meanBatchSize": 13.3
+           *                   }
+           *                 ]
+           *               }
+           *             }
+           *           ]
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': {
+            models: {
+              name: string;
+              versions: {
+                name: string;
+                version: number;
+                kind: string;
+                /** @enum {string} */
+                state: 'registered' | 'loading' | 'ready' | 'failed';
+                error?: {
+                  code?: string;
+                  message?: string;
+                } | null;
+                config?: {
+                  [key: string]: unknown;
+                };
+                placement: {
+                  kinds?: string[];
+                  preferIdle?: boolean;
+                };
+                batching: {
+                  maxBatchSize?: number;
+                  preferredBatchSizes?: number[];
+                  maxQueueDelayUs?: number;
+                  priorityLevels?: number;
+                  maxQueueSize?: number;
+                  timeoutUs?: number;
+                  onTimeout?: string;
+                  instances?: number;
+                };
+                weightBytes?: number | null;
+                source?: {
+                  /** @enum {string} */
+                  type?: 'builtin' | 'job' | 'upload';
+                  job?: string;
+                };
+                /** Format: date-time */
+                createdAt: string;
+                inputSchema?: {
+                  [key: string]: unknown;
+                } | null;
+                outputSchema?: {
+                  [key: string]: unknown;
+                } | null;
+                queued?: number;
+                inFlight?: number;
+                stats?: {
+                  requests?: number;
+                  failures?: number;
+                  batches?: number;
+                  meanBatchSize?: number;
+                  /** @description answered requests a second over the last 10 s */
+                  throughput?: number;
+                  p50Ms?: number | null;
+                  p99Ms?: number | null;
+                  perSecond?: {
+                    t?: number;
+                    requests?: number;
+                    meanBatchSize?: number;
+                  }[];
+                };
+              }[];
+            }[];
+          };
+        };
+      };
+      /** @description missing or invalid API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_UNAUTHORIZED",
+           *         "message": "the API key is not valid",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description rate limit or queue quota reached (see Retry-After) */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_RATE_LIMITED",
+           *         "message": "too many requests for this tenant",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description any other error in the catalogue shape, with its status (403, 409, 413, 5xx) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_INTERNAL",
+           *         "message": "an internal error",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  registerModel: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "name": "fashion",
+         *       "kind": "mlp",
+         *       "config": {
+         *         "seed": 1
+         *       },
+         *       "placement": {
+         *         "kinds": [
+         *           "cuda",
+         *           "cpu"
+         *         ],
+         *         "preferIdle": true
+         *       },
+         *       "batching": {
+         *         "maxBatchSize": 64,
+         *         "maxQueueDelayUs": 500
+         *       }
+         *     }
+         */
+        'application/json': {
+          /** @description model name */
+          name: string;
+          /** @description the factory: mlp, cnn, ... (GET /v1/model-kinds) */
+          kind: string;
+          /** @description default: the next one */
+          version?: number;
+          /** @description the kind's configuration (its configSchema) */
+          config?: Record<string, never>;
+          /** @description device kinds that may serve the model, in order of preference */
+          placement?: {
+            kinds: ('cpu' | 'cuda' | 'webgpu')[];
+            /** @description the first listed kind whose devices no job is using (e.g. the CPU while the GPUs train) */
+            preferIdle?: boolean;
+          };
+          /** @description the dynamic batcher's knobs (Triton's); what is left out keeps its default */
+          batching?: {
+            /** @description capped by the model */
+            maxBatchSize?: number;
+            /** @description sent as soon as this many wait (the largest that fits) */
+            preferredBatchSizes?: number[];
+            /** @description how long the oldest request waits for others, from its own arrival */
+            maxQueueDelayUs?: number;
+            /** @description priority p is level clamp(p, 0, n−1) */
+            priorityLevels?: number;
+            /** @description beyond it: 429 + Retry-After */
+            maxQueueSize?: number;
+            /** @description default queue timeout, 0: none */
+            timeoutUs?: number;
+            /**
+             * @description 504, or served after all others
+             * @enum {string}
+             */
+            onTimeout?: 'reject' | 'delay';
+            /** @description batches running at once */
+            instances?: number;
+          };
+          /** @description weights from this finished train job's last checkpoint */
+          fromJob?: string;
+          /** @description weights from this upload (POST /v1/models/uploads) */
+          upload?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description registered and loaded */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "name": "fashion",
+           *       "version": 1,
+           *       "kind": "mlp",
+           *       "state": "ready",
+           *       "error": null,
+           *       "config": {
+           *         "sizes": [
+           *           784,
+           *           512,
+           *           512,
+           *           10
+           *         ],
+           *         "seed": 1
+           *       },
+           *       "placement": {
+           *         "kinds": [
+           *           "cuda",
+           *           "cpu"
+           *         ],
+           *         "preferIdle": true
+           *       },
+           *       "batching": {
+           *         "maxBatchSize": 64,
+           *         "preferredBatchSizes": [],
+           *         "maxQueueDelayUs": 500,
+           *         "priorityLevels": 2,
+           *         "maxQueueSize": 1024,
+           *         "timeoutUs": 0,
+           *         "onTimeout": "reject",
+           *         "instances": 1
+           *       },
+           *       "weightBytes": 2681896,
+           *       "source": {
+           *         "type": "builtin"
+           *       },
+           *       "createdAt": "2026-12-03T16:00:00.000Z",
+           *       "inputSchema": {
+           *         "description": "one 28×28 grey image"
+           *       },
+           *       "outputSchema": {
+           *         "type": "object"
+           *       },
+           *       "queued": 0,
+           *       "inFlight": 0,
+           *       "stats": {
+           *         "requests": 1200,
+           *         "failures": 0,
+           *         "batches": 90,
+           *         "meanBatchSize": 13.3,
+           *         "throughput": 120,
+           *         "p50Ms": 0.8,
+           *         "p99Ms": 2.1,
+           *         "perSecond": [
+           *           {
+           *             "t": 1796313600,
+           *             "requests": 120,
+           *             "meanBatchSize": 13.3
+           *           }
+           *         ]
+           *       }
+           *     }
+           */
+          'application/json': {
+            name: string;
+            version: number;
+            kind: string;
+            /** @enum {string} */
+            state: 'registered' | 'loading' | 'ready' | 'failed';
+            error?: {
+              code?: string;
+              message?: string;
+            } | null;
+            config?: {
+              [key: string]: unknown;
+            };
+            placement: {
+              kinds?: string[];
+              preferIdle?: boolean;
+            };
+            batching: {
+              maxBatchSize?: number;
+              preferredBatchSizes?: number[];
+              maxQueueDelayUs?: number;
+              priorityLevels?: number;
+              maxQueueSize?: number;
+              timeoutUs?: number;
+              onTimeout?: string;
+              instances?: number;
+            };
+            weightBytes?: number | null;
+            source?: {
+              /** @enum {string} */
+              type?: 'builtin' | 'job' | 'upload';
+              job?: string;
+            };
+            /** Format: date-time */
+            createdAt: string;
+            inputSchema?: {
+              [key: string]: unknown;
+            } | null;
+            outputSchema?: {
+              [key: string]: unknown;
+            } | null;
+            queued?: number;
+            inFlight?: number;
+            stats?: {
+              requests?: number;
+              failures?: number;
+              batches?: number;
+              meanBatchSize?: number;
+              /** @description answered requests a second over the last 10 s */
+              throughput?: number;
+              p50Ms?: number | null;
+              p99Ms?: number | null;
+              perSecond?: {
+                t?: number;
+                requests?: number;
+                meanBatchSize?: number;
+              }[];
+            };
+          };
+        };
+      };
+      /** @description invalid request (schema, malformed JSON, unknown job type) */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_INVALID_ARGUMENT",
+           *         "message": "body/priority must be <= 100",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description missing or invalid API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_UNAUTHORIZED",
+           *         "message": "the API key is not valid",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description rate limit or queue quota reached (see Retry-After) */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_RATE_LIMITED",
+           *         "message": "too many requests for this tenant",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description any other error in the catalogue shape, with its status (403, 409, 413, 5xx) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_INTERNAL",
+           *         "message": "an internal error",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  uploadModelWeights: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description stored; register it with {upload} */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "upload": "upl_0123456789abcdef01234567",
+           *       "bytes": 2681896
+           *     }
+           */
+          'application/json': {
+            upload: string;
+            bytes: number;
+          };
+        };
+      };
+      /** @description missing or invalid API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_UNAUTHORIZED",
+           *         "message": "the API key is not valid",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description rate limit or queue quota reached (see Retry-After) */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_RATE_LIMITED",
+           *         "message": "too many requests for this tenant",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description any other error in the catalogue shape, with its status (403, 409, 413, 5xx) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_INTERNAL",
+           *         "message": "an internal error",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  listModelKinds: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The model kinds that can be registered, with their config schemas */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "kinds": [
+           *         {
+           *           "kind": "mlp",
+           *           "description": "Fashion-MNIST MLP",
+           *           "config": {
+           *             "type": "object"
+           *           }
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': {
+            kinds: {
+              kind?: string;
+              description?: string;
+              config?: {
+                [key: string]: unknown;
+              };
+            }[];
+          };
+        };
+      };
+      /** @description missing or invalid API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_UNAUTHORIZED",
+           *         "message": "the API key is not valid",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description rate limit or queue quota reached (see Retry-After) */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_RATE_LIMITED",
+           *         "message": "too many requests for this tenant",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description any other error in the catalogue shape, with its status (403, 409, 413, 5xx) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_INTERNAL",
+           *         "message": "an internal error",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getModel: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description model name */
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A model's versions: state, batching, placement, weight bytes, input/output schemas, figures */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "name": "fashion",
+           *       "versions": [
+           *         {
+           *           "name": "fashion",
+           *           "version": 1,
+           *           "kind": "mlp",
+           *           "state": "ready",
+           *           "error": null,
+           *           "config": {
+           *             "sizes": [
+           *               784,
+           *               512,
+           *               512,
+           *               10
+           *             ],
+           *             "seed": 1
+           *           },
+           *           "placement": {
+           *             "kinds": [
+           *               "cuda",
+           *               "cpu"
+           *             ],
+           *             "preferIdle": true
+           *           },
+           *           "batching": {
+           *             "maxBatchSize": 64,
+           *             "preferredBatchSizes": [],
+           *             "maxQueueDelayUs": 500,
+           *             "priorityLevels": 2,
+           *             "maxQueueSize": 1024,
+           *             "timeoutUs": 0,
+           *             "onTimeout": "reject",
+           *             "instances": 1
+           *           },
+           *           "weightBytes": 2681896,
+           *           "source": {
+           *             "type": "builtin"
+           *           },
+           *           "createdAt": "2026-12-03T16:00:00.000Z",
+           *           "inputSchema": {
+           *             "description": "one 28×28 grey image"
+           *           },
+           *           "outputSchema": {
+           *             "type": "object"
+           *           },
+           *           "queued": 0,
+           *           "inFlight": 0,
+           *           "stats": {
+           *             "requests": 1200,
+           *             "failures": 0,
+           *             "batches": 90,
+           *             "meanBatchSize": 13.3,
+           *             "throughput": 120,
+           *             "p50Ms": 0.8,
+           *             "p99Ms": 2.1,
+           *             "perSecond": [
+           *               {
+           *                 "t": 1796313600,
+           *                 "requests": 120,
+           *                 "meanBatchSize": 13.3
+           *               }
+           *             ]
+           *           }
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': {
+            name: string;
+            versions: {
+              name: string;
+              version: number;
+              kind: string;
+              /** @enum {string} */
+              state: 'registered' | 'loading' | 'ready' | 'failed';
+              error?: {
+                code?: string;
+                message?: string;
+              } | null;
+              config?: {
+                [key: string]: unknown;
+              };
+              placement: {
+                kinds?: string[];
+                preferIdle?: boolean;
+              };
+              batching: {
+                maxBatchSize?: number;
+                preferredBatchSizes?: number[];
+                maxQueueDelayUs?: number;
+                priorityLevels?: number;
+                maxQueueSize?: number;
+                timeoutUs?: number;
+                onTimeout?: string;
+                instances?: number;
+              };
+              weightBytes?: number | null;
+              source?: {
+                /** @enum {string} */
+                type?: 'builtin' | 'job' | 'upload';
+                job?: string;
+              };
+              /** Format: date-time */
+              createdAt: string;
+              inputSchema?: {
+                [key: string]: unknown;
+              } | null;
+              outputSchema?: {
+                [key: string]: unknown;
+              } | null;
+              queued?: number;
+              inFlight?: number;
+              stats?: {
+                requests?: number;
+                failures?: number;
+                batches?: number;
+                meanBatchSize?: number;
+                /** @description answered requests a second over the last 10 s */
+                throughput?: number;
+                p50Ms?: number | null;
+                p99Ms?: number | null;
+                perSecond?: {
+                  t?: number;
+                  requests?: number;
+                  meanBatchSize?: number;
+                }[];
+              };
+            }[];
+          };
+        };
+      };
+      /** @description invalid request (schema, malformed JSON, unknown job type) */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_INVALID_ARGUMENT",
+           *         "message": "body/priority must be <= 100",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description missing or invalid API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_UNAUTHORIZED",
+           *         "message": "the API key is not valid",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description not found (or another tenant’s) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_NOT_FOUND",
+           *         "message": "no job job_0000000000000000abcd",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description rate limit or queue quota reached (see Retry-After) */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_RATE_LIMITED",
+           *         "message": "too many requests for this tenant",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description any other error in the catalogue shape, with its status (403, 409, 413, 5xx) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_INTERNAL",
+           *         "message": "an internal error",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  unloadModel: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description model name */
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Unload every version of a model (queued requests get 503) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "name": "fashion",
+           *       "unloaded": [
+           *         1
+           *       ]
+           *     }
+           */
+          'application/json': {
+            name: string;
+            unloaded: number[];
+          };
+        };
+      };
+      /** @description invalid request (schema, malformed JSON, unknown job type) */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_INVALID_ARGUMENT",
+           *         "message": "body/priority must be <= 100",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description missing or invalid API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_UNAUTHORIZED",
+           *         "message": "the API key is not valid",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description not found (or another tenant’s) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_NOT_FOUND",
+           *         "message": "no job job_0000000000000000abcd",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description rate limit or queue quota reached (see Retry-After) */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_RATE_LIMITED",
+           *         "message": "too many requests for this tenant",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description any other error in the catalogue shape, with its status (403, 409, 413, 5xx) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_INTERNAL",
+           *         "message": "an internal error",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  unloadModelVersion: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description model name */
+        name: string;
+        version: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Unload one version of a model */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "name": "fashion",
+           *       "unloaded": [
+           *         1
+           *       ]
+           *     }
+           */
+          'application/json': {
+            name: string;
+            unloaded: number[];
+          };
+        };
+      };
+      /** @description invalid request (schema, malformed JSON, unknown job type) */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_INVALID_ARGUMENT",
+           *         "message": "body/priority must be <= 100",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description missing or invalid API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_UNAUTHORIZED",
+           *         "message": "the API key is not valid",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description not found (or another tenant’s) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_NOT_FOUND",
+           *         "message": "no job job_0000000000000000abcd",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description rate limit or queue quota reached (see Retry-After) */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_RATE_LIMITED",
+           *         "message": "too many requests for this tenant",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description any other error in the catalogue shape, with its status (403, 409, 413, 5xx) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_INTERNAL",
+           *         "message": "an internal error",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  inferModel: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description model name */
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "inputs": {
+         *         "u8": "AAAA…(784 bytes, base64)"
+         *       },
+         *       "priority": 0,
+         *       "timeoutMs": 100
+         *     }
+         */
+        'application/json': {
+          /** @description one item, as the model's inputSchema (GET /v1/models/{name}) */
+          inputs: unknown;
+          /**
+           * @description higher is served first
+           * @default 0
+           */
+          priority?: number;
+          /** @description answered 504 if its batch has not started by then (never run) */
+          timeoutMs?: number;
+        };
+      };
+    };
+    responses: {
+      /** @description Run one request through the model’s dynamic batcher (nothing is stored) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "model": "fashion",
+           *       "version": 1,
+           *       "outputs": {
+           *         "probabilities": [
+           *           0.01,
+           *           0.9,
+           *           0.09
+           *         ],
+           *         "class": 1
+           *       }
+           *     }
+           */
+          'application/json': {
+            model: string;
+            version: number;
+            /** @description the model's outputSchema */
+            outputs: unknown;
+          };
+        };
+      };
+      /** @description invalid request (schema, malformed JSON, unknown job type) */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_INVALID_ARGUMENT",
+           *         "message": "body/priority must be <= 100",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description missing or invalid API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_UNAUTHORIZED",
+           *         "message": "the API key is not valid",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description not found (or another tenant’s) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_NOT_FOUND",
+           *         "message": "no job job_0000000000000000abcd",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description the body is larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_PAYLOAD_TOO_LARGE",
+           *         "message": "the request body is larger than the limit",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description rate limit or queue quota reached (see Retry-After) */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_RATE_LIMITED",
+           *         "message": "too many requests for this tenant",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description the deadline (timeoutMs) passed before its batch ran; it was never run */
+      504: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_DEADLINE_EXCEEDED",
+           *         "message": "the request's deadline (100 ms) passed before its batch ran",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description any other error in the catalogue shape, with its status (403, 409, 413, 5xx) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_INTERNAL",
+           *         "message": "an internal error",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  inferModelVersion: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description model name */
+        name: string;
+        version: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "inputs": {
+         *         "u8": "AAAA…(784 bytes, base64)"
+         *       },
+         *       "priority": 0,
+         *       "timeoutMs": 100
+         *     }
+         */
+        'application/json': {
+          /** @description one item, as the model's inputSchema (GET /v1/models/{name}) */
+          inputs: unknown;
+          /**
+           * @description higher is served first
+           * @default 0
+           */
+          priority?: number;
+          /** @description answered 504 if its batch has not started by then (never run) */
+          timeoutMs?: number;
+        };
+      };
+    };
+    responses: {
+      /** @description Run one request through the model’s dynamic batcher (nothing is stored) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "model": "fashion",
+           *       "version": 1,
+           *       "outputs": {
+           *         "probabilities": [
+           *           0.01,
+           *           0.9,
+           *           0.09
+           *         ],
+           *         "class": 1
+           *       }
+           *     }
+           */
+          'application/json': {
+            model: string;
+            version: number;
+            /** @description the model's outputSchema */
+            outputs: unknown;
+          };
+        };
+      };
+      /** @description invalid request (schema, malformed JSON, unknown job type) */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_INVALID_ARGUMENT",
+           *         "message": "body/priority must be <= 100",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description missing or invalid API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_UNAUTHORIZED",
+           *         "message": "the API key is not valid",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description not found (or another tenant’s) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_NOT_FOUND",
+           *         "message": "no job job_0000000000000000abcd",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description the body is larger than the limit */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_PAYLOAD_TOO_LARGE",
+           *         "message": "the request body is larger than the limit",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description rate limit or queue quota reached (see Retry-After) */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_RATE_LIMITED",
+           *         "message": "too many requests for this tenant",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description the deadline (timeoutMs) passed before its batch ran; it was never run */
+      504: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_DEADLINE_EXCEEDED",
+           *         "message": "the request's deadline (100 ms) passed before its batch ran",
            *         "details": {}
            *       }
            *     }
