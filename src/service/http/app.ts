@@ -7,7 +7,9 @@ import { LocalJobsApi } from '../api/local-jobs-api.js';
 import type { ServiceParts } from '../parts.js';
 import { createHttpApp } from './http-app.js';
 import { installEarlyRefusal, installLoadShedding } from './load-shedding.js';
+import { isTandemError } from '../../core/errors.js';
 import { adminRoutes } from './routes/admin.js';
+import { completionsRoutes } from './routes/completions.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { historyRoutes } from './routes/history.js';
 import { jobRoutes } from './routes/jobs.js';
@@ -46,6 +48,19 @@ export async function buildApp(s: ServiceParts): Promise<FastifyInstance> {
   await app.register(adminRoutes(s));
   await app.register(historyRoutes(s.history));
   await app.register(modelRoutes(s.models));
+  // OpenAI's /v1/completions over the same repository: a name's newest version that loads.
+  await app.register(
+    completionsRoutes({
+      lookup: async (name) => {
+        try {
+          return (await s.models.ready(name)).model ?? undefined;
+        } catch (e) {
+          if (isTandemError(e, 'TANDEM_ERR_NOT_FOUND')) return undefined;
+          throw e;
+        }
+      },
+    }),
+  );
   await app.register(dashboardRoutes(s));
   return app;
 }
