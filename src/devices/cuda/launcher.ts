@@ -56,8 +56,7 @@ export class Launcher {
   }
 
   private writeU64(slot: number, v: number): void {
-    this.u32[slot * 2] = v % TWO32;
-    this.u32[slot * 2 + 1] = Math.floor(v / TWO32);
+    writeParam64(this.u32, slot, v);
   }
 
   /**
@@ -159,7 +158,7 @@ export class Launcher {
         }
         case 'addr':
         case 'i64':
-          this.writeU64(slot, p.value < 0 ? TWO32 * TWO32 + p.value : p.value);
+          this.writeU64(slot, p.value);
           break;
         case 'i32':
           this.i32[slot * 2] = p.value;
@@ -312,4 +311,22 @@ export type GemmEngine = 'cublas' | 'cublaslt';
 /** The key GEMM engines and peak rates are recorded under: the dtype, or 'tf32' for f32 on tensor cores. */
 export function gemmKey(req: Pick<CudaGemmRequest, 'dtype' | 'precision'>): string {
   return req.dtype === 'f32' && req.precision === 'tf32' ? 'tf32' : req.dtype;
+}
+
+/**
+ * A 64-bit kernel parameter into slot `slot` (two u32 words, little-endian) of a parameter buffer: an
+ * address or a safe integer, negative ones in two's complement. Formed word by word: 2^64 + v in a
+ * double rounds for |v| < 2^11 (−2 became 2^64, which wrapped to 0), so negative strides arrived as 0.
+ */
+export function writeParam64(u32: Uint32Array, slot: number, v: number): void {
+  if (v >= 0) {
+    u32[slot * 2] = v % TWO32;
+    u32[slot * 2 + 1] = Math.floor(v / TWO32);
+    return;
+  }
+  const m = -v; // |v| = hi·2^32 + lo; −|v| = ~|v| + 1
+  const lo = m % TWO32;
+  const hi = Math.floor(m / TWO32);
+  u32[slot * 2] = (TWO32 - lo) % TWO32;
+  u32[slot * 2 + 1] = lo === 0 ? (TWO32 - hi) % TWO32 : TWO32 - 1 - hi;
 }
