@@ -42,7 +42,7 @@ const SERVE_ENV: ReadonlyArray<readonly [string, string]> = [
 ];
 
 /** --url/--key (from TANDEM_URL/TANDEM_KEY when not given) and --json. */
-function clientCommand(parent: Command, name: string, what: string): Command {
+export function clientCommand(parent: Command, name: string, what: string): Command {
   return parent
     .command(name)
     .description(what)

@@ -19,6 +19,7 @@ import {
   oneOfParser,
   type SetExitCode,
 } from './cli-options.js';
+import { addModelCommands } from './program-models.js';
 import { addServiceCommands } from './program-service.js';
 import { addTrainCommands } from './program-train.js';
 import type { ReportProgress } from './progress.js';
@@ -203,5 +204,6 @@ export function buildProgram(setCode: SetExitCode): Command {
   addRuntimeCommands(program, setCode);
   addTrainCommands(program, setCode);
   addServiceCommands(program, setCode);
+  addModelCommands(program, setCode);
   return program;
 }

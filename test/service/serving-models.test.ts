@@ -5,7 +5,7 @@
  * job's checkpoint; registrations survive a restart; unload.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -258,6 +258,17 @@ void test(
         404,
       );
       await again.svc.close();
+
+      // A damaged index does not keep the service from starting: set aside, no models, jobs as ever.
+      writeFileSync(join(s.dir, 'models', 'index.json'), '{"format": "tandem-models/1", "models": [');
+      const third = await testService({}, s.rt, s.dir);
+      const empty = await third.svc.app.inject({
+        url: '/v1/models',
+        headers: { authorization: `Bearer ${s.admin}` },
+      });
+      assert.deepEqual(empty.json(), { models: [] });
+      assert.ok(readdirSync(join(s.dir, 'models')).some((f) => f.startsWith('index.json.damaged-')));
+      await third.svc.close();
     } finally {
       rmSync(tmp, { recursive: true, force: true });
       await s.close(); // closing the closed first service does nothing
@@ -265,7 +276,13 @@ void test(
   },
 );
 
+const FASHION = '/usr/share/datasets/fashion-mnist';
+
 void test('models: registered from a train job’s last checkpoint', { timeout: 300_000 }, async (t) => {
+  if (!existsSync(join(FASHION, 'train-images-idx3-ubyte.gz'))) {
+    t.skip(`Fashion-MNIST is not installed at ${FASHION} (the train job's data)`);
+    return;
+  }
   const s = await cpuTestService(t);
   if (!s) return;
   try {

@@ -1,6 +1,7 @@
 /** The dashboard: a hash router over two views, a key box and a health pill. Talks to the API only. */
 import { api, getKey, setKey } from './api.js';
 import { jobView } from './job-page.js';
+import { modelView, modelsNav } from './model-page.js';
 import { overviewView } from './overview.js';
 import { h } from './dom.js';
 
@@ -29,7 +30,8 @@ function route(): void {
     return;
   }
   const m = /^#\/jobs\/(job_[0-9a-f]+)$/.exec(location.hash);
-  stopView = m ? jobView(app, m[1]!) : overviewView(app);
+  const model = /^#\/models\/([A-Za-z0-9._-]+)$/.exec(location.hash);
+  stopView = m ? jobView(app, m[1]!) : model ? modelView(app, model[1]!) : overviewView(app);
 }
 
 keyForm.addEventListener('submit', (ev) => {
@@ -56,4 +58,5 @@ async function pollHealth(): Promise<void> {
 }
 
 void pollHealth();
+modelsNav(document.getElementById('models-nav')!);
 route();

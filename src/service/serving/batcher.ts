@@ -9,7 +9,7 @@
  * Hot path: a request is one object and (only when it has a deadline) one timer; the queues are
  * arrays read from a head index, so nothing is shifted or searched per request.
  */
-import { TandemError } from '../../core/errors.js';
+import { TandemError, type ErrorCode } from '../../core/errors.js';
 
 export interface BatchingConfig {
   /** The largest batch sent (already capped by the model's own maximum). */
@@ -175,7 +175,7 @@ export class DynamicBatcher<In, Out> {
         Math.max(1, this.config.instances);
       return this.refuse(
         req,
-        new TandemError(
+        answerError(
           'TANDEM_ERR_OVERLOADED',
           `the model's queue is full (${this.config.maxQueueSize} requests waiting)`,
           {
@@ -208,7 +208,7 @@ export class DynamicBatcher<In, Out> {
     this.clearTimer(req);
     req.state = DONE;
     this.queuedCount--;
-    req.resolve(outcome(undefined, new TandemError('TANDEM_ERR_CANCELLED', 'the client went away'), 0, 0, 0));
+    req.resolve(outcome(undefined, answerError('TANDEM_ERR_CANCELLED', 'the client went away', {}), 0, 0, 0));
   }
 
   /** Refuses every queued request with `why` and every later one; running batches finish. */
@@ -398,8 +398,22 @@ function outcome<Out>(
   return { output, error, queueUs, computeUs, batchSize };
 }
 
+/**
+ * An error that is an answer, not a fault (queue full, deadline passed, client gone): made without a
+ * stack trace, which under overload would be most of the cost of refusing a request.
+ */
+function answerError(code: ErrorCode, message: string, details: Record<string, unknown>): TandemError {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return new TandemError(code, message, details);
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}
+
 function deadlineError(timeoutMs: number): TandemError {
-  return new TandemError(
+  return answerError(
     'TANDEM_ERR_DEADLINE_EXCEEDED',
     `the request's deadline (${timeoutMs} ms) passed before its batch ran`,
     { timeoutMs },

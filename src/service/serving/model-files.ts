@@ -51,6 +51,13 @@ export class ModelFiles {
     return parsed.models;
   }
 
+  /** Renames a damaged index out of the way (kept for a person to look at); returns where it went. */
+  setAside(): string {
+    const aside = join(this.dir, `index.json.damaged-${Date.now()}`);
+    renameSync(join(this.dir, 'index.json'), aside);
+    return aside;
+  }
+
   writeIndex(models: readonly Registration[]): void {
     mkdirSync(this.dir, { recursive: true });
     const tmp = join(this.dir, `index.json.${process.pid}.tmp`);

@@ -104,8 +104,18 @@ export class ModelRepository {
     this.metrics = o.registry ? new ServingMetrics(o.registry, () => this.depths()) : null;
     this.files = new ModelFiles(o.dataDir);
     this.factories = new Map(o.factories.map((f) => [f.kind, f]));
-    for (const reg of this.files.readIndex())
-      this.versionsOf(reg.name, true).set(reg.version, new ModelVersion(reg));
+    let saved: Registration[] = [];
+    try {
+      saved = this.files.readIndex();
+    } catch (e) {
+      // A damaged index must not keep the service (and its jobs) from starting: it is set aside.
+      const aside = this.files.setAside();
+      o.log?.(
+        'error',
+        `the model index could not be read (${String(e)}); moved to ${aside}, no models loaded`,
+      );
+    }
+    for (const reg of saved) this.versionsOf(reg.name, true).set(reg.version, new ModelVersion(reg));
   }
 
   get kinds(): readonly ModelFactory[] {
