@@ -10,9 +10,9 @@
  */
 import { availableParallelism } from 'node:os';
 import { TandemError } from '../../../core/errors.js';
-import type { McSpec } from '../../../kernels/mc_common/engine.js';
+import { mcSpec, type McSpec } from '../../../kernels/mc_common/engine.js';
 import { OPTION_FIELDS } from '../../../workloads/risk/params.js';
-import { europeanSpec, priceEuropeanBatch, type BatchPrice } from '../../../workloads/risk/batch.js';
+import { priceEuropeanBatch, type BatchPrice } from '../../../workloads/risk/batch.js';
 import {
   asRecord,
   bool,
@@ -105,7 +105,10 @@ export function parseOption(inputs: unknown, cfg: PricerConfig): McSpec {
       limit: cfg.maxPaths,
     });
   }
-  return europeanSpec({
+  // The engine's spec straight from the fields: no intermediate terms object per request.
+  return mcSpec({
+    kind: 'european',
+    steps: 1,
     right: oneOf(p, 'right', F.right.choices, F.right.default, at),
     spot: numOf(p, 'spot', F.spot, at),
     strike: numOf(p, 'strike', F.strike, at),
