@@ -64,7 +64,7 @@ try {
   };
   const engine = new GenerationEngine(inf, {
     maxSequences: greedy.prompts.length,
-    maxLength: 64,
+    maxLength: Math.max(...greedy.prompts.map((p, i) => p.length + greedy.tokens[i]!.length)),
     place: () => ({ device }),
   });
   const gen = await Promise.all(
