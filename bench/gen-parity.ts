@@ -16,6 +16,12 @@ import { Gpt, gptConfig } from '../src/nn/models/gpt.js';
 import { GenerationEngine } from '../src/service/serving/generation/engine.js';
 import { parse } from '../src/cli/output.js';
 
+/** A file's bytes as their own ArrayBuffer (a small Buffer is a view into a shared pool). */
+function bytesOf(path: string): ArrayBuffer {
+  const b = readFileSync(path);
+  return b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer;
+}
+
 const { values } = parse(process.argv.slice(2), {
   weights: { type: 'string' },
   dir: { type: 'string' },
@@ -34,10 +40,10 @@ try {
   await loadParameters(model, String(values['weights']));
   const inf = new GptInference(model);
   const seq = Number(values['seq']);
-  const ids = new Int32Array(readFileSync(join(dir, 'score-tokens.i32')).buffer.slice(0));
+  const ids = new Int32Array(bytesOf(join(dir, 'score-tokens.i32')));
   const batch = ids.length / seq;
   const seqs = Array.from({ length: batch }, (_, b) => Array.from(ids.subarray(b * seq, (b + 1) * seq)));
-  const torchLogits = new Float32Array(readFileSync(join(dir, `score-${precision}.f32`)).buffer.slice(0));
+  const torchLogits = new Float32Array(bytesOf(join(dir, `score-${precision}.f32`)));
   const t0 = performance.now();
   const ours = await inf.lastLogits(seqs, { device });
   const scoreMs = performance.now() - t0;
@@ -58,7 +64,7 @@ try {
   };
   const engine = new GenerationEngine(inf, {
     maxSequences: greedy.prompts.length,
-    maxLength: 64,
+    maxLength: Math.max(...greedy.prompts.map((p, i) => p.length + greedy.tokens[i]!.length)),
     place: () => ({ device }),
   });
   const gen = await Promise.all(

@@ -155,3 +155,22 @@ void describe('GPT inference with a KV cache (f32, CPU)', () => {
     cache.dispose();
   });
 });
+
+void describe('GPT inference in bf16 (CPU)', () => {
+  void it('cached decode follows the bf16 full forward within bf16 rounding', async () => {
+    const m16 = new Gpt(new Nn(rt, { precision: 'bf16', seed: 7 }), config);
+    const inf16 = new GptInference(m16);
+    const cache = new KvCache(rt, config, 'bf16', { slots: 1, positions: 12 });
+    const tokens = [4, 8, 15, 16, 23, 42];
+    let got = (await inf16.step(cache, [{ slot: 0, start: 0, tokens: tokens.slice(0, 3) }]))[0]!;
+    for (let n = 3; n <= tokens.length; n++) {
+      const want = (await inf16.lastLogits([tokens.slice(0, n)]))[0]!;
+      const scale = Math.max(...Array.from(want, Math.abs));
+      // Different kernels round their bf16 intermediates at different points: a few bf16 ulps of the scale.
+      assert.ok(maxDiff(got, want) <= 4 * 2 ** -8 * scale, `n=${n}: ${maxDiff(got, want)} vs scale ${scale}`);
+      if (n < tokens.length)
+        got = (await inf16.step(cache, [{ slot: 0, start: n, tokens: [tokens[n]!] }]))[0]!;
+    }
+    cache.dispose();
+  });
+});
