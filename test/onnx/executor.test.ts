@@ -73,13 +73,12 @@ describe('onnx executor', () => {
       assert.equal(live() - before, 2, `tensors left after a run of batch ${n}`);
     }
     // The shape subgraph was folded: no task for Shape, Slice or Concat.
-    assert.deepEqual(
-      [...new Set(submitted)].sort(),
-      ['copy', 'onnx_gemm', 'onnx_softmax', 'onnx_transpose', 'onnx_unary', 'read'].filter((k) =>
-        submitted.includes(k),
-      ),
+    for (const op of ['onnx_gemm', 'onnx_unary', 'copy', 'onnx_softmax', 'onnx_transpose'])
+      assert.ok(submitted.includes(op), op);
+    assert.ok(
+      !submitted.some((k) => k === 'onnx_slice' || k === 'onnx_concat'),
+      'the shape subgraph ran on the device',
     );
-    assert.ok(!submitted.some((k) => k === 'onnx_slice' || k === 'onnx_concat'));
     exec.close();
     await rt.idle();
     assert.equal(live(), before);
