@@ -21,9 +21,12 @@ import { type OpenResult, openWebGpu, runOnDevice } from './harness.js';
  * every other case keeps the shared tolerance.
  */
 const WGSL_APPROXIMATE = /^(unary (exp|log|tanh|sigmoid|sin|cos|sqrt|recip)|binary (pow|div)) /;
+/** The same functions inside the ONNX element-wise ops (src/kernels/onnx/webgpu.ts). */
+const WGSL_APPROXIMATE_ONNX =
+  /^(onnx_unary (exp|log|tanh|sigmoid|sqrt|reciprocal|gelu_tanh|hard_sigmoid|hard_swish)|onnx_binary (pow|div)) /;
 
 function wgslTolerance(c: ConformanceCase): ConformanceCase {
-  if (!WGSL_APPROXIMATE.test(c.name)) return c;
+  if (!WGSL_APPROXIMATE.test(c.name) && !WGSL_APPROXIMATE_ONNX.test(c.name)) return c;
   return { ...c, rtol: Math.max(c.rtol, 8 * epsilon('f32')), atol: Math.max(c.atol, 2 ** -21) };
 }
 

@@ -13,9 +13,26 @@ import type {
 } from '../../devices/cuda/kernel-api.js';
 import type { Scalars } from '../../devices/device.js';
 import { bytesPerElement } from '../../core/dtype.js';
-import { BLOCK_DIM, GRID_STRIDE, elementwiseGrid } from '../common/cuda.js';
+import { BLOCK_DIM, GRID_STRIDE, MATH_OVERLOADS, elementwiseGrid } from '../common/cuda.js';
 import { i64Params } from './common.js';
 import { type ConvGeometry, convGeometry, convTransposeGeometry } from './conv.js';
+import { onnxUnaryCuda } from './elementwise.js';
+import { UNARY_CUDA_CASES, UNARY_CUDA_HELPERS, UNARY_OPS, activationParams } from './elementwise-ops.js';
+
+/** The fused activation: its op as the define OP, its scalars as the last four parameters. */
+function activationDefines(_args: unknown, scalars: Scalars) {
+  return { OP: UNARY_OPS.indexOf(activationParams(scalars).op) };
+}
+function activationParamList(scalars: Scalars): CudaParam[] {
+  const p = activationParams(scalars);
+  return [p.alpha, p.beta, p.min, p.max].map((value): CudaParam => ({ kind: 'f64', value }));
+}
+const ACTIVATION_PARAMS = 'double ALPHA, double BETA, double LO, double HI';
+const STORE_ACTIVATED = `{
+    X_c v = s;
+${UNARY_CUDA_CASES}
+    stX(y, i, r);
+  }`;
 
 /** The geometry as i64 parameters, in the order GEOMETRY_PARAMS declares them. */
 function geometryParams(g: ConvGeometry): CudaParam[] {
@@ -50,9 +67,9 @@ function descsOf(args: readonly { desc: CudaArg['desc'] }[]) {
 const convDirect: CudaProgram = {
   kind: 'program',
   entry: 'tdm_onnx_conv',
-  source: `
+  source: `${MATH_OVERLOADS}${UNARY_CUDA_HELPERS}
 extern "C" __global__ void tdm_onnx_conv(const X_t* __restrict__ x, const X_t* __restrict__ w,
-    const X_t* __restrict__ b, X_t* __restrict__ y, long long n, ${GEOMETRY_PARAMS}) {
+    const X_t* __restrict__ b, X_t* __restrict__ y, long long n, ${GEOMETRY_PARAMS}, ${ACTIVATION_PARAMS}) {
   ${GRID_STRIDE} {
     long long ow = i % WO, oh = (i / WO) % HO, o = (i / (WO * HO)) % O, img = i / (WO * HO * O);
     long long c0 = (o / OG) * CG;
@@ -70,9 +87,10 @@ extern "C" __global__ void tdm_onnx_conv(const X_t* __restrict__ x, const X_t* _
         }
       }
     }
-    stX(y, i, s);
+    ${STORE_ACTIVATED}
   }
 }`,
+  defines: activationDefines,
   dtypes: (args) => ({ X: args[0]!.desc.dtype }),
   grid: (args, scalars) => {
     const g = convGeometry('onnx_conv', descsOf(args), scalars);
@@ -83,7 +101,11 @@ extern "C" __global__ void tdm_onnx_conv(const X_t* __restrict__ x, const X_t* _
     const g = convGeometry('onnx_conv', descsOf(args), scalars);
     return [0, 1, 2, 3]
       .map((arg): CudaParam => ({ kind: 'ptr', arg }))
-      .concat([{ kind: 'i64', value: g.n * g.o * g.ho * g.wo }, ...geometryParams(g)]);
+      .concat([
+        { kind: 'i64', value: g.n * g.o * g.ho * g.wo },
+        ...geometryParams(g),
+        ...activationParamList(scalars),
+      ]);
   },
 };
 
@@ -182,6 +204,11 @@ function runConv(ctx: CudaKernelContext, args: readonly CudaArg[], scalars: Scal
       c: y.ptr + img * g.o * p * size,
     });
   }
+  const act = activationParams(scalars);
+  if (act.op !== 'identity') {
+    const unary = { op: act.op, alpha: act.alpha, beta: act.beta, min: act.min, max: act.max };
+    ctx.launch(onnxUnaryCuda, [y, y], unary);
+  }
 }
 
 export const onnxConvCuda: CudaNative = { kind: 'native', run: runConv };
@@ -189,9 +216,9 @@ export const onnxConvCuda: CudaNative = { kind: 'native', run: runConv };
 export const onnxConvTransposeCuda: CudaProgram = {
   kind: 'program',
   entry: 'tdm_onnx_conv_transpose',
-  source: `
+  source: `${MATH_OVERLOADS}${UNARY_CUDA_HELPERS}
 extern "C" __global__ void tdm_onnx_conv_transpose(const X_t* __restrict__ x, const X_t* __restrict__ w,
-    const X_t* __restrict__ b, X_t* __restrict__ y, long long n, ${GEOMETRY_PARAMS}) {
+    const X_t* __restrict__ b, X_t* __restrict__ y, long long n, ${GEOMETRY_PARAMS}, ${ACTIVATION_PARAMS}) {
   ${GRID_STRIDE} {
     long long ow = i % WO, oh = (i / WO) % HO, o = (i / (WO * HO)) % O, img = i / (WO * HO * O);
     long long gi = o / OG, wo = o - gi * OG;
@@ -208,9 +235,10 @@ extern "C" __global__ void tdm_onnx_conv_transpose(const X_t* __restrict__ x, co
         }
       }
     }
-    stX(y, i, s);
+    ${STORE_ACTIVATED}
   }
 }`,
+  defines: activationDefines,
   dtypes: (args) => ({ X: args[0]!.desc.dtype }),
   grid: (args, scalars) => {
     const g = convTransposeGeometry('onnx_conv_transpose', descsOf(args), scalars);
@@ -221,6 +249,10 @@ extern "C" __global__ void tdm_onnx_conv_transpose(const X_t* __restrict__ x, co
     const g = convTransposeGeometry('onnx_conv_transpose', descsOf(args), scalars);
     return [0, 1, 2, 3]
       .map((arg): CudaParam => ({ kind: 'ptr', arg }))
-      .concat([{ kind: 'i64', value: g.n * g.o * g.ho * g.wo }, ...geometryParams(g)]);
+      .concat([
+        { kind: 'i64', value: g.n * g.o * g.ho * g.wo },
+        ...geometryParams(g),
+        ...activationParamList(scalars),
+      ]);
   },
 };

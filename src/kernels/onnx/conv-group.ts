@@ -73,11 +73,32 @@ const CONVS: readonly ConvCase[] = [
     k: [3, 2],
     scalars: { group: 2, strides: '1,2', dilations: '2,1', pads: '0,1,2,1' },
   },
+  {
+    label: 'dense 3x3 + hard_swish',
+    x: [1, 4, 6, 7],
+    o: 5,
+    k: [3, 3],
+    scalars: { pads: '1,1,1,1', activation: 'hard_swish' },
+  },
+  {
+    label: 'depthwise 3x3 + clip 0..0.25',
+    x: [1, 4, 6, 5],
+    o: 4,
+    k: [3, 3],
+    scalars: { group: 4, pads: '1,1,1,1', activation: 'clip', activationMin: 0, activationMax: 0.25 },
+  },
   { label: 'one channel 3x3 (direct)', x: [2, 1, 6, 5], o: 3, k: [3, 3], scalars: { pads: '1,0,1,0' } },
 ];
 
 const CONV_TRANSPOSES: readonly ConvCase[] = [
   { label: '2x2 s2', x: [2, 4, 5, 6], o: 3, k: [2, 2], scalars: { strides: '2,2' } },
+  {
+    label: '2x2 s2 + relu',
+    x: [1, 3, 4, 4],
+    o: 2,
+    k: [2, 2],
+    scalars: { strides: '2,2', activation: 'relu' },
+  },
   {
     label: '3x3 s2 p1 op1 g2 d1x2',
     x: [1, 4, 4, 5],

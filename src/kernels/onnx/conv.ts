@@ -10,6 +10,7 @@ import type { ReferenceFn } from '../common/reference.js';
 import { intScalar } from '../common/scalars.js';
 import { floatGemm } from '../gemm/cpu.js';
 import { type ArgDescs, FLOAT_DTYPES, onnxDef, requireDTypes } from './common.js';
+import { ACTIVATION_SCALARS, activationParams, unaryFunc } from './elementwise-ops.js';
 import {
   convOutputShape,
   convTransposeOutputShape,
@@ -36,7 +37,7 @@ export interface ConvGeometry extends Window2d {
   readonly wo: number;
 }
 
-const CONV_SCALARS = ['group', 'strides', 'pads', 'dilations'];
+const CONV_SCALARS = ['group', 'strides', 'pads', 'dilations', ...ACTIVATION_SCALARS];
 
 function groupOf(op: string, scalars: Scalars): number {
   const group = intScalar(op, scalars, 'group', 1);
@@ -106,6 +107,7 @@ export const onnxConvDef = onnxDef(
   (args, scalars) => {
     requireDTypes('onnx_conv', args, ['x', 'w', 'b', 'y'], FLOAT_DTYPES);
     convGeometry('onnx_conv', args, scalars);
+    activationParams(scalars);
   },
   (args, scalars) => convCost(convGeometry('onnx_conv', args, scalars), args),
 );
@@ -117,6 +119,7 @@ export const onnxConvTransposeDef = onnxDef(
   (args, scalars) => {
     requireDTypes('onnx_conv_transpose', args, ['x', 'w', 'b', 'y'], FLOAT_DTYPES);
     convTransposeGeometry('onnx_conv_transpose', args, scalars);
+    activationParams(scalars);
   },
   (args, scalars) => convCost(convTransposeGeometry('onnx_conv_transpose', args, scalars), args),
 );
@@ -154,7 +157,7 @@ export const onnxConvReference: ReferenceFn = (args, scalars) => {
           y[at++] = s;
         }
     }
-  return { y };
+  return { y: y.map(unaryFunc(activationParams(scalars))) };
 };
 
 /**
@@ -190,8 +193,16 @@ export const onnxConvTransposeReference: ReferenceFn = (args, scalars) => {
           y[at++] = s;
         }
     }
-  return { y };
+  return { y: y.map(unaryFunc(activationParams(scalars))) };
 };
+
+/** Applies the fused activation in place (nothing for 'identity'). */
+function applyActivation(y: FloatArray, scalars: Scalars): void {
+  const p = activationParams(scalars);
+  if (p.op === 'identity') return;
+  const f = unaryFunc(p);
+  for (let i = 0; i < y.length; i++) y[i] = f(y[i]!);
+}
 
 /** Columns of image n, group gi: col[(ci·kh + i)·kw + j][oh·wo + ow], zeros where the window is in the padding. */
 function im2col(g: ConvGeometry, x: FloatArray, n: number, gi: number, col: FloatArray): void {
@@ -238,6 +249,7 @@ export const onnxConvCpu: CpuKernel = (args, scalars, ctx) => {
       const wg = wf.subarray(o0 * k, (o0 + g.og) * k);
       floatGemm(ctx, { transA: false, transB: false, m: g.og, n: p, k, alpha: 1, beta: 1 }, wg, col, yg);
     }
+  applyActivation(yf, scalars);
   storeFloat(y, yf);
 };
 
@@ -274,5 +286,6 @@ export const onnxConvTransposeCpu: CpuKernel = (args, scalars) => {
           yf[at++] = acc[0]!;
         }
     }
+  applyActivation(yf, scalars);
   storeFloat(y, yf);
 };

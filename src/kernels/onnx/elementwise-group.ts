@@ -13,6 +13,7 @@ import {
   onnxUnaryReference,
 } from './elementwise.js';
 import { BINARY_OPS, UNARY_OPS, type UnaryOp } from './elementwise-ops.js';
+import { onnxBinaryWebGpu, onnxUnaryWebGpu } from './webgpu.js';
 import { broadcastShape } from './shapes.js';
 
 /** Same shapes, a trailing vector, two-sided broadcasts, a scalar, a per-channel NCHW operand, rank 6. */
@@ -104,6 +105,8 @@ export const onnxElementwiseGroup: OnnxOpGroup = {
     { op: 'onnx_unary', backend: 'cpu', impl: onnxUnaryCpu },
     { op: 'onnx_binary', backend: 'cuda', impl: onnxBinaryCuda },
     { op: 'onnx_unary', backend: 'cuda', impl: onnxUnaryCuda },
+    { op: 'onnx_binary', backend: 'webgpu', impl: onnxBinaryWebGpu },
+    { op: 'onnx_unary', backend: 'webgpu', impl: onnxUnaryWebGpu },
   ],
   references: { onnx_binary: onnxBinaryReference, onnx_unary: onnxUnaryReference },
   cases: () => [...binaryCases(), ...unaryCases()],

@@ -79,6 +79,30 @@ export function unaryParams(scalars: Scalars): UnaryParams {
   return { op, alpha, beta, min, max };
 }
 
+/** Scalars of an activation fused into another op (onnx_conv, onnx_conv_transpose). */
+export const ACTIVATION_SCALARS = [
+  'activation',
+  'activationAlpha',
+  'activationBeta',
+  'activationMin',
+  'activationMax',
+];
+
+/** A fused activation's parameters: onnx_unary's, under ACTIVATION_SCALARS' names ('identity' by default). */
+export function activationParams(scalars: Scalars): UnaryParams {
+  const renamed: Record<string, string | number | boolean> = { op: scalars['activation'] ?? 'identity' };
+  for (const [from, to] of [
+    ['activationAlpha', 'alpha'],
+    ['activationBeta', 'beta'],
+    ['activationMin', 'min'],
+    ['activationMax', 'max'],
+  ] as const) {
+    const v = scalars[from];
+    if (v !== undefined) renamed[to] = v;
+  }
+  return unaryParams(renamed);
+}
+
 /**
  * erf to about 1e-15 relative: its Maclaurin series below 2.5 (alternating terms, at most e^6.25 in
  * size, so a few digits of cancellation at worst), the continued fraction of erfc above.
@@ -177,6 +201,11 @@ export const UNARY_CUDA: Record<UnaryOp, string> = {
   identity: 'v',
 };
 
+/** CUDA: `X_c r = f(v)` for the op selected by the define OP (each op's expression). */
+export const UNARY_CUDA_CASES = `${UNARY_OPS.map(
+  (op, i) => `#${i === 0 ? 'if' : 'elif'} OP == ${i}\n    X_c r = ${UNARY_CUDA[op]};`,
+).join('\n')}\n#endif`;
+
 /** Helpers the unary expressions use beyond common/cuda.ts's MATH_OVERLOADS. */
 export const UNARY_CUDA_HELPERS = `
 static __device__ __forceinline__ float m_erf(float v) { return erff(v); }
@@ -187,10 +216,3 @@ static __device__ __forceinline__ float m_expm1(float v) { return expm1f(v); }
 static __device__ __forceinline__ double m_expm1(double v) { return expm1(v); }
 template <typename T> static __device__ __forceinline__ T m_clamp01(T v) { return v != v ? v : (v < (T)0 ? (T)0 : (v > (T)1 ? (T)1 : v)); }
 `;
-
-/** A double as a CUDA literal that keeps every bit (17 significant digits). */
-export function cudaLiteral(v: number): string {
-  if (v === Number.POSITIVE_INFINITY) return '(1.0/0.0)';
-  if (v === Number.NEGATIVE_INFINITY) return '(-1.0/0.0)';
-  return v.toPrecision(17);
-}

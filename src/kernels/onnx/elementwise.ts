@@ -24,7 +24,7 @@ import {
   BINARY_CUDA,
   BINARY_FUNCS,
   BINARY_OPS,
-  UNARY_CUDA,
+  UNARY_CUDA_CASES,
   UNARY_CUDA_HELPERS,
   UNARY_OPS,
   unaryFunc,
@@ -188,10 +188,6 @@ ${BINARY_CASES}
   },
 };
 
-const UNARY_CASES = UNARY_OPS.map(
-  (op, i) => `#${i === 0 ? 'if' : 'elif'} OP == ${i}\n    X_c r = ${UNARY_CUDA[op]};`,
-).join('\n');
-
 export const onnxUnaryCuda: CudaProgram = {
   kind: 'program',
   entry: 'tdm_onnx_unary',
@@ -200,8 +196,7 @@ extern "C" __global__ void tdm_onnx_unary(const X_t* __restrict__ x, X_t* __rest
     double ALPHA, double BETA, double LO, double HI) {
   ${GRID_STRIDE} {
     X_c v = ldX(x, i);
-${UNARY_CASES}
-#endif
+${UNARY_CUDA_CASES}
     stX(y, i, r);
   }
 }`,
