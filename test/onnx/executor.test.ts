@@ -110,3 +110,62 @@ describe('onnx executor', () => {
     );
   });
 });
+
+describe('onnx planner: activation fusion', () => {
+  it('fuses Conv → LeakyRelu into one kernel, and not when the conv output has another reader', async () => {
+    const rt = await Runtime.create({ backends: ['cpu'], calibrate: false, log: () => undefined });
+    try {
+      const build = (extraReader: boolean) =>
+        parseOnnxModel(
+          encodeModel({
+            nodes: [
+              {
+                op: 'Conv',
+                inputs: ['x', 'w', 'b'],
+                outputs: ['c'],
+                attrs: [{ name: 'pads', ints: [1, 1, 1, 1], type: 7 }],
+              },
+              { op: 'LeakyRelu', inputs: ['c'], outputs: ['y'], attrs: [{ name: 'alpha', f: 0.2, type: 1 }] },
+              ...(extraReader ? [{ op: 'Add', inputs: ['c', 'y'], outputs: ['z'] }] : []),
+            ],
+            inputs: [{ name: 'x', dims: ['N', 2, 5, 5] }],
+            outputs: [{ name: extraReader ? 'z' : 'y', dims: ['N', 3, 5, 5] }],
+            initializers: [
+              floatTensor(
+                'w',
+                [3, 2, 3, 3],
+                Array.from({ length: 54 }, (_, i) => Math.sin(i) * 0.5),
+              ),
+              floatTensor('b', [3], [0.1, -0.4, 0.2]),
+            ],
+          }),
+        );
+      for (const extra of [false, true]) {
+        const model = build(extra);
+        const ops: string[] = [];
+        rt.addObserver({
+          onTaskStart: (e) => void ops.push(e.op),
+          onTaskEnd: () => undefined,
+          onTransfer: () => undefined,
+        });
+        const exec = new OnnxExecutor(model, rt);
+        const x = Array.from({ length: 2 * 2 * 25 }, (_, i) => Math.cos(i * 0.7));
+        const out = Object.values(
+          await exec.run({ x: { dims: [2, 2, 5, 5], data: x } }, { device: 'cpu' }),
+        )[0]!;
+        const ref = Object.values(evaluateReference(model, { x: { dims: [2, 2, 5, 5], data: x } }))[0]!;
+        out.data.forEach((v, i) =>
+          assert.ok(Math.abs(v - ref.data[i]!) < 1e-5, `[${i}] ${v} vs ${ref.data[i]}`),
+        );
+        assert.equal(
+          ops.includes('onnx_unary'),
+          extra,
+          extra ? 'the activation must run on its own' : 'the activation was not fused',
+        );
+        exec.close();
+      }
+    } finally {
+      await rt.close();
+    }
+  });
+});
