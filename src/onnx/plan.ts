@@ -103,6 +103,29 @@ function fuseActivations(steps: readonly DeviceStep[], graphOutputs: ReadonlySet
   return out;
 }
 
+/** The op's float64 evaluation; a value too large to hold on the host (RangeError) is a LIMIT error. */
+function hostEvaluate(
+  impl: OpImpl,
+  call: OpCall,
+  ins: ReadonlyArray<PlannedValue | undefined>,
+): HostTensor[] {
+  try {
+    return impl.evaluate(
+      call,
+      ins.map((v) => v?.host),
+    );
+  } catch (err) {
+    if (err instanceof RangeError) {
+      throw new TandemError(
+        'TANDEM_ERR_LIMIT',
+        `onnx: ${call.node.opType} node '${call.node.name}' makes a value too large to evaluate on the host: ${err.message}`,
+        { op: call.node.opType, node: call.node.name },
+      );
+    }
+    throw err;
+  }
+}
+
 /** An optional output the op does not compute (MaxPool's Indices, LayerNorm's Mean ...) is refused by name. */
 function requireOutputs(node: OnnxNode, computed: number): void {
   node.outputs.forEach((o, i) => {
@@ -148,10 +171,7 @@ export function bindPlan(
     // no graph input (weights), or carry no float data (shape arithmetic); Shape and Size read dims only.
     const floatIn = present.some((v) => isFloatType(v.type));
     if (opts.foldAll || impl.shapeOnly || (allHost && (!impl.lower || constant || !floatIn))) {
-      const outs = impl.evaluate(
-        call,
-        ins.map((v) => v?.host),
-      );
+      const outs = hostEvaluate(impl, call, ins);
       node.outputs.forEach((o, i) => {
         if (o !== '' && outs[i])
           values.set(o, { type: outs[i]!.type, dims: outs[i]!.dims, host: outs[i], constant });
