@@ -8,7 +8,7 @@ import { fromNumbers, toNumbers, type DType, type HostArray } from '../core/dtyp
 import { TandemError } from '../core/errors.js';
 import type { Tensor } from '../memory/tensor.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { hostTensor, isFloatType, roundTo, type ElemType, type HostTensor } from './host-tensor.js';
+import { hostTensor, isFloatType, roundTo, type ElemType } from './host-tensor.js';
 import type { OnnxModel } from './model.js';
 import type { LowerTarget } from './ops/types.js';
 import { bindPlan, type BoundInput, type Plan, type PlannedValue } from './plan.js';
@@ -84,19 +84,27 @@ export class OnnxExecutor {
     if (this.closed) throw new TandemError('TANDEM_ERR_CLOSED', 'onnx: the model has been unloaded');
     const floatDType = opts.floatDType ?? 'f32';
     const bound = new Map<string, BoundInput>();
-    const feedTensors = new Map<string, HostTensor>();
+    const feedTensors = new Map<string, InputTensor>();
     for (const [name, f] of Object.entries(feeds)) {
       const info = this.model.inputs.find((v) => v.name === name);
       const type = f.type ?? info?.type ?? 'float';
-      const t = hostTensor(type, f.dims, f.data);
+      const n = f.dims.reduce((a, b) => a * b, 1);
+      if (!Array.isArray(f.dims) || f.data.length !== n) {
+        throw new TandemError(
+          'TANDEM_ERR_SHAPE',
+          `onnx: input '${name}' of shape [${f.dims.join(', ')}] needs ${n} values, got ${f.data.length}`,
+          { input: name },
+        );
+      }
       // Small inputs are also known to the planner (Resize scales or Clip bounds given as inputs);
-      // large float data only goes to the device.
+      // large float data goes to the device only, without a float64 copy.
+      const known = !isFloatType(type) || n <= HOST_KNOWN_FLOATS;
       bound.set(name, {
         type,
-        dims: t.dims,
-        host: isFloatType(type) && t.data.length > HOST_KNOWN_FLOATS ? undefined : t,
+        dims: [...f.dims],
+        host: known ? hostTensor(type, f.dims, f.data) : undefined,
       });
-      feedTensors.set(name, t);
+      feedTensors.set(name, { dims: f.dims, data: f.data, type });
     }
     const plan = this.plan(bound);
     this.lastPlanSteps = plan.steps.length;
@@ -108,9 +116,15 @@ export class OnnxExecutor {
       const have = live.get(name) ?? (v.constant ? this.weights.get(`${floatDType}:${name}`) : undefined);
       if (have) return have;
       // Graph inputs come from this run's feeds (the cached plan holds the first run's values).
-      const host = feedTensors.get(name) ?? v.host;
+      const feed = feedTensors.get(name);
+      const host = feed ?? v.host;
       if (!host) throw new TandemError('TANDEM_ERR_INTERNAL', `onnx: value '${name}' has no producer`);
-      const t = this.rt.tensor(v.dims, dtypeOf(v.type), toDevice(host, dtypeOf(v.type)));
+      const dtype = dtypeOf(v.type);
+      const t = this.rt.tensor(
+        v.dims,
+        dtype,
+        dtype === 'f32' && host.data instanceof Float32Array ? host.data : toDevice(host.data, dtype),
+      );
       if (v.constant) this.weights.set(`${floatDType}:${name}`, t);
       else live.set(name, t);
       return t;
@@ -186,14 +200,14 @@ export class OnnxExecutor {
   }
 }
 
-function toDevice(t: HostTensor, dtype: DType): ArrayLike<number> | HostArray {
-  if (dtype === 'f32') return Float32Array.from(t.data);
-  if (dtype === 'f64') return t.data;
+function toDevice(data: ArrayLike<number>, dtype: DType): ArrayLike<number> | HostArray {
+  if (dtype === 'f32') return Float32Array.from(data);
+  if (dtype === 'f64') return data instanceof Float64Array ? data : Float64Array.from(data);
   if (dtype === 'i32')
-    return Int32Array.from(t.data, (v) => roundTo('int32', Math.max(Math.min(v, 2 ** 31 - 1), -(2 ** 31))));
-  if (dtype === 'u8') return Uint8Array.from(t.data);
-  const half = new Uint16Array(t.data.length);
-  fromNumbers(dtype, t.data, half);
+    return Int32Array.from(data, (v) => roundTo('int32', Math.max(Math.min(v, 2 ** 31 - 1), -(2 ** 31))));
+  if (dtype === 'u8') return Uint8Array.from(data);
+  const half = new Uint16Array(data.length);
+  fromNumbers(dtype, data, half);
   return half;
 }
 

@@ -62,6 +62,19 @@ export function loadOnnxFile(path: string): OnnxModel {
 }
 
 export function parseOnnxModel(bytes: Uint8Array, opts: LoadOptions = {}): OnnxModel {
+  try {
+    return parseModel(bytes, opts);
+  } catch (err) {
+    if (err instanceof TandemError) throw err;
+    // A field of a valid protobuf that makes no sense (a negative count, an absurd size): still bad data.
+    throw badModel(
+      'malformed',
+      `the model is malformed: ${err instanceof Error ? err.message : String(err)}`,
+    );
+  }
+}
+
+function parseModel(bytes: Uint8Array, opts: LoadOptions): OnnxModel {
   const m = decodeModel(bytes);
   const g = m.graph;
   if (!g || ((g.node ?? []).length === 0 && (g.output ?? []).length === 0)) {

@@ -8,6 +8,7 @@ import { TandemError } from '../core/errors.js';
 import { Attrs } from './attributes.js';
 import { isFloatType, type ElemType, type HostTensor } from './host-tensor.js';
 import type { OnnxModel, OnnxNode } from './model.js';
+import { activationOf } from './ops/elementwise.js';
 import { opImpl } from './ops/table.js';
 import type { OpCall, OpImpl, ValueMeta } from './ops/types.js';
 
@@ -71,6 +72,60 @@ export function checkInput(
   }
 }
 
+/**
+ * Conv or ConvTranspose followed by an activation that is the only reader of its output: one step, the
+ * activation applied by the convolution kernel before its store (onnx_conv's activation scalars), so
+ * the intermediate is never written. The fused step writes the activation's output value.
+ */
+function fuseActivations(steps: readonly DeviceStep[], graphOutputs: ReadonlySet<string>): DeviceStep[] {
+  const readers = new Map<string, number>();
+  for (const s of steps)
+    for (const n of new Set(s.node.inputs)) if (n !== '') readers.set(n, (readers.get(n) ?? 0) + 1);
+  const out: DeviceStep[] = [];
+  for (let k = 0; k < steps.length; k++) {
+    const s = steps[k]!;
+    const next = steps[k + 1];
+    const y = s.node.outputs[0]!;
+    const act = next && next.node.inputs[0] === y ? activationOf(next.call) : undefined;
+    if (
+      (s.node.opType === 'Conv' || s.node.opType === 'ConvTranspose') &&
+      act &&
+      readers.get(y) === 1 &&
+      !graphOutputs.has(y)
+    ) {
+      const node = { ...s.node, outputs: [next.node.outputs[0]!], name: `${s.node.name}+${next.node.name}` };
+      out.push({ ...s, node, call: { ...s.call, node, activation: act }, outputs: next.outputs });
+      k++;
+      continue;
+    }
+    out.push(s);
+  }
+  return out;
+}
+
+/** The op's float64 evaluation; a value too large to hold on the host (RangeError) is a LIMIT error. */
+function hostEvaluate(
+  impl: OpImpl,
+  call: OpCall,
+  ins: ReadonlyArray<PlannedValue | undefined>,
+): HostTensor[] {
+  try {
+    return impl.evaluate(
+      call,
+      ins.map((v) => v?.host),
+    );
+  } catch (err) {
+    if (err instanceof RangeError) {
+      throw new TandemError(
+        'TANDEM_ERR_LIMIT',
+        `onnx: ${call.node.opType} node '${call.node.name}' makes a value too large to evaluate on the host: ${err.message}`,
+        { op: call.node.opType, node: call.node.name },
+      );
+    }
+    throw err;
+  }
+}
+
 /** An optional output the op does not compute (MaxPool's Indices, LayerNorm's Mean ...) is refused by name. */
 function requireOutputs(node: OnnxNode, computed: number): void {
   node.outputs.forEach((o, i) => {
@@ -116,10 +171,7 @@ export function bindPlan(
     // no graph input (weights), or carry no float data (shape arithmetic); Shape and Size read dims only.
     const floatIn = present.some((v) => isFloatType(v.type));
     if (opts.foldAll || impl.shapeOnly || (allHost && (!impl.lower || constant || !floatIn))) {
-      const outs = impl.evaluate(
-        call,
-        ins.map((v) => v?.host),
-      );
+      const outs = hostEvaluate(impl, call, ins);
       node.outputs.forEach((o, i) => {
         if (o !== '' && outs[i])
           values.set(o, { type: outs[i]!.type, dims: outs[i]!.dims, host: outs[i], constant });
@@ -140,9 +192,11 @@ export function bindPlan(
       if (o !== '' && outputs[i]) values.set(o, outputs[i]!);
     });
     requireOutputs(node, outputs.length);
-    const k = steps.length;
-    for (const n of node.inputs) if (n !== '') lastReader.set(n, k);
     steps.push({ node, impl, call, outputs });
   }
-  return { values, steps, lastReader };
+  const fused = fuseActivations(steps, new Set(model.outputs.map((o) => o.name)));
+  fused.forEach((step, k) => {
+    for (const n of step.node.inputs) if (n !== '') lastReader.set(n, k);
+  });
+  return { values, steps: fused, lastReader };
 }

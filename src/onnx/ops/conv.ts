@@ -101,6 +101,20 @@ function as4d(t: LowerTarget, x: ReturnType<LowerTarget['input']>, rank: number)
   return v;
 }
 
+/** onnx_conv's activation scalars for an activation the planner fused into this node. */
+function fusedActivation(c: OpCall): Record<string, number | string> {
+  const a = c.activation;
+  if (!a) return {};
+  const named: Record<string, string> = {
+    op: 'activation',
+    alpha: 'activationAlpha',
+    beta: 'activationBeta',
+    min: 'activationMin',
+    max: 'activationMax',
+  };
+  return Object.fromEntries(Object.entries(a).map(([k, v]) => [named[k] ?? k, v]));
+}
+
 function convGeo(c: OpCall): Geo {
   const w = inp(c, 1).dims;
   return geometry(c, c.attrs.ints('kernel_shape') ?? w.slice(2), hw(inp(c, 0).dims, spatialRank(c)));
@@ -170,7 +184,11 @@ const convImpl: OpImpl = {
     const b = c.inputs[2] ? t.input(2) : zeroBias(t, w.shape[0]!, w);
     const y = t.output(0);
     const y4 = g.rank === 2 ? y : t.scratch([y.shape[0]!, y.shape[1]!, 1, y.shape[2]!], y);
-    t.submit('onnx_conv', { x, w: w4, b, y: y4 }, { group: c.attrs.int('group', 1), ...str(g) });
+    t.submit(
+      'onnx_conv',
+      { x, w: w4, b, y: y4 },
+      { group: c.attrs.int('group', 1), ...str(g), ...fusedActivation(c) },
+    );
     if (y4 !== y) t.submit('copy', { x: y4, y });
   },
 };
@@ -261,7 +279,12 @@ const convTransposeImpl: OpImpl = {
     t.submit(
       'onnx_conv_transpose',
       { x, w: w4, b, y: y4 },
-      { group: c.attrs.int('group', 1), outputPadding: `${outPad[0]},${outPad[1]}`, ...str(g) },
+      {
+        group: c.attrs.int('group', 1),
+        outputPadding: `${outPad[0]},${outPad[1]}`,
+        ...str(g),
+        ...fusedActivation(c),
+      },
     );
     if (y4 !== y) t.submit('copy', { x: y4, y });
   },

@@ -121,6 +121,15 @@ function clipBounds(c: OpCall): [number, number] {
   return [bound(1, -Infinity), bound(2, Infinity)];
 }
 
+/** The onnx_unary op and scalars of an activation node, when it is one a convolution can fuse. */
+export function activationOf(c: OpCall): Record<string, number | string> | undefined {
+  const spec = UNARY[c.node.opType];
+  if (!spec || spec.kernel || c.node.opType === 'Dropout' || c.node.opType === 'Identity') return undefined;
+  if (c.node.opType === 'Clip' && c.opset >= 11 && [1, 2].some((i) => c.inputs[i] && !c.inputs[i]!.host))
+    return undefined;
+  return { op: spec.kernelOp, ...spec.scalars(c) };
+}
+
 function unaryImpl(spec: UnarySpec, floatOnly: boolean): OpImpl {
   return {
     hostInputs: [],

@@ -4,6 +4,8 @@ import { CONV_OPS } from './conv.js';
 import { ELEMENTWISE_OPS } from './elementwise.js';
 import { LAYOUT_OPS } from './layout.js';
 import { MATH_OPS } from './math.js';
+import { RESIZE_OPS } from './resize.js';
+import { VALUE_OPS } from './values.js';
 import type { OpImpl } from './types.js';
 
 export const ONNX_OPS: Readonly<Record<string, OpImpl>> = {
@@ -11,6 +13,8 @@ export const ONNX_OPS: Readonly<Record<string, OpImpl>> = {
   ...LAYOUT_OPS,
   ...CONV_OPS,
   ...MATH_OPS,
+  ...RESIZE_OPS,
+  ...VALUE_OPS,
 };
 
 /** The op's implementation, or TANDEM_ERR_UNSUPPORTED naming the op, its domain and the opset. */

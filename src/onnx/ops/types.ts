@@ -22,6 +22,8 @@ export interface OpCall {
   readonly opset: number;
   /** Inputs in node order; undefined for an omitted optional input. */
   readonly inputs: ReadonlyArray<ValueMeta | undefined>;
+  /** An activation fused into this node's kernel (Conv → Relu …): onnx_unary's op and scalars. */
+  readonly activation?: Readonly<Record<string, number | string>>;
 }
 
 export interface OutSpec {
