@@ -16,7 +16,13 @@ PY=${PY:-python3}
 steps=" ${*:-nodetests ocr} "
 summary=()
 log() { summary+=("$1"); echo "[$(date -u +%T)] $1"; }
-NODE_DIR=$($PY -c 'import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "node"))' 2>/dev/null)
+# ONNX's node tests: Debian's libonnx-testdata as pack.sh carried it (the pip onnx here ships none), else pip's.
+if [ -f .gpu/onnx-node.tar.xz ]; then
+  mkdir -p /tmp/onnx-testdata && xz -dc .gpu/onnx-node.tar.xz | tar -xf - -C /tmp/onnx-testdata
+  NODE_DIR=/tmp/onnx-testdata/node
+else
+  NODE_DIR=$($PY -c 'import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "node"))' 2>/dev/null)
+fi
 # The OCR networks: pack.sh's copy in .gpu/ocr, else the npm package's assets.
 ASSETS=.gpu/ocr
 [ -f $ASSETS/ch_PP-OCRv4_det_infer.onnx ] ||
