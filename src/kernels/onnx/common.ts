@@ -103,21 +103,36 @@ export function i64Params(values: readonly number[]): CudaParam[] {
 
 /**
  * CUDA source: `DIMS6(d)` declares six i64 parameters d0..d5; `offset6(i, d, s)` turns a row-major
- * index over dims d into Σ coordinate·stride (strides may be 0 or negative).
+ * index over dims d into Σ coordinate·stride (strides may be 0 or negative). Axes of size 1 (the padding
+ * to rank 6) are skipped, and with the define IDX32 (every index < 2³¹, see `idx32`) the divisions are
+ * 32-bit: 64-bit integer division is a long software sequence on the GPU.
  */
 export const CUDA_INDEX = `
 #define DIMS6(p) long long p##0, long long p##1, long long p##2, long long p##3, long long p##4, long long p##5
 #define ARR6(p) { p##0, p##1, p##2, p##3, p##4, p##5 }
+#if IDX32
+typedef unsigned int tdm_idx;
+#else
+typedef long long tdm_idx;
+#endif
 static __device__ __forceinline__ long long offset6(long long i, const long long* d, const long long* s) {
+  tdm_idx r = (tdm_idx)i;
   long long off = 0;
   for (int k = 5; k >= 0; --k) {
-    long long c = i % d[k];
-    i /= d[k];
-    off += c * s[k];
+    tdm_idx dk = (tdm_idx)d[k];
+    if (dk == 1) continue;
+    tdm_idx c = r % dk;
+    r /= dk;
+    off += (long long)c * s[k];
   }
   return off;
 }
 `;
+
+/** The IDX32 define for CUDA_INDEX: 1 when every index of an `elements`-sized space fits 31 bits. */
+export function idx32(elements: number): number {
+  return elements < 2 ** 31 ? 1 : 0;
+}
 
 /**
  * Walks a rank-r index space row by row: for each position of the leading r−1 axes `body` gets the

@@ -3,14 +3,8 @@ import type { DType } from '../../core/dtype.js';
 import type { Scalars } from '../../devices/device.js';
 import type { ConformanceCase } from '../case-types.js';
 import { FLOAT_DTYPES, type OnnxOpGroup, sumTolerance } from './common.js';
-import {
-  onnxConvCpu,
-  onnxConvDef,
-  onnxConvReference,
-  onnxConvTransposeCpu,
-  onnxConvTransposeDef,
-  onnxConvTransposeReference,
-} from './conv.js';
+import { onnxConvDef, onnxConvReference, onnxConvTransposeDef, onnxConvTransposeReference } from './conv.js';
+import { onnxConvCpu, onnxConvTransposeCpu } from './conv-cpu.js';
 import { onnxConvCuda, onnxConvTransposeCuda } from './conv-cuda.js';
 import {
   onnxGlobalPoolCpu,

@@ -1,14 +1,11 @@
 /**
  * onnx_conv and onnx_conv_transpose: ONNX's 2-d Conv (groups, dilations, asymmetric pads, strides) and
- * ConvTranspose. Definitions, float64 references and CPU kernels; CUDA in conv-cuda.ts.
+ * ConvTranspose. Definitions and float64 references; CPU in conv-cpu.ts, CUDA in conv-cuda.ts.
  */
 import { TandemError } from '../../core/errors.js';
-import type { CpuArg, CpuKernel } from '../../devices/cpu/kernel-api.js';
 import type { Scalars } from '../../devices/device.js';
-import { type FloatArray, floatCopyOf, isHalf, storeFloat } from '../common/cpu-float.js';
 import type { ReferenceFn } from '../common/reference.js';
 import { intScalar } from '../common/scalars.js';
-import { floatGemm } from '../gemm/cpu.js';
 import { type ArgDescs, FLOAT_DTYPES, onnxDef, requireDTypes } from './common.js';
 import { ACTIVATION_SCALARS, activationParams, unaryFunc } from './elementwise-ops.js';
 import {
@@ -194,98 +191,4 @@ export const onnxConvTransposeReference: ReferenceFn = (args, scalars) => {
         }
     }
   return { y: y.map(unaryFunc(activationParams(scalars))) };
-};
-
-/** Applies the fused activation in place (nothing for 'identity'). */
-function applyActivation(y: FloatArray, scalars: Scalars): void {
-  const p = activationParams(scalars);
-  if (p.op === 'identity') return;
-  const f = unaryFunc(p);
-  for (let i = 0; i < y.length; i++) y[i] = f(y[i]!);
-}
-
-/** Columns of image n, group gi: col[(ci·kh + i)·kw + j][oh·wo + ow], zeros where the window is in the padding. */
-function im2col(g: ConvGeometry, x: FloatArray, n: number, gi: number, col: FloatArray): void {
-  const p = g.ho * g.wo;
-  let row = 0;
-  for (let ci = 0; ci < g.cg; ci++) {
-    const plane = (n * g.c + gi * g.cg + ci) * g.h * g.w;
-    for (let i = 0; i < g.kh; i++)
-      for (let j = 0; j < g.kw; j++, row++) {
-        let at = row * p;
-        for (let oh = 0; oh < g.ho; oh++) {
-          const ih = oh * g.sh - g.pads[0] + i * g.dh;
-          if (ih < 0 || ih >= g.h) {
-            col.fill(0, at, at + g.wo);
-            at += g.wo;
-            continue;
-          }
-          const line = plane + ih * g.w;
-          for (let ow = 0; ow < g.wo; ow++) {
-            const iw = ow * g.sw - g.pads[1] + j * g.dw;
-            col[at++] = iw < 0 || iw >= g.w ? 0 : x[line + iw]!;
-          }
-        }
-      }
-  }
-}
-
-/** Per image and group: im2col, then one GEMM of the worker's engine onto y preset to the bias. */
-export const onnxConvCpu: CpuKernel = (args, scalars, ctx) => {
-  const [x, w, b, y] = args as [CpuArg, CpuArg, CpuArg, CpuArg];
-  const descs = { x: x.desc, w: w.desc, b: b.desc, y: y.desc };
-  const g = convGeometry('onnx_conv', descs, scalars);
-  const [xf, wf, bf] = [floatCopyOf(x), floatCopyOf(w), floatCopyOf(b)];
-  const yf = isHalf(y.desc.dtype) ? new Float32Array(y.data.length) : (y.data as FloatArray);
-  const p = g.ho * g.wo;
-  const k = g.cg * g.kh * g.kw;
-  const col = yf instanceof Float64Array ? new Float64Array(k * p) : new Float32Array(k * p);
-  for (let n = 0; n < g.n; n++)
-    for (let gi = 0; gi < g.group; gi++) {
-      im2col(g, xf, n, gi, col);
-      const o0 = gi * g.og;
-      const yg = yf.subarray((n * g.o + o0) * p, (n * g.o + o0 + g.og) * p);
-      for (let o = 0; o < g.og; o++) yg.fill(bf[o0 + o]!, o * p, (o + 1) * p);
-      const wg = wf.subarray(o0 * k, (o0 + g.og) * k);
-      floatGemm(ctx, { transA: false, transB: false, m: g.og, n: p, k, alpha: 1, beta: 1 }, wg, col, yg);
-    }
-  applyActivation(yf, scalars);
-  storeFloat(y, yf);
-};
-
-/** The reference's gather, in the working precision (ConvTranspose is rare and small in the target networks). */
-export const onnxConvTransposeCpu: CpuKernel = (args, scalars) => {
-  const [x, w, b, y] = args as [CpuArg, CpuArg, CpuArg, CpuArg];
-  const descs = { x: x.desc, w: w.desc, b: b.desc, y: y.desc };
-  const g = convTransposeGeometry('onnx_conv_transpose', descs, scalars);
-  const [xf, wf, bf] = [floatCopyOf(x), floatCopyOf(w), floatCopyOf(b)];
-  const yf = isHalf(y.desc.dtype) ? new Float32Array(y.data.length) : (y.data as FloatArray);
-  const acc = yf instanceof Float64Array ? new Float64Array(1) : new Float32Array(1);
-  let at = 0;
-  for (let n = 0; n < g.n; n++)
-    for (let o = 0; o < g.o; o++) {
-      const gi = Math.floor(o / g.og);
-      const wo = o - gi * g.og;
-      for (let oh = 0; oh < g.ho; oh++)
-        for (let ow = 0; ow < g.wo; ow++) {
-          acc[0] = bf[o]!;
-          for (let i = 0; i < g.kh; i++) {
-            const th = oh + g.pads[0] - i * g.dh;
-            if (th < 0 || th % g.sh !== 0 || th / g.sh >= g.h) continue;
-            for (let j = 0; j < g.kw; j++) {
-              const tw = ow + g.pads[1] - j * g.dw;
-              if (tw < 0 || tw % g.sw !== 0 || tw / g.sw >= g.w) continue;
-              for (let ci = 0; ci < g.cg; ci++) {
-                const c = gi * g.cg + ci;
-                acc[0] +=
-                  xf[((n * g.c + c) * g.h + th / g.sh) * g.w + tw / g.sw]! *
-                  wf[((c * g.og + wo) * g.kh + i) * g.kw + j]!;
-              }
-            }
-          }
-          yf[at++] = acc[0]!;
-        }
-    }
-  applyActivation(yf, scalars);
-  storeFloat(y, yf);
 };

@@ -6,7 +6,7 @@ import { numel } from '../../core/shape.js';
 import type { CpuArg, CpuKernel } from '../../devices/cpu/kernel-api.js';
 import type { CudaProgram } from '../../devices/cuda/kernel-api.js';
 import type { Scalars } from '../../devices/device.js';
-import { floatCopyOf, forFloatChunks, isHalf, storeFloat } from '../common/cpu-float.js';
+import { type FloatArray, floatCopyOf, forFloatChunks, isHalf, storeFloat } from '../common/cpu-float.js';
 import { BLOCK_DIM, GRID_STRIDE, MATH_OVERLOADS, count, elementwiseGrid } from '../common/cuda.js';
 import type { ReferenceFn } from '../common/reference.js';
 import { enumScalar } from '../common/scalars.js';
@@ -15,6 +15,7 @@ import {
   FLOAT_DTYPES,
   forEachRow,
   i64Params,
+  idx32,
   onnxDef,
   pad6,
   requireDTypes,
@@ -27,6 +28,7 @@ import {
   UNARY_CUDA_CASES,
   UNARY_CUDA_HELPERS,
   UNARY_OPS,
+  type UnaryParams,
   unaryFunc,
   unaryParams,
 } from './elementwise-ops.js';
@@ -130,11 +132,44 @@ export const onnxBinaryCpu: CpuKernel = (args, scalars) => {
   storeFloat(c, out);
 };
 
+/** The ops PaddleOCR runs on whole feature maps get their own loops (inlined arithmetic, no call). */
+function unaryLoop(p: UnaryParams, x: FloatArray, y: FloatArray, n: number): void {
+  switch (p.op) {
+    case 'relu':
+      for (let i = 0; i < n; i++) y[i] = x[i]! < 0 ? 0 : x[i]!;
+      return;
+    case 'hard_swish':
+      for (let i = 0; i < n; i++) {
+        const v = x[i]!;
+        const t = v / 6 + 0.5;
+        y[i] = t !== t ? NaN : v * (t < 0 ? 0 : t > 1 ? 1 : t);
+      }
+      return;
+    case 'hard_sigmoid':
+      for (let i = 0; i < n; i++) {
+        const t = p.alpha * x[i]! + p.beta;
+        y[i] = t !== t ? NaN : t < 0 ? 0 : t > 1 ? 1 : t;
+      }
+      return;
+    case 'sigmoid':
+      for (let i = 0; i < n; i++) y[i] = 1 / (1 + Math.exp(-x[i]!));
+      return;
+    case 'clip':
+      for (let i = 0; i < n; i++) {
+        const v = x[i]!;
+        y[i] = v < p.min ? p.min : v > p.max ? p.max : v;
+      }
+      return;
+    default: {
+      const f = unaryFunc(p);
+      for (let i = 0; i < n; i++) y[i] = f(x[i]!);
+    }
+  }
+}
+
 export const onnxUnaryCpu: CpuKernel = (args, scalars) => {
-  const f = unaryFunc(unaryParams(scalars));
-  forFloatChunks(args, [true, false], [false, true], ([x, y], n) => {
-    for (let i = 0; i < n; i++) y![i] = f(x![i]!);
-  });
+  const p = unaryParams(scalars);
+  forFloatChunks(args, [true, false], [false, true], ([x, y], n) => unaryLoop(p, x!, y!, n));
 };
 
 const BINARY_CASES = BINARY_OPS.map(
@@ -169,6 +204,7 @@ ${BINARY_CASES}
     OP: BINARY_OPS.indexOf(enumScalar('onnx_binary', scalars, 'op', BINARY_OPS)),
     A_FULL: sameShape(args[0]!.desc.shape, args[2]!.desc.shape) ? 1 : 0,
     B_FULL: sameShape(args[1]!.desc.shape, args[2]!.desc.shape) ? 1 : 0,
+    IDX32: idx32(numel(args[2]!.desc.shape)),
   }),
   grid: (args) => elementwiseGrid(count(args[2]!)),
   block: () => BLOCK_DIM,

@@ -12,7 +12,16 @@ import { type FloatArray, floatCopyOf, isHalf, storeFloat } from '../common/cpu-
 import { BLOCK_DIM, MATH_OVERLOADS } from '../common/cuda.js';
 import type { ReferenceFn } from '../common/reference.js';
 import { boolScalar, enumScalar } from '../common/scalars.js';
-import { CUDA_INDEX, FLOAT_DTYPES, i64Params, onnxDef, pad6, requireDTypes, streamCost } from './common.js';
+import {
+  CUDA_INDEX,
+  FLOAT_DTYPES,
+  i64Params,
+  idx32,
+  onnxDef,
+  pad6,
+  requireDTypes,
+  streamCost,
+} from './common.js';
 import { contiguousStrides, reduceAxes, reduceOutputShape, requireRank } from './shapes.js';
 
 export const REDUCE_OPS = ['sum', 'mean', 'max', 'min', 'prod', 'sum_square', 'l2', 'log_sum_exp'] as const;
@@ -200,9 +209,10 @@ extern "C" __global__ void tdm_onnx_reduce(const X_t* __restrict__ x, X_t* __res
   if (threadIdx.x == 0) stX(y, blockIdx.x, r);
 }`,
   dtypes: (args) => ({ X: args[0]!.desc.dtype }),
-  defines: (_args, scalars) => ({
-    OP: REDUCE_OPS.indexOf(enumScalar('onnx_reduce', scalars, 'op', REDUCE_OPS)),
-  }),
+  defines: (args, scalars) => {
+    const p = reducePlan(args[0]!.desc, args[1]!.desc, scalars);
+    return { OP: REDUCE_OPS.indexOf(p.op), IDX32: idx32(Math.max(p.outputs, p.count)) };
+  },
   grid: (args, scalars) => [reducePlan(args[0]!.desc, args[1]!.desc, scalars).outputs, 1, 1],
   block: () => BLOCK_DIM,
   params: (args, scalars): CudaParam[] => {

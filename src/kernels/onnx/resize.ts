@@ -149,13 +149,17 @@ function resizeInto(g: ResizeGeometry, x: ArrayLike<number>, y: FloatArray): voi
   for (let p = 0; p < g.planes; p++) {
     const plane = p * g.h * g.w;
     for (let oh = 0; oh < g.ho; oh++) {
-      const [r0, r1, tr] = [plane + rows.i0[oh]! * g.w, plane + rows.i1[oh]! * g.w, rows.t[oh]!];
+      const r0 = plane + rows.i0[oh]! * g.w;
+      const r1 = plane + rows.i1[oh]! * g.w;
+      const tr = rows.t[oh]!;
+      if (g.mode === 'nearest') {
+        for (let ow = 0; ow < g.wo; ow++) y[at++] = x[r0 + cols.i0[ow]!]!;
+        continue;
+      }
       for (let ow = 0; ow < g.wo; ow++) {
-        const [c0, c1, tc] = [cols.i0[ow]!, cols.i1[ow]!, cols.t[ow]!];
-        if (g.mode === 'nearest') {
-          y[at++] = x[r0 + c0]!;
-          continue;
-        }
+        const c0 = cols.i0[ow]!;
+        const c1 = cols.i1[ow]!;
+        const tc = cols.t[ow]!;
         const top = x[r0 + c0]! * (1 - tc) + x[r0 + c1]! * tc;
         const bottom = x[r1 + c0]! * (1 - tc) + x[r1 + c1]! * tc;
         y[at++] = top * (1 - tr) + bottom * tr;

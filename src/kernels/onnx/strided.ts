@@ -9,7 +9,7 @@ import type { CudaParam, CudaProgram } from '../../devices/cuda/kernel-api.js';
 import type { Scalars, TensorDesc } from '../../devices/device.js';
 import { numel } from '../../core/shape.js';
 import { BLOCK_DIM, GRID_STRIDE, elementwiseGrid } from '../common/cuda.js';
-import { CUDA_INDEX, forEachRow, i64Params, pad6 } from './common.js';
+import { CUDA_INDEX, forEachRow, i64Params, idx32, pad6 } from './common.js';
 
 export interface StridedPlan {
   readonly shape: readonly number[];
@@ -50,6 +50,7 @@ extern "C" __global__ void tdm_onnx_strided(const X_t* __restrict__ src, X_t* __
   ${GRID_STRIDE} dst[dbase + offset6(i, dims, dst_)] = src[sbase + offset6(i, dims, sst)];
 }`,
     dtypes: (args) => ({ X: args[0]!.desc.dtype }),
+    defines: (args, scalars) => ({ IDX32: idx32(numel(plan(args[0]!.desc, args[1]!.desc, scalars).shape)) }),
     grid: (args, scalars) => elementwiseGrid(numel(plan(args[0]!.desc, args[1]!.desc, scalars).shape)),
     block: () => BLOCK_DIM,
     params: (args, scalars): CudaParam[] => {
