@@ -1,5 +1,5 @@
 /** Convolution and pooling ONNX ops as an op group, with their conformance cases. */
-import type { DType } from '../../core/dtype.js';
+import { epsilon, type DType } from '../../core/dtype.js';
 import type { Scalars } from '../../devices/device.js';
 import type { ConformanceCase } from '../case-types.js';
 import { FLOAT_DTYPES, type OnnxOpGroup, sumTolerance } from './common.js';
@@ -102,6 +102,22 @@ const CONV_TRANSPOSES: readonly ConvCase[] = [
   },
 ];
 
+/**
+ * A fused activation on a half-precision conv: CUDA's dense path stores the GEMM's result in the
+ * tensor's dtype and applies the activation to that (as PyTorch's conv then hardswish does), so the
+ * pre-activation x is rounded once more. Where the activation is steep relative to its value (hard_swish
+ * near its bend at x = -3: slope 0.5, value near 0) that rounding, |f'(x)|·|x|·eps/2, is an absolute
+ * error of up to ~eps for |x| ≤ 4: seen on the H200 as 0.38 eps in f16 and bf16.
+ */
+function activatedTolerance(
+  dtype: DType,
+  scalars: Scalars,
+  t: { rtol: number; atol: number },
+): { rtol: number; atol: number } {
+  if (scalars['activation'] === undefined || (dtype !== 'f16' && dtype !== 'bf16')) return t;
+  return { rtol: t.rtol, atol: Math.max(t.atol, 2 * epsilon(dtype)) };
+}
+
 function convCases(): ConformanceCase[] {
   const out: ConformanceCase[] = [];
   for (const dtype of FLOAT_DTYPES) {
@@ -119,7 +135,7 @@ function convCases(): ConformanceCase[] {
           y: { shape: y, dtype },
         },
         scalars: s.scalars,
-        ...sumTolerance(dtype, w[1]! * s.k[0] * s.k[1] + 1),
+        ...activatedTolerance(dtype, s.scalars, sumTolerance(dtype, w[1]! * s.k[0] * s.k[1] + 1)),
       });
     }
     for (const s of CONV_TRANSPOSES) {
