@@ -1,3 +1,7 @@
+// onnx-proto's declarations name protobufjs 6's global `Long` (from @types/long, a dependency of
+// protobufjs 6): referenced here so a consumer's type check of Tandem's .d.ts finds it without
+// skipLibCheck or a `types` entry of its own.
+/// <reference types="long" preserve="true" />
 /**
  * The ONNX protobuf schema (npm `onnx-proto`: protobufjs 6 static code generated from onnx.proto) and
  * the decoding of a message into its generated classes. Every decode failure becomes a TandemError:

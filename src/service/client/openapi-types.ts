@@ -403,6 +403,23 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/completions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** OpenAI-compatible text completion by a generative model (kind 'gpt'): continuous batching with a KV cache; stream: true answers server-sent events */
+    post: operations['createCompletion'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -450,6 +467,7 @@ export interface components {
           | 'TANDEM_ERR_PORT_IN_USE'
           | 'TANDEM_ERR_DEVICE_ABSENT'
           | 'TANDEM_ERR_BAD_CHECKPOINT'
+          | 'TANDEM_ERR_UNSUPPORTED'
           | 'TANDEM_ERR_INTERNAL';
         message: string;
         details: {
@@ -4698,6 +4716,102 @@ export interface operations {
            *       "error": {
            *         "code": "TANDEM_ERR_DEADLINE_EXCEEDED",
            *         "message": "the request's deadline (100 ms) passed before its batch ran",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description any other error in the catalogue shape, with its status (403, 409, 413, 5xx) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_INTERNAL",
+           *         "message": "an internal error",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  createCompletion: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "model": "gpt2-small",
+         *       "prompt": "Once upon a time",
+         *       "max_tokens": 32,
+         *       "temperature": 0.8,
+         *       "seed": 7
+         *     }
+         */
+        'application/json': Record<string, never>;
+      };
+    };
+    responses: {
+      /** @description invalid request (schema, malformed JSON, unknown job type) */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_INVALID_ARGUMENT",
+           *         "message": "body/priority must be <= 100",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description missing or invalid API key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_UNAUTHORIZED",
+           *         "message": "the API key is not valid",
+           *         "details": {}
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description rate limit or queue quota reached (see Retry-After) */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "error": {
+           *         "code": "TANDEM_ERR_RATE_LIMITED",
+           *         "message": "too many requests for this tenant",
            *         "details": {}
            *       }
            *     }
