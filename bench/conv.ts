@@ -5,12 +5,8 @@
  *   node dist/bench/conv.js [--device cuda|cpu] [--batch 128] [--reps 50]
  */
 import { intOption, parse } from '../src/cli/output.js';
-import type { DType } from '../src/core/dtype.js';
-import { fillRandom } from '../src/core/seeded-random.js';
-import { numel } from '../src/core/shape.js';
-import type { Scalars } from '../src/devices/device.js';
+import { timeOp, type OpCall } from './op-timing.js';
 import { Runtime } from '../src/runtime/runtime.js';
-import type { Tensor } from '../src/memory/tensor.js';
 
 const { values } = parse(process.argv.slice(2), {
   device: { type: 'string', default: 'cuda' },
@@ -21,12 +17,7 @@ const device = String(values['device']);
 const B = intOption(values['batch'], 'batch', 128, 1, 4096);
 const REPS = intOption(values['reps'], 'reps', device === 'cuda' ? 50 : 3, 1, 10_000);
 
-interface Call {
-  readonly op: string;
-  readonly layer: string;
-  readonly args: Record<string, readonly number[]>;
-  readonly scalars: Scalars;
-}
+type Call = OpCall;
 
 /** conv 1→32 at 28x28, pool, conv 32→64 at 14x14, pool; forward and backward. */
 function calls(): Call[] {
@@ -63,26 +54,6 @@ function calls(): Call[] {
   return out;
 }
 
-async function time(rt: Runtime, call: Call, dtype: DType): Promise<number> {
-  const tensors: Record<string, Tensor> = {};
-  let seed = 1;
-  for (const [name, shape] of Object.entries(call.args))
-    tensors[name] = rt.tensor(shape, dtype, fillRandom(new Float32Array(numel(shape)), seed++));
-  const run = (): Promise<void> =>
-    rt.submit({ kernel: call.op, args: tensors, scalars: call.scalars, device }).done;
-  await run(); // brings the data to the device, compiles the programs
-  const runs: number[] = [];
-  for (let r = 0; r < 5; r++) {
-    const t0 = performance.now();
-    const tasks: Promise<void>[] = [];
-    for (let i = 0; i < REPS; i++) tasks.push(run());
-    await Promise.all(tasks);
-    runs.push((performance.now() - t0) / REPS);
-  }
-  for (const t of Object.values(tensors)) rt.free(t);
-  return runs.sort((a, b) => a - b)[2]!;
-}
-
 const rt = await Runtime.create({
   backends: device === 'cuda' ? ['cpu', 'cuda'] : ['cpu'],
   calibrate: false,
@@ -98,7 +69,7 @@ try {
   } else {
     for (const dtype of ['f32', 'bf16'] as const) {
       for (const call of calls()) {
-        const ms = await time(rt, call, dtype);
+        const ms = await timeOp(rt, call, dtype, device, REPS);
         console.log(
           JSON.stringify({ side: 'tandem', device, op: call.op, layer: call.layer, dtype, batch: B, ms }),
         );

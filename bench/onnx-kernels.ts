@@ -7,12 +7,9 @@
  *   node dist/bench/onnx-kernels.js [--device cuda|cpu] [--batch 1,16] [--reps 20]
  */
 import { intOption, parse } from '../src/cli/output.js';
-import type { DType } from '../src/core/dtype.js';
-import { fillRandom } from '../src/core/seeded-random.js';
+import { timeOp, type OpCall } from './op-timing.js';
 import { numel } from '../src/core/shape.js';
-import type { Scalars } from '../src/devices/device.js';
 import { KERNEL_DEFS } from '../src/kernels/register.js';
-import type { Tensor } from '../src/memory/tensor.js';
 import { Runtime } from '../src/runtime/runtime.js';
 
 const { values } = parse(process.argv.slice(2), {
@@ -26,12 +23,7 @@ const BATCHES = String(values['batch'])
   .map((b) => intOption(b, 'batch', 1, 1, 256));
 const REPS = intOption(values['reps'], 'reps', device === 'cuda' ? 20 : 2, 1, 10_000);
 
-interface Call {
-  readonly layer: string;
-  readonly op: string;
-  readonly args: Record<string, readonly number[]>;
-  readonly scalars: Scalars;
-}
+type Call = OpCall;
 
 function calls(b: number): Call[] {
   const conv = (
@@ -110,26 +102,6 @@ function calls(b: number): Call[] {
   ];
 }
 
-async function time(rt: Runtime, call: Call, dtype: DType): Promise<number> {
-  const tensors: Record<string, Tensor> = {};
-  let seed = 1;
-  for (const [name, shape] of Object.entries(call.args))
-    tensors[name] = rt.tensor(shape, dtype, fillRandom(new Float32Array(numel(shape)), seed++));
-  const run = (): Promise<void> =>
-    rt.submit({ kernel: call.op, args: tensors, scalars: call.scalars, device }).done;
-  await run(); // brings the data to the device, compiles the programs
-  const runs: number[] = [];
-  for (let r = 0; r < 5; r++) {
-    const t0 = performance.now();
-    const tasks: Promise<void>[] = [];
-    for (let i = 0; i < REPS; i++) tasks.push(run());
-    await Promise.all(tasks);
-    runs.push((performance.now() - t0) / REPS);
-  }
-  for (const t of Object.values(tensors)) rt.free(t);
-  return runs.sort((a, b) => a - b)[2]!;
-}
-
 const rt = await Runtime.create({
   backends: device === 'cuda' ? ['cpu', 'cuda'] : ['cpu'],
   calibrate: false,
@@ -146,7 +118,7 @@ try {
     for (const dtype of ['f32', 'f16'] as const)
       for (const b of BATCHES)
         for (const call of calls(b)) {
-          const ms = await time(rt, call, dtype);
+          const ms = await timeOp(rt, call, dtype, device, REPS);
           const def = KERNEL_DEFS.find((d) => d.name === call.op)!;
           const descs = Object.fromEntries(
             Object.entries(call.args).map(([n, shape]) => [
