@@ -19,7 +19,7 @@
  * `--node-options` is added to the server's NODE_OPTIONS (e.g. `--max-semi-space-size=16`).
  * Usage: node dist/bench/overload.js [--seconds 20] [--multiples 2,5] [--modes off,on] [--drain 60]
  *        [--rate N] [--probe process|inline|both] [--diag [--profile <dir>]] [--node-options=...]
- *        [--server-cpus 0,1] (start it as `taskset -c 2-7 node dist/bench/overload.js --server-cpus 0,1`)
+ *        [--supervise] [--server-cpus 0,1] (start it as `taskset -c 2-7 node dist/bench/overload.js --server-cpus 0,1`)
  */
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
@@ -33,7 +33,7 @@ import { quantile } from './quantile.js';
 import { serve, stop, type Server } from './service.js';
 
 const BODY = JSON.stringify({ type: 'sleep', params: { ms: 0 } });
-const SERVE_ARGS = ['--backends', 'none', '--max-running', '8', '--no-supervise'];
+const SERVE_ARGS = ['--backends', 'none', '--max-running', '8'];
 const CONNECTIONS = 64;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -54,11 +54,17 @@ export interface RunOptions {
    * the probe no longer take CPU time from the server: on a many-core host, the server's own figure.
    */
   serverCpus: string | null;
+  /**
+   * Run the server under `tandem serve`'s supervisor, as it runs by default: then it also gets the
+   * supervisor's 16 MiB young generation (TANDEM_SEMI_SPACE_MB; --min-semi-space-size cannot be given
+   * through NODE_OPTIONS). Off by default (`--no-supervise`, as every earlier figure was measured).
+   */
+  supervise: boolean;
 }
 
 /** Starts a server for the run, pinned to opts.serverCpus when given. */
 async function startServer(dir: string, env: Record<string, string>, opts: RunOptions): Promise<Server> {
-  const s = await serve(dir, SERVE_ARGS, env);
+  const s = await serve(dir, [...SERVE_ARGS, ...(opts.supervise ? [] : ['--no-supervise'])], env);
   if (opts.serverCpus) execFileSync('taskset', ['-a', '-p', '-c', opts.serverCpus, String(s.pid)]);
   return s;
 }
@@ -379,6 +385,7 @@ export async function main(argv: string[]): Promise<number> {
       'node-options': { type: 'string' },
       profile: { type: 'string' },
       'server-cpus': { type: 'string' },
+      supervise: { type: 'boolean' },
     },
   });
   const probe = (values.probe ?? 'process') as ProbeMode;
@@ -390,6 +397,7 @@ export async function main(argv: string[]): Promise<number> {
     nodeOptions: values['node-options'] ?? '',
     profileDir: values.profile ?? null,
     serverCpus: values['server-cpus'] ?? null,
+    supervise: values.supervise === true,
   };
   const seconds = Number(values.seconds ?? 20);
   const drain = Number(values.drain ?? 60);

@@ -8,6 +8,7 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import type { LightMyRequestResponse } from 'fastify';
 import { seededRandom } from '../../src/core/seeded-random.js';
+import { DEFAULT_CONFIG } from '../../src/service/config.js';
 import { fuzzer } from './fuzz-corpus.js';
 import { createTenant, testService } from './helpers.js';
 
@@ -26,6 +27,12 @@ void test(
       rateLimitPerSec: 1e6,
       rateLimitBurst: 1e6,
       bodyLimitBytes: 64 * 1024,
+      // The 20 tenants submit as fast as the service answers: on a slow or busy machine the event-loop
+      // rule sheds their own flood (7,650 of 10,000 refused at load 8 on the 2-core VM: "this tenant
+      // submits 22 jobs/s against its share of 10.5 jobs/s drained"). That is load shedding, tested in
+      // overload.test.ts and load-shedder.test.ts, not an effect of the fuzzer, so it is out of this
+      // test; the backlog rule, which counts each tenant's own queue against its share, stays on.
+      shed: { ...DEFAULT_CONFIG.shed, maxLoopDelayMs: 60_000 },
     });
     try {
       const others: string[] = [];
