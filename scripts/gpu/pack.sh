@@ -58,4 +58,4 @@ ND=/usr/share/libonnx-testdata/data
 [ -d $ND/node ] && tar -cf - -C $ND node | xz -T2 -9 > .gpu/onnx-node.tar.xz
 du -sh .gpu
 # autocannon and its dependencies for the overload benchmark (scripts/gpu/overload.sh; a dev dependency).
-[ -d node_modules/autocannon ] && bash scripts/gpu/overload.sh pack
+if [ -d node_modules/autocannon ]; then bash scripts/gpu/overload.sh pack; fi
