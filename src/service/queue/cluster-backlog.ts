@@ -7,9 +7,9 @@
  * submitted since (a burst between two polls is counted at once, not 100 ms late). A submission made
  * while a poll runs may already be in that poll's snapshot: the poll also reads the highest job seq the
  * snapshot saw, and this replica's submissions at or below it are not counted again (counted twice, a
- * tenant's own burst was refused below its share: 33 accepted of a budget of 40 on a busy box). Other replicas'
- * submissions are seen at the next poll: with R replicas the queue can overshoot its budget by at most
- * what R−1 replicas accept in one poll period.
+ * tenant's own burst was refused below its share: 33 accepted of a budget of 40 on a busy box). Other
+ * replicas' submissions are seen at the next poll: with R replicas the queue can overshoot its budget by
+ * at most what R−1 replicas accept in one poll period.
  *
  * Finishes are counted in a window that lags the clock by FINISH_LAG_MS: an agent stamps finished_at
  * before its commit is visible, so a window read right up to now would miss the commits still in flight.
