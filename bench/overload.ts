@@ -19,7 +19,8 @@
  * `--node-options` is added to the server's NODE_OPTIONS (e.g. `--max-semi-space-size=16`).
  * Usage: node dist/bench/overload.js [--seconds 20] [--multiples 2,5] [--modes off,on] [--drain 60]
  *        [--rate N] [--probe process|inline|both] [--diag [--profile <dir>]] [--node-options=...]
- *        [--supervise] [--server-cpus 0,1] (start it as `taskset -c 2-7 node dist/bench/overload.js --server-cpus 0,1`)
+ *        [--supervise] [--server-cpus 0,1]
+ *        (pinned: `taskset -c 2-7 node dist/bench/overload.js --server-cpus 0,1`)
  */
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
@@ -405,7 +406,12 @@ export async function main(argv: string[]): Promise<number> {
   const modes = (values.modes ?? 'off,on').split(',') as ('off' | 'on')[];
   const sustainable = values.rate ? Number(values.rate) : Math.round(await sustainableRate(opts));
   process.stdout.write(
-    `${JSON.stringify({ sustainableJobsPerSec: sustainable, cpuPressureAvg10: cpuPressure(), loadAvg: loadAvg(), ...opts })}\n`,
+    `${JSON.stringify({
+      sustainableJobsPerSec: sustainable,
+      cpuPressureAvg10: cpuPressure(),
+      loadAvg: loadAvg(),
+      ...opts,
+    })}\n`,
   );
   for (const m of multiples)
     for (const mode of modes) {

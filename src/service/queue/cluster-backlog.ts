@@ -39,7 +39,8 @@ export function pgClusterLoadSource(db: Sql): ClusterLoadSource {
       const r = await db.query<{ max_seq: string; queued: Record<string, number> | null }>(
         `SELECT COALESCE(MAX(seq), 0)::text AS max_seq,
            (SELECT json_object_agg(tenant_id, n) FROM
-             (SELECT tenant_id, COUNT(*)::int AS n FROM tandem_jobs WHERE state = 'queued' GROUP BY tenant_id) q
+             (SELECT tenant_id, COUNT(*)::int AS n FROM tandem_jobs WHERE state = 'queued'
+              GROUP BY tenant_id) q
            ) AS queued
          FROM tandem_jobs`,
       );
