@@ -39,6 +39,23 @@ export function runLoadIsolated(
   });
 }
 
+/** runSweep's levels one after another, each in its own worker (perf_analyzer's concurrency sweep). */
+export async function runSweepIsolated(
+  target: LoadTarget,
+  levels: readonly number[],
+  options: Omit<LoadOptions, 'request' | 'concurrency'>,
+  requests: readonly LoadRequest[],
+  onLevel?: (r: LoadReport) => void,
+): Promise<LoadReport[]> {
+  const out: LoadReport[] = [];
+  for (const concurrency of levels) {
+    const r = await runLoadIsolated(target, { ...options, concurrency }, requests);
+    onLevel?.(r);
+    out.push(r);
+  }
+  return out;
+}
+
 if (!isMainThread && parentPort !== null) {
   const job = workerData as Job;
   const port = parentPort;
