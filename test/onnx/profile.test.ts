@@ -1,0 +1,76 @@
+/**
+ * The executor's opt-in per-node profile (RunOptions.profile): one entry per device step with its
+ * tasks, op types aggregated, the same outputs as an unprofiled run, and nothing recorded when off.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Runtime } from '../../src/runtime/runtime.js';
+import { OnnxExecutor } from '../../src/onnx/executor.js';
+import { parseOnnxModel } from '../../src/onnx/model.js';
+import { encodeModel, floatTensor } from './build-model.js';
+
+// x [N, 2, 4, 4] → Conv 3x3 (→ Relu, fused) → Add(c) → Mul(c) → Concat with x along channels.
+const model = parseOnnxModel(
+  encodeModel({
+    nodes: [
+      {
+        op: 'Conv',
+        inputs: ['x', 'W'],
+        outputs: ['h'],
+        attrs: [{ name: 'pads', ints: [1, 1, 1, 1], type: 7 }],
+      },
+      { op: 'Relu', inputs: ['h'], outputs: ['r'] },
+      { op: 'Add', inputs: ['r', 'c'], outputs: ['a'] },
+      { op: 'Mul', inputs: ['a', 'c'], outputs: ['m'] },
+      { op: 'Concat', inputs: ['m', 'x'], outputs: ['y'], attrs: [{ name: 'axis', i: 1, type: 2 }] },
+    ],
+    inputs: [{ name: 'x', dims: ['N', 2, 4, 4] }],
+    outputs: [{ name: 'y', dims: ['N', 5, 4, 4] }],
+    initializers: [
+      floatTensor(
+        'W',
+        [3, 2, 3, 3],
+        Array.from({ length: 54 }, (_, i) => Math.sin(i) * 0.3),
+      ),
+      floatTensor('c', [1], [1.5]),
+    ],
+  }),
+);
+
+describe('onnx executor profile', () => {
+  let rt: Runtime;
+  before(async () => {
+    rt = await Runtime.create({ backends: ['cpu'], calibrate: false, log: () => undefined });
+  });
+  after(async () => {
+    await rt.close();
+  });
+
+  it('times every step, counts its tasks and aggregates by op type, with unchanged outputs', async () => {
+    const exec = new OnnxExecutor(model, rt);
+    const x = { dims: [2, 2, 4, 4], data: Array.from({ length: 64 }, (_, i) => Math.cos(i * 0.7)) };
+    const plain = (await exec.run({ x }, { device: 'cpu' })).y!;
+    assert.equal(exec.lastProfile, undefined, 'a profile without asking for one');
+    const profiled = (await exec.run({ x }, { device: 'cpu', profile: true })).y!;
+    assert.deepEqual(Array.from(profiled.data), Array.from(plain.data));
+    const p = exec.lastProfile!;
+    assert.equal(p.steps, 4); // Conv+Relu fused, Add, Mul, Concat
+    // Concat is one task per input, the bias the Conv lacks a zero fill; the others one each.
+    assert.equal(p.tasks, p.byOp.reduce((s, o) => s + o.tasks, 0));
+    assert.equal(p.tasks, 6);
+    assert.deepEqual(p.byOp.map((o) => o.op).sort(), ['Add', 'Concat', 'Conv+relu', 'Mul']);
+    assert.equal(p.byOp.find((o) => o.op === 'Concat')!.tasks, 2);
+    const sum = p.byOp.reduce((s, o) => s + o.ms, 0);
+    assert.ok(Math.abs(sum - p.stepsMs) < 1e-9 && p.stepsMs > 0);
+    assert.ok(Math.abs(p.byOp.reduce((s, o) => s + o.share, 0) - 1) < 1e-9);
+    for (let i = 1; i < p.top.length; i++) assert.ok(p.top[i - 1]!.ms >= p.top[i]!.ms, 'top not sorted');
+    const conv = p.top.find((n) => n.op === 'Conv+relu')!;
+    assert.deepEqual(conv.inputs, [
+      [2, 2, 4, 4],
+      [3, 2, 3, 3],
+    ]);
+    assert.deepEqual(conv.output, [2, 3, 4, 4]);
+    assert.ok(conv.submitMs >= 0 && conv.submitMs <= conv.ms);
+    exec.close();
+  });
+});
