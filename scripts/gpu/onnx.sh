@@ -6,8 +6,10 @@
 #              on the PaddleOCR v4 det (640x640, batch 1 and 16) and rec models; then bench/onnx-ocr.ts
 #              runs the same inputs on CUDA and the CPU: agreement within 1e-3, the decoded text, latency,
 #              images/s and load time beside ORT; then once more on CUDA in f16 (accuracy reported)
-#   profile    bench/onnx-ocr.ts --profile: the detector on synthetic 640x640 images on CUDA, batch 1 and 16,
-#              plain median then one run profiled node by node (time per op type, the 20 slowest nodes)
+#   profile    the onnx_map / onnx_conv conformance cases on CUDA (new kernels: fused element-wise programs),
+#              then bench/onnx-ocr.ts --profile: the detector on synthetic 640x640 images on CUDA, batch 1 and
+#              16, without and with the plan's fusions: plain median, then one run profiled node by node
+#              (time per op type, the 20 slowest nodes), and the two outputs' max abs difference
 #   scripts/gpu/onnx.sh [nodetests] [ocr] [profile]   (default: nodetests ocr). Logs under $OUT, a summary last.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -51,6 +53,10 @@ if [[ $steps == *" ocr "* ]]; then
   cut -c1-600 "$OUT/tandem-ocr-f16.jsonl"
 fi
 if [[ $steps == *" profile "* ]]; then
+  timeout 200 node --test --test-reporter=spec --test-name-pattern='^onnx_(map|conv)' dist/test/gpu/cuda-conformance.test.js \
+    > "$OUT/conformance-map-conv.log" 2>&1
+  log "onnx_map/onnx_conv conformance on CUDA rc=$?: $(grep -E '^ℹ (pass|fail)' "$OUT/conformance-map-conv.log" | tr '\n' ' ')"
+  grep -E '✖' "$OUT/conformance-map-conv.log" | head -20
   timeout 240 node dist/bench/onnx-ocr.js --profile --assets $ASSETS --devices ${PROFILE_DEVICES:-cuda} \
     --batches ${PROFILE_BATCHES:-1,16} --reps ${PROFILE_REPS:-5} > "$OUT/profile.jsonl" 2>&1
   log "profile rc=$?"
@@ -60,7 +66,10 @@ import json, sys
 for line in open(sys.argv[1]):
     try: d = json.loads(line)
     except ValueError: print(line.rstrip()[:300]); continue
-    print(f"== {d['device']} det batch {d['batch']} {d['size']}x{d['size']} {d['floatDType']}: {d['ms']} ms plain "
+    if 'compare' in d:
+        print(f"== {d['device']} det batch {d['batch']}: fused vs unfused max abs {d['maxAbs']}, {d['unfusedMs']} -> {d['fusedMs']} ms ({d['speedup']}x)")
+        continue
+    print(f"== {d['device']} det batch {d['batch']} {d['size']}x{d['size']} {d['floatDType']} fused={d['fused']}: {d['ms']} ms plain "
           f"({d['imagesPerSecond']} img/s); profiled {d['profiledMs']} ms, steps {d['stepsMs']} ms, {d['steps']} steps, {d['tasks']} tasks")
     for o in d['byOp']:
         print(f"  {o['op']:<24} n={o['count']:<4} tasks={o['tasks']:<4} {o['ms']:9.3f} ms {100*o['share']:5.1f}%")

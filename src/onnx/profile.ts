@@ -47,10 +47,14 @@ export function profileFromEnv(): boolean {
   return v !== undefined && v !== '' && v !== '0';
 }
 
-/** The op type a step is reported under: Conv+relu for a Conv with a fused Relu. */
+/**
+ * The op type a step is reported under: Conv+relu for a Conv with a fused Relu, Conv+chain with a
+ * fused element-wise chain (src/onnx/fuse.ts).
+ */
 export function stepOpType(step: DeviceStep): string {
   const act = step.call.activation?.op;
-  return act === undefined ? step.node.opType : `${step.node.opType}+${String(act)}`;
+  const base = act === undefined ? step.node.opType : `${step.node.opType}+${String(act)}`;
+  return step.call.epilogue !== undefined && step.node.opType !== 'ElementwiseChain' ? `${base}+chain` : base;
 }
 
 export class StepProfiler {

@@ -112,10 +112,10 @@ describe('onnx executor', () => {
 });
 
 describe('onnx planner: activation fusion', () => {
-  it('fuses Conv → LeakyRelu into one kernel, and not when the conv output has another reader', async () => {
+  it('fuses Conv → LeakyRelu (→ Add of both) into one kernel, and not when another op reads the conv output', async () => {
     const rt = await Runtime.create({ backends: ['cpu'], calibrate: false, log: () => undefined });
     try {
-      const build = (extraReader: boolean) =>
+      const build = (extraReader: '' | 'add' | 'concat') =>
         parseOnnxModel(
           encodeModel({
             nodes: [
@@ -126,10 +126,21 @@ describe('onnx planner: activation fusion', () => {
                 attrs: [{ name: 'pads', ints: [1, 1, 1, 1], type: 7 }],
               },
               { op: 'LeakyRelu', inputs: ['c'], outputs: ['y'], attrs: [{ name: 'alpha', f: 0.2, type: 1 }] },
-              ...(extraReader ? [{ op: 'Add', inputs: ['c', 'y'], outputs: ['z'] }] : []),
+              // Add(c, y) joins the conv's epilogue program; Concat(c, y) cannot, so c must be stored.
+              ...(extraReader === 'add' ? [{ op: 'Add', inputs: ['c', 'y'], outputs: ['z'] }] : []),
+              ...(extraReader === 'concat'
+                ? [
+                    {
+                      op: 'Concat',
+                      inputs: ['c', 'y'],
+                      outputs: ['z'],
+                      attrs: [{ name: 'axis', i: 1, type: 2 }],
+                    },
+                  ]
+                : []),
             ],
             inputs: [{ name: 'x', dims: ['N', 2, 5, 5] }],
-            outputs: [{ name: extraReader ? 'z' : 'y', dims: ['N', 3, 5, 5] }],
+            outputs: [{ name: extraReader ? 'z' : 'y', dims: ['N', extraReader === 'concat' ? 6 : 3, 5, 5] }],
             initializers: [
               floatTensor(
                 'w',
@@ -140,7 +151,7 @@ describe('onnx planner: activation fusion', () => {
             ],
           }),
         );
-      for (const extra of [false, true]) {
+      for (const extra of ['', 'add', 'concat'] as const) {
         const model = build(extra);
         const ops: string[] = [];
         rt.addObserver({
@@ -159,9 +170,10 @@ describe('onnx planner: activation fusion', () => {
         );
         assert.equal(
           ops.includes('onnx_unary'),
-          extra,
-          extra ? 'the activation must run on its own' : 'the activation was not fused',
+          extra === 'concat',
+          extra === 'concat' ? 'the activation must run on its own' : 'the activation was not fused',
         );
+        assert.ok(!ops.includes('onnx_binary'), `${extra}: the Add was not fused`);
         exec.close();
       }
     } finally {

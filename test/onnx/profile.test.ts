@@ -9,7 +9,7 @@ import { OnnxExecutor } from '../../src/onnx/executor.js';
 import { parseOnnxModel } from '../../src/onnx/model.js';
 import { encodeModel, floatTensor } from './build-model.js';
 
-// x [N, 2, 4, 4] → Conv 3x3 (→ Relu, fused) → Add(c) → Mul(c) → Concat with x along channels.
+// x [N, 2, 4, 4] → Conv 3x3 → Relu → Add(c) → Mul(c) (one fused step) → Concat with x along channels.
 const model = parseOnnxModel(
   encodeModel({
     nodes: [
@@ -54,17 +54,20 @@ describe('onnx executor profile', () => {
     const profiled = (await exec.run({ x }, { device: 'cpu', profile: true })).y!;
     assert.deepEqual(Array.from(profiled.data), Array.from(plain.data));
     const p = exec.lastProfile!;
-    assert.equal(p.steps, 4); // Conv+Relu fused, Add, Mul, Concat
+    assert.equal(p.steps, 2); // Conv with Relu, Add and Mul as its epilogue (src/onnx/fuse.ts), Concat
     // Concat is one task per input, the bias the Conv lacks a zero fill; the others one each.
-    assert.equal(p.tasks, p.byOp.reduce((s, o) => s + o.tasks, 0));
-    assert.equal(p.tasks, 6);
-    assert.deepEqual(p.byOp.map((o) => o.op).sort(), ['Add', 'Concat', 'Conv+relu', 'Mul']);
+    assert.equal(
+      p.tasks,
+      p.byOp.reduce((s, o) => s + o.tasks, 0),
+    );
+    assert.equal(p.tasks, 4);
+    assert.deepEqual(p.byOp.map((o) => o.op).sort(), ['Concat', 'Conv+chain']);
     assert.equal(p.byOp.find((o) => o.op === 'Concat')!.tasks, 2);
     const sum = p.byOp.reduce((s, o) => s + o.ms, 0);
     assert.ok(Math.abs(sum - p.stepsMs) < 1e-9 && p.stepsMs > 0);
     assert.ok(Math.abs(p.byOp.reduce((s, o) => s + o.share, 0) - 1) < 1e-9);
     for (let i = 1; i < p.top.length; i++) assert.ok(p.top[i - 1]!.ms >= p.top[i]!.ms, 'top not sorted');
-    const conv = p.top.find((n) => n.op === 'Conv+relu')!;
+    const conv = p.top.find((n) => n.op === 'Conv+chain')!;
     assert.deepEqual(conv.inputs, [
       [2, 2, 4, 4],
       [3, 2, 3, 3],

@@ -1,8 +1,11 @@
 /**
  * onnx_conv and onnx_conv_transpose on CUDA. A dense conv (group 1 and at least 16 products per
  * output) runs as cuBLAS GEMMs per image, on x itself for a 1x1 stride-1 unpadded conv (MobileNet's
- * pointwise layers) and on an im2col scratch otherwise, onto y preset to the bias; grouped and
- * depthwise convs and every ConvTranspose run direct kernels (one thread per output element).
+ * pointwise layers) and on an im2col scratch otherwise; the bias, the activation and the epilogue
+ * program then go in one pass over y (f32/f64: the GEMMs write y, the pass adds the bias; f16/bf16:
+ * y preset to the bias, the GEMMs add onto it, so the sum is rounded once). Grouped and depthwise
+ * convs and every ConvTranspose run direct kernels (one thread per output element) that apply the
+ * activation and epilogue before their store.
  */
 import type {
   CudaArg,
@@ -15,23 +18,32 @@ import type { Scalars } from '../../devices/device.js';
 import { bytesPerElement } from '../../core/dtype.js';
 import { BLOCK_DIM, GRID_STRIDE, MATH_OVERLOADS, elementwiseGrid } from '../common/cuda.js';
 import { i64Params } from './common.js';
-import { type ConvGeometry, convGeometry, convTransposeGeometry } from './conv.js';
-import { onnxUnaryCuda } from './elementwise.js';
-import { UNARY_CUDA_CASES, UNARY_CUDA_HELPERS, UNARY_OPS, activationParams } from './elementwise-ops.js';
+import {
+  CONV_EPILOGUE_CONSTANTS,
+  type ConvGeometry,
+  convEpilogue,
+  convGeometry,
+  convTransposeGeometry,
+} from './conv.js';
+import { UNARY_CUDA_HELPERS } from './elementwise-ops.js';
+import { mapConstantParams, mapConstantValues, mapCuda } from './map-program.js';
 
-/** The fused activation: its op as the define OP, its scalars as the last four parameters. */
-function activationDefines(_args: unknown, scalars: Scalars) {
-  return { OP: UNARY_OPS.indexOf(activationParams(scalars).op) };
+/** The fused activation and epilogue as the defines MAP_CODE / MAP_RESULT (map-program.ts). */
+function epilogueDefines(op: string, scalars: Scalars) {
+  const c = mapCuda(convEpilogue(op, scalars));
+  return { MAP_CODE: c.code, MAP_RESULT: c.result };
 }
-function activationParamList(scalars: Scalars): CudaParam[] {
-  const p = activationParams(scalars);
-  return [p.alpha, p.beta, p.min, p.max].map((value): CudaParam => ({ kind: 'f64', value }));
+function epilogueParamList(op: string, scalars: Scalars): CudaParam[] {
+  return mapConstantValues(convEpilogue(op, scalars), CONV_EPILOGUE_CONSTANTS).map((value): CudaParam => ({
+    kind: 'f64',
+    value,
+  }));
 }
-const ACTIVATION_PARAMS = 'double ALPHA, double BETA, double LO, double HI';
+const EPILOGUE_PARAMS = mapConstantParams(CONV_EPILOGUE_CONSTANTS);
 const STORE_ACTIVATED = `{
-    X_c v = s;
-${UNARY_CUDA_CASES}
-    stX(y, i, r);
+    X_c m0 = s;
+    MAP_CODE
+    stX(y, i, MAP_RESULT);
   }`;
 
 /** The geometry as i64 parameters, in the order GEOMETRY_PARAMS declares them. */
@@ -69,7 +81,7 @@ const convDirect: CudaProgram = {
   entry: 'tdm_onnx_conv',
   source: `${MATH_OVERLOADS}${UNARY_CUDA_HELPERS}
 extern "C" __global__ void tdm_onnx_conv(const X_t* __restrict__ x, const X_t* __restrict__ w,
-    const X_t* __restrict__ b, X_t* __restrict__ y, long long n, ${GEOMETRY_PARAMS}, ${ACTIVATION_PARAMS}) {
+    const X_t* __restrict__ b, X_t* __restrict__ y, long long n, ${GEOMETRY_PARAMS}, ${EPILOGUE_PARAMS}) {
   ${GRID_STRIDE} {
     long long ow = i % WO, oh = (i / WO) % HO, o = (i / (WO * HO)) % O, img = i / (WO * HO * O);
     long long c0 = (o / OG) * CG;
@@ -90,7 +102,7 @@ extern "C" __global__ void tdm_onnx_conv(const X_t* __restrict__ x, const X_t* _
     ${STORE_ACTIVATED}
   }
 }`,
-  defines: activationDefines,
+  defines: (_args, scalars) => epilogueDefines('onnx_conv', scalars),
   dtypes: (args) => ({ X: args[0]!.desc.dtype }),
   grid: (args, scalars) => {
     const g = convGeometry('onnx_conv', descsOf(args), scalars);
@@ -104,20 +116,30 @@ extern "C" __global__ void tdm_onnx_conv(const X_t* __restrict__ x, const X_t* _
       .concat([
         { kind: 'i64', value: g.n * g.o * g.ho * g.wo },
         ...geometryParams(g),
-        ...activationParamList(scalars),
+        ...epilogueParamList('onnx_conv', scalars),
       ]);
   },
 };
 
-/** col[(ci·kh + r)·kw + q][oh·wo + ow] of image `img` (group 1), zeros in the padding. */
-const im2colProgram = (img: number, col: number): CudaProgram => ({
+/** Scalars a native conv adds for its helper programs: the scratch address and the first image. */
+interface HelperScalars extends Scalars {
+  readonly col: number;
+  readonly img0: number;
+  readonly images: number;
+}
+
+/**
+ * col[j][(ci·kh + r)·kw + q][oh·wo + ow] = x[img0 + j, ci, ih, iw] (group 1) for `images` images,
+ * zeros in the padding: each image's columns one contiguous K×P block.
+ */
+const im2colProgram: CudaProgram = {
   kind: 'program',
   entry: 'tdm_onnx_im2col',
   source: `
 extern "C" __global__ void tdm_onnx_im2col(const X_t* __restrict__ x, X_t* __restrict__ col, long long n,
-    long long img, ${GEOMETRY_PARAMS}) {
+    long long img0, ${GEOMETRY_PARAMS}) {
   ${GRID_STRIDE} {
-    long long p = i % (HO * WO), row = i / (HO * WO);
+    long long p = i % (HO * WO), row = (i / (HO * WO)) % (CG * KH * KW), img = img0 + i / (HO * WO * CG * KH * KW);
     long long ow = p % WO, oh = p / WO;
     long long q = row % KW, r = (row / KW) % KH, ci = row / (KW * KH);
     long long ih = oh * SH - PT + r * DH, iw = ow * SW - PL + q * DW;
@@ -129,20 +151,21 @@ extern "C" __global__ void tdm_onnx_im2col(const X_t* __restrict__ x, X_t* __res
   dtypes: (args) => ({ X: args[0]!.desc.dtype }),
   grid: (args, scalars) => {
     const g = convGeometry('onnx_conv', descsOf(args), scalars);
-    return elementwiseGrid(g.cg * g.kh * g.kw * g.ho * g.wo);
+    return elementwiseGrid((scalars as HelperScalars).images * g.cg * g.kh * g.kw * g.ho * g.wo);
   },
   block: () => BLOCK_DIM,
   params: (args, scalars) => {
     const g = convGeometry('onnx_conv', descsOf(args), scalars);
+    const h = scalars as HelperScalars;
     return [
       { kind: 'ptr', arg: 0 },
-      { kind: 'addr', value: col },
-      { kind: 'i64', value: g.cg * g.kh * g.kw * g.ho * g.wo },
-      { kind: 'i64', value: img },
+      { kind: 'addr', value: h.col },
+      { kind: 'i64', value: h.images * g.cg * g.kh * g.kw * g.ho * g.wo },
+      { kind: 'i64', value: h.img0 },
       ...geometryParams(g),
     ];
   },
-});
+};
 
 /** y[n,o,p] = b[o] for every image: the GEMMs then add onto it (beta = 1). */
 const biasFill: CudaProgram = {
@@ -168,8 +191,54 @@ extern "C" __global__ void tdm_onnx_bias_fill(const X_t* __restrict__ b, X_t* __
   },
 };
 
+/**
+ * y = epilogue(act(y [+ b[o]])) in place after the GEMMs: ADD_BIAS 1 when the GEMMs wrote the bare
+ * product (f32/f64), 0 when y was preset to the bias (f16/bf16).
+ */
+const gemmEpilogue: CudaProgram = {
+  kind: 'program',
+  entry: 'tdm_onnx_conv_epilogue',
+  source: `${MATH_OVERLOADS}${UNARY_CUDA_HELPERS}
+extern "C" __global__ void tdm_onnx_conv_epilogue(const X_t* __restrict__ b, X_t* __restrict__ y, long long n,
+    long long O, long long P, ${EPILOGUE_PARAMS}) {
+  ${GRID_STRIDE} {
+#if ADD_BIAS
+    X_c s = ldX(y, i) + ldX(b, (i / P) % O);
+#else
+    X_c s = ldX(y, i);
+#endif
+    ${STORE_ACTIVATED}
+  }
+}`,
+  dtypes: (args) => ({ X: args[3]!.desc.dtype }),
+  defines: (args, scalars) => ({
+    ...epilogueDefines('onnx_conv', scalars),
+    ADD_BIAS: biasInEpilogue(args[3]!.desc.dtype) ? 1 : 0,
+  }),
+  grid: (args) => elementwiseGrid(args[3]!.desc.shape.reduce((a, d) => a * d, 1)),
+  block: () => BLOCK_DIM,
+  params: (args, scalars) => {
+    const [, o, ho, wo] = args[3]!.desc.shape as [number, number, number, number];
+    return [
+      { kind: 'ptr', arg: 2 },
+      { kind: 'ptr', arg: 3 },
+      { kind: 'i64', value: args[3]!.desc.shape.reduce((a, d) => a * d, 1) },
+      { kind: 'i64', value: o },
+      { kind: 'i64', value: ho * wo },
+      ...epilogueParamList('onnx_conv', scalars),
+    ];
+  },
+};
+
+/** f32/f64 GEMMs write the bare product and the epilogue pass adds the bias (no separate fill). */
+function biasInEpilogue(dtype: string): boolean {
+  return dtype === 'f32' || dtype === 'f64';
+}
+
 /** Products per output under which the direct kernel beats a GEMM's launch and scratch traffic. */
 const GEMM_MIN_K = 16;
+/** im2col scratch per chunk of images (the chunk's GEMMs run as one strided batch). */
+const IM2COL_CHUNK_BYTES = 256 << 20;
 
 function runConv(ctx: CudaKernelContext, args: readonly CudaArg[], scalars: Scalars): void {
   const g = convGeometry('onnx_conv', descsOf(args), scalars);
@@ -184,31 +253,55 @@ function runConv(ctx: CudaKernelContext, args: readonly CudaArg[], scalars: Scal
   const p = g.ho * g.wo;
   const pointwise =
     g.kh === 1 && g.kw === 1 && g.sh === 1 && g.sw === 1 && g.pads.every((v) => v === 0) && p === g.h * g.w;
-  ctx.launch(biasFill, args, scalars);
-  const col = pointwise ? 0 : ctx.scratch(k * p * size);
-  for (let img = 0; img < g.n; img++) {
-    if (!pointwise) ctx.launch(im2colProgram(img, col), args, scalars);
-    const b = pointwise ? x.ptr + img * g.c * p * size : col;
-    ctx.gemm({
-      dtype,
-      precision: 'default',
-      transA: false,
-      transB: false,
-      m: g.o,
-      n: p,
-      k,
-      alpha: 1,
-      beta: 1,
-      a: w.ptr,
-      b,
-      c: y.ptr + img * g.o * p * size,
-    });
+  const epilogue = convEpilogue('onnx_conv', scalars);
+  const biasLater = biasInEpilogue(dtype) && epilogue.instrs.length > 0;
+  if (!biasLater) ctx.launch(biasFill, args, scalars);
+  const chunk = pointwise ? g.n : Math.max(1, Math.min(g.n, Math.floor(IM2COL_CHUNK_BYTES / (k * p * size))));
+  const col = pointwise ? 0 : ctx.scratch(chunk * k * p * size);
+  for (let img0 = 0; img0 < g.n; img0 += chunk) {
+    const images = Math.min(chunk, g.n - img0);
+    if (!pointwise) ctx.launch(im2colProgram, args, { ...scalars, col, img0, images });
+    const b = pointwise ? x.ptr + img0 * g.c * p * size : col;
+    const c = y.ptr + img0 * g.o * p * size;
+    const strideB = pointwise ? g.c * p : k * p;
+    const beta = biasLater ? 0 : 1;
+    // One strided-batched product for the chunk (w shared: stride 0); one GEMM per image if cuBLASLt declines.
+    const batched =
+      images > 1 &&
+      ctx.matmul({
+        dtype,
+        transA: false,
+        transB: false,
+        m: g.o,
+        n: p,
+        k,
+        alpha: 1,
+        beta,
+        a: w.ptr,
+        b,
+        c,
+        epilogue: 'none',
+        batch: { count: images, strideA: 0, strideB, strideC: g.o * p },
+      });
+    if (batched) continue;
+    for (let j = 0; j < images; j++) {
+      ctx.gemm({
+        dtype,
+        precision: 'default',
+        transA: false,
+        transB: false,
+        m: g.o,
+        n: p,
+        k,
+        alpha: 1,
+        beta,
+        a: w.ptr,
+        b: b + j * strideB * size,
+        c: c + j * g.o * p * size,
+      });
+    }
   }
-  const act = activationParams(scalars);
-  if (act.op !== 'identity') {
-    const unary = { op: act.op, alpha: act.alpha, beta: act.beta, min: act.min, max: act.max };
-    ctx.launch(onnxUnaryCuda, [y, y], unary);
-  }
+  if (epilogue.instrs.length > 0) ctx.launch(gemmEpilogue, args, scalars);
 }
 
 export const onnxConvCuda: CudaNative = { kind: 'native', run: runConv };
@@ -218,7 +311,7 @@ export const onnxConvTransposeCuda: CudaProgram = {
   entry: 'tdm_onnx_conv_transpose',
   source: `${MATH_OVERLOADS}${UNARY_CUDA_HELPERS}
 extern "C" __global__ void tdm_onnx_conv_transpose(const X_t* __restrict__ x, const X_t* __restrict__ w,
-    const X_t* __restrict__ b, X_t* __restrict__ y, long long n, ${GEOMETRY_PARAMS}, ${ACTIVATION_PARAMS}) {
+    const X_t* __restrict__ b, X_t* __restrict__ y, long long n, ${GEOMETRY_PARAMS}, ${EPILOGUE_PARAMS}) {
   ${GRID_STRIDE} {
     long long ow = i % WO, oh = (i / WO) % HO, o = (i / (WO * HO)) % O, img = i / (WO * HO * O);
     long long gi = o / OG, wo = o - gi * OG;
@@ -238,7 +331,7 @@ extern "C" __global__ void tdm_onnx_conv_transpose(const X_t* __restrict__ x, co
     ${STORE_ACTIVATED}
   }
 }`,
-  defines: activationDefines,
+  defines: (_args, scalars) => epilogueDefines('onnx_conv_transpose', scalars),
   dtypes: (args) => ({ X: args[0]!.desc.dtype }),
   grid: (args, scalars) => {
     const g = convTransposeGeometry('onnx_conv_transpose', descsOf(args), scalars);
@@ -252,7 +345,7 @@ extern "C" __global__ void tdm_onnx_conv_transpose(const X_t* __restrict__ x, co
       .concat([
         { kind: 'i64', value: g.n * g.o * g.ho * g.wo },
         ...geometryParams(g),
-        ...activationParamList(scalars),
+        ...epilogueParamList('onnx_conv_transpose', scalars),
       ]);
   },
 };

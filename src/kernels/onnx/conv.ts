@@ -7,7 +7,9 @@ import type { Scalars } from '../../devices/device.js';
 import type { ReferenceFn } from '../common/reference.js';
 import { intScalar } from '../common/scalars.js';
 import { type ArgDescs, FLOAT_DTYPES, onnxDef, requireDTypes } from './common.js';
-import { ACTIVATION_SCALARS, activationParams, unaryFunc } from './elementwise-ops.js';
+import { ACTIVATION_SCALARS, activationParams } from './elementwise-ops.js';
+import { mapProgramOf } from './map.js';
+import { type MapProgram, afterActivation, mapConstants, mapFunc } from './map-program.js';
 import {
   convOutputShape,
   convTransposeOutputShape,
@@ -34,7 +36,26 @@ export interface ConvGeometry extends Window2d {
   readonly wo: number;
 }
 
-const CONV_SCALARS = ['group', 'strides', 'pads', 'dilations', ...ACTIVATION_SCALARS];
+const CONV_SCALARS = ['group', 'strides', 'pads', 'dilations', ...ACTIVATION_SCALARS, 'epilogue'];
+
+/** Constants a conv's activation and epilogue may use together (CUDA kernel parameters). */
+export const CONV_EPILOGUE_CONSTANTS = 8;
+
+/**
+ * What a conv applies to each output before its store: the activation scalars' op, then the
+ * `epilogue` program (map-program.ts) on its result.
+ */
+export function convEpilogue(op: string, scalars: Scalars): MapProgram {
+  const p = afterActivation(activationParams(scalars), mapProgramOf(op, scalars, 'epilogue'));
+  if (mapConstants(p).length > CONV_EPILOGUE_CONSTANTS) {
+    throw new TandemError(
+      'TANDEM_ERR_INVALID_ARGUMENT',
+      `${op}: the activation and epilogue use more than ${CONV_EPILOGUE_CONSTANTS} distinct constants`,
+      { op, scalar: 'epilogue' },
+    );
+  }
+  return p;
+}
 
 function groupOf(op: string, scalars: Scalars): number {
   const group = intScalar(op, scalars, 'group', 1);
@@ -104,7 +125,7 @@ export const onnxConvDef = onnxDef(
   (args, scalars) => {
     requireDTypes('onnx_conv', args, ['x', 'w', 'b', 'y'], FLOAT_DTYPES);
     convGeometry('onnx_conv', args, scalars);
-    activationParams(scalars);
+    convEpilogue('onnx_conv', scalars);
   },
   (args, scalars) => convCost(convGeometry('onnx_conv', args, scalars), args),
 );
@@ -116,7 +137,7 @@ export const onnxConvTransposeDef = onnxDef(
   (args, scalars) => {
     requireDTypes('onnx_conv_transpose', args, ['x', 'w', 'b', 'y'], FLOAT_DTYPES);
     convTransposeGeometry('onnx_conv_transpose', args, scalars);
-    activationParams(scalars);
+    convEpilogue('onnx_conv_transpose', scalars);
   },
   (args, scalars) => convCost(convTransposeGeometry('onnx_conv_transpose', args, scalars), args),
 );
@@ -154,7 +175,7 @@ export const onnxConvReference: ReferenceFn = (args, scalars) => {
           y[at++] = s;
         }
     }
-  return { y: y.map(unaryFunc(activationParams(scalars))) };
+  return { y: y.map(mapFunc(convEpilogue('onnx_conv', scalars))) };
 };
 
 /**
@@ -190,5 +211,5 @@ export const onnxConvTransposeReference: ReferenceFn = (args, scalars) => {
           y[at++] = s;
         }
     }
-  return { y: y.map(unaryFunc(activationParams(scalars))) };
+  return { y: y.map(mapFunc(convEpilogue('onnx_conv_transpose', scalars))) };
 };

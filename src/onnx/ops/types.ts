@@ -24,6 +24,11 @@ export interface OpCall {
   readonly inputs: ReadonlyArray<ValueMeta | undefined>;
   /** An activation fused into this node's kernel (Conv → Relu …): onnx_unary's op and scalars. */
   readonly activation?: Readonly<Record<string, number | string>>;
+  /**
+   * Element-wise nodes fused after this one (src/onnx/fuse.ts), as an onnx_map program: a conv's
+   * `epilogue` scalar, or the program of a fused chain's onnx_map.
+   */
+  readonly epilogue?: string;
 }
 
 export interface OutSpec {
