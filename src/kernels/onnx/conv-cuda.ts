@@ -17,7 +17,8 @@ import type {
 import type { Scalars } from '../../devices/device.js';
 import { bytesPerElement } from '../../core/dtype.js';
 import { BLOCK_DIM, GRID_STRIDE, MATH_OVERLOADS, elementwiseGrid } from '../common/cuda.js';
-import { i64Params } from './common.js';
+import { CUDA_INDEX, i64Params, idx32 } from './common.js';
+import { numel } from '../../core/shape.js';
 import {
   CONV_EPILOGUE_CONSTANTS,
   type ConvGeometry,
@@ -45,6 +46,14 @@ const STORE_ACTIVATED = `{
     MAP_CODE
     stX(y, i, MAP_RESULT);
   }`;
+
+/**
+ * Direct kernels: the kernel window as compile-time loop bounds (FKH, FKW: unrolled taps), and 32-bit
+ * output index arithmetic when the output has fewer than 2^31 elements.
+ */
+function directDefines(g: ConvGeometry) {
+  return { FKH: g.kh, FKW: g.kw, IDX32: idx32(g.n * g.o * g.ho * g.wo) };
+}
 
 /** The geometry as i64 parameters, in the order GEOMETRY_PARAMS declares them. */
 function geometryParams(g: ConvGeometry): CudaParam[] {
@@ -79,20 +88,25 @@ function descsOf(args: readonly { desc: CudaArg['desc'] }[]) {
 const convDirect: CudaProgram = {
   kind: 'program',
   entry: 'tdm_onnx_conv',
-  source: `${MATH_OVERLOADS}${UNARY_CUDA_HELPERS}
+  source: `${MATH_OVERLOADS}${UNARY_CUDA_HELPERS}${CUDA_INDEX}
 extern "C" __global__ void tdm_onnx_conv(const X_t* __restrict__ x, const X_t* __restrict__ w,
     const X_t* __restrict__ b, X_t* __restrict__ y, long long n, ${GEOMETRY_PARAMS}, ${EPILOGUE_PARAMS}) {
   ${GRID_STRIDE} {
-    long long ow = i % WO, oh = (i / WO) % HO, o = (i / (WO * HO)) % O, img = i / (WO * HO * O);
+    tdm_idx t_ = (tdm_idx)i;
+    const long long ow = t_ % (tdm_idx)WO; t_ /= (tdm_idx)WO;
+    const long long oh = t_ % (tdm_idx)HO; t_ /= (tdm_idx)HO;
+    const long long o = t_ % (tdm_idx)O, img = t_ / (tdm_idx)O;
     long long c0 = (o / OG) * CG;
     X_c s = ldX(b, o);
     for (long long ci = 0; ci < CG; ++ci) {
       const X_t* plane = x + ((img * C + c0 + ci) * H) * W;
       const X_t* wk = w + (o * CG + ci) * KH * KW;
-      for (long long r = 0; r < KH; ++r) {
+#pragma unroll
+      for (long long r = 0; r < FKH; ++r) {
         long long ih = oh * SH - PT + r * DH;
         if (ih < 0 || ih >= H) continue;
-        for (long long q = 0; q < KW; ++q) {
+#pragma unroll
+        for (long long q = 0; q < FKW; ++q) {
           long long iw = ow * SW - PL + q * DW;
           if (iw < 0 || iw >= W) continue;
           s += ldX(plane, ih * W + iw) * ldX(wk, r * KW + q);
@@ -102,7 +116,10 @@ extern "C" __global__ void tdm_onnx_conv(const X_t* __restrict__ x, const X_t* _
     ${STORE_ACTIVATED}
   }
 }`,
-  defines: (_args, scalars) => epilogueDefines('onnx_conv', scalars),
+  defines: (args, scalars) => {
+    const g = convGeometry('onnx_conv', descsOf(args), scalars);
+    return { ...epilogueDefines('onnx_conv', scalars), ...directDefines(g) };
+  },
   dtypes: (args) => ({ X: args[0]!.desc.dtype }),
   grid: (args, scalars) => {
     const g = convGeometry('onnx_conv', descsOf(args), scalars);
@@ -135,11 +152,17 @@ interface HelperScalars extends Scalars {
 const im2colProgram: CudaProgram = {
   kind: 'program',
   entry: 'tdm_onnx_im2col',
-  source: `
+  defines: (args, scalars) => {
+    const g = convGeometry('onnx_conv', descsOf(args), scalars);
+    return { IDX32: idx32((scalars as HelperScalars).images * g.cg * g.kh * g.kw * g.ho * g.wo) };
+  },
+  source: `${CUDA_INDEX}
 extern "C" __global__ void tdm_onnx_im2col(const X_t* __restrict__ x, X_t* __restrict__ col, long long n,
     long long img0, ${GEOMETRY_PARAMS}) {
   ${GRID_STRIDE} {
-    long long p = i % (HO * WO), row = (i / (HO * WO)) % (CG * KH * KW), img = img0 + i / (HO * WO * CG * KH * KW);
+    tdm_idx t_ = (tdm_idx)i;
+    const long long p = t_ % (tdm_idx)(HO * WO); t_ /= (tdm_idx)(HO * WO);
+    const long long row = t_ % (tdm_idx)(CG * KH * KW), img = img0 + t_ / (tdm_idx)(CG * KH * KW);
     long long ow = p % WO, oh = p / WO;
     long long q = row % KW, r = (row / KW) % KH, ci = row / (KW * KH);
     long long ih = oh * SH - PT + r * DH, iw = ow * SW - PL + q * DW;
@@ -171,12 +194,13 @@ extern "C" __global__ void tdm_onnx_im2col(const X_t* __restrict__ x, X_t* __res
 const biasFill: CudaProgram = {
   kind: 'program',
   entry: 'tdm_onnx_bias_fill',
-  source: `
+  source: `${CUDA_INDEX}
 extern "C" __global__ void tdm_onnx_bias_fill(const X_t* __restrict__ b, X_t* __restrict__ y, long long n,
     long long O, long long P) {
-  ${GRID_STRIDE} y[i] = b[(i / P) % O];
+  ${GRID_STRIDE} y[i] = b[((tdm_idx)i / (tdm_idx)P) % (tdm_idx)O];
 }`,
   dtypes: (args) => ({ X: args[3]!.desc.dtype }),
+  defines: (args) => ({ IDX32: idx32(numel(args[3]!.desc.shape)) }),
   grid: (args) => elementwiseGrid(args[3]!.desc.shape.reduce((a, d) => a * d, 1)),
   block: () => BLOCK_DIM,
   params: (args) => {
@@ -198,12 +222,12 @@ extern "C" __global__ void tdm_onnx_bias_fill(const X_t* __restrict__ b, X_t* __
 const gemmEpilogue: CudaProgram = {
   kind: 'program',
   entry: 'tdm_onnx_conv_epilogue',
-  source: `${MATH_OVERLOADS}${UNARY_CUDA_HELPERS}
+  source: `${MATH_OVERLOADS}${UNARY_CUDA_HELPERS}${CUDA_INDEX}
 extern "C" __global__ void tdm_onnx_conv_epilogue(const X_t* __restrict__ b, X_t* __restrict__ y, long long n,
     long long O, long long P, ${EPILOGUE_PARAMS}) {
   ${GRID_STRIDE} {
 #if ADD_BIAS
-    X_c s = ldX(y, i) + ldX(b, (i / P) % O);
+    X_c s = ldX(y, i) + ldX(b, ((tdm_idx)i / (tdm_idx)P) % (tdm_idx)O);
 #else
     X_c s = ldX(y, i);
 #endif
@@ -214,6 +238,7 @@ extern "C" __global__ void tdm_onnx_conv_epilogue(const X_t* __restrict__ b, X_t
   defines: (args, scalars) => ({
     ...epilogueDefines('onnx_conv', scalars),
     ADD_BIAS: biasInEpilogue(args[3]!.desc.dtype) ? 1 : 0,
+    IDX32: idx32(numel(args[3]!.desc.shape)),
   }),
   grid: (args) => elementwiseGrid(args[3]!.desc.shape.reduce((a, d) => a * d, 1)),
   block: () => BLOCK_DIM,
@@ -309,17 +334,22 @@ export const onnxConvCuda: CudaNative = { kind: 'native', run: runConv };
 export const onnxConvTransposeCuda: CudaProgram = {
   kind: 'program',
   entry: 'tdm_onnx_conv_transpose',
-  source: `${MATH_OVERLOADS}${UNARY_CUDA_HELPERS}
+  source: `${MATH_OVERLOADS}${UNARY_CUDA_HELPERS}${CUDA_INDEX}
 extern "C" __global__ void tdm_onnx_conv_transpose(const X_t* __restrict__ x, const X_t* __restrict__ w,
     const X_t* __restrict__ b, X_t* __restrict__ y, long long n, ${GEOMETRY_PARAMS}, ${EPILOGUE_PARAMS}) {
   ${GRID_STRIDE} {
-    long long ow = i % WO, oh = (i / WO) % HO, o = (i / (WO * HO)) % O, img = i / (WO * HO * O);
+    tdm_idx t_ = (tdm_idx)i;
+    const long long ow = t_ % (tdm_idx)WO; t_ /= (tdm_idx)WO;
+    const long long oh = t_ % (tdm_idx)HO; t_ /= (tdm_idx)HO;
+    const long long o = t_ % (tdm_idx)O, img = t_ / (tdm_idx)O;
     long long gi = o / OG, wo = o - gi * OG;
     X_c s = ldX(b, o);
-    for (long long r = 0; r < KH; ++r) {
+#pragma unroll
+    for (long long r = 0; r < FKH; ++r) {
       long long th = oh + PT - r * DH;
       if (th < 0 || th % SH != 0 || th / SH >= H) continue;
-      for (long long q = 0; q < KW; ++q) {
+#pragma unroll
+      for (long long q = 0; q < FKW; ++q) {
         long long tw = ow + PL - q * DW;
         if (tw < 0 || tw % SW != 0 || tw / SW >= W) continue;
         for (long long ci = 0; ci < CG; ++ci) {
@@ -331,7 +361,10 @@ extern "C" __global__ void tdm_onnx_conv_transpose(const X_t* __restrict__ x, co
     ${STORE_ACTIVATED}
   }
 }`,
-  defines: (_args, scalars) => epilogueDefines('onnx_conv_transpose', scalars),
+  defines: (args, scalars) => {
+    const g = convTransposeGeometry('onnx_conv_transpose', descsOf(args), scalars);
+    return { ...epilogueDefines('onnx_conv_transpose', scalars), ...directDefines(g) };
+  },
   dtypes: (args) => ({ X: args[0]!.desc.dtype }),
   grid: (args, scalars) => {
     const g = convTransposeGeometry('onnx_conv_transpose', descsOf(args), scalars);
