@@ -112,8 +112,8 @@ function affineOf(
 
 /**
  * Conv/ConvTranspose with constant weights followed by per-channel affine steps (affineOf), each the
- * only reader of the value before it: one conv with new constant weights `<w>@fold:<node>` and bias
- * `<node>@fold-bias` (w·scale, b·scale + shift, rounded to float32 once).
+ * only reader of the value before it: one conv with new constant weights `<w>@fold:<y>` and bias
+ * `<y>@fold-bias`, y the last folded output (w·scale, b·scale + shift, rounded to float32 once).
  */
 function foldAffine(
   steps: (DeviceStep | null)[],
@@ -155,8 +155,9 @@ function foldAffine(
       return Math.floor(c / (wd[0]! / group)) * wd[1]! + oo;
     };
     const last = steps[folded[folded.length - 1]!]!;
-    const wName = `${s.node.inputs[1]}@fold:${last.node.name}`;
-    const bName = `${last.node.name}@fold-bias`;
+    // Named after the folded output value (unique in the graph; node names may be empty).
+    const wName = `${s.node.inputs[1]}@fold:${y}`;
+    const bName = `${y}@fold-bias`;
     const w2 = Float64Array.from(w.host!.data, (v, i) => Math.fround(v * scale[channelOf(i)]!));
     const b2 = Float64Array.from(shift, (v) => Math.fround(v));
     values.set(wName, { type: w.type, dims: wd, host: hostTensor(w.type, wd, w2), constant: true });
@@ -285,6 +286,31 @@ function growChain(
   return best;
 }
 
+/**
+ * A Conv/ConvTranspose without a bias gets a constant zero bias `<output>@zero-bias` (uploaded once
+ * with the weights) instead of a zero-filled scratch tensor on every run.
+ */
+function constantZeroBias(steps: (DeviceStep | null)[], values: Map<string, PlannedValue>): void {
+  steps.forEach((s, k) => {
+    if (!s || (s.node.opType !== 'Conv' && s.node.opType !== 'ConvTranspose')) return;
+    if (s.node.inputs[2] !== undefined && s.node.inputs[2] !== '') return;
+    const w = s.call.inputs[1];
+    const out = s.outputs[0];
+    if (!w || !out || out.dims.length < 2) return;
+    const o = out.dims[1]!;
+    // Value names are unique in the graph (node names may be empty).
+    const name = `${s.node.outputs[0]!}@zero-bias`;
+    values.set(name, {
+      type: w.type,
+      dims: [o],
+      host: hostTensor(w.type, [o], new Float64Array(o)),
+      constant: true,
+    });
+    const node: OnnxNode = { ...s.node, inputs: [s.node.inputs[0]!, s.node.inputs[1]!, name] };
+    steps[k] = { ...s, node, call: { ...s.call, node, inputs: [s.call.inputs[0], w, values.get(name)] } };
+  });
+}
+
 export function fuseSteps(
   input: readonly DeviceStep[],
   values: Map<string, PlannedValue>,
@@ -292,6 +318,7 @@ export function fuseSteps(
 ): DeviceStep[] {
   const steps: (DeviceStep | null)[] = [...input];
   foldAffine(steps, values, graphOutputs);
+  constantZeroBias(steps, values);
   const readers = readersOf(steps);
   for (let k = 0; k < steps.length; k++) {
     const s = steps[k];
