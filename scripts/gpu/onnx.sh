@@ -9,7 +9,10 @@
 #   profile    the onnx_map / onnx_conv conformance cases on CUDA (new kernels: fused element-wise programs),
 #              then bench/onnx-ocr.ts --profile: the detector on synthetic 640x640 images on CUDA, batch 1 and
 #              16, without and with the plan's fusions: plain median, then one run profiled node by node
-#              (time per op type, the 20 slowest nodes), and the two outputs' max abs difference
+#              (time per op type, the 20 slowest nodes), and the two outputs' max abs difference; then
+#              the lane step (below) at 640x640
+#   lane       bench/serve-lane.ts ocr: the detector uploaded and served (kind onnx) through the interactive
+#              lane, c1/c16 batching on vs off, LANE_SIZES images (default 640)
 #   scripts/gpu/onnx.sh [nodetests] [ocr] [profile]   (default: nodetests ocr). Logs under $OUT, a summary last.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -77,6 +80,14 @@ for line in open(sys.argv[1]):
         print(f"  top {n['op']:<18} {n['node']:<34} {n['ms']:8.3f} ms (submit {n['submitMs']:.3f}) tasks={n['tasks']} "
               f"{' '.join('x'.join(map(str, s)) for s in n['inputs'])} -> {'x'.join(map(str, n['output']))}")
 PYEOF
+fi
+if [[ $steps == *" lane "* || $steps == *" profile "* ]]; then
+  for size in ${LANE_SIZES:-640}; do
+    timeout 200 node dist/bench/serve-lane.js ocr --device cuda --seconds ${LANE_SECONDS:-4} --ocr-size $size \
+      --assets $ASSETS > "$OUT/lane-ocr-$size.log" 2>&1
+    log "lane OCR det ${size}x${size} rc=$?: $(tail -1 "$OUT/lane-ocr-$size.log" | cut -c1-500)"
+    cut -c1-300 "$OUT/lane-ocr-$size.log" | tail -8
+  done
 fi
 echo; echo "=== summary ($(date -u +%FT%TZ)) ==="
 for s in "${summary[@]}"; do echo "$s"; done
