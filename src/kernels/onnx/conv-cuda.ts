@@ -346,15 +346,16 @@ extern "C" __global__ void tdm_onnx_conv_transpose(const X_t* __restrict__ x, co
     X_c s = ldX(b, o);
 #pragma unroll
     for (long long r = 0; r < FKH; ++r) {
-      long long th = oh + PT - r * DH;
-      if (th < 0 || th % SH != 0 || th / SH >= H) continue;
+      // Spatial coordinates fit an int: 32-bit division and remainder (64-bit ones are long sequences).
+      const int th = (int)(oh + PT - r * DH), ih = th / (int)SH;
+      if (th < 0 || th != ih * (int)SH || ih >= (int)H) continue;
 #pragma unroll
       for (long long q = 0; q < FKW; ++q) {
-        long long tw = ow + PL - q * DW;
-        if (tw < 0 || tw % SW != 0 || tw / SW >= W) continue;
+        const int tw = (int)(ow + PL - q * DW), iw = tw / (int)SW;
+        if (tw < 0 || tw != iw * (int)SW || iw >= (int)W) continue;
         for (long long ci = 0; ci < CG; ++ci) {
           long long c = gi * CG + ci;
-          s += ldX(x, ((img * C + c) * H + th / SH) * W + tw / SW) * ldX(w, ((c * OG + wo) * KH + r) * KW + q);
+          s += ldX(x, ((img * C + c) * H + ih) * W + iw) * ldX(w, ((c * OG + wo) * KH + r) * KW + q);
         }
       }
     }
