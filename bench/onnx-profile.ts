@@ -56,15 +56,22 @@ export async function profileDetector(o: ProfileOptions): Promise<void> {
     });
     for (const batch of o.batches) {
       const x = syntheticImages(batch, o.size);
-      const results = new Map<boolean, Float32Array | Float64Array>();
-      const msOf = new Map<boolean, number>();
-      // Without then with the plan's fusions (src/onnx/fuse.ts), each on its own executor.
-      for (const fused of [false, true]) {
+      const results = new Map<string, Float32Array | Float64Array>();
+      const msOf = new Map<string, number>();
+      // Without then with the plan's fusions (src/onnx/fuse.ts), then fused with TF32 conv GEMMs (not on
+      // the CPU), each on its own executor.
+      const modes = [
+        { mode: 'unfused', fused: false, precision: 'f32' as const },
+        { mode: 'fused', fused: true, precision: 'f32' as const },
+        ...(device === 'cpu' ? [] : [{ mode: 'fused-tf32', fused: true, precision: 'tf32' as const }]),
+      ];
+      for (const { mode, fused, precision } of modes) {
         await withFusion(fused, async () => {
           const det = new OnnxExecutor(loadOnnxFile(join(o.assets, OCR_DET_MODEL)), rt);
-          const run = (profile: boolean) => det.run({ x }, { device, floatDType: o.floatDType, profile });
+          const run = (profile: boolean) =>
+            det.run({ x }, { device, floatDType: o.floatDType, profile, precision });
           const first = await run(false); // plan, compile, upload weights
-          results.set(fused, Object.values(first)[0]!.data);
+          results.set(mode, Object.values(first)[0]!.data);
           const times: number[] = [];
           for (let r = 0; r < o.reps; r++) {
             const s = performance.now();
@@ -75,7 +82,7 @@ export async function profileDetector(o: ProfileOptions): Promise<void> {
           await run(true);
           const profiledMs = performance.now() - s;
           const p = det.lastProfile!;
-          msOf.set(fused, median(times));
+          msOf.set(mode, median(times));
           o.emit({
             device,
             model: 'det',
@@ -83,6 +90,7 @@ export async function profileDetector(o: ProfileOptions): Promise<void> {
             size: o.size,
             floatDType: o.floatDType,
             fused,
+            precision,
             ms: round(median(times)),
             imagesPerSecond: round((batch * 1000) / median(times)),
             profiledMs: round(profiledMs),
@@ -95,20 +103,25 @@ export async function profileDetector(o: ProfileOptions): Promise<void> {
           det.close();
         });
       }
-      const [a, b] = [results.get(false)!, results.get(true)!];
-      let maxAbs = a.length === b.length ? 0 : Infinity;
-      for (let i = 0; i < a.length && i < b.length; i++) maxAbs = Math.max(maxAbs, Math.abs(a[i]! - b[i]!));
-      if (a.some((v) => Number.isNaN(v)) || b.some((v) => Number.isNaN(v))) maxAbs = NaN;
-      o.emit({
-        device,
-        model: 'det',
-        batch,
-        compare: 'fused vs unfused',
-        maxAbs,
-        unfusedMs: round(msOf.get(false)!),
-        fusedMs: round(msOf.get(true)!),
-        speedup: round(msOf.get(false)! / msOf.get(true)!),
-      });
+      const compare = (base: string, other: string) => {
+        const [a, b] = [results.get(base), results.get(other)];
+        if (!a || !b) return;
+        let maxAbs = a.length === b.length ? 0 : Infinity;
+        for (let i = 0; i < a.length && i < b.length; i++) maxAbs = Math.max(maxAbs, Math.abs(a[i]! - b[i]!));
+        if (a.some((v) => Number.isNaN(v)) || b.some((v) => Number.isNaN(v))) maxAbs = NaN;
+        o.emit({
+          device,
+          model: 'det',
+          batch,
+          compare: `${other} vs ${base}`,
+          maxAbs,
+          baseMs: round(msOf.get(base)!),
+          otherMs: round(msOf.get(other)!),
+          speedup: round(msOf.get(base)! / msOf.get(other)!),
+        });
+      };
+      compare('unfused', 'fused');
+      compare('fused', 'fused-tf32');
     }
     await rt.close();
   }

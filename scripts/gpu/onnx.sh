@@ -8,7 +8,7 @@
 #              images/s and load time beside ORT; then once more on CUDA in f16 (accuracy reported)
 #   profile    the onnx_map / onnx_conv conformance cases on CUDA (new kernels: fused element-wise programs),
 #              then bench/onnx-ocr.ts --profile: the detector on synthetic 640x640 images on CUDA, batch 1 and
-#              16, without and with the plan's fusions: plain median, then one run profiled node by node
+#              16, without and with the plan's fusions and fused with TF32 conv GEMMs: plain median, then one run profiled node by node
 #              (time per op type, the 20 slowest nodes), and the two outputs' max abs difference; then
 #              the lane step (below) at 640x640
 #   lane       bench/serve-lane.ts ocr: the detector uploaded and served (kind onnx) through the interactive
@@ -70,9 +70,9 @@ for line in open(sys.argv[1]):
     try: d = json.loads(line)
     except ValueError: print(line.rstrip()[:300]); continue
     if 'compare' in d:
-        print(f"== {d['device']} det batch {d['batch']}: fused vs unfused max abs {d['maxAbs']}, {d['unfusedMs']} -> {d['fusedMs']} ms ({d['speedup']}x)")
+        print(f"== {d['device']} det batch {d['batch']}: {d['compare']}: max abs {d['maxAbs']}, {d['baseMs']} -> {d['otherMs']} ms ({d['speedup']}x)")
         continue
-    print(f"== {d['device']} det batch {d['batch']} {d['size']}x{d['size']} {d['floatDType']} fused={d['fused']}: {d['ms']} ms plain "
+    print(f"== {d['device']} det batch {d['batch']} {d['size']}x{d['size']} {d['floatDType']} fused={d['fused']} {d['precision']}: {d['ms']} ms plain "
           f"({d['imagesPerSecond']} img/s); profiled {d['profiledMs']} ms, steps {d['stepsMs']} ms, {d['steps']} steps, {d['tasks']} tasks")
     for o in d['byOp']:
         print(f"  {o['op']:<24} n={o['count']:<4} tasks={o['tasks']:<4} {o['ms']:9.3f} ms {100*o['share']:5.1f}%")

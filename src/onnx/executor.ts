@@ -32,6 +32,11 @@ export interface RunOptions {
   /** Compute dtype for float values on device: 'f32' (default), or 'f16'/'bf16' (GPU, lower accuracy). */
   readonly floatDType?: 'f32' | 'f16' | 'bf16';
   /**
+   * 'tf32': f32 convolutions' GEMMs on CUDA run on tensor cores with TF32 inputs (faster, about 1e-3
+   * relative error per product); default full f32.
+   */
+  readonly precision?: 'f32' | 'tf32';
+  /**
    * Profile the run node by node (each step waits for the previous one's tasks; slower): the result is
    * `lastProfile`. Also on when TANDEM_ONNX_PROFILE=1.
    */
@@ -146,6 +151,7 @@ export class OnnxExecutor {
         const started = profiler ? performance.now() : 0;
         const scratch: Tensor[] = [];
         const target: LowerTarget = {
+          gemmPrecision: opts.precision === 'tf32' ? 'tf32' : 'default',
           input: (i) => {
             const name = step.node.inputs[i]!;
             return deviceTensor(name, plan.values.get(name)!);

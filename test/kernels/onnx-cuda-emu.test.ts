@@ -64,6 +64,7 @@ const PICKED = [
   'onnx_conv f64 dense 3x3 s2 + ocr epilogue',
   'onnx_conv f32 depthwise 3x3 + leaky_relu + epilogue',
   'onnx_conv_transpose f32 2x2 s2 + ocr epilogue',
+  'onnx_conv f32 pointwise 1x1 tf32',
   'onnx_pool f32 avg 3x3 s2 p1 ceil include-pad',
   'onnx_pool bf16 max 2x3 s2 d2 ceil',
   'onnx_global_pool avg f32 [1,4,300]',

@@ -24,6 +24,7 @@ import {
   type ConvGeometry,
   convEpilogue,
   convGeometry,
+  convPrecision,
   convTransposeGeometry,
 } from './conv.js';
 import { UNARY_CUDA_HELPERS } from './elementwise-ops.js';
@@ -279,6 +280,7 @@ function runConv(ctx: CudaKernelContext, args: readonly CudaArg[], scalars: Scal
   const pointwise =
     g.kh === 1 && g.kw === 1 && g.sh === 1 && g.sw === 1 && g.pads.every((v) => v === 0) && p === g.h * g.w;
   const epilogue = convEpilogue('onnx_conv', scalars);
+  const precision = dtype === 'f32' ? convPrecision(scalars) : 'default';
   const biasLater = biasInEpilogue(dtype) && epilogue.instrs.length > 0;
   if (!biasLater) ctx.launch(biasFill, args, scalars);
   const chunk = pointwise ? g.n : Math.max(1, Math.min(g.n, Math.floor(IM2COL_CHUNK_BYTES / (k * p * size))));
@@ -307,12 +309,13 @@ function runConv(ctx: CudaKernelContext, args: readonly CudaArg[], scalars: Scal
         c,
         epilogue: 'none',
         batch: { count: images, strideA: 0, strideB, strideC: g.o * p },
+        precision,
       });
     if (batched) continue;
     for (let j = 0; j < images; j++) {
       ctx.gemm({
         dtype,
-        precision: 'default',
+        precision,
         transA: false,
         transB: false,
         m: g.o,

@@ -163,8 +163,39 @@ function activatedTolerance(
   return { rtol: t.rtol, atol: Math.max(t.atol, (epilogue ? 4 : 2) * epsilon(dtype)) };
 }
 
+/** TF32 GEMMs (f32 only): inputs rounded to 10-bit mantissas, so ~2·2⁻¹¹ relative per product. */
+const TF32_CONVS: readonly ConvCase[] = [
+  { label: 'pointwise 1x1 tf32', x: [3, 16, 5, 7], o: 5, k: [1, 1], scalars: { precision: 'tf32' } },
+  {
+    label: 'dense 3x3 tf32 + ocr epilogue',
+    x: [2, 4, 6, 7],
+    o: 6,
+    k: [3, 3],
+    scalars: { pads: '1,1,1,1', precision: 'tf32', epilogue: OCR_EPILOGUE },
+  },
+];
+
 function convCases(): ConformanceCase[] {
   const out: ConformanceCase[] = [];
+  for (const s of TF32_CONVS) {
+    const w = [s.o, s.x[1], ...s.k];
+    const y = convOutputShape('case', s.x, w, window2d('case', s.scalars, s.k[0], s.k[1]));
+    const terms = w[1]! * s.k[0] * s.k[1];
+    out.push({
+      name: `onnx_conv f32 ${s.label}`,
+      op: 'onnx_conv',
+      args: {
+        x: { shape: s.x, dtype: 'f32' },
+        w: { shape: w, dtype: 'f32' },
+        b: { shape: [s.o], dtype: 'f32' },
+        y: { shape: y, dtype: 'f32' },
+      },
+      scalars: s.scalars,
+      // Products of inputs ≤ 1 each off by ≤ 2·2⁻¹¹; the epilogue amplifies at most ~4x.
+      rtol: 4 * 2 ** -10,
+      atol: 4 * terms * 2 ** -10,
+    });
+  }
   for (const dtype of FLOAT_DTYPES) {
     for (const s of CONVS) {
       const group = Number(s.scalars['group'] ?? 1);

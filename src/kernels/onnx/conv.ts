@@ -5,7 +5,7 @@
 import { TandemError } from '../../core/errors.js';
 import type { Scalars } from '../../devices/device.js';
 import type { ReferenceFn } from '../common/reference.js';
-import { intScalar } from '../common/scalars.js';
+import { enumScalar, intScalar } from '../common/scalars.js';
 import { type ArgDescs, FLOAT_DTYPES, onnxDef, requireDTypes } from './common.js';
 import { ACTIVATION_SCALARS, activationParams } from './elementwise-ops.js';
 import { mapProgramOf } from './map.js';
@@ -37,6 +37,11 @@ export interface ConvGeometry extends Window2d {
 }
 
 const CONV_SCALARS = ['group', 'strides', 'pads', 'dilations', ...ACTIVATION_SCALARS, 'epilogue'];
+
+/** onnx_conv's GEMM precision on CUDA: 'tf32' (f32 only) runs its GEMMs on tensor cores. */
+export function convPrecision(scalars: Scalars): 'default' | 'tf32' {
+  return enumScalar('onnx_conv', scalars, 'precision', ['default', 'tf32'] as const, 'default');
+}
 
 /** Constants a conv's activation and epilogue may use together (CUDA kernel parameters). */
 export const CONV_EPILOGUE_CONSTANTS = 8;
@@ -121,11 +126,12 @@ const CONV_ARGS = [
 export const onnxConvDef = onnxDef(
   'onnx_conv',
   CONV_ARGS,
-  CONV_SCALARS,
+  [...CONV_SCALARS, 'precision'],
   (args, scalars) => {
     requireDTypes('onnx_conv', args, ['x', 'w', 'b', 'y'], FLOAT_DTYPES);
     convGeometry('onnx_conv', args, scalars);
     convEpilogue('onnx_conv', scalars);
+    convPrecision(scalars);
   },
   (args, scalars) => convCost(convGeometry('onnx_conv', args, scalars), args),
 );

@@ -188,7 +188,12 @@ const convImpl: OpImpl = {
     t.submit(
       'onnx_conv',
       { x, w: w4, b, y: y4 },
-      { group: c.attrs.int('group', 1), ...str(g), ...fusedActivation(c) },
+      {
+        group: c.attrs.int('group', 1),
+        ...str(g),
+        ...fusedActivation(c),
+        ...(t.gemmPrecision === 'tf32' && y.dtype === 'f32' ? { precision: 'tf32' } : {}),
+      },
     );
     if (y4 !== y) t.submit('copy', { x: y4, y });
   },

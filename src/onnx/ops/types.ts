@@ -38,6 +38,8 @@ export interface OutSpec {
 
 /** What a lowering gets: device tensors of its inputs and (already allocated) outputs. */
 export interface LowerTarget {
+  /** GEMM precision for f32 convolutions on GPUs (RunOptions.precision): 'tf32' uses tensor cores. */
+  readonly gemmPrecision?: 'default' | 'tf32';
   /** Device tensor of input i (created from the host value if it was host-known). */
   input(i: number): Tensor;
   /** Device tensor of output i, allocated with the inferred dims. */
