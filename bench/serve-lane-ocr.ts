@@ -2,7 +2,8 @@
  * The PaddleOCR v4 detector served through the interactive lane (issue 17: "throughput at concurrency
  * 16 ≥ 2× batching off"): the .onnx file uploaded (POST /v1/models/uploads) and registered twice, as
  * kind 'onnx' with batching off (maxBatchSize 1) and on (16, queue delay 0), then closed-loop load at
- * concurrency 1 and 16 with S×S synthetic images (base64 float32). Prints the c16 on/off ratio, p95s
+ * concurrency 1 and 16 with S×S synthetic images (base64 float32 in and out: config outputEncoding).
+ * Prints the c16 on/off ratio, p95s
  * and the executed batch sizes; beside them the in-process executor at batch 1 and 16 (no HTTP, no
  * JSON) as the ceiling.
  */
@@ -66,7 +67,9 @@ export async function runOcrLaneBench(
       name: v.name,
       kind: 'onnx',
       upload: await upload(lane, file),
-      config: { maxBatchSize: 16 },
+      // The probability map comes back as base64 float32: as JSON numbers one 640x640 map is ~8 MB of
+      // text (~0.1-0.4 s of JSON.stringify per request on the shared event loop), which would measure JSON.
+      config: { maxBatchSize: 16, outputEncoding: 'base64' },
       placement: { kinds: [o.device] },
       batching: v.batching,
     });
