@@ -12,7 +12,7 @@ import type { Scalars } from '../../devices/device.js';
 import { type FloatArray, floatCopyOf, isHalf, storeFloat } from '../common/cpu-float.js';
 import { floatGemm } from '../gemm/cpu.js';
 import { type ConvGeometry, convEpilogue, convGeometry, convTransposeGeometry } from './conv.js';
-import { mapFunc } from './map-program.js';
+import { mapArray } from './map-program.js';
 
 /** The fused activation and epilogue program (convEpilogue), element by element. */
 function applyActivation(y: FloatArray, op: string, scalars: Scalars): void {
@@ -22,8 +22,7 @@ function applyActivation(y: FloatArray, op: string, scalars: Scalars): void {
     for (let i = 0; i < y.length; i++) if (y[i]! < 0) y[i] = 0;
     return;
   }
-  const f = mapFunc(p);
-  for (let i = 0; i < y.length; i++) y[i] = f(y[i]!);
+  mapArray(p, y, y, y.length);
 }
 
 /** The range of output indices o with 0 ≤ o·stride + offset < size: [first, end). */

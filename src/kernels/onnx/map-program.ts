@@ -199,3 +199,85 @@ export function afterActivation(act: UnaryParams, then: MapProgram): MapProgram 
     instrs: [first, ...then.instrs.map((ins) => ({ ...ins, args: ins.args.map(shift) }))],
   };
 }
+
+const BLOCK = 512;
+
+/**
+ * y[i] = program(x[i]) for i < n, instruction by instruction over blocks of 512 elements (tight loops
+ * instead of a closure chain per element); x and y may be the same array. Registers are float64, so
+ * the values equal mapFunc's; the store rounds to y's type.
+ */
+export function mapArray(
+  p: MapProgram,
+  x: Float32Array | Float64Array,
+  y: Float32Array | Float64Array,
+  n: number,
+): void {
+  if (p.instrs.length === 0) {
+    if (x !== y) y.set(x.subarray(0, n));
+    return;
+  }
+  const regs = Array.from({ length: p.instrs.length + 1 }, () => new Float64Array(BLOCK));
+  const unary = p.instrs.map((ins) => (isBinary(ins.op) ? null : mapFunc({ instrs: [ins] })));
+  const consts = p.instrs.map((ins) =>
+    ins.args.map((a) => ('value' in a ? new Float64Array(BLOCK).fill(a.value) : null)),
+  );
+  for (let start = 0; start < n; start += BLOCK) {
+    const len = Math.min(BLOCK, n - start);
+    const r0 = regs[0]!;
+    for (let j = 0; j < len; j++) r0[j] = x[start + j]!;
+    p.instrs.forEach((ins, k) => {
+      const out = regs[k + 1]!;
+      const src = (i: number) => {
+        const a = ins.args[i]!;
+        return 'reg' in a ? regs[a.reg]! : consts[k]![i]!;
+      };
+      const a = src(0);
+      switch (ins.op) {
+        case 'relu':
+          for (let j = 0; j < len; j++) out[j] = a[j]! < 0 ? 0 : a[j]!;
+          return;
+        case 'add': {
+          const b = src(1);
+          for (let j = 0; j < len; j++) out[j] = a[j]! + b[j]!;
+          return;
+        }
+        case 'sub': {
+          const b = src(1);
+          for (let j = 0; j < len; j++) out[j] = a[j]! - b[j]!;
+          return;
+        }
+        case 'mul': {
+          const b = src(1);
+          for (let j = 0; j < len; j++) out[j] = a[j]! * b[j]!;
+          return;
+        }
+        case 'div': {
+          const b = src(1);
+          for (let j = 0; j < len; j++) out[j] = a[j]! / b[j]!;
+          return;
+        }
+        case 'clip': {
+          const [lo, hi] = ins.params as [number, number];
+          for (let j = 0; j < len; j++) {
+            const v = a[j]!;
+            out[j] = v !== v ? v : v < lo ? lo : v > hi ? hi : v;
+          }
+          return;
+        }
+        default: {
+          if (isBinary(ins.op)) {
+            const f = BINARY_FUNCS[ins.op];
+            const b = src(1);
+            for (let j = 0; j < len; j++) out[j] = f(a[j]!, b[j]!);
+            return;
+          }
+          const f = unary[k]!;
+          for (let j = 0; j < len; j++) out[j] = f(a[j]!);
+        }
+      }
+    });
+    const last = regs[p.instrs.length]!;
+    for (let j = 0; j < len; j++) y[start + j] = last[j]!;
+  }
+}

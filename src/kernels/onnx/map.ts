@@ -18,6 +18,7 @@ import {
   mapConstantParams,
   mapConstantValues,
   mapCuda,
+  mapArray,
   mapFunc,
   parseMapProgram,
 } from './map-program.js';
@@ -54,10 +55,8 @@ export const onnxMapReference: ReferenceFn = (args, scalars) => ({
 });
 
 export const onnxMapCpu: CpuKernel = (args, scalars) => {
-  const f = mapFunc(mapProgramOf('onnx_map', scalars));
-  forFloatChunks(args, [true, false], [false, true], ([x, y], n) => {
-    for (let i = 0; i < n; i++) y![i] = f(x![i]!);
-  });
+  const p = mapProgramOf('onnx_map', scalars);
+  forFloatChunks(args, [true, false], [false, true], ([x, y], n) => mapArray(p, x!, y!, n));
 };
 
 export const onnxMapCuda: CudaProgram = {
