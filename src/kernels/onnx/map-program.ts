@@ -218,7 +218,10 @@ export function mapArray(
     return;
   }
   const regs = Array.from({ length: p.instrs.length + 1 }, () => new Float64Array(BLOCK));
-  const unary = p.instrs.map((ins) => (isBinary(ins.op) ? null : mapFunc({ instrs: [ins] })));
+  // Each unary op as a function of its operand alone (its register renumbered to the input's).
+  const unary = p.instrs.map((ins) =>
+    isBinary(ins.op) ? null : mapFunc({ instrs: [{ ...ins, args: [{ reg: 0 }] }] }),
+  );
   const consts = p.instrs.map((ins) =>
     ins.args.map((a) => ('value' in a ? new Float64Array(BLOCK).fill(a.value) : null)),
   );
