@@ -15,7 +15,7 @@ import type { LowerTarget } from './ops/types.js';
 import { bindPlan, type BoundInput, type Plan, type PlannedValue } from './plan.js';
 import { profileFromEnv, StepProfiler, type OnnxProfile } from './profile.js';
 
-export type OnnxRuntime = Pick<Runtime, 'tensor' | 'submit' | 'read' | 'free'>;
+export type OnnxRuntime = Pick<Runtime, 'tensor' | 'submit' | 'read' | 'write' | 'free'>;
 
 /** One input as the caller gives it: dims and values in row-major order. */
 export interface InputTensor {
@@ -51,6 +51,8 @@ export interface OutputTensor {
 }
 
 const MAX_CACHED_PLANS = 16;
+/** Graph input/output tensors kept between runs (by name, dtype and dims); the oldest is freed first. */
+const MAX_IO_TENSORS = 8;
 /** Float inputs up to this many elements are known to the planner too (and key its cache). */
 const HOST_KNOWN_FLOATS = 16;
 
@@ -58,6 +60,12 @@ export class OnnxExecutor {
   private readonly plans = new Map<string, Plan>();
   /** Device copies of constant values by name, per compute dtype. */
   private readonly weights = new Map<string, Tensor>();
+  /**
+   * Large graph inputs and the graph outputs, kept between runs of the same shapes: a run rewrites the
+   * same host buffer (page-locked once by the CUDA backend) and device memory instead of allocating
+   * and registering new ones; the runtime orders the rewrite after the previous run's readers.
+   */
+  private readonly io = new Map<string, Tensor>();
   private closed = false;
   /** Device steps of the last run's plan (0: everything was folded on the host). */
   lastPlanSteps = 0;
@@ -123,9 +131,23 @@ export class OnnxExecutor {
     const plan = this.plan(bound);
     this.lastPlanSteps = plan.steps.length;
     const live = new Map<string, Tensor>();
+    /** Tensors of `io`: not freed at the end of the run. */
+    const kept = new Set<Tensor>();
     const outputs = new Set(this.model.outputs.map((o) => o.name));
     const dtypeOf = (t: ElemType): DType =>
       isFloatType(t) ? (t === 'double' ? 'f64' : floatDType) : t === 'uint8' || t === 'bool' ? 'u8' : 'i32';
+    for (const [name, f] of feedTensors) {
+      const v = plan.values.get(name);
+      if (!v || v.host || !plan.lastReader.has(name)) continue;
+      const dtype = dtypeOf(v.type);
+      const data = dtype === 'f32' && f.data instanceof Float32Array ? f.data : toDevice(f.data, dtype);
+      const key = `in:${name}:${dtype}:${v.dims.join('x')}`;
+      let t = this.io.get(key);
+      if (t) await this.rt.write(t, data);
+      else t = this.keepIo(key, this.rt.tensor(v.dims, dtype, data));
+      live.set(name, t);
+      kept.add(t);
+    }
     const deviceTensor = (name: string, v: PlannedValue): Tensor => {
       const have = live.get(name) ?? (v.constant ? this.weights.get(`${floatDType}:${name}`) : undefined);
       if (have) return have;
@@ -161,7 +183,12 @@ export class OnnxExecutor {
             let t = live.get(name);
             if (!t) {
               const v = step.outputs[i]!;
-              t = this.rt.tensor(v.dims, dtypeOf(v.type));
+              const dtype = dtypeOf(v.type);
+              if (outputs.has(name)) {
+                const key = `out:${name}:${dtype}:${v.dims.join('x')}`;
+                t = this.io.get(key) ?? this.keepIo(key, this.rt.tensor(v.dims, dtype));
+                kept.add(t);
+              } else t = this.rt.tensor(v.dims, dtype);
               live.set(name, t);
             }
             return t;
@@ -189,7 +216,7 @@ export class OnnxExecutor {
           if (n !== '' && plan.lastReader.get(n) === k && !outputs.has(n)) {
             const t = live.get(n);
             if (t) {
-              this.rt.free(t);
+              if (!kept.has(t)) this.rt.free(t);
               live.delete(n);
             }
           }
@@ -215,8 +242,26 @@ export class OnnxExecutor {
       }
       return result;
     } finally {
-      for (const t of live.values()) this.rt.free(t);
+      for (const t of live.values()) if (!kept.has(t)) this.rt.free(t);
     }
+  }
+
+  /** Keeps `t` in the I/O cache under `key`, freeing the oldest entry past MAX_IO_TENSORS. */
+  private keepIo(key: string, t: Tensor): Tensor {
+    if (this.io.size >= MAX_IO_TENSORS) {
+      const [oldKey, old] = this.io.entries().next().value!;
+      this.io.delete(oldKey);
+      this.rt.free(old);
+    }
+    this.io.set(key, t);
+    return t;
+  }
+
+  /** Bytes of the graph input/output tensors kept between runs. */
+  get ioBytes(): number {
+    let n = 0;
+    for (const t of this.io.values()) n += t.bytes;
+    return n;
   }
 
   /** Frees the uploaded weights; the executor is not used after. */
@@ -224,6 +269,8 @@ export class OnnxExecutor {
     this.closed = true;
     for (const t of this.weights.values()) this.rt.free(t);
     this.weights.clear();
+    for (const t of this.io.values()) this.rt.free(t);
+    this.io.clear();
   }
 }
 
