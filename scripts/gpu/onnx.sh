@@ -66,12 +66,20 @@ if [[ $steps == *" profile "* ]]; then
   timeout 240 node dist/bench/onnx-ocr.js --profile --assets $ASSETS --devices ${PROFILE_DEVICES:-cuda} \
     --batches ${PROFILE_BATCHES:-1,16} --reps ${PROFILE_REPS:-5} > "$OUT/profile.jsonl" 2>&1
   log "profile rc=$?"
+  # The same at batch 16 with the tiled small-O conv kernel off (im2col + GEMM for every dense conv).
+  TANDEM_ONNX_TILED_CONV=0 timeout 150 node dist/bench/onnx-ocr.js --profile --assets $ASSETS --devices ${PROFILE_DEVICES:-cuda} \
+    --batches 16 --reps ${PROFILE_REPS:-5} > "$OUT/profile-untiled.jsonl" 2>&1
+  log "profile without the tiled conv rc=$?"
   # One block per device and batch: the plain median, then op types and the slowest nodes.
-  $PY - "$OUT/profile.jsonl" <<'PYEOF'
+  $PY - "$OUT/profile.jsonl" "$OUT/profile-untiled.jsonl" <<'PYEOF'
 import json, sys
-for line in open(sys.argv[1]):
+lines = list(open(sys.argv[1]))
+try: lines += ['{"note": "--- TANDEM_ONNX_TILED_CONV=0 ---"}'] + list(open(sys.argv[2]))
+except OSError: pass
+for line in lines:
     try: d = json.loads(line)
     except ValueError: print(line.rstrip()[:300]); continue
+    if 'note' in d: print(d['note']); continue
     if 'compare' in d:
         print(f"== {d['device']} det batch {d['batch']}: {d['compare']}: max abs {d['maxAbs']}, {d['baseMs']} -> {d['otherMs']} ms ({d['speedup']}x)")
         continue

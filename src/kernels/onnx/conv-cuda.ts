@@ -1,6 +1,7 @@
 /**
- * onnx_conv and onnx_conv_transpose on CUDA. A dense conv (group 1 and at least 16 products per
- * output) runs as cuBLAS GEMMs per image, on x itself for a 1x1 stride-1 unpadded conv (MobileNet's
+ * onnx_conv and onnx_conv_transpose on CUDA. A dense conv with at most 32 output channels and a
+ * window larger than 1x1 runs the tiled kernel (conv-cuda-tiled.ts). Other dense convs (group 1 and
+ * at least 16 products per output) run as cuBLAS GEMMs, on x itself for a 1x1 stride-1 unpadded conv (MobileNet's
  * pointwise layers) and on an im2col scratch otherwise; the bias, the activation and the epilogue
  * program then go in one pass over y (f32/f64: the GEMMs write y, the pass adds the bias; f16/bf16:
  * y preset to the bias, the GEMMs add onto it, so the sum is rounded once). Grouped and depthwise
@@ -17,74 +18,21 @@ import type {
 import type { Scalars } from '../../devices/device.js';
 import { bytesPerElement } from '../../core/dtype.js';
 import { BLOCK_DIM, GRID_STRIDE, MATH_OVERLOADS, elementwiseGrid } from '../common/cuda.js';
-import { CUDA_INDEX, i64Params, idx32 } from './common.js';
-import { numel } from '../../core/shape.js';
+import { CUDA_INDEX, idx32 } from './common.js';
 import {
-  CONV_EPILOGUE_CONSTANTS,
-  type ConvGeometry,
-  convEpilogue,
-  convGeometry,
-  convPrecision,
-  convTransposeGeometry,
-} from './conv.js';
+  EPILOGUE_PARAMS,
+  GEOMETRY_PARAMS,
+  STORE_ACTIVATED,
+  descsOf,
+  directDefines,
+  epilogueDefines,
+  epilogueParamList,
+  geometryParams,
+} from './conv-cuda-common.js';
+import { numel } from '../../core/shape.js';
+import { convEpilogue, convGeometry, convPrecision, convTransposeGeometry } from './conv.js';
+import { tiledConv, tiledConvFits } from './conv-cuda-tiled.js';
 import { UNARY_CUDA_HELPERS } from './elementwise-ops.js';
-import { mapConstantParams, mapConstantValues, mapCuda } from './map-program.js';
-
-/** The fused activation and epilogue as the defines MAP_CODE / MAP_RESULT (map-program.ts). */
-function epilogueDefines(op: string, scalars: Scalars) {
-  const c = mapCuda(convEpilogue(op, scalars));
-  return { MAP_CODE: c.code, MAP_RESULT: c.result };
-}
-function epilogueParamList(op: string, scalars: Scalars): CudaParam[] {
-  return mapConstantValues(convEpilogue(op, scalars), CONV_EPILOGUE_CONSTANTS).map((value): CudaParam => ({
-    kind: 'f64',
-    value,
-  }));
-}
-const EPILOGUE_PARAMS = mapConstantParams(CONV_EPILOGUE_CONSTANTS);
-const STORE_ACTIVATED = `{
-    X_c m0 = s;
-    MAP_CODE
-    stX(y, i, MAP_RESULT);
-  }`;
-
-/**
- * Direct kernels: the kernel window as compile-time loop bounds (FKH, FKW: unrolled taps), and 32-bit
- * output index arithmetic when the output has fewer than 2^31 elements.
- */
-function directDefines(g: ConvGeometry) {
-  return { FKH: g.kh, FKW: g.kw, IDX32: idx32(g.n * g.o * g.ho * g.wo) };
-}
-
-/** The geometry as i64 parameters, in the order GEOMETRY_PARAMS declares them. */
-function geometryParams(g: ConvGeometry): CudaParam[] {
-  return i64Params([
-    g.n,
-    g.c,
-    g.h,
-    g.w,
-    g.o,
-    g.cg,
-    g.og,
-    g.ho,
-    g.wo,
-    g.kh,
-    g.kw,
-    g.sh,
-    g.sw,
-    g.dh,
-    g.dw,
-    g.pads[0],
-    g.pads[1],
-  ]);
-}
-const GEOMETRY_PARAMS = `long long N, long long C, long long H, long long W, long long O, long long CG, long long OG,
-    long long HO, long long WO, long long KH, long long KW, long long SH, long long SW, long long DH, long long DW,
-    long long PT, long long PL`;
-
-function descsOf(args: readonly { desc: CudaArg['desc'] }[]) {
-  return { x: args[0]!.desc, w: args[1]!.desc, b: args[2]!.desc, y: args[3]!.desc };
-}
 
 const convDirect: CudaProgram = {
   kind: 'program',
@@ -279,6 +227,11 @@ function runConv(ctx: CudaKernelContext, args: readonly CudaArg[], scalars: Scal
   const p = g.ho * g.wo;
   const pointwise =
     g.kh === 1 && g.kw === 1 && g.sh === 1 && g.sw === 1 && g.pads.every((v) => v === 0) && p === g.h * g.w;
+  // Few output channels and a real window: the tiled kernel (TANDEM_ONNX_TILED_CONV=0 turns it off).
+  if (!pointwise && process.env.TANDEM_ONNX_TILED_CONV !== '0' && tiledConvFits(g, dtype)) {
+    ctx.launch(tiledConv, args, scalars);
+    return;
+  }
   const epilogue = convEpilogue('onnx_conv', scalars);
   const precision = dtype === 'f32' ? convPrecision(scalars) : 'default';
   const biasLater = biasInEpilogue(dtype) && epilogue.instrs.length > 0;

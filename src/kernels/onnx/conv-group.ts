@@ -86,6 +86,23 @@ const CONVS: readonly ConvCase[] = [
     scalars: { group: 4, pads: '1,1,1,1', activation: 'clip', activationMin: 0, activationMax: 0.25 },
   },
   { label: 'one channel 3x3 (direct)', x: [2, 1, 6, 5], o: 3, k: [3, 3], scalars: { pads: '1,0,1,0' } },
+  // CUDA paths: more than 32 output channels (im2col + GEMM); the tiled kernel over several 16x16 tiles
+  // and shared-memory rounds of input channels (a partial last one), strided and dilated.
+  { label: 'dense 3x3 O=40 (im2col GEMM)', x: [2, 5, 6, 5], o: 40, k: [3, 3], scalars: { pads: '1,1,1,1' } },
+  {
+    label: 'dense 3x3 tiles + ocr epilogue',
+    x: [2, 20, 35, 33],
+    o: 24,
+    k: [3, 3],
+    scalars: { pads: '1,1,1,1', epilogue: OCR_EPILOGUE },
+  },
+  {
+    label: 'dense 3x3 s2x1 d2 asymmetric tiles',
+    x: [1, 6, 23, 19],
+    o: 7,
+    k: [3, 3],
+    scalars: { strides: '2,1', dilations: '2,2', pads: '2,1,1,2' },
+  },
   // Epilogue programs (the executor's fused element-wise chains): the GEMM paths' batched products and
   // bias-in-epilogue pass, and the direct kernel with an activation before the program.
   {
