@@ -29,7 +29,7 @@ const SHARED_LIMIT = 40 << 10;
 
 /** Input channels per shared-memory round and the input window a tile reads. */
 function tiling(g: ConvGeometry, dtype: string) {
-  const ck = dtype === 'f64' ? 4 : 8;
+  const ck = Math.min(dtype === 'f64' ? 4 : 8, g.c);
   const tih = (TILE - 1) * g.sh + (g.kh - 1) * g.dh + 1;
   const tiw = (TILE - 1) * g.sw + (g.kw - 1) * g.dw + 1;
   const size = dtype === 'f64' ? 8 : 4;
