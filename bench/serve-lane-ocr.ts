@@ -9,7 +9,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { runSweep, type LoadReport } from '../src/service/client/load.js';
+import type { LoadReport } from '../src/service/client/load.js';
+import { runSweepIsolated } from './load-worker.js';
 import { OnnxExecutor } from '../src/onnx/executor.js';
 import { loadOnnxFile } from '../src/onnx/model.js';
 import { OCR_DET_MODEL } from '../src/onnx/ocr.js';
@@ -73,10 +74,12 @@ export async function runOcrLaneBench(
       placement: { kinds: [o.device] },
       batching: v.batching,
     });
-    rows[v.name] = await runSweep(
+    // The clients in a worker thread (load-worker.ts), off the server's event loop.
+    rows[v.name] = await runSweepIsolated(
       lane.target(v.name),
       LEVELS,
-      { warmupSeconds: 2, seconds: o.seconds, request: () => ({ body }) },
+      { warmupSeconds: 2, seconds: o.seconds },
+      [{ body }],
       (r) => console.log(levelLine(v.name, r)),
     );
     await lane.call('DELETE', `/v1/models/${v.name}`);
