@@ -45,7 +45,7 @@ extern "C" __global__ void tdm_onnx_conv(const X_t* __restrict__ x, const X_t* _
     const long long ow = t_ % (tdm_idx)WO; t_ /= (tdm_idx)WO;
     const long long oh = t_ % (tdm_idx)HO; t_ /= (tdm_idx)HO;
     const long long o = t_ % (tdm_idx)O, img = t_ / (tdm_idx)O;
-    long long c0 = (o / OG) * CG;
+    const long long c0 = (long long)((int)o / (int)OG) * CG;  // channel counts fit an int
     X_c s = ldX(b, o);
     for (long long ci = 0; ci < CG; ++ci) {
       const X_t* plane = x + ((img * C + c0 + ci) * H) * W;
@@ -298,7 +298,7 @@ extern "C" __global__ void tdm_onnx_conv_transpose(const X_t* __restrict__ x, co
     const long long ow = t_ % (tdm_idx)WO; t_ /= (tdm_idx)WO;
     const long long oh = t_ % (tdm_idx)HO; t_ /= (tdm_idx)HO;
     const long long o = t_ % (tdm_idx)O, img = t_ / (tdm_idx)O;
-    long long gi = o / OG, wo = o - gi * OG;
+    const long long gi = (int)o / (int)OG, wo = o - gi * OG;
     X_c s = ldX(b, o);
 #pragma unroll
     for (long long r = 0; r < FKH; ++r) {
