@@ -55,14 +55,15 @@ describe('onnx executor profile', () => {
     assert.deepEqual(Array.from(profiled.data), Array.from(plain.data));
     const p = exec.lastProfile!;
     assert.equal(p.steps, 2); // Conv with Relu, Add and Mul as its epilogue (src/onnx/fuse.ts), Concat
-    // Concat is one task per input, the fused Conv one (its missing bias a constant zero vector).
+    // Concat is a fill of y on the device and one task per input, the fused Conv one (its missing bias
+    // a constant zero vector).
     assert.equal(
       p.tasks,
       p.byOp.reduce((s, o) => s + o.tasks, 0),
     );
-    assert.equal(p.tasks, 3);
+    assert.equal(p.tasks, 4);
     assert.deepEqual(p.byOp.map((o) => o.op).sort(), ['Concat', 'Conv+chain']);
-    assert.equal(p.byOp.find((o) => o.op === 'Concat')!.tasks, 2);
+    assert.equal(p.byOp.find((o) => o.op === 'Concat')!.tasks, 3);
     const sum = p.byOp.reduce((s, o) => s + o.ms, 0);
     assert.ok(Math.abs(sum - p.stepsMs) < 1e-9 && p.stepsMs > 0);
     assert.ok(Math.abs(p.byOp.reduce((s, o) => s + o.share, 0) - 1) < 1e-9);
