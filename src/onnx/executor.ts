@@ -136,9 +136,11 @@ export class OnnxExecutor {
     const outputs = new Set(this.model.outputs.map((o) => o.name));
     const dtypeOf = (t: ElemType): DType =>
       isFloatType(t) ? (t === 'double' ? 'f64' : floatDType) : t === 'uint8' || t === 'bool' ? 'u8' : 'i32';
+    const profiler = (opts.profile ?? profileFromEnv()) ? new StepProfiler(plan) : undefined;
     for (const [name, f] of feedTensors) {
       const v = plan.values.get(name);
       if (!v || v.host || !plan.lastReader.has(name)) continue;
+      const started = profiler ? performance.now() : 0;
       const dtype = dtypeOf(v.type);
       const data = dtype === 'f32' && f.data instanceof Float32Array ? f.data : toDevice(f.data, dtype);
       const key = `in:${name}:${dtype}:${v.dims.join('x')}`;
@@ -147,6 +149,9 @@ export class OnnxExecutor {
       else t = this.keepIo(key, this.rt.tensor(v.dims, dtype, data));
       live.set(name, t);
       kept.add(t);
+      // The host side of the upload (into the tensor's host buffer); the copy to the device happens at
+      // the first kernel that reads it, inside that step's time.
+      profiler?.recordExtra(name, 'Input', performance.now() - started, v.dims);
     }
     const deviceTensor = (name: string, v: PlannedValue): Tensor => {
       const have = live.get(name) ?? (v.constant ? this.weights.get(`${floatDType}:${name}`) : undefined);
@@ -165,7 +170,6 @@ export class OnnxExecutor {
       else live.set(name, t);
       return t;
     };
-    const profiler = (opts.profile ?? profileFromEnv()) ? new StepProfiler(plan) : undefined;
     const handles: TaskHandle[] = [];
     try {
       for (let k = 0; k < plan.steps.length; k++) {
@@ -228,7 +232,6 @@ export class OnnxExecutor {
           handles.length = 0;
         }
       }
-      if (profiler) this.lastProfile = profiler.result();
       const result: Record<string, OutputTensor> = {};
       for (const o of this.model.outputs) {
         const v = plan.values.get(o.name)!;
@@ -237,9 +240,12 @@ export class OnnxExecutor {
           continue;
         }
         const t = deviceTensor(o.name, v);
+        const started = profiler ? performance.now() : 0;
         const data = await this.rt.read(t);
         result[o.name] = { type: v.type, dims: v.dims, data: fromDevice(data, t.dtype) };
+        profiler?.recordExtra(o.name, 'Output', performance.now() - started, v.dims);
       }
+      if (profiler) this.lastProfile = profiler.result();
       return result;
     } finally {
       for (const t of live.values()) if (!kept.has(t)) this.rt.free(t);

@@ -29,8 +29,9 @@ export interface OpProfile {
 }
 
 export interface OnnxProfile {
-  /** Sum of the steps' times (the run's outputs read back are not included). */
+  /** Sum of the entries' times: the steps, the inputs' host-side upload and the outputs' read-back. */
   readonly stepsMs: number;
+  /** Device steps (not counting the Input/Output entries). */
   readonly steps: number;
   readonly tasks: number;
   /** Per op type (a fused Conv+activation is its own type), slowest first. */
@@ -74,6 +75,19 @@ export class StepProfiler {
     });
   }
 
+  /** A run's work outside the steps: 'Input' (a graph input's host-side upload), 'Output' (a read-back). */
+  recordExtra(name: string, op: 'Input' | 'Output', ms: number, dims: readonly number[]): void {
+    this.nodes.push({
+      node: name,
+      op,
+      ms,
+      submitMs: ms,
+      tasks: op === 'Output' ? 1 : 0,
+      inputs: [dims],
+      output: dims,
+    });
+  }
+
   result(): OnnxProfile {
     const byOp = new Map<string, { count: number; tasks: number; ms: number }>();
     let stepsMs = 0;
@@ -89,7 +103,7 @@ export class StepProfiler {
     }
     return {
       stepsMs,
-      steps: this.nodes.length,
+      steps: this.nodes.filter((n) => n.op !== 'Input' && n.op !== 'Output').length,
       tasks,
       byOp: [...byOp]
         .map(([op, o]) => ({ op, ...o, share: stepsMs > 0 ? o.ms / stepsMs : 0 }))

@@ -61,8 +61,16 @@ describe('onnx executor profile', () => {
       p.tasks,
       p.byOp.reduce((s, o) => s + o.tasks, 0),
     );
-    assert.equal(p.tasks, 4);
-    assert.deepEqual(p.byOp.map((o) => o.op).sort(), ['Concat', 'Conv+chain']);
+    assert.equal(p.tasks, 5); // and the output's read-back
+    assert.deepEqual(p.byOp.map((o) => o.op).sort(), ['Concat', 'Conv+chain', 'Input', 'Output']);
+    // The input's host-side upload and the output's read-back are entries of their own.
+    const io = p.top
+      .filter((n) => n.op === 'Input' || n.op === 'Output')
+      .map((n) => [n.op, n.node, n.output]);
+    assert.deepEqual(io.sort(), [
+      ['Input', 'x', [2, 2, 4, 4]],
+      ['Output', 'y', [2, 5, 4, 4]],
+    ]);
     assert.equal(p.byOp.find((o) => o.op === 'Concat')!.tasks, 3);
     const sum = p.byOp.reduce((s, o) => s + o.ms, 0);
     assert.ok(Math.abs(sum - p.stepsMs) < 1e-9 && p.stepsMs > 0);
