@@ -59,8 +59,18 @@ function bad(kernel: string, message: string): TandemError {
   return new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `${kernel}: ${message}`, { op: kernel });
 }
 
-/** Parses a program's text (see the header); `kernel` names the op in errors. */
+const parsed = new Map<string, MapProgram>();
+/** Parses a program's text (see the header); `kernel` names the op in errors. Kept by text. */
 export function parseMapProgram(kernel: string, text: string): MapProgram {
+  const hit = parsed.get(text);
+  if (hit) return hit;
+  const p = parseText(kernel, text);
+  if (parsed.size >= 4096) parsed.clear();
+  parsed.set(text, p);
+  return p;
+}
+
+function parseText(kernel: string, text: string): MapProgram {
   const src = text.trim();
   if (src === '') return { instrs: [] };
   const parts = src.split(';').map((s) => s.trim());
@@ -154,7 +164,14 @@ export function mapFunc(p: MapProgram): (x: number) => number {
  * CUDA: one line of statements computing `X_c m<k>` from `X_c m0` (declared by the caller) in the
  * compute type, constants read from double parameters K0…K15; `result` names the last register.
  */
+const cudaCode = new WeakMap<MapProgram, { code: string; result: string }>();
 export function mapCuda(p: MapProgram): { code: string; result: string } {
+  let c = cudaCode.get(p);
+  if (!c) cudaCode.set(p, (c = makeMapCuda(p)));
+  return c;
+}
+
+function makeMapCuda(p: MapProgram): { code: string; result: string } {
   const consts = mapConstants(p);
   const k = (v: number) => `(X_c)K${consts.findIndex((u) => Object.is(u, v))}`;
   const operand = (o: MapOperand) => ('reg' in o ? `m${o.reg}` : k(o.value));
@@ -180,9 +197,17 @@ export function mapCuda(p: MapProgram): { code: string; result: string } {
 export function mapConstantParams(count: number): string {
   return Array.from({ length: count }, (_, i) => `double K${i}`).join(', ');
 }
+const constantValues = new WeakMap<MapProgram, Map<number, number[]>>();
 export function mapConstantValues(p: MapProgram, count: number): number[] {
-  const c = mapConstants(p);
-  return [...c, ...new Array<number>(Math.max(0, count - c.length)).fill(0)];
+  let byCount = constantValues.get(p);
+  if (!byCount) constantValues.set(p, (byCount = new Map()));
+  let v = byCount.get(count);
+  if (!v) {
+    const c = mapConstants(p);
+    v = [...c, ...new Array<number>(Math.max(0, count - c.length)).fill(0)];
+    byCount.set(count, v);
+  }
+  return v;
 }
 
 /**
