@@ -211,22 +211,25 @@ function biasInEpilogue(dtype: string): boolean {
 
 /** Products per output under which the direct kernel beats a GEMM's launch and scratch traffic. */
 const GEMM_MIN_K = 16;
+const POINTWISE_GEMM_MIN_K = 4;
 /** im2col scratch per chunk of images (the chunk's GEMMs run as one strided batch). */
 const IM2COL_CHUNK_BYTES = 256 << 20;
 
 function runConv(ctx: CudaKernelContext, args: readonly CudaArg[], scalars: Scalars): void {
   const g = convGeometry('onnx_conv', descsOf(args), scalars);
   const k = g.cg * g.kh * g.kw;
-  if (g.group !== 1 || k < GEMM_MIN_K) {
+  const p = g.ho * g.wo;
+  const pointwise =
+    g.kh === 1 && g.kw === 1 && g.sh === 1 && g.sw === 1 && g.pads.every((v) => v === 0) && p === g.h * g.w;
+  // A pointwise conv reads x in place (no im2col) as one batched product: worth it from a few channels
+  // (PaddleOCR's 12 -> 96 at 160x160 took 1 ms in the direct kernel, each x value read 96 times).
+  if (g.group !== 1 || k < (pointwise ? POINTWISE_GEMM_MIN_K : GEMM_MIN_K)) {
     ctx.launch(convDirect, args, scalars);
     return;
   }
   const [x, w, , y] = args as [CudaArg, CudaArg, CudaArg, CudaArg];
   const dtype = y.desc.dtype;
   const size = bytesPerElement(dtype);
-  const p = g.ho * g.wo;
-  const pointwise =
-    g.kh === 1 && g.kw === 1 && g.sh === 1 && g.sw === 1 && g.pads.every((v) => v === 0) && p === g.h * g.w;
   // Few output channels and a real window: the tiled kernel (TANDEM_ONNX_TILED_CONV=0 turns it off).
   if (!pointwise && process.env.TANDEM_ONNX_TILED_CONV !== '0' && tiledConvFits(g, dtype)) {
     ctx.launch(tiledConv, args, scalars);
