@@ -6,7 +6,7 @@
 #              on the PaddleOCR v4 det (640x640, batch 1 and 16) and rec models; then bench/onnx-ocr.ts
 #              runs the same inputs on CUDA and the CPU: agreement within 1e-3, the decoded text, latency,
 #              images/s and load time beside ORT; then on CUDA with TF32 conv GEMMs and in f16 (accuracy reported)
-#   profile    the onnx_map / onnx_conv conformance cases on CUDA (new kernels: fused element-wise programs),
+#   profile    the onnx_map / onnx_conv / onnx_resize conformance cases on CUDA (new kernels: fused element-wise programs),
 #              then bench/onnx-ocr.ts --profile: the detector on synthetic 640x640 images on CUDA, batch 1 and
 #              16, without and with the plan's fusions and fused with TF32 conv GEMMs: plain median, then one run profiled node by node
 #              (time per op type, the 20 slowest nodes), and the two outputs' max abs difference; then
@@ -59,9 +59,9 @@ if [[ $steps == *" ocr "* ]]; then
   cut -c1-600 "$OUT/tandem-ocr-f16.jsonl"
 fi
 if [[ $steps == *" profile "* ]]; then
-  timeout 200 node --test --test-reporter=spec --test-name-pattern='^onnx_(map|conv)' dist/test/gpu/cuda-conformance.test.js \
+  timeout 200 node --test --test-reporter=spec --test-name-pattern='^onnx_(map|conv|resize)' dist/test/gpu/cuda-conformance.test.js \
     > "$OUT/conformance-map-conv.log" 2>&1
-  log "onnx_map/onnx_conv conformance on CUDA rc=$?: $(grep -E '^ℹ (pass|fail)' "$OUT/conformance-map-conv.log" | tr '\n' ' ')"
+  log "onnx_map/onnx_conv/onnx_resize conformance on CUDA rc=$?: $(grep -E '^ℹ (pass|fail)' "$OUT/conformance-map-conv.log" | tr '\n' ' ')"
   grep -E '✖' "$OUT/conformance-map-conv.log" | head -20
   timeout 240 node dist/bench/onnx-ocr.js --profile --assets $ASSETS --devices ${PROFILE_DEVICES:-cuda} \
     --batches ${PROFILE_BATCHES:-1,16} --reps ${PROFILE_REPS:-5} > "$OUT/profile.jsonl" 2>&1
