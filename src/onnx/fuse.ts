@@ -14,7 +14,7 @@ import { hostTensor, isFloatType, numelOf } from './host-tensor.js';
 import type { OnnxNode } from './model.js';
 import { activationOf } from './ops/elementwise.js';
 import type { OpCall, OpImpl } from './ops/types.js';
-import type { DeviceStep, PlannedValue } from './plan.js';
+import type { DeviceStep, PlannedValue } from './plan-types.js';
 import { CONV_EPILOGUE_CONSTANTS } from '../kernels/onnx/conv.js';
 import {
   MAX_MAP_CONSTANTS,

@@ -11,19 +11,10 @@ import type { OnnxModel, OnnxNode } from './model.js';
 import { fuseSteps, fusionEnabled } from './fuse.js';
 import { activationOf } from './ops/elementwise.js';
 import { opImpl } from './ops/table.js';
-import type { OpCall, OpImpl, ValueMeta } from './ops/types.js';
+import type { OpCall, OpImpl } from './ops/types.js';
+import type { DeviceStep, PlannedValue } from './plan-types.js';
 
-export interface PlannedValue extends ValueMeta {
-  /** True when the value depends on no graph input (weights and their folding): cacheable on device. */
-  readonly constant: boolean;
-}
-
-export interface DeviceStep {
-  readonly node: OnnxNode;
-  readonly impl: OpImpl;
-  readonly call: OpCall;
-  readonly outputs: readonly PlannedValue[];
-}
+export type { DeviceStep, PlannedValue } from './plan-types.js';
 
 export interface Plan {
   readonly values: ReadonlyMap<string, PlannedValue>;
