@@ -40,7 +40,7 @@ try {
     const run = (): Promise<void> =>
       new Promise((res, rej) =>
         g.run(
-          { op: 'allReduce', reduce: 'sum', root: 0, dtype, count: bytes / elem, send: bufs, recv: bufs },
+          [{ op: 'allReduce', reduce: 'sum', root: 0, dtype, count: bytes / elem, send: bufs, recv: bufs }],
           (e) => (e ? rej(e) : res()),
         ),
       );

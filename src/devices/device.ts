@@ -209,7 +209,8 @@ export interface CollectiveGroup {
   readonly devices: readonly Device[];
   /** Trace queue names, one per rank ("cuda0.comm"). */
   readonly queueIds: readonly string[];
-  run(call: CollectiveCall, done: Done): void;
+  /** Runs the calls as one group (NCCL fuses them: a bucket of gradients is one launch per rank). */
+  run(calls: readonly CollectiveCall[], done: Done): void;
   close(): void;
 }
 

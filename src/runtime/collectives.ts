@@ -15,7 +15,14 @@
 import type { DType } from '../core/dtype.js';
 import { isFloat } from '../core/dtype.js';
 import { TandemError } from '../core/errors.js';
-import type { BackendStatus, CollectiveGroup, CollectiveOp, Device, ReduceOp } from '../devices/device.js';
+import type {
+  BackendStatus,
+  CollectiveCall,
+  CollectiveGroup,
+  CollectiveOp,
+  Device,
+  ReduceOp,
+} from '../devices/device.js';
 import type { AccessMode } from '../kernels/kernel.js';
 import type { Tensor } from '../memory/tensor.js';
 import type { SubmitRequest } from './submit.js';
@@ -50,6 +57,15 @@ export const placedKernel: TaskKernel = {
   def: { name: '__collective', args: [], validate: () => undefined, cost: () => ({ flops: 0, bytes: 0 }) },
   impls: new Map(),
 };
+
+interface PlacedPart {
+  readonly op: CollectiveOp;
+  readonly reduce: ReduceOp;
+  readonly root: number;
+  readonly inputs: readonly Tensor[];
+  readonly outputs: readonly Tensor[] | null;
+  readonly count: number;
+}
 
 /** A submitted collective: `done` settles when every rank's tensor holds its result. */
 export interface CollectiveHandle {
@@ -140,6 +156,46 @@ export class Communicator {
     return handle(last);
   }
 
+  /**
+   * A bucket: `perRank[r]` is rank r's list of tensors (the same shapes on every rank), each all-reduced
+   * in place — with NCCL one task and one grouped launch for the whole bucket.
+   */
+  allReduceMany(perRank: readonly (readonly Tensor[])[], op: ReduceOp = 'sum'): CollectiveHandle {
+    const n = this.ranks.length;
+    if (
+      !Array.isArray(perRank) ||
+      perRank.length !== n ||
+      perRank.some((l) => !Array.isArray(l) || l.length !== perRank[0]!.length)
+    )
+      throw new TandemError(
+        'TANDEM_ERR_INVALID_ARGUMENT',
+        `allReduce: give one list of tensors per rank (${n}), all as long`,
+      );
+    const m = perRank[0]!.length;
+    const columns = Array.from({ length: m }, (_, j) => perRank.map((l) => l[j]!));
+    for (const c of columns) this.check('allReduce', c, c, op, 1, 1);
+    if (m === 0) return handle([]);
+    if (this.group !== null)
+      return this.placedMany(
+        `allReduce.${op}[${m}]`,
+        columns.map((c) => ({
+          op: 'allReduce',
+          reduce: op,
+          root: 0,
+          inputs: c,
+          outputs: null,
+          count: c[0]!.size,
+        })),
+      );
+    const last: TaskHandle[] = [];
+    for (const c of columns) {
+      const acc = this.reduceInto(c, op, 'allReduce');
+      c.forEach((t, i) => last.push(this.task('copy', { x: acc, y: t }, {}, i, `allReduce.${op}`)));
+      this.host.free(acc);
+    }
+    return handle(last);
+  }
+
   /** Rank i's output ← slice i of the reduction of every rank's input (inputs hold ranks × output). */
   reduceScatter(
     inputs: readonly Tensor[],
@@ -210,30 +266,50 @@ export class Communicator {
     outputs: readonly Tensor[] | null,
     count: number,
   ): CollectiveHandle {
+    return this.placedMany(`${op}${op === 'allReduce' || op === 'reduceScatter' ? `.${reduce}` : ''}`, [
+      { op, reduce, root, inputs, outputs, count },
+    ]);
+  }
+
+  /**
+   * One task over every rank's tensors of every part (a part in place when its outputs are null), run
+   * by the backend's group as one call: NCCL groups the parts into one launch per rank.
+   */
+  private placedMany(name: string, parts: readonly PlacedPart[]): CollectiveHandle {
     const group = this.group!;
-    const n = inputs.length;
-    const tensors = outputs === null ? [...inputs] : [...inputs, ...outputs];
-    const modes: AccessMode[] =
-      outputs === null
-        ? inputs.map(() => 'rw')
-        : [...inputs.map(() => 'r' as const), ...outputs.map(() => 'w' as const)];
+    const n = this.ranks.length;
+    const tensors: Tensor[] = [];
+    const modes: AccessMode[] = [];
+    const layout: { send: number; recv: number }[] = [];
+    for (const p of parts) {
+      const send = tensors.length;
+      tensors.push(...p.inputs);
+      modes.push(...p.inputs.map((): AccessMode => (p.outputs === null ? 'rw' : 'r')));
+      const recv = p.outputs === null ? send : tensors.length;
+      if (p.outputs !== null) {
+        tensors.push(...p.outputs);
+        modes.push(...p.outputs.map((): AccessMode => 'w'));
+      }
+      layout.push({ send, recv });
+    }
     const nodes = tensors.map((_, i) => this.devices[i % n]!.node);
-    const dtype = inputs[0]!.dtype;
-    const task = this.host.submitPlaced(
-      `${op}${op === 'allReduce' || op === 'reduceScatter' ? `.${reduce}` : ''}`,
-      tensors,
-      modes,
-      {
-        nodes,
-        deviceId: this.ranks.join('+'),
-        queueId: group.queueIds.join('+'),
-        run: (buffers, done) => {
-          const send = buffers.slice(0, n);
-          const recv = outputs === null ? send : buffers.slice(n);
-          group.run({ op, reduce, root, dtype, count, send, recv }, done);
-        },
+    const task = this.host.submitPlaced(name, tensors, modes, {
+      nodes,
+      deviceId: this.ranks.join('+'),
+      queueId: group.queueIds.join('+'),
+      run: (buffers, done) => {
+        const calls: CollectiveCall[] = parts.map((p, k) => ({
+          op: p.op,
+          reduce: p.reduce,
+          root: p.root,
+          dtype: p.inputs[0]!.dtype,
+          count: p.count,
+          send: buffers.slice(layout[k]!.send, layout[k]!.send + n),
+          recv: buffers.slice(layout[k]!.recv, layout[k]!.recv + n),
+        }));
+        group.run(calls, done);
       },
-    );
+    });
     return {
       get done() {
         return task.done;

@@ -119,7 +119,7 @@ async function check(
   const send = await Promise.all(ranks.map((d, r) => toDevice(d, dtype, inputs[r]!, inCount)));
   const recv = await Promise.all(ranks.map((d) => toDevice(d, dtype, null, outCount)));
   try {
-    await promise((done) => g.run({ op, reduce, root: n - 1, dtype, count, send, recv }, done));
+    await promise((done) => g.run([{ op, reduce, root: n - 1, dtype, count, send, recv }], done));
     const sum = new Float64Array(inCount);
     for (const x of inputs) for (let i = 0; i < inCount; i++) sum[i]! += x[i]!;
     if (reduce === 'avg') for (let i = 0; i < inCount; i++) sum[i]! /= n;
@@ -174,7 +174,7 @@ void describe('NCCL with one rank', { skip: group === null ? reason : false }, (
       pending.push(launch(d, 'scale', [{ buffer: x, desc }], { alpha: -1 }));
       await promise((done) =>
         group!.run(
-          { op: 'allReduce', reduce: 'sum', root: 0, dtype: 'f32', count: n, send: [x], recv: [y] },
+          [{ op: 'allReduce', reduce: 'sum', root: 0, dtype: 'f32', count: n, send: [x], recv: [y] }],
           done,
         ),
       );
@@ -198,7 +198,7 @@ void describe('NCCL with one rank', { skip: group === null ? reason : false }, (
       await assert.rejects(
         promise((done) =>
           group!.run(
-            { op: 'allReduce', reduce: 'sum', root: 0, dtype: 'u8', count: 64, send: [b], recv: [b] },
+            [{ op: 'allReduce', reduce: 'sum', root: 0, dtype: 'u8', count: 64, send: [b], recv: [b] }],
             done,
           ),
         ),
@@ -207,7 +207,7 @@ void describe('NCCL with one rank', { skip: group === null ? reason : false }, (
       await assert.rejects(
         promise((done) =>
           group!.run(
-            { op: 'allReduce', reduce: 'sum', root: 0, dtype: 'f32', count: 16, send: [b, b], recv: [b] },
+            [{ op: 'allReduce', reduce: 'sum', root: 0, dtype: 'f32', count: 16, send: [b, b], recv: [b] }],
             done,
           ),
         ),

@@ -63,9 +63,9 @@ export class NcclGroup implements CollectiveGroup {
     }
   }
 
-  run(call: CollectiveCall, done: Done): void {
+  run(calls: readonly CollectiveCall[], done: Done): void {
     try {
-      this.enqueue(call);
+      this.enqueue(calls);
     } catch (e) {
       queueMicrotask(() => done(e instanceof Error ? e : new Error(String(e))));
       return;
@@ -79,18 +79,24 @@ export class NcclGroup implements CollectiveGroup {
       });
   }
 
-  private enqueue(call: CollectiveCall): void {
+  private enqueue(calls: readonly CollectiveCall[]): void {
     if (this.closed)
       throw new TandemError('TANDEM_ERR_CLOSED', `the NCCL group over ${this.queueIds.join(', ')} is closed`);
     const n = this.ranks.length;
-    if (call.send.length !== n || call.recv.length !== n)
-      throw new TandemError(
-        'TANDEM_ERR_INVALID_ARGUMENT',
-        `${call.op}: give one send and one receive buffer per rank (${n})`,
-      );
-    const dt = ncclDtype(call.dtype);
-    const send = call.send.map((b, i) => this.pointer(b, i, 'send'));
-    const recv = call.recv.map((b, i) => this.pointer(b, i, 'receive'));
+    const args = calls.map((call) => {
+      if (call.send.length !== n || call.recv.length !== n)
+        throw new TandemError(
+          'TANDEM_ERR_INVALID_ARGUMENT',
+          `${call.op}: give one send and one receive buffer per rank (${n})`,
+        );
+      return {
+        call,
+        dt: ncclDtype(call.dtype),
+        op: NCCL_OP[call.reduce],
+        send: call.send.map((b, i) => this.pointer(b, i, 'send')),
+        recv: call.recv.map((b, i) => this.pointer(b, i, 'receive')),
+      };
+    });
     // Order after everything already on each compute stream (kernels held to the end of the turn first).
     for (const r of this.ranks) {
       r.device.batcher.flush();
@@ -103,28 +109,28 @@ export class NcclGroup implements CollectiveGroup {
       drv.check(drv.api.cuStreamWaitEvent(r.stream, r.computeDone, 0), 'cuStreamWaitEvent(comm)');
     }
     const api = this.nccl.api;
-    const op = NCCL_OP[call.reduce];
     try {
       this.nccl.group(() => {
-        for (let i = 0; i < n; i++) {
-          const r = this.ranks[i]!;
-          let rc: number;
-          switch (call.op) {
-            case 'allReduce':
-              rc = api.ncclAllReduce(send[i]!, recv[i]!, call.count, dt, op, r.comm, r.stream);
-              break;
-            case 'reduceScatter':
-              rc = api.ncclReduceScatter(send[i]!, recv[i]!, call.count, dt, op, r.comm, r.stream);
-              break;
-            case 'allGather':
-              rc = api.ncclAllGather(send[i]!, recv[i]!, call.count, dt, r.comm, r.stream);
-              break;
-            case 'broadcast':
-              rc = api.ncclBroadcast(send[i]!, recv[i]!, call.count, dt, call.root, r.comm, r.stream);
-              break;
+        for (const { call, dt, op, send, recv } of args)
+          for (let i = 0; i < n; i++) {
+            const r = this.ranks[i]!;
+            let rc: number;
+            switch (call.op) {
+              case 'allReduce':
+                rc = api.ncclAllReduce(send[i]!, recv[i]!, call.count, dt, op, r.comm, r.stream);
+                break;
+              case 'reduceScatter':
+                rc = api.ncclReduceScatter(send[i]!, recv[i]!, call.count, dt, op, r.comm, r.stream);
+                break;
+              case 'allGather':
+                rc = api.ncclAllGather(send[i]!, recv[i]!, call.count, dt, r.comm, r.stream);
+                break;
+              case 'broadcast':
+                rc = api.ncclBroadcast(send[i]!, recv[i]!, call.count, dt, call.root, r.comm, r.stream);
+                break;
+            }
+            this.nccl.check(rc, `nccl ${call.op} (rank ${i})`);
           }
-          this.nccl.check(rc, `nccl ${call.op} (rank ${i})`);
-        }
       });
     } finally {
       // NCCL made each rank's device current in turn.
