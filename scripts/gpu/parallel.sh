@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # H200 call for training across GPUs (issue 18), after `npm run build && scripts/gpu/pack.sh` (carry: .gpu,
 # or dist .gpu). Sections by step name; the default runs all of them. Logs under $OUT, a summary last.
-#   scripts/gpu/parallel.sh [nccl] [dp] [allreduce] [pipeline...]
+#   scripts/gpu/parallel.sh [nccl] [dp] [allreduce] [dpbench] [pipeline...]
+#   nccl      test/gpu/nccl.test.ts: NCCL binding, collectives (one rank per GPU present), comm-stream ordering
+#   dp        test/gpu/nn-parallel.test.ts: runtime collectives on NCCL, data parallel / ZeRO-1 vs the Trainer
+#   allreduce bench/allreduce.ts beside bench/torch/allreduce.py, 256 MiB (1 rank; also 2 with 2 GPUs)
+#   dpbench   bench/nn-data-parallel.ts (GPT-2 124M bf16, batch $DP_BATCH per GPU) beside bench/torch/gpt2_ddp.py
 # On one GPU the NCCL parts run with ONE rank (the binding, the comm stream, data parallel with one NCCL
 # rank against the plain Trainer, two replicas on cuda0 through the portable collectives); the two-GPU
 # figures of issue 18 need nvidia-h200-x2 (the same steps then also run across both GPUs).
@@ -10,7 +14,7 @@ cd "$(dirname "$0")/../.."
 rm -f node_modules
 source scripts/gpu/env.sh
 PY=${PY:-python3}
-steps=" ${*:-nccl dp allreduce} "
+steps=" ${*:-nccl dp allreduce dpbench} "
 summary=()
 log() { summary+=("$1"); echo "[$(date -u +%T)] $1"; }
 # libnccl.so.2 from the pip wheel PyTorch uses (nvidia-nccl-cu13), also found by ffi/nccl.ts itself.
@@ -47,6 +51,19 @@ if [[ $steps == *" allreduce "* ]]; then
     fi
     log "torch.distributed all_reduce 256 MiB, $n rank(s) rc=$?: $(grep impl "$OUT/allreduce-torch-$n.jsonl" | tail -1 | cut -c1-300)"
   done
+fi
+if [[ $steps == *" dpbench "* ]]; then
+  G=$(nvidia-smi -L 2>/dev/null | wc -l)
+  B=${DP_BATCH:-64}
+  timeout 300 node dist/bench/nn-data-parallel.js --preset gpt2 --batch $B --steps ${DP_STEPS:-15} --gpus $G > "$OUT/dp-bench.jsonl" 2>&1
+  log "tandem GPT-2 data parallel (batch $B per GPU) rc=$?:"
+  cut -c1-300 "$OUT/dp-bench.jsonl" | tail -5
+  timeout 180 $PY bench/torch/gpt2_ddp.py $B > "$OUT/ddp-torch-1.jsonl" 2>&1
+  log "torch DDP 1 GPU rc=$?: $(grep impl "$OUT/ddp-torch-1.jsonl" | tail -1)"
+  if [ "$G" -ge 2 ]; then
+    timeout 240 $PY -m torch.distributed.run --nproc_per_node=$G bench/torch/gpt2_ddp.py $B > "$OUT/ddp-torch-$G.jsonl" 2>&1
+    log "torch DDP $G GPUs rc=$?: $(grep impl "$OUT/ddp-torch-$G.jsonl" | tail -1)"
+  fi
 fi
 # ---- end of the dp helper's section -------------------------------------------------------------------
 

@@ -71,3 +71,12 @@ export {
   requireFits,
   type MemoryPlan,
 } from './memory.js';
+export {
+  buildReplicas,
+  PARALLEL_MODES,
+  planBuckets,
+  Replicas,
+  trainDataParallel,
+  Zero1,
+  type ParallelMode,
+} from './parallel/index.js';
