@@ -28,7 +28,7 @@ const bytes = Number(values.mib) * 2 ** 20;
 const iters = Number(values.iters);
 const dtype = values.dtype as DType;
 const elem = dtype === 'f32' ? 4 : 2;
-const rt = await Runtime.create({ backends: ['cuda'] });
+const rt = await Runtime.create({ backends: ['cuda'], calibrate: false });
 try {
   const st = rt.backends.find((b) => b.kind === 'cuda');
   const gpus = (st?.devices ?? []).slice(0, Number(values.gpus)) as CudaDevice[];

@@ -7,7 +7,7 @@
  * them against a float64 reference.
  */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import type { DType } from '../../src/core/dtype.js';
 import { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from '../../src/core/dtype.js';
 import type { CollectiveCall, CollectiveGroup, ReduceOp } from '../../src/devices/device.js';
@@ -32,6 +32,7 @@ if (gpus.length > 0) {
     }
 }
 if (group === null) console.log(`# skip nccl: ${reason}`);
+after(() => group?.close());
 
 const BYTES: Record<string, number> = { f32: 4, f64: 8, f16: 2, bf16: 2 };
 

