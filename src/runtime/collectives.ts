@@ -80,6 +80,8 @@ export class Communicator {
   readonly devices: readonly Device[];
   /** "nccl 2.27.3" or "portable". */
   readonly engine: string;
+  /** Why 'auto' chose the portable engine (null when it did not, or it was asked for). */
+  portableBecause: string | null = null;
   private readonly group: CollectiveGroup | null;
   private closed = false;
 
@@ -138,11 +140,13 @@ export class Communicator {
         return backend.collectives(this.devices);
       } catch (e) {
         if (required) throw e;
+        this.portableBecause = e instanceof Error ? e.message : String(e);
         return null;
       }
     }
     if (required)
       throw new TandemError('TANDEM_ERR_UNSUPPORTED', `collectives: NCCL cannot run here: ${why}`);
+    this.portableBecause = why;
     return null;
   }
 
