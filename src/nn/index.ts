@@ -76,6 +76,7 @@ export {
   PARALLEL_MODES,
   planBuckets,
   Replicas,
+  runReplicas,
   trainDataParallel,
   Zero1,
   type ParallelMode,
