@@ -104,6 +104,31 @@ void describe('portable collectives on the CPU', () => {
       });
     }
 
+  void it('allReduceMany: a bucket of tensors of different sizes per rank, each averaged', async () => {
+    const comm = rt.collectives(ranksOf(3));
+    const sizes = [5, 300, 17];
+    const per = await Promise.all(
+      [0, 1, 2].map((r) => Promise.all(sizes.map((n, j) => inputs(1, n, 'f32', 100 * r + j)))),
+    );
+    await comm.allReduceMany(
+      per.map((l) => l.map((x) => x.ts[0]!)),
+      'avg',
+    ).done;
+    for (let j = 0; j < sizes.length; j++) {
+      const want = sumOf(
+        per.map((l) => l[j]!.vals[0]!),
+        true,
+      );
+      for (let r = 0; r < 3; r++)
+        near(await readNumbers(per[r]![j]!.ts[0]!), want, 1e-6, `tensor ${j} rank ${r}`);
+    }
+    assert.throws(
+      () => comm.allReduceMany([per[0]!.map((x) => x.ts[0]!), [], []]),
+      (e) => isTandemError(e) && e.code === 'TANDEM_ERR_INVALID_ARGUMENT',
+    );
+    comm.close();
+  });
+
   void it('is ordered after the writers of its tensors and before later readers, and observers see it', async () => {
     const events: TaskEvent[] = [];
     const observer = { onTaskEnd: (e: TaskEvent) => void events.push(e) };
