@@ -17,9 +17,9 @@ function fakeNccl(log: string[], failOn = ''): Nccl {
   const api = {
     ncclGetVersion: (v: [number]) => ((v[0] = 22703), 0),
     ncclGetErrorString: (rc: number) => `fake error ${rc}`,
-    ncclCommInitAll: (comms: BigUint64Array, n: number, devs: Int32Array) => {
-      log.push(`initAll ${n} [${Array.from(devs).join(',')}]`);
-      for (let i = 0; i < n; i++) comms[i] = BigInt(0xc000 + i);
+    ncclCommInitAll: (comms: Buffer, n: number, devs: Buffer) => {
+      log.push(`initAll ${n} [${Array.from({ length: n }, (_, i) => devs.readInt32LE(4 * i)).join(',')}]`);
+      for (let i = 0; i < n; i++) comms.writeBigUInt64LE(BigInt(0xc000 + i), 8 * i);
       return 0;
     },
     ncclCommDestroy: (c: number) => (log.push(`destroy ${c}`), 0),
@@ -59,6 +59,7 @@ void describe('NcclGroup over the fake driver', () => {
     const g = new NcclGroup(fakeNccl(log), [dev]);
     assert.equal(g.engine, 'nccl 2.27.3');
     assert.deepEqual(g.queueIds, ['cuda0.comm']);
+    assert.deepEqual(log, ['initAll 1 [0]']);
     const a = dev.node.alloc(1024) as CudaBuffer;
     const b = dev.node.alloc(1024) as CudaBuffer;
     log.length = 0;

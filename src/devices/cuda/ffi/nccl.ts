@@ -33,7 +33,7 @@ export const NCCL_SONAMES = ['libnccl.so.2', 'libnccl.so'] as const;
 interface NcclApi {
   ncclGetVersion(v: [number]): number;
   ncclGetErrorString(rc: number): string;
-  ncclCommInitAll(comms: BigUint64Array, ndev: number, devlist: Int32Array): number;
+  ncclCommInitAll(comms: Buffer, ndev: number, devlist: Buffer): number;
   ncclCommDestroy(comm: number): number;
   ncclAllReduce(
     send: number,
@@ -77,7 +77,7 @@ interface NcclApi {
 const DECLS: Record<keyof NcclApi, string> = {
   ncclGetVersion: 'int ncclGetVersion(_Out_ int *version)',
   ncclGetErrorString: 'const char *ncclGetErrorString(int rc)',
-  // ncclComm_t *comm (an array of ndev handles) and const int *devlist: typed arrays, written in place.
+  // ncclComm_t *comm (an array of ndev handles) and const int *devlist: Buffers, written in place.
   ncclCommInitAll: 'int ncclCommInitAll(void *comms, int ndev, const void *devlist)',
   ncclCommDestroy: 'int ncclCommDestroy(uint64_t comm)',
   ncclAllReduce:
@@ -157,12 +157,10 @@ export class Nccl {
 
   /** One communicator per ordinal (rank i drives CUDA device ordinals[i]). */
   initAll(ordinals: readonly number[]): number[] {
-    const comms = new BigUint64Array(ordinals.length);
-    this.check(
-      this.api.ncclCommInitAll(comms, ordinals.length, Int32Array.from(ordinals)),
-      'ncclCommInitAll',
-    );
-    return Array.from(comms, (c) => Number(c));
+    const comms = Buffer.alloc(8 * ordinals.length);
+    const devlist = Buffer.from(Int32Array.from(ordinals).buffer);
+    this.check(this.api.ncclCommInitAll(comms, ordinals.length, devlist), 'ncclCommInitAll');
+    return ordinals.map((_, i) => Number(comms.readBigUInt64LE(8 * i)));
   }
 
   destroy(comm: number): void {
