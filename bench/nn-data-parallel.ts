@@ -1,6 +1,6 @@
 /**
  * GPT-2 data-parallel training throughput (B.5 of research/anchors-dl.md): the same per-GPU batch on one
- * GPU with the plain Trainer, then through trainDataParallel — with ONE NCCL rank (what the data-parallel
+ * GPU with the plain Trainer, then through trainDataParallel — with ONE NCCL rank in both modes (what the data-parallel
  * machinery costs: buckets, the all-reduce task, the replica loop) and, with two GPUs or more, across
  * --gpus GPUs in `data` and `zero1` modes. Scaling = tokens/s(N GPUs) ÷ tokens/s(1 GPU). PyTorch DDP in
  * the same call: bench/torch/gpt2_ddp.py (world size 1 standalone, N under torch.distributed.run).
@@ -61,7 +61,10 @@ try {
   t.optimizer.dispose();
   const single = median(one);
   line({ impl: 'tandem Trainer', gpus: 1, tokensPerSecond: Math.round(single), loss: one.at(-1)?.loss });
-  const runs: [string[], 'data' | 'zero1'][] = [[['cuda0'], 'data']];
+  const runs: [string[], 'data' | 'zero1'][] = [
+    [['cuda0'], 'data'],
+    [['cuda0'], 'zero1'],
+  ];
   if (n >= 2) runs.push([gpus.slice(0, n), 'data'], [gpus.slice(0, n), 'zero1']);
   for (const [devices, mode] of runs) {
     const reports: StepReport[] = [];
