@@ -1,8 +1,8 @@
 /**
  * GPT-2 data-parallel training throughput (B.5 of research/anchors-dl.md): the same per-GPU batch on one
- * GPU with the plain Trainer, then through trainDataParallel — with ONE NCCL rank in both modes (what the data-parallel
- * machinery costs: buckets, the all-reduce task, the replica loop) and, with two GPUs or more, across
- * --gpus GPUs in `data` and `zero1` modes. Scaling = tokens/s(N GPUs) ÷ tokens/s(1 GPU). PyTorch DDP in
+ * GPU with the plain Trainer, then through the data-parallel replicas — with ONE NCCL rank in both modes
+ * (what the machinery costs: buckets, the collective tasks, the replica loop, ZeRO-1's pieces) and, with
+ * two GPUs or more, across --gpus GPUs in `data` and `zero1` modes. Scaling = tokens/s(N GPUs) ÷ tokens/s(1 GPU). PyTorch DDP in
  * the same call: bench/torch/gpt2_ddp.py (world size 1 standalone, N under torch.distributed.run).
  *   node dist/bench/nn-data-parallel.js [--preset gpt2] [--batch 64] [--steps 15] [--precision bf16] [--gpus 2]
  */
