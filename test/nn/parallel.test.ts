@@ -228,6 +228,22 @@ void describe('ZeRO-1 on the CPU', () => {
   );
 });
 
+void describe('ZeRO-1 in bf16', () => {
+  void it(
+    'gpt-micro bf16 (f32 masters in the pieces): the same losses and parameters as data parallelism',
+    { timeout: 120_000 },
+    async () => {
+      const data = tokens(4000, 14);
+      const spec: TrainSpec = { ...gpt, precision: 'bf16', batch: 4 };
+      const dp = await parallel(spec, data, ['cpu0#0', 'cpu0#1'], 'data', 4096);
+      dp.replicas.dispose();
+      const z = await parallel(spec, data, ['cpu0#0', 'cpu0#1'], 'zero1', 4096);
+      sameRun(z, dp, 1e-6, 'ZeRO-1 bf16 vs data parallel');
+      z.replicas.dispose();
+    },
+  );
+});
+
 void describe('trainDataParallel', () => {
   void it('trains and reports every step through onStep', async () => {
     const steps: number[] = [];
