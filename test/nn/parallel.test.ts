@@ -238,7 +238,8 @@ void describe('ZeRO-1 in bf16', () => {
       const dp = await parallel(spec, data, ['cpu0#0', 'cpu0#1'], 'data', 4096);
       dp.replicas.dispose();
       const z = await parallel(spec, data, ['cpu0#0', 'cpu0#1'], 'zero1', 4096);
-      sameRun(z, dp, 1e-6, 'ZeRO-1 bf16 vs data parallel');
+      // The clipping norm is summed in another order: a master may round to the neighbouring bf16 value.
+      sameRun(z, dp, 2 ** -8, 'ZeRO-1 bf16 vs data parallel');
       z.replicas.dispose();
     },
   );
