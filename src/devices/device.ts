@@ -171,6 +171,47 @@ export interface BackendStatus {
   readonly reason?: string;
   readonly devices: readonly Device[];
   readonly copies: readonly CopyRoute[];
+  /**
+   * Optional: a communicator over some of this backend's devices (one rank each, in the order given),
+   * e.g. NCCL. Throws a TandemError (TANDEM_ERR_UNSUPPORTED when the library is missing); the runtime
+   * then uses its portable collectives made of ordinary tasks.
+   */
+  readonly collectives?: (devices: readonly Device[]) => CollectiveGroup;
+}
+
+export type CollectiveOp = 'allReduce' | 'reduceScatter' | 'allGather' | 'broadcast';
+export type ReduceOp = 'sum' | 'avg';
+
+/** One collective over every rank of a group: per rank a send and a receive buffer (may be the same). */
+export interface CollectiveCall {
+  readonly op: CollectiveOp;
+  /** allReduce and reduceScatter only. */
+  readonly reduce: ReduceOp;
+  /** broadcast only: the rank whose data everyone receives. */
+  readonly root: number;
+  readonly dtype: DType;
+  /**
+   * Elements per rank: of the tensor (allReduce, broadcast), of each output (reduceScatter: the input
+   * holds ranks × count), of each input (allGather: the output holds ranks × count).
+   */
+  readonly count: number;
+  readonly send: readonly DeviceBuffer[];
+  readonly recv: readonly DeviceBuffer[];
+}
+
+/**
+ * A communicator: runs collectives on streams of its own (one per device), ordered after the work
+ * already queued on each device's compute queue; `done` runs when every rank's part has finished.
+ */
+export interface CollectiveGroup {
+  /** Library and version for logs and traces ("nccl 2.27.3"). */
+  readonly engine: string;
+  readonly devices: readonly Device[];
+  /** Trace queue names, one per rank ("cuda0.comm"). */
+  readonly queueIds: readonly string[];
+  /** Runs the calls as one group (NCCL fuses them: a bucket of gradients is one launch per rank). */
+  run(calls: readonly CollectiveCall[], done: Done): void;
+  close(): void;
 }
 
 export interface Backend {

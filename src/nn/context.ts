@@ -35,6 +35,8 @@ interface TapeNode {
   readonly backward: (grad: Tensor) => void;
   /** Tensors kept for the backward pass only (freed after it). */
   readonly saved: readonly Tensor[];
+  /** The parameters among the op's inputs (to tell when a parameter's gradient is final). */
+  readonly params: readonly Var[];
 }
 
 /** Where a gradient contribution goes: the tensor, and whether to add to what it holds. */
@@ -53,6 +55,12 @@ export class Nn implements VarHost {
    * fuse the loss gradient into the forward pass (crossEntropy) read it there.
    */
   lossScale = 1;
+  /**
+   * Called during backward() once a parameter's gradient is final: every recorded op that used it has
+   * submitted its contribution (data parallelism starts a bucket's all-reduce here, while the backward
+   * of earlier layers is still being submitted and run). Parameters no op used are not reported.
+   */
+  onGradReady: ((p: Var) => void) | null = null;
   private tape: TapeNode[] = [];
   /** Intermediate values made since the last backward or release: freed by them. */
   private made: Var[] = [];
@@ -155,7 +163,7 @@ export class Nn implements VarHost {
     const out = new Var(this, data, 'intermediate', requiresGrad);
     this.made.push(out);
     if (requiresGrad) {
-      this.tape.push({ output: out, backward, saved });
+      this.tape.push({ output: out, backward, saved, params: inputs.filter((v) => v.kind === 'parameter') });
       for (const v of inputs) v.uses++;
     } else for (const t of saved) this.rt.free(t);
     return out;
@@ -304,10 +312,20 @@ export class Nn implements VarHost {
       const seed = this.gradTarget(root)!;
       this.submit('fill', { y: seed.tensor }, { value: this.lossScale });
       const freed = new Set<Tensor>();
+      const ready = this.onGradReady;
+      const usesLeft = new Map<Var, number>();
+      if (ready !== null)
+        for (const n of this.tape) for (const p of n.params) usesLeft.set(p, (usesLeft.get(p) ?? 0) + 1);
       for (let i = this.tape.length - 1; i >= 0; i--) {
         const node = this.tape[i]!;
         const out = node.output;
         if (out.grad !== null && out.gradWritten) node.backward(out.grad);
+        if (ready !== null)
+          for (const p of node.params) {
+            const left = usesLeft.get(p)! - 1;
+            usesLeft.set(p, left);
+            if (left === 0) ready(p);
+          }
         for (const t of node.saved) this.freeOnce(t, freed);
         if (out.grad !== null && !this.handedOver.delete(out.grad)) this.freeOnce(out.grad, freed);
         out.grad = null;

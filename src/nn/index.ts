@@ -71,3 +71,13 @@ export {
   requireFits,
   type MemoryPlan,
 } from './memory.js';
+export {
+  buildReplicas,
+  PARALLEL_MODES,
+  planBuckets,
+  Replicas,
+  runReplicas,
+  trainDataParallel,
+  Zero1,
+  type ParallelMode,
+} from './parallel/index.js';

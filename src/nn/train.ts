@@ -13,7 +13,7 @@ import { Cnn, Mlp, type Classifier } from './models/classifiers.js';
 import { Gpt, gptConfig, gptFlopsPerToken } from './models/gpt.js';
 import { classifierMemoryPlan, gptMemoryPlan, requireFits } from './memory.js';
 import { GradScaler, type GradScalerState } from './grad-scaler.js';
-import { AdamW } from './optim/adamw.js';
+import { AdamW, type AdamWOptions } from './optim/adamw.js';
 import { cosineWithWarmup } from './optim/schedule.js';
 import type { Var } from './var.js';
 
@@ -57,6 +57,46 @@ export interface StepReport {
   readonly skipped?: boolean;
 }
 
+/** One batch of rows as host arrays (row-major: a row is a sequence or an image). */
+export type Batch =
+  | {
+      readonly kind: 'tokens';
+      readonly rows: number;
+      readonly time: number;
+      readonly inputs: Int32Array;
+      readonly targets: Int32Array;
+    }
+  | {
+      readonly kind: 'images';
+      readonly rows: number;
+      readonly height: number;
+      readonly width: number;
+      readonly images: Float32Array;
+      readonly labels: Int32Array;
+    };
+
+/** Rank `rank`'s equal share of `b`'s rows, in order (the caller checked that ranks divides rows). */
+export function shardBatch(b: Batch, rank: number, ranks: number): Batch {
+  const rows = b.rows / ranks;
+  const from = rank * rows;
+  if (b.kind === 'tokens') {
+    const t = b.time;
+    return {
+      ...b,
+      rows,
+      inputs: b.inputs.subarray(from * t, (from + rows) * t),
+      targets: b.targets.subarray(from * t, (from + rows) * t),
+    };
+  }
+  const px = b.height * b.width;
+  return {
+    ...b,
+    rows,
+    images: b.images.subarray(from * px, (from + rows) * px),
+    labels: b.labels.subarray(from, from + rows),
+  };
+}
+
 export type TrainData =
   | { readonly kind: 'images'; readonly train: ImageSet; readonly test?: ImageSet }
   | { readonly kind: 'tokens'; readonly train: ArrayLike<number>; readonly val?: ArrayLike<number> };
@@ -80,19 +120,37 @@ export function buildModel(nn: Nn, spec: Pick<TrainSpec, 'model' | 'preset'>): B
   }
 }
 
+/** The optimizer settings of a spec (GPT: nanoGPT's; classifiers: PyTorch's AdamW defaults). */
+export function adamwOptions(spec: TrainSpec): AdamWOptions & { readonly lr: number } {
+  const isGpt = spec.model === 'gpt';
+  return {
+    lr: spec.lr ?? (isGpt ? 6e-4 : 1e-3),
+    beta1: 0.9,
+    beta2: isGpt ? 0.95 : 0.999,
+    weightDecay: spec.weightDecay ?? (isGpt ? 0.1 : 0.01),
+    decayMatricesOnly: isGpt,
+    maxNorm: spec.maxNorm ?? (isGpt ? 1 : 0),
+  };
+}
+
 export class Trainer {
   readonly nn: Nn;
   readonly built: Built;
   readonly optimizer: AdamW;
   readonly step0: number;
-  private readonly lrAt: (it: number) => number;
+  /** The learning rate of step `it` (the schedule). */
+  readonly lrAt: (it: number) => number;
   private readonly tokens: TokenLoader | null;
   private imageIndex = 0;
+
+  /** Rows the data source hands out per step: spec.batch, or the global batch of data parallelism. */
+  private readonly dataRows: number;
 
   constructor(
     readonly rt: Runtime,
     readonly spec: TrainSpec,
     readonly data: TrainData,
+    options: { readonly dataRows?: number } = {},
   ) {
     if (!Number.isInteger(spec.steps) || spec.steps < 1)
       throw new TandemError(
@@ -104,6 +162,7 @@ export class Trainer {
         'TANDEM_ERR_INVALID_ARGUMENT',
         `train: batch must be a positive integer, got ${spec.batch}`,
       );
+    this.dataRows = options.dataRows ?? spec.batch;
     this.nn = new Nn(rt, {
       precision: spec.precision ?? 'f32',
       seed: spec.seed ?? 1,
@@ -117,15 +176,9 @@ export class Trainer {
         'TANDEM_ERR_INVALID_ARGUMENT',
         `train: model ${spec.model} needs ${isGpt ? 'token' : 'image'} data`,
       );
-    const lr = spec.lr ?? (isGpt ? 6e-4 : 1e-3);
-    this.optimizer = new AdamW(this.nn, this.built.model.parameters(), {
-      lr,
-      beta1: 0.9,
-      beta2: isGpt ? 0.95 : 0.999,
-      weightDecay: spec.weightDecay ?? (isGpt ? 0.1 : 0.01),
-      decayMatricesOnly: isGpt,
-      maxNorm: spec.maxNorm ?? (isGpt ? 1 : 0),
-    });
+    const adamw = adamwOptions(spec);
+    const lr = adamw.lr;
+    this.optimizer = new AdamW(this.nn, this.built.model.parameters(), adamw);
     this.lrAt = cosineWithWarmup({
       maxLr: lr,
       minLr: lr * 0.1,
@@ -138,17 +191,17 @@ export class Trainer {
     if (data.kind === 'tokens' && this.built.kind === 'gpt') {
       const c = this.built.model.config;
       this.tokens = new TokenLoader(data.train, {
-        batch: spec.batch,
+        batch: this.dataRows,
         time: spec.seqLen ?? c.context,
         seed: spec.seed ?? 1,
         vocab: c.vocab,
       });
     } else {
       this.tokens = null;
-      if (data.kind === 'images' && data.train.count < spec.batch)
+      if (data.kind === 'images' && data.train.count < this.dataRows)
         throw new TandemError(
           'TANDEM_ERR_BAD_DATA',
-          `train: the data set has ${data.train.count} images, fewer than one batch of ${spec.batch}`,
+          `train: the data set has ${data.train.count} images, fewer than one batch of ${this.dataRows}`,
         );
     }
   }
@@ -186,26 +239,45 @@ export class Trainer {
     return this.tokens === null ? this.spec.batch : this.spec.batch * this.tokens.options.time;
   }
 
-  /** Submits one step's forward, backward and update; returns its loss (not yet computed). */
+  /** Submits one step's forward (its backward and update follow); returns its loss (not yet computed). */
   submitStep(): Var {
+    return this.submitBatch(this.nextBatch());
+  }
+
+  /** The next batch from the data: spec.batch rows, or dataRows (data parallelism shards it). */
+  nextBatch(): Batch {
+    if (this.tokens !== null) {
+      const b = this.tokens.next();
+      return { kind: 'tokens', rows: this.dataRows, time: this.tokens.options.time, ...b };
+    }
+    const set = (this.data as { train: ImageSet }).train;
+    const b = imageBatch(set, this.dataRows, this.imageIndex++, this.spec.seed ?? 1);
+    return { kind: 'images', rows: this.dataRows, height: set.height, width: set.width, ...b };
+  }
+
+  /** Submits the forward pass and loss of `b` (any number of rows); returns the loss. */
+  submitBatch(b: Batch): Var {
     const nn = this.nn;
     let loss: Var;
-    if (this.built.kind === 'gpt') {
-      const b = this.tokens!.next();
-      const t = this.tokens!.options.time;
-      const ids = nn.input(b.inputs, [this.spec.batch, t], 'i32');
-      const targets = nn.input(b.targets, [this.spec.batch * t], 'i32');
+    if (b.kind === 'tokens' && this.built.kind === 'gpt') {
+      const ids = nn.input(b.inputs, [b.rows, b.time], 'i32');
+      const targets = nn.input(b.targets, [b.rows * b.time], 'i32');
       loss = this.built.model.loss(ids, targets);
       this.freeAfterStep(ids, targets);
-    } else {
-      const set = (this.data as { train: ImageSet }).train;
-      const batch = imageBatch(set, this.spec.batch, this.imageIndex++, this.spec.seed ?? 1);
-      const x = nn.input(batch.images, [this.spec.batch, 1, set.height, set.width]);
-      const y = nn.input(batch.labels, [this.spec.batch], 'i32');
+    } else if (b.kind === 'images' && this.built.kind === 'classifier') {
+      const x = nn.input(b.images, [b.rows, 1, b.height, b.width]);
+      const y = nn.input(b.labels, [b.rows], 'i32');
       loss = this.built.model.loss(x, y);
       this.freeAfterStep(x, y);
-    }
+    } else
+      throw new TandemError('TANDEM_ERR_INTERNAL', `train: a ${b.kind} batch for model ${this.spec.model}`);
     return loss;
+  }
+
+  /** After a step's update is queued: frees its inputs and forgets its gradients. */
+  endStep(): void {
+    this.optimizer.zeroGrad();
+    for (const v of this.pendingInputs.splice(0)) this.rt.free(v.data);
   }
 
   private pendingInputs: Var[] = [];
@@ -226,7 +298,7 @@ export class Trainer {
    * The update of a step. fp16: the gradients are unscaled in the update and an overflow skips it —
    * the norm is read first (a host sync, as PyTorch's GradScaler does) and the scale updated.
    */
-  private async update(lr: number): Promise<void> {
+  async update(lr: number): Promise<void> {
     if (this.scaler === null) {
       this.optimizer.step({ lr });
       return;
@@ -286,8 +358,7 @@ export class Trainer {
       const loss = this.submitStep();
       await loss.backward();
       await this.update(lr);
-      this.optimizer.zeroGrad();
-      for (const v of this.pendingInputs.splice(0)) this.rt.free(v.data);
+      this.endStep();
       this.stepsDone = it + 1;
       if (atBoundary) await atBoundary(it + 1);
       // Read the previous step's loss while this one runs.

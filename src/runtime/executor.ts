@@ -5,7 +5,7 @@
  * runtime's own cost stays at a few microseconds per task.
  */
 import { TandemError, asTandemError } from '../core/errors.js';
-import type { LaunchArg, LaunchTiming } from '../devices/device.js';
+import type { DeviceBuffer, LaunchArg, LaunchTiming } from '../devices/device.js';
 import type { Coherence } from '../memory/coherence.js';
 import type { Observer, TaskEvent } from '../obs/observer.js';
 import { nowUs } from '../obs/observer.js';
@@ -131,6 +131,7 @@ export class Executor implements PredecessorSink {
       task.flags & FORWARD_MIXED ||
       !w ||
       task.hostFn ||
+      task.placed ||
       !task.eligible.includes(w.index) ||
       // Bound what runs ahead in one queue; past this, followers wait for completions as usual.
       w.inflight >= MAX_FORWARDED_INFLIGHT
@@ -184,6 +185,10 @@ export class Executor implements PredecessorSink {
     if (this.observers.length) task.timed().readyUs = nowUs();
     if (task.hostFn) {
       this.dispatchHost(task);
+      return;
+    }
+    if (task.placed) {
+      this.dispatchPlaced(task);
       return;
     }
     if (task.eligible.length === 0) {
@@ -397,6 +402,53 @@ export class Executor implements PredecessorSink {
     arrived(null);
   }
 
+  /**
+   * A task over several devices (a collective): each tensor made valid or writable on its own node and
+   * pinned there, as for a kernel, then the work runs on its own streams; completion is its callback.
+   */
+  private dispatchPlaced(task: Task): void {
+    task.state = 'dispatched';
+    const work = task.placed!;
+    const buffers: DeviceBuffer[] = [];
+    let waiting = 1;
+    let failed: Error | null = null;
+    const tensors = task.tensors;
+    for (let i = 0; i < tensors.length; i++) tensors[i]!.replica(work.nodes[i]!.index).users++;
+    const finish = (err: TandemError | null): void => {
+      for (let i = 0; i < tensors.length; i++) tensors[i]!.replica(work.nodes[i]!.index).users--;
+      this.complete(task, err);
+    };
+    const arrived = (err: Error | null): void => {
+      if (err && !failed) failed = err;
+      if (--waiting > 0) return;
+      if (failed)
+        return finish(asTandemError(failed, 'TANDEM_ERR_INTERNAL', `preparing data for ${task.name}`));
+      task.timed().startUs = nowUs();
+      if (this.observers.length) this.emitStart(task);
+      try {
+        work.run(buffers, (e) => finish(e ? asTandemError(e, 'TANDEM_ERR_KERNEL_FAILED', task.name) : null));
+      } catch (e) {
+        finish(asTandemError(e, 'TANDEM_ERR_KERNEL_FAILED', task.name));
+      }
+    };
+    try {
+      for (let i = 0; i < tensors.length; i++) {
+        const t = tensors[i]!;
+        const node = work.nodes[i]!;
+        if (readsFrom(task.modes[i]!)) {
+          waiting++;
+          this.coherence.acquireRead(t, node, arrived);
+        } else this.coherence.acquireWrite(t, node);
+        buffers.push(this.coherence.bufferOn(t, node));
+      }
+      for (let i = 0; i < tensors.length; i++)
+        if (writesTo(task.modes[i]!)) this.coherence.commitWrite(tensors[i]!, work.nodes[i]!);
+    } catch (e) {
+      failed ??= e as Error;
+    }
+    arrived(null);
+  }
+
   private complete(task: Task, error: TandemError | null): void {
     if (task.isFinished()) return;
     const tt = task.timed();
@@ -489,8 +541,8 @@ export class Executor implements PredecessorSink {
       taskId: task.id,
       name: task.name,
       op: task.op,
-      deviceId: w ? w.device.info.id : 'host',
-      queueId: w ? w.queue.id : 'host',
+      deviceId: w ? w.device.info.id : (task.placed?.deviceId ?? 'host'),
+      queueId: w ? w.queue.id : (task.placed?.queueId ?? 'host'),
       // A task submitted before its observer came has no submission or ready time: its start stands in.
       submitUs: tt?.submitUs || tt?.readyUs || startUs,
       readyUs: tt?.readyUs || startUs,

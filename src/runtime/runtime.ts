@@ -41,7 +41,8 @@ import {
 import { KernelRegistry, kernelFlops, type RegisteredKernel } from './kernel-registry.js';
 import { createPolicy } from './policies/index.js';
 import type { SchedulerPolicy, WorkerSlot } from './policies/policy.js';
-import type { TaskHandle, TaskKernel } from './task.js';
+import type { PlacedWork, TaskHandle, TaskKernel } from './task.js';
+import { Communicator, placedKernel, type CommunicatorOptions } from './collectives.js';
 import { Task, unfinished } from './task.js';
 import { validateSubmit, type SubmitRequest } from './submit.js';
 import { BusModel, calibrateBus } from './bus-model.js';
@@ -459,6 +460,41 @@ export class Runtime {
       writeHost(t, this.coherence.bufferOn(t, this.host), data),
     );
     await task.done;
+  }
+
+  /**
+   * A collective over one rank per device (see collectives.ts): `ranks` are device ids, a device may
+   * appear more than once as `id#k` (replicas sharing a GPU or the CPU). NCCL where the backend has it
+   * and every rank is its own GPU, else ordinary tasks (copies, axpy, slices); `engine` forces one.
+   */
+  collectives(ranks: readonly string[], options: CommunicatorOptions = {}): Communicator {
+    this.assertOpen();
+    return new Communicator(this, ranks, options);
+  }
+
+  /** Internal (collectives.ts): a task over several memory nodes, ordered by its tensors' accesses. */
+  submitPlaced(
+    name: string,
+    tensors: readonly Tensor[],
+    modes: readonly AccessMode[],
+    work: PlacedWork,
+  ): Task {
+    this.assertOpen();
+    tensors.forEach((t) => this.checkTensor(t, name));
+    const task = new Task(
+      this.nextTaskId++,
+      name,
+      placedKernel,
+      tensors,
+      modes,
+      NO_SCALARS,
+      0,
+      null,
+      undefined,
+    );
+    task.placed = work;
+    this.executor.submit(task, []);
+    return task;
   }
 
   private hostTask(kernel: TaskKernel, t: Tensor, fn: (task: Task) => void): Task {

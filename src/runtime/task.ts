@@ -8,7 +8,7 @@
  * and lists start as shared empty arrays.
  */
 import type { TandemError } from '../core/errors.js';
-import type { Scalars } from '../devices/device.js';
+import type { DeviceBuffer, MemoryNode, Scalars } from '../devices/device.js';
 import type { AccessMode, Cost, KernelDef } from '../kernels/kernel.js';
 import type { AccessRecord, Tensor } from '../memory/tensor.js';
 import type { TaskShape } from './perf-model.js';
@@ -63,6 +63,20 @@ export interface TaskKernel {
   readonly impls: ReadonlyMap<string, unknown>;
 }
 
+/**
+ * Work on several memory nodes at once (a collective over one tensor per device): the executor makes
+ * each tensor valid (reads) or writable (writes) on its node, as for a kernel on that node, then calls
+ * `run` with the buffers in tensor order; `done` completes the task. It never sits in a device queue:
+ * it has its own streams (NCCL) and is ordered with kernels only by the tensors it touches.
+ */
+export interface PlacedWork {
+  readonly nodes: readonly MemoryNode[];
+  /** For traces: where it ran ("cuda0+cuda1") and on what ("cuda0.comm+cuda1.comm"). */
+  readonly deviceId: string;
+  readonly queueId: string;
+  run(buffers: readonly DeviceBuffer[], done: (err: Error | null) => void): void;
+}
+
 /** Bits of `Task.flags`: in its queue (launched), so followers may now be forwarded behind it. */
 export const LAUNCHED = 1;
 /** A successor already followed this task into its queue (only the first one may). */
@@ -98,6 +112,7 @@ class TaskRare {
   error: TandemError | null = null;
   placement: string | undefined = undefined;
   hostFn: ((task: Task) => void) | null = null;
+  placed: PlacedWork | null = null;
   completion: Completion | null = null;
   share: ShareGroup | null = null;
 }
@@ -193,6 +208,15 @@ export class Task implements TaskHandle, AccessRecord {
 
   set hostFn(fn: ((task: Task) => void) | null) {
     if (fn !== null || this.rare) this.more().hostFn = fn;
+  }
+
+  /** Internal: work spanning several devices (a collective), run outside the device queues. */
+  get placed(): PlacedWork | null {
+    return this.rare?.placed ?? null;
+  }
+
+  set placed(w: PlacedWork | null) {
+    if (w !== null || this.rare) this.more().placed = w;
   }
 
   /** Increases with submission order: FIFO tie-breaker. */

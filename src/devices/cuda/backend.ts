@@ -28,6 +28,8 @@ import {
 import { CublasLt } from './ffi/cublaslt.js';
 import { CUSOLVER_SONAMES, Cusolver } from './ffi/cusolver.js';
 import { Nvrtc } from './ffi/nvrtc.js';
+import { loadNccl } from './ffi/nccl.js';
+import { ncclCollectives } from './nccl-group.js';
 import { PeerLinks } from './peer.js';
 import { ProgramCache } from './program-cache.js';
 
@@ -207,7 +209,14 @@ export function createCudaBackend(): Backend {
         `cuda: ${devices.map((d) => `${d.id} ${d.info.name} (${d.info.details['arch']})`).join(', ')}`,
       );
       const peers = new PeerLinks(devices, driver, { peerAccess: opts.peerAccess !== false, log: ctx.log });
-      return { kind: 'cuda', available: true, devices, copies: cudaCopyRoutes(devices, peers) };
+      return {
+        kind: 'cuda',
+        available: true,
+        devices,
+        copies: cudaCopyRoutes(devices, peers),
+        // NCCL is loaded on the first communicator, not here: most runtimes never make one.
+        collectives: ncclCollectives(() => loadNccl(opts.libraryPaths ?? [], dirs), devices),
+      };
     },
   };
 }

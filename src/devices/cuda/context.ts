@@ -16,6 +16,14 @@ export const CUBLAS_WORKSPACE_BYTES = 32 << 20;
 /** The context current on the (single, main) JS thread, so makeCurrent is a compare on the hot path. */
 let currentContext = 0;
 
+/**
+ * Forgets which context is current, so the next makeCurrent sets it again: after a library that sets
+ * the current device itself (NCCL calls cudaSetDevice for each rank) the remembered one may be wrong.
+ */
+export function forgetCurrentContext(): void {
+  currentContext = 0;
+}
+
 export interface Streams {
   readonly compute: number;
   readonly h2d: number;

@@ -19,6 +19,11 @@ export interface AdamWOptions {
   readonly decayMatricesOnly?: boolean;
   /** Clip the global gradient norm to this (0: no clipping). */
   readonly maxNorm?: number;
+  /**
+   * Whether `p` is decayed, overriding decayMatricesOnly (ZeRO-1's flat pieces of a parameter decay as
+   * the parameter would).
+   */
+  readonly decayFor?: (p: Var) => boolean;
 }
 
 interface State {
@@ -29,7 +34,8 @@ interface State {
 
 export class AdamW extends Optimizer {
   readonly lr: number;
-  private readonly o: Required<AdamWOptions>;
+  private readonly o: Required<Omit<AdamWOptions, 'decayFor'>>;
+  private readonly decayFor: ((p: Var) => boolean) | null;
   private readonly state = new Map<Var, State>();
 
   constructor(nn: Nn, params: readonly Var[], options: AdamWOptions = {}) {
@@ -43,6 +49,7 @@ export class AdamW extends Optimizer {
       decayMatricesOnly: options.decayMatricesOnly ?? false,
       maxNorm: options.maxNorm ?? 0,
     };
+    this.decayFor = options.decayFor ?? null;
     const o = this.o;
     const bad = (['lr', 'eps', 'weightDecay', 'maxNorm'] as const).find(
       (k) => !(o[k] >= 0 && Number.isFinite(o[k])),
@@ -84,7 +91,8 @@ export class AdamW extends Optimizer {
   protected update(p: Var, norm: Tensor, options: StepOptions): void {
     const s = this.state.get(p)!;
     const o = this.o;
-    const decay = o.decayMatricesOnly && p.shape.length < 2 ? 0 : o.weightDecay;
+    const decays = this.decayFor !== null ? this.decayFor(p) : !(o.decayMatricesOnly && p.shape.length < 2);
+    const decay = decays ? o.weightDecay : 0;
     const scalars = {
       lr: options.lr ?? o.lr,
       beta1: o.beta1,

@@ -51,6 +51,14 @@ export abstract class Optimizer {
     this.norm = norm;
   }
 
+  /**
+   * The device tensor computeNorm() summed squares into (null before it): ZeRO-1 all-reduces each
+   * rank's partial sum here before applyUpdate, so clipping sees the global norm.
+   */
+  get normTensor(): Tensor | null {
+    return this.norm;
+  }
+
   /** Submits the updates with the norm of the last computeNorm(); the step count advances. */
   applyUpdate(options: StepOptions = {}): void {
     if (this.norm === null) this.computeNorm();
