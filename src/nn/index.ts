@@ -71,3 +71,15 @@ export {
   requireFits,
   type MemoryPlan,
 } from './memory.js';
+export {
+  PARALLEL_MODES,
+  PipelineTrainer,
+  runDataParallel,
+  simulateSchedule,
+  theoreticalBubble,
+  trainPipeline,
+  type ParallelMode,
+  type PassRecord,
+  type PipelineOptions,
+  type ScheduleKind,
+} from './parallel/index.js';

@@ -7,7 +7,13 @@ import { TandemError } from '../../core/errors.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import type { StepReport, TrainData, TrainSpec } from '../train.js';
 
-export { PipelineTrainer, trainPipeline, type PipelineOptions, type PipelineRunOptions } from './pipeline.js';
+export {
+  PipelineTrainer,
+  trainPipeline,
+  type PassRecord,
+  type PipelineOptions,
+  type PipelineRunOptions,
+} from './pipeline.js';
 export { GptStage, evenSplit } from './gpt-stage.js';
 export {
   SCHEDULE_KINDS,

@@ -30,6 +30,20 @@ export interface PipelineOptions {
   readonly schedule?: ScheduleKind;
   /** Layers per stage (default: as even as possible). */
   readonly split?: readonly number[];
+  /**
+   * Called after each pass is submitted with the ids of its first and last task (ids grow with
+   * submission, and a pass's tasks are submitted together): a benchmark maps trace events to stages.
+   */
+  readonly onPass?: (pass: PassRecord) => void;
+}
+
+export interface PassRecord {
+  readonly step: number;
+  readonly stage: number;
+  readonly kind: 'F' | 'B';
+  readonly micro: number;
+  readonly firstTaskId: number;
+  readonly lastTaskId: number;
 }
 
 interface Stage {
@@ -55,6 +69,8 @@ export class PipelineTrainer {
   private readonly tokens: TokenLoader;
   private readonly lrAt: (it: number) => number;
   private readonly time: number;
+  private readonly onPass: ((pass: PassRecord) => void) | undefined;
+  private stepsSubmitted = 0;
   /** The global Σ g² of the last step (the clip reads it; freed at the next step). */
   private norm: Tensor | null = null;
 
@@ -93,6 +109,7 @@ export class PipelineTrainer {
         { batch: spec.batch, microBatches: m },
       );
     this.microBatches = m;
+    this.onPass = options.onPass;
     this.schedule = requireScheduleKind(options.schedule ?? '1f1b');
     const p = options.devices.length;
     for (const d of options.devices)
@@ -167,6 +184,10 @@ export class PipelineTrainer {
     return this.stages.flatMap((s) => s.model.namedParameters());
   }
 
+  private lastTaskId(): number {
+    return Math.max(-1, ...this.stages.map((s) => s.nn.lastTask?.id ?? -1));
+  }
+
   /** Copies wte (first stage) into the last stage's head (a copy task on the last stage's device). */
   private syncHead(): void {
     const first = this.firstStage.model;
@@ -191,8 +212,10 @@ export class PipelineTrainer {
     const flight: (InFlight | undefined)[][] = this.stages.map(() => new Array<InFlight | undefined>(m));
     const gradIn: (Tensor | undefined)[][] = this.stages.map(() => new Array<Tensor | undefined>(m));
     const lastOf: (ReturnType<Nn['submit']> | null)[] = this.stages.map(() => null);
+    const step = this.stepsSubmitted++;
     for (const { stage: s, op } of submissionOrder(scheduleOrders(this.schedule, p, m))) {
       const { nn, model } = this.stages[s]!;
+      const before = this.lastTaskId();
       const j = op.micro;
       // The stage's passes run in the schedule's order: this pass's tasks wait for the last one's.
       const prev = lastOf[s];
@@ -231,6 +254,15 @@ export class PipelineTrainer {
         flight[s]![j] = undefined;
       }
       lastOf[s] = nn.lastTask;
+      if (this.onPass !== undefined && nn.lastTask !== null && nn.lastTask.id > before)
+        this.onPass({
+          step,
+          stage: s,
+          kind: op.kind,
+          micro: j,
+          firstTaskId: before + 1,
+          lastTaskId: nn.lastTask.id,
+        });
       nn.waitFor = null;
       nn.priority = undefined;
     }
