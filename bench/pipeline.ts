@@ -110,6 +110,10 @@ async function runSingle(): Promise<void> {
       const reports: StepReport[] = [];
       await trainer.run((r) => reports.push(r));
       trainer.optimizer.dispose();
+      for (const v of trainer.nn.parameters) {
+        rt.free(v.data);
+        if (v.grad !== null) rt.free(v.grad);
+      }
       console.log(JSON.stringify({ mode: 'single', device: devices[0], batch: b, ...timed(reports) }));
       return;
     } catch (e) {
@@ -141,7 +145,7 @@ async function runPipeline(devs: string[], schedule: ScheduleKind, label: string
   const reports: StepReport[] = [];
   await trainer.run((r) => reports.push(r));
   rt.removeObserver(observer);
-  for (const s of trainer.stages) s.optimizer.dispose();
+  trainer.dispose();
   const t = timed(reports);
   const p = devs.length;
   // Per device: busy union over the observed window.

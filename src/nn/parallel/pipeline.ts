@@ -294,6 +294,20 @@ export class PipelineTrainer {
     this.syncHead();
   }
 
+  /** Frees every stage's parameters, gradients and optimizer state (the trainer is not used after). */
+  dispose(): void {
+    for (const { nn, optimizer } of this.stages) {
+      optimizer.dispose();
+      for (const p of nn.parameters) {
+        if (!p.data.freed) this.rt.free(p.data);
+        if (p.grad !== null && !p.grad.freed) this.rt.free(p.grad);
+        p.grad = null;
+      }
+    }
+    if (this.norm !== null && !this.norm.freed) this.rt.free(this.norm);
+    this.norm = null;
+  }
+
   /**
    * Runs every step, reporting each (one step behind the devices: step k's losses are read while step
    * k + 1 is queued). Stops at a step boundary when `signal` aborts; NaN stops with UNSTABLE.
