@@ -21,7 +21,7 @@ import { embedding } from '../ops/embedding.js';
 import { linear, mlp } from '../ops/linear.js';
 import { crossEntropy } from '../ops/loss.js';
 import { residualLayerNorm } from '../ops/norm.js';
-import type { Var } from '../var.js';
+import { Var } from '../var.js';
 
 /** Seeds `Gpt` takes before block i: wte, wpe, then four linear layers per block. */
 const seedsBefore = (block: number): number => 2 + 4 * block;
@@ -92,10 +92,11 @@ export class GptStage extends Module {
       this.blocks.push(h.add(String(i), new Block(nn, c)));
     if (this.last) {
       this.lnF = this.child('ln_f', new LayerNorm(nn, c.width));
-      // The copy starts as zeros: the pipeline copies wte into it before the first step.
+      // A leaf with a gradient but not a trained parameter (not in nn.parameters): the pipeline
+      // copies wte into it before the first step and after every update.
       this.head = this.first
         ? this.wte
-        : nn.parameter([c.paddedVocab, c.width], new Float64Array(c.paddedVocab * c.width), 'lm_head.weight');
+        : new Var(nn, nn.tensor([c.paddedVocab, c.width]), 'parameter', true, 'lm_head.weight');
     }
   }
 

@@ -304,6 +304,13 @@ export class PipelineTrainer {
         p.grad = null;
       }
     }
+    const last = this.lastStage.model;
+    if (last !== this.firstStage.model) {
+      const head = last.head!;
+      if (!head.data.freed) this.rt.free(head.data);
+      if (head.grad !== null && !head.grad.freed) this.rt.free(head.grad);
+      head.grad = null;
+    }
     if (this.norm !== null && !this.norm.freed) this.rt.free(this.norm);
     this.norm = null;
   }
