@@ -11,7 +11,9 @@ import { isTandemError } from '../../src/core/errors.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import type { Precision } from '../../src/nn/context.js';
 import { brownCorpusBytes } from '../../src/nn/data/corpus.js';
-import { PipelineTrainer, type PipelineOptions } from '../../src/nn/parallel/pipeline.js';
+import { PipelineTrainer, type PassRecord, type PipelineOptions } from '../../src/nn/parallel/pipeline.js';
+import { stageOrder } from '../../src/nn/parallel/schedule.js';
+import type { Observer, TaskEvent } from '../../src/obs/observer.js';
 import { Trainer, type TrainSpec } from '../../src/nn/train.js';
 import { cpuRuntime } from '../runtime/helpers.js';
 
@@ -135,6 +137,52 @@ void describe('pipeline-parallel GPT training on the CPU', () => {
       assert.deepEqual(await last.head!.values(), wte);
       // That the head's gradient reaches wte is what the equality with plain (tied) training above
       // proves: without the sum, those tests fail.
+    },
+  );
+
+  it(
+    "each stage runs its passes in the schedule's order (the trace's task times)",
+    { timeout: 120_000 },
+    async () => {
+      for (const schedule of ['1f1b', 'gpipe'] as const) {
+        const passes: PassRecord[] = [];
+        const events = new Map<number, TaskEvent>();
+        const observer: Observer = { onTaskEnd: (e) => events.set(e.taskId, e) };
+        rt.addObserver(observer);
+        try {
+          const trainer = new PipelineTrainer(rt, { ...spec('f32'), steps: 1 }, data, {
+            devices: ['cpu', 'cpu', 'cpu'],
+            microBatches: 4,
+            schedule,
+            onPass: (x) => passes.push(x),
+          });
+          await trainer.run();
+          await rt.idle();
+        } finally {
+          rt.removeObserver(observer);
+        }
+        for (let s = 0; s < 3; s++) {
+          const mine = passes.filter((x) => x.stage === s);
+          assert.equal(
+            mine.map((x) => `${x.kind}${x.micro}`).join(' '),
+            stageOrder(schedule, 3, 4, s)
+              .map((o) => `${o.kind}${o.micro}`)
+              .join(' '),
+          );
+          for (let k = 1; k < mine.length; k++) {
+            const lastOfPrevious = events.get(mine[k - 1]!.lastTaskId)!;
+            let firstStart = Infinity;
+            for (let id = mine[k]!.firstTaskId; id <= mine[k]!.lastTaskId; id++) {
+              const e = events.get(id);
+              if (e !== undefined) firstStart = Math.min(firstStart, e.startUs);
+            }
+            assert.ok(
+              firstStart >= lastOfPrevious.endUs,
+              `${schedule} stage ${s}: pass ${k} started at ${firstStart} before pass ${k - 1} ended at ${lastOfPrevious.endUs}`,
+            );
+          }
+        }
+      }
     },
   );
 
