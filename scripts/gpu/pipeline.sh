@@ -7,12 +7,13 @@
 #          T=1024, bf16: plain one-GPU training, the same micro-batches accumulated on one GPU, then the
 #          pipeline 1F1B and GPipe on cuda0,cuda1 (two GPUs; the B.6 figure) or cuda0,cuda0 (one GPU: the
 #          code path, and the schedule simulated with the stage times measured there)
-#   scripts/gpu/pipeline.sh [tests] [bench]     (default: both). Logs under $OUT, a summary last.
+#   cli    `tandem train gpt --gpus 2 --parallel pipeline` on random tokens (one GPU: the DEVICE_ABSENT refusal)
+#   scripts/gpu/pipeline.sh [tests] [cli] [bench]     (default: all). Logs under $OUT, a summary last.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 rm -f node_modules
 source scripts/gpu/env.sh
-steps=" ${*:-tests bench} "
+steps=" ${*:-tests cli bench} "
 summary=()
 log() { summary+=("$1"); echo "[$(date -u +%T)] $1"; }
 GPUS=$(nvidia-smi -L 2>/dev/null | wc -l)
@@ -22,6 +23,13 @@ if [[ $steps == *" tests "* ]]; then
     dist/test/nn/pipeline.test.js dist/test/nn/pipeline-schedule.test.js > "$OUT/pipeline-tests.log" 2>&1
   log "pipeline tests rc=$? in $(($(date +%s) - t0))s: $(grep -E '^ℹ (pass|fail|skipped)' "$OUT/pipeline-tests.log" | tr '\n' ' ')"
   grep -E '^# |✖' "$OUT/pipeline-tests.log" | head -30
+fi
+if [[ $steps == *" cli "* ]]; then
+  # The CLI end to end: with two GPUs a short pipelined run on random tokens; with one, the refusal.
+  node -e 'const a=new Uint16Array(1<<20);let s=7;for(let i=0;i<a.length;i++){s=(Math.imul(s,1103515245)+12345)>>>0;a[i]=s%50257}require("fs").writeFileSync("/tmp/pipe-tokens.u16",a)'
+  timeout 120 node dist/src/cli/main.js train gpt --preset gpt-mini --data /tmp/pipe-tokens.u16 --gpus 2 \
+    --parallel pipeline --batch 16 --micro-batches 8 --steps 10 --eval-batches 0 --json > "$OUT/pipeline-cli.jsonl" 2>&1
+  log "tandem train --gpus 2 --parallel pipeline rc=$? ($GPUS GPUs): $(tail -1 "$OUT/pipeline-cli.jsonl" | cut -c1-400)"
 fi
 if [[ $steps == *" bench "* ]]; then
   DEVS=${PIPE_DEVICES:-cuda0,cuda0}

@@ -40,9 +40,9 @@ export async function parallelTrainCommand(model: string, o: TrainOptions): Prom
         'TANDEM_ERR_UNSUPPORTED',
         '--checkpoint and --resume are not supported with --gpus ≥ 2 yet; train on one device to keep checkpoints',
       );
-    const data = await loadData(model as ModelName, o.data);
     rt = await openRuntime({ backends: ['cpu', 'cuda'], summary: !json });
     const devices = pickGpus(rt.devices, plan.gpus);
+    const data = await loadData(model as ModelName, o.data);
     const steps = spec.steps;
     const tty = process.stderr.isTTY === true && !json;
     process.on('SIGINT', onSigint);
