@@ -76,7 +76,10 @@ export function addTrainCommands(program: Command, setCode: SetExitCode): void {
     )
     .option('--resume', 'continue from the checkpoint in --checkpoint')
     .addOption(
-      new Option('--gpus <n>', 'GPUs to train on (the first n CUDA devices); with 2 or more, --parallel says how')
+      new Option(
+        '--gpus <n>',
+        'GPUs to train on (the first n CUDA devices); with 2 or more, --parallel says how',
+      )
         .default(1)
         .argParser(intParser(1, 16)),
     )
