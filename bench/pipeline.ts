@@ -12,10 +12,10 @@
  * so its idle share measures only the pipeline's host/dependency stalls, and the simulated makespan is a
  * prediction for two GPUs from stage times measured on one. cpu,cuda0 is correct but meaningless for
  * speed (the CPU stage is ~1000× slower).
- *   node dist/bench/pipeline.js [--preset gpt2-medium] [--batch 64] [--micro 8] [--seq 1024]
+ *   node dist/bench/pipeline.js [--sim 2 [--sim-flops 1e9]] [--layers n] [--preset gpt2-medium] [--batch 64] [--micro 8] [--seq 1024]
  *     [--devices cuda0,cuda1] [--split 12,12] [--precision bf16] [--steps 8] [--single-batch 16]
  */
-import { Runtime, type Observer, type TaskEvent, type TransferEvent } from 'tandem';
+import { Runtime, simBackend, type Observer, type TaskEvent, type TransferEvent } from 'tandem';
 import {
   PipelineTrainer,
   gptConfig,
@@ -41,16 +41,41 @@ const { values } = parse(process.argv.slice(2), {
   steps: { type: 'string' },
   'single-batch': { type: 'string' },
   schedules: { type: 'string', default: '1f1b,gpipe' },
+  // Emulated GPUs (no GPU needed): n sim devices paced in wall time at this FLOP rate, kernels not run.
+  sim: { type: 'string' },
+  layers: { type: 'string' },
+  'sim-flops': { type: 'string', default: '2e11' },
 });
 const batch = intOption(values['batch'], 'batch', 64);
 const micro = intOption(values['micro'], 'micro', 8);
 const steps = intOption(values['steps'], 'steps', 8);
 const warm = Math.min(3, steps - 1);
-const devices = String(values['devices']).split(',');
+const simCount = values['sim'] === undefined ? 0 : intOption(values['sim'], 'sim', 2, 1, 16);
+const devices =
+  simCount > 0 ? Array.from({ length: simCount }, (_, i) => `sim${i}`) : String(values['devices']).split(',');
 const split = values['split'] === undefined ? undefined : String(values['split']).split(',').map(Number);
 const kinds = [...new Set(devices.map((d) => d.replace(/\d+$/, '')))];
 
-const rt = await Runtime.create({ backends: kinds, log: () => undefined });
+const rt = await Runtime.create({
+  backends:
+    simCount > 0
+      ? [
+          simBackend({
+            devices: devices.map((id) => ({
+              id,
+              type: 'gpu' as const,
+              depth: 256,
+              flops: Number(values['sim-flops']),
+              launchUs: 5,
+            })),
+            compute: false,
+            paced: { bandwidth: 50e9, latencyUs: 10 },
+          }),
+        ]
+      : kinds,
+  calibrate: false,
+  log: () => undefined,
+});
 const present = rt.devices.map((d) => d.info.id);
 const missing = devices.filter((d) => !rt.devices.some((x) => x.info.id === d || x.info.kind === d));
 if (missing.length > 0) {
@@ -64,6 +89,7 @@ if (missing.length > 0) {
 const spec = (b: number): TrainSpec => ({
   model: 'gpt',
   preset: String(values['preset']),
+  ...(values['layers'] === undefined ? {} : { gpt: { layers: intOption(values['layers'], 'layers', 1) } }),
   steps,
   batch: b,
   ...(values['seq'] === undefined ? {} : { seqLen: Number(values['seq']) }),

@@ -8,12 +8,14 @@
 #          pipeline 1F1B and GPipe on cuda0,cuda1 (two GPUs; the B.6 figure) or cuda0,cuda0 (one GPU: the
 #          code path, and the schedule simulated with the stage times measured there)
 #   cli    `tandem train gpt --gpus 2 --parallel pipeline` on random tokens (one GPU: the DEVICE_ABSENT refusal)
-#   scripts/gpu/pipeline.sh [tests] [cli] [bench]     (default: all). Logs under $OUT, a summary last.
+#   sim    the same bench on two emulated devices (sim backend paced in wall time): overlap and idle on "two
+#          devices" where two GPUs are not lent
+#   scripts/gpu/pipeline.sh [tests] [cli] [bench] [sim]     (default: all). Logs under $OUT, a summary last.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 rm -f node_modules
 source scripts/gpu/env.sh
-steps=" ${*:-tests cli bench} "
+steps=" ${*:-tests cli bench sim} "
 summary=()
 log() { summary+=("$1"); echo "[$(date -u +%T)] $1"; }
 GPUS=$(nvidia-smi -L 2>/dev/null | wc -l)
@@ -39,6 +41,15 @@ if [[ $steps == *" bench "* ]]; then
     --devices $DEVS --precision bf16 --steps ${PIPE_STEPS:-6} --single-batch 64 > "$OUT/pipeline-bench.jsonl" 2>&1
   log "bench/pipeline.js on $DEVS ($GPUS GPUs) rc=$? in $(($(date +%s) - t0))s:"
   cut -c1-900 "$OUT/pipeline-bench.jsonl"
+fi
+if [[ $steps == *" sim "* ]]; then
+  # Two emulated GPUs (sim devices paced in wall time, kernels not run; any machine): the stages overlap
+  # as on two devices, so measured idle vs the simulated bubble is checkable where two GPUs are not lent.
+  t0=$(date +%s)
+  timeout 120 node dist/bench/pipeline.js --sim 2 --preset gpt-micro --layers 8 --batch 16 --micro 8 --seq 32 \
+    --precision f32 --steps 6 --sim-flops 1e9 > "$OUT/pipeline-sim.jsonl" 2>&1
+  log "bench/pipeline.js on 2 emulated devices rc=$? in $(($(date +%s) - t0))s:"
+  cut -c1-900 "$OUT/pipeline-sim.jsonl"
 fi
 echo; echo "=== summary ($(date -u +%FT%TZ)) ==="
 for s in "${summary[@]}"; do echo "$s"; done
