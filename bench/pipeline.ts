@@ -11,9 +11,13 @@
  * (cuda0,cuda0) runs every code path (the task graph, the schedule, the tied head) but the GPU is shared,
  * so its idle share measures only the pipeline's host/dependency stalls, and the simulated makespan is a
  * prediction for two GPUs from stage times measured on one. cpu,cuda0 is correct but meaningless for
- * speed (the CPU stage is ~1000× slower).
- *   node dist/bench/pipeline.js [--sim 2 [--sim-flops 1e9]] [--layers n] [--preset gpt2-medium] [--batch 64] [--micro 8] [--seq 1024]
- *     [--devices cuda0,cuda1] [--split 12,12] [--precision bf16] [--steps 8] [--single-batch 16]
+ * speed (the CPU stage is ~1000× slower). --sim n puts the stages on n emulated devices (the sim backend,
+ * paced in wall time at --sim-flops, kernels not run): the stages really overlap, on any machine, so the
+ * measured idle can be set against the simulated bubble where two GPUs are not lent (the host's submit
+ * cost included, which is the point of the comparison).
+ *   node dist/bench/pipeline.js [--preset gpt2-medium] [--layers n] [--batch 64] [--micro 8] [--seq 1024]
+ *     [--devices cuda0,cuda1 | --sim 2 [--sim-flops 1e9]] [--split 12,12] [--precision bf16] [--steps 8]
+ *     [--single-batch 16] [--schedules 1f1b,gpipe]
  */
 import { Runtime, simBackend, type Observer, type TaskEvent, type TransferEvent } from 'tandem';
 import {
