@@ -22,7 +22,8 @@ GPUS=$(nvidia-smi -L 2>/dev/null | wc -l)
 if [[ $steps == *" tests "* ]]; then
   t0=$(date +%s)
   timeout 240 node --test --test-reporter=spec --test-concurrency=1 dist/test/gpu/pipeline.test.js \
-    dist/test/nn/pipeline.test.js dist/test/nn/pipeline-schedule.test.js > "$OUT/pipeline-tests.log" 2>&1
+    dist/test/nn/pipeline.test.js dist/test/nn/pipeline-schedule.test.js dist/test/nn/pipeline-overlap.test.js \
+    > "$OUT/pipeline-tests.log" 2>&1
   log "pipeline tests rc=$? in $(($(date +%s) - t0))s: $(grep -E '^ℹ (pass|fail|skipped)' "$OUT/pipeline-tests.log" | tr '\n' ' ')"
   grep -E '^# |✖' "$OUT/pipeline-tests.log" | head -30
 fi
