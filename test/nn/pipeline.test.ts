@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { isTandemError } from '../../src/core/errors.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
-import type { Precision } from '../../src/nn/context.js';
+import { Nn, type Precision } from '../../src/nn/context.js';
+import { activation, add } from '../../src/nn/ops/elementwise.js';
 import { brownCorpusBytes } from '../../src/nn/data/corpus.js';
 import { PipelineTrainer, type PassRecord, type PipelineOptions } from '../../src/nn/parallel/pipeline.js';
 import { stageOrder } from '../../src/nn/parallel/schedule.js';
@@ -185,6 +186,46 @@ void describe('pipeline-parallel GPT training on the CPU', () => {
       }
     },
   );
+
+  it('Nn.record/backwardSegment: two micro-batches in flight, gradients accumulate, misuse refused', async () => {
+    const nn = new Nn(rt, { precision: 'f64', device: 'cpu' });
+    const w = nn.parameter([3], [0.5, -1.5, 2], 'w');
+    const x1 = nn.input([1, 2, 3], [3]);
+    const x2 = nn.input([-2, 0.25, 4], [3]);
+    // Two forward passes recorded before either backward (relu(w + x1), w + x2), each then run back from
+    // a gradient given from outside, the later one first.
+    const a = nn.record(() => activation(nn, add(nn, w, x1), 'relu'));
+    const b = nn.record(() => add(nn, w, x2));
+    const g1 = nn.tensor([3], 'f64');
+    const g2 = nn.tensor([3], 'f64');
+    await rt.write(g1, Float64Array.from([1, 2, 3]));
+    await rt.write(g2, Float64Array.from([10, 20, 30]));
+    nn.backwardSegment(b.segment, b.value, g2);
+    nn.backwardSegment(a.segment, a.value, g1);
+    // relu(w + x1) = relu([1.5, 0.5, 5]): all positive, so dw = g1 + g2.
+    assert.deepEqual([...(await w.gradValues())], [11, 22, 33]);
+    const code = (fn: () => unknown): string | undefined => {
+      try {
+        fn();
+      } catch (e) {
+        return isTandemError(e) ? e.code : String(e);
+      }
+      return undefined;
+    };
+    assert.equal(
+      code(() => nn.backwardSegment(a.segment, a.value, nn.tensor([3], 'f64'))),
+      'TANDEM_ERR_INVALID_ARGUMENT',
+    );
+    const c = nn.record(() => add(nn, w, x1));
+    assert.equal(
+      code(() => nn.backwardSegment(c.segment, c.value, nn.tensor([4], 'f64'))),
+      'TANDEM_ERR_SHAPE',
+    );
+    assert.equal(
+      code(() => nn.backwardSegment(c.segment, c.value)),
+      'TANDEM_ERR_SHAPE',
+    );
+  });
 
   it('bad input: clear codes', async () => {
     const code = (fn: () => unknown): string | undefined => {
