@@ -6,7 +6,8 @@
 #   bench  bench/pipeline.ts on GPT-2 350M (24 layers, width 1024), batch 64 = 8 micro-batches of 8,
 #          T=1024, bf16: plain one-GPU training, the same micro-batches accumulated on one GPU, then the
 #          pipeline 1F1B and GPipe on cuda0,cuda1 (two GPUs; the B.6 figure) or cuda0,cuda0 (one GPU: the
-#          code path, and the schedule simulated with the stage times measured there)
+#          code path, and the schedule simulated with the stage times measured there). The split is
+#          balanced by FLOPs (14 + 10: the head costs ~4 layers); PIPE_SPLIT=12,12 gives B.6's even split
 #   cli    `tandem train gpt --gpus 2 --parallel pipeline` on random tokens (one GPU: the DEVICE_ABSENT refusal)
 #   sim    the same bench on two emulated devices (sim backend paced in wall time): overlap and idle on "two
 #          devices" where two GPUs are not lent
@@ -39,7 +40,8 @@ if [[ $steps == *" bench "* ]]; then
   [ "$GPUS" -ge 2 ] && DEVS=${PIPE_DEVICES:-cuda0,cuda1}
   t0=$(date +%s)
   timeout 300 node dist/bench/pipeline.js --preset gpt2-medium --batch 64 --micro 8 --seq 1024 \
-    --devices $DEVS --precision bf16 --steps ${PIPE_STEPS:-6} --single-batch 64 > "$OUT/pipeline-bench.jsonl" 2>&1
+    --devices $DEVS --precision bf16 --steps ${PIPE_STEPS:-6} --single-batch 64 ${PIPE_SPLIT:+--split $PIPE_SPLIT} \
+    > "$OUT/pipeline-bench.jsonl" 2>&1
   log "bench/pipeline.js on $DEVS ($GPUS GPUs) rc=$? in $(($(date +%s) - t0))s:"
   cut -c1-900 "$OUT/pipeline-bench.jsonl"
 fi

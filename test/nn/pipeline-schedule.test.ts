@@ -6,6 +6,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { isTandemError } from '../../src/core/errors.js';
+import { gptConfig, type GptConfig } from '../../src/nn/models/gpt.js';
+import { balancedSplit, evenSplit } from '../../src/nn/parallel/gpt-stage.js';
 import {
   scheduleOrders,
   simulateSchedule,
@@ -107,6 +109,39 @@ void describe('pipeline schedules', () => {
     assert.deepEqual(span(0, 'B', 1), [8, 10]);
     assert.deepEqual(sim.busy, [6, 6]);
     assert.ok(Math.abs(sim.bubble - 0.4) < 1e-12);
+  });
+
+  it('balancedSplit: the head counted on the last stage, never worse than the even split', () => {
+    // GPT-2 medium, T = 1024: a layer is 24·1024² + 2·1024·1024 ≈ 27.3 MFLOP a token, the head
+    // 2·1024·50304 ≈ 103 M (3.8 layers): 14 + 10 layers (382 vs 376) beats 13 + 11 (354 vs 403).
+    assert.deepEqual(balancedSplit(gptConfig('gpt2-medium'), 2), [14, 10]);
+    const cost = (c: GptConfig, split: number[], t: number): number =>
+      Math.max(
+        ...split.map(
+          (n, s) =>
+            n * (24 * c.width ** 2 + 2 * t * c.width) +
+            (s === split.length - 1 ? 2 * c.width * c.paddedVocab : 0),
+        ),
+      );
+    for (const preset of ['gpt2', 'gpt2-medium', 'gpt-mini', 'gpt-micro'])
+      for (const stages of [1, 2, 3, 4]) {
+        const c = gptConfig(preset);
+        if (stages > c.layers) {
+          assert.throws(() => balancedSplit(c, stages), /each stage needs at least one layer/);
+          continue;
+        }
+        const split = balancedSplit(c, stages, 256);
+        assert.equal(split.length, stages);
+        assert.equal(
+          split.reduce((a, b) => a + b, 0),
+          c.layers,
+        );
+        assert.ok(split.every((n) => n >= 1));
+        assert.ok(
+          cost(c, split, 256) <= cost(c, evenSplit(c.layers, stages), 256),
+          `${preset} ${stages}: ${split}`,
+        );
+      }
   });
 
   it('bad counts and kinds are refused with stable codes', () => {

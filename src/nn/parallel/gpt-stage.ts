@@ -49,6 +49,40 @@ export function evenSplit(layers: number, stages: number): number[] {
   return Array.from({ length: stages }, (_, s) => base + (s < layers % stages ? 1 : 0));
 }
 
+/**
+ * Layers per stage so that the stages' forward FLOPs are as equal as possible, counting the last
+ * stage's head (2·C·Vp per token: about 4 GPT-2-medium layers) — an even split leaves that stage the
+ * slowest, and the pipeline runs at its pace. Per layer and token: 24·C² (the linear layers) + 2·T·C
+ * (causal attention). Exact over every contiguous split (a small dynamic programme).
+ */
+export function balancedSplit(c: GptConfig, stages: number, seqLen = c.context): number[] {
+  evenSplit(c.layers, stages); // the same checks
+  const layer = 24 * c.width * c.width + 2 * seqLen * c.width;
+  const head = 2 * c.width * c.paddedVocab;
+  const L = c.layers;
+  // best[s][l]: the smallest possible maximum stage cost putting the first l layers on s stages.
+  const best = Array.from({ length: stages + 1 }, () => new Array<number>(L + 1).fill(Infinity));
+  const cut = Array.from({ length: stages + 1 }, () => new Array<number>(L + 1).fill(0));
+  best[0]![0] = 0;
+  for (let s = 1; s <= stages; s++)
+    for (let l = s; l <= L - (stages - s); l++)
+      for (let k = s - 1; k < l; k++) {
+        const cost = (l - k) * layer + (s === stages ? head : 0);
+        const worst = Math.max(best[s - 1]![k]!, cost);
+        if (worst < best[s]![l]!) {
+          best[s]![l] = worst;
+          cut[s]![l] = k;
+        }
+      }
+  const split: number[] = [];
+  for (let s = stages, l = L; s > 0; s--) {
+    const k = cut[s]![l]!;
+    split.unshift(l - k);
+    l = k;
+  }
+  return split;
+}
+
 export class GptStage extends Module {
   readonly first: boolean;
   readonly last: boolean;

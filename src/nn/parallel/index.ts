@@ -10,7 +10,7 @@ export {
   type PipelineOptions,
   type PipelineRunOptions,
 } from './pipeline.js';
-export { GptStage, evenSplit } from './gpt-stage.js';
+export { GptStage, balancedSplit, evenSplit } from './gpt-stage.js';
 export {
   SCHEDULE_KINDS,
   requireScheduleKind,

@@ -19,7 +19,7 @@ import { AdamW } from '../optim/adamw.js';
 import { cosineWithWarmup } from '../optim/schedule.js';
 import type { StepReport, TrainData, TrainSpec } from '../train.js';
 import { Var } from '../var.js';
-import { GptStage, evenSplit } from './gpt-stage.js';
+import { GptStage, balancedSplit } from './gpt-stage.js';
 import { type ScheduleKind, requireScheduleKind, scheduleOrders, submissionOrder } from './schedule.js';
 
 export interface PipelineOptions {
@@ -28,7 +28,7 @@ export interface PipelineOptions {
   /** Micro-batches per step; must divide the batch. */
   readonly microBatches: number;
   readonly schedule?: ScheduleKind;
-  /** Layers per stage (default: as even as possible). */
+  /** Layers per stage (default: balanced by FLOPs, the head counted on the last stage). */
   readonly split?: readonly number[];
   /**
    * Called after each pass is submitted with the ids of its first and last task (ids grow with
@@ -118,7 +118,10 @@ export class PipelineTrainer {
           devices: rt.devices.map((x) => x.info.id),
         });
     this.config = gptConfig(spec.preset ?? 'gpt-mini', spec.gpt);
-    this.split = options.split === undefined ? evenSplit(this.config.layers, p) : [...options.split];
+    this.split =
+      options.split === undefined
+        ? balancedSplit(this.config, p, spec.seqLen ?? this.config.context)
+        : [...options.split];
     if (
       this.split.length !== p ||
       this.split.some((n) => !Number.isInteger(n) || n < 1) ||
