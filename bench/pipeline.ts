@@ -102,6 +102,7 @@ const spec = (b: number): TrainSpec => ({
   seed: 1,
 });
 const vocab = gptConfig(String(values['preset'])).vocab;
+const seq = values['seq'] === undefined ? gptConfig(String(values['preset'])).context : Number(values['seq']);
 let seed = 12345;
 const tokens = Int32Array.from({ length: 1 << 21 }, () => {
   seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
@@ -207,6 +208,25 @@ async function runPipeline(devs: string[], schedule: ScheduleKind, label: string
   const transferMs = boundary.length === 0 ? 0 : median(boundary.map((x) => (x.endUs - x.startUs) / 1000));
   const sim =
     p > 1 ? simulateSchedule(schedule, p, micro, { forward, backward, transfer: transferMs }) : null;
+  // The update after the passes (tied-gradient sum, norm, AdamW, head copy): the tasks of a step after
+  // its last pass, the busiest device's time, median over steps.
+  const updateMs = median(
+    [...new Set(passes.map((x) => x.step))].map((step) => {
+      const after = Math.max(...passes.filter((x) => x.step === step).map((x) => x.lastTaskId));
+      const next = passes.filter((x) => x.step === step + 1).map((x) => x.firstTaskId);
+      const end = next.length > 0 ? Math.min(...next) : Infinity;
+      const perDevice = [...new Set(devs)].map((d) =>
+        union(
+          tasks
+            .filter((e) => e.taskId > after && e.taskId < end && e.deviceId === d)
+            .map((e) => [e.startUs, e.endUs]),
+        ),
+      );
+      return Math.max(...perDevice) / 1000;
+    }),
+  );
+  // What separate devices with these stage times would give: the schedule's makespan plus the update.
+  const predictedTokPerS = sim === null ? null : (batch * seq * 1000) / (sim.makespan + updateMs);
   console.log(
     JSON.stringify({
       mode: label,
@@ -218,11 +238,12 @@ async function runPipeline(devs: string[], schedule: ScheduleKind, label: string
       ...t,
       measuredIdle: idle,
       theoreticalBubble: p > 1 ? theoreticalBubble(p, micro) : 0,
-      stageMs: { forward, backward, transfer: transferMs },
+      stageMs: { forward, backward, transfer: transferMs, update: updateMs },
       simulated:
         sim === null
           ? null
           : { makespanMs: sim.makespan, bubble: sim.bubble, idle: sim.idle, peakInFlight: sim.peakInFlight },
+      predictedTokPerS,
       sharedDevice: new Set(devs).size < devs.length,
     }),
   );
