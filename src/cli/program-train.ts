@@ -16,6 +16,9 @@ import {
 
 export const TRAIN_MODELS = ['mlp', 'cnn', 'gpt'] as const;
 export const TRAIN_PRECISIONS = ['f32', 'bf16', 'fp16'] as const;
+/** Kept here (not imported from nn/parallel) so that --help loads no training code. */
+export const PARALLEL_MODES = ['data', 'zero1', 'pipeline'] as const;
+export const PIPELINE_SCHEDULES = ['1f1b', 'gpipe'] as const;
 
 function common(cmd: Command): Command {
   return cmd
@@ -73,12 +76,40 @@ export function addTrainCommands(program: Command, setCode: SetExitCode): void {
     )
     .option('--resume', 'continue from the checkpoint in --checkpoint')
     .addOption(
+      new Option(
+        '--gpus <n>',
+        'GPUs to train on (the first n CUDA devices); with 2 or more, --parallel says how',
+      )
+        .default(1)
+        .argParser(intParser(1, 16)),
+    )
+    .addOption(
+      new Option(
+        '--parallel <mode>',
+        'with --gpus ≥ 2: data (gradient all-reduce; the default), zero1 (optimizer state sharded) or pipeline (gpt layers split into stages, 1F1B)',
+      ).argParser(oneOfParser(PARALLEL_MODES)),
+    )
+    .addOption(
+      new Option(
+        '--micro-batches <n>',
+        'pipeline: micro-batches per step, dividing --batch (default 4 per GPU)',
+      ).argParser(intParser(1, 1 << 16)),
+    )
+    .addOption(
+      new Option('--schedule <kind>', 'pipeline: 1f1b or gpipe')
+        .default('1f1b')
+        .argParser(oneOfParser(PIPELINE_SCHEDULES)),
+    )
+    .addOption(
       new Option('--eval-batches <n>', 'batches of held-out data evaluated at the end')
         .default(10)
         .argParser(intParser(0, 1e6)),
     )
     .action(async (model: string, opts: import('./train-commands.js').TrainOptions) => {
-      setCode(await (await import('./train-commands.js')).trainCommand(model, opts));
+      // Several GPUs (or a parallel mode, refused with one GPU): the multi-device run.
+      if ((opts.gpus ?? 1) > 1 || opts.parallel !== undefined)
+        setCode(await (await import('./train-parallel.js')).parallelTrainCommand(model, opts));
+      else setCode(await (await import('./train-commands.js')).trainCommand(model, opts));
     });
   common(
     program

@@ -32,11 +32,15 @@ export interface TrainOptions {
   readonly checkpointEvery?: number;
   readonly resume?: boolean;
   readonly evalBatches: number;
+  readonly gpus?: number;
+  readonly parallel?: 'data' | 'zero1' | 'pipeline';
+  readonly microBatches?: number;
+  readonly schedule?: '1f1b' | 'gpipe';
 }
 
 const FASHION_DIR = '/usr/share/datasets/fashion-mnist';
 
-async function loadData(model: ModelName, data: string | undefined): Promise<TrainData> {
+export async function loadData(model: ModelName, data: string | undefined): Promise<TrainData> {
   if (model === 'gpt') {
     if (data === undefined || data === 'brown') {
       const c = await brownCorpusTokens(join(OUTPUT_DIR, 'data'));
@@ -48,7 +52,7 @@ async function loadData(model: ModelName, data: string | undefined): Promise<Tra
   return { kind: 'images', train: sets.train, test: sets.test };
 }
 
-function specOf(model: ModelName, o: TrainOptions): TrainSpec {
+export function specOf(model: ModelName, o: TrainOptions): TrainSpec {
   return {
     model,
     preset: o.preset,
@@ -63,7 +67,7 @@ function specOf(model: ModelName, o: TrainOptions): TrainSpec {
   };
 }
 
-function backendsFor(device: string | undefined): string[] | undefined {
+export function backendsFor(device: string | undefined): string[] | undefined {
   if (device === undefined) return undefined;
   return [...new Set(['cpu', device.replace(/\d+$/, '')])];
 }
@@ -74,7 +78,7 @@ function duration(s: number): string {
   return m > 0 ? `${m}m${Math.round(s % 60)}s` : `${s.toFixed(0)}s`;
 }
 
-function progressLine(r: StepReport, steps: number): string {
+export function progressLine(r: StepReport, steps: number): string {
   const rate = r.throughput >= 1e3 ? `${(r.throughput / 1e3).toFixed(1)}k` : r.throughput.toFixed(0);
   const mfu = r.mfu === null ? '' : ` | MFU ${(r.mfu * 100).toFixed(1)}%`;
   const eta = duration(((steps - r.step) * r.stepMs) / 1000);

@@ -39,6 +39,16 @@ interface TapeNode {
   readonly params: readonly Var[];
 }
 
+/**
+ * The recorded ops of one forward pass made with `Nn.record` (a pipeline stage's micro-batch): its
+ * own tape and intermediates, so several forward passes can be in flight on one context and each be
+ * backpropagated later with `Nn.backwardSegment`. Opaque outside the context.
+ */
+export interface TapeSegment {
+  readonly tape: readonly TapeNode[];
+  readonly made: readonly Var[];
+}
+
 /** Where a gradient contribution goes: the tensor, and whether to add to what it holds. */
 export interface GradTarget {
   readonly tensor: Tensor;
@@ -61,6 +71,19 @@ export class Nn implements VarHost {
    * of earlier layers is still being submitted and run). Parameters no op used are not reported.
    */
   onGradReady: ((p: Var) => void) | null = null;
+  /**
+   * The priority every task submitted from now on carries (priority-aware policies run higher first);
+   * undefined: the runtime's default. A pipeline gives backward passes precedence over forward ones.
+   */
+  priority: number | undefined = undefined;
+  /**
+   * Tasks every task submitted from now on waits for, until set back to null: a pipeline stage runs
+   * its forward and backward passes in the schedule's order by making each pass's tasks wait for the
+   * previous pass's last one.
+   */
+  waitFor: readonly TaskHandle[] | null = null;
+  /** The last task submitted through this context (null before the first). */
+  lastTask: TaskHandle | null = null;
   private tape: TapeNode[] = [];
   /** Intermediate values made since the last backward or release: freed by them. */
   private made: Var[] = [];
@@ -122,12 +145,16 @@ export class Nn implements VarHost {
   }
 
   submit(kernel: string, args: Readonly<Record<string, Tensor>>, scalars: Scalars = {}): TaskHandle {
-    return this.rt.submit({
+    const deps = this.waitFor;
+    this.lastTask = this.rt.submit({
       kernel,
       args,
       scalars,
       ...(this.device === undefined ? {} : { device: this.device }),
+      ...(this.priority === undefined ? {} : { priority: this.priority }),
+      ...(deps === null || deps.length === 0 ? {} : { deps }),
     });
+    return this.lastTask;
   }
 
   /** A parameter: a leaf with a gradient, initialised from `values` (numbers, encoded to the dtype). */
@@ -307,17 +334,88 @@ export class Nn implements VarHost {
         'TANDEM_ERR_INVALID_ARGUMENT',
         'backward: this value is not on the current tape (its step was already released or backpropagated)',
       );
+    try {
+      this.runTape(this.tape, this.made, root, null);
+      this.keepLoss(root);
+    } finally {
+      this.tape = [];
+      this.made = [];
+    }
+    // The caller may await this to know the step's work is queued; reading the loss waits for it.
+    await Promise.resolve();
+  }
+
+  /**
+   * Records what `fn` makes on a fresh tape segment instead of the context's tape (which is restored
+   * after), so that forward passes of several micro-batches can be in flight at once and each be
+   * backpropagated on its own, in any order, with `backwardSegment`.
+   */
+  record<T>(fn: () => T): { value: T; segment: TapeSegment } {
+    const outerTape = this.tape;
+    const outerMade = this.made;
+    this.tape = [];
+    this.made = [];
+    try {
+      const value = fn();
+      return { value, segment: { tape: this.tape, made: this.made } };
+    } finally {
+      this.tape = outerTape;
+      this.made = outerMade;
+    }
+  }
+
+  /**
+   * The backward pass of one recorded segment from `output`: seeded with `grad` (the gradient at
+   * `output`, computed elsewhere — the next pipeline stage; it is handed over and freed after use) or,
+   * when `grad` is omitted, from `output` as a one-element loss (as `backward`). Parameter gradients
+   * add to what earlier segments wrote since the last zeroGrad (micro-batch accumulation). The
+   * segment's intermediates are freed, except `output` itself when it is a loss (the caller reads and
+   * frees it). Synchronous: the kernels are submitted when it returns.
+   */
+  backwardSegment(segment: TapeSegment, output: Var, grad?: Tensor): void {
+    if (!segment.tape.some((n) => n.output === output))
+      throw new TandemError(
+        'TANDEM_ERR_INVALID_ARGUMENT',
+        "backwardSegment: the output is not on this segment's tape (already backpropagated?)",
+      );
+    if (grad !== undefined && (grad.size !== output.data.size || grad.dtype !== output.dtype))
+      throw new TandemError(
+        'TANDEM_ERR_SHAPE',
+        `backwardSegment: the gradient has ${grad.size} ${grad.dtype} elements, the output ${output.data.size} ${output.dtype}`,
+      );
+    if (grad === undefined && output.data.size !== 1)
+      throw new TandemError(
+        'TANDEM_ERR_SHAPE',
+        'backwardSegment: without a gradient the output must be a one-element loss',
+      );
+    this.runTape(segment.tape, segment.made, output, grad ?? null);
+    // A second call on the same segment finds an empty tape and refuses.
+    (segment.tape as TapeNode[]).length = 0;
+    (segment.made as Var[]).length = 0;
+  }
+
+  /**
+   * Replays `tape` in reverse from `root` (seeded with `seedGrad`, or with the loss scale when null),
+   * then frees the saved tensors, gradients and intermediates in `made` (a loss root stays readable).
+   */
+  private runTape(tape: readonly TapeNode[], made: readonly Var[], root: Var, seedGrad: Tensor | null): void {
     this.root = root;
     try {
-      const seed = this.gradTarget(root)!;
-      this.submit('fill', { y: seed.tensor }, { value: this.lossScale });
+      if (seedGrad === null) {
+        const seed = this.gradTarget(root)!;
+        this.submit('fill', { y: seed.tensor }, { value: this.lossScale });
+      } else {
+        if (root.grad !== null && root.grad !== seedGrad) this.rt.free(root.grad);
+        root.grad = seedGrad;
+        root.gradWritten = true;
+      }
       const freed = new Set<Tensor>();
       const ready = this.onGradReady;
       const usesLeft = new Map<Var, number>();
       if (ready !== null)
-        for (const n of this.tape) for (const p of n.params) usesLeft.set(p, (usesLeft.get(p) ?? 0) + 1);
-      for (let i = this.tape.length - 1; i >= 0; i--) {
-        const node = this.tape[i]!;
+        for (const n of tape) for (const p of n.params) usesLeft.set(p, (usesLeft.get(p) ?? 0) + 1);
+      for (let i = tape.length - 1; i >= 0; i--) {
+        const node = tape[i]!;
         const out = node.output;
         if (out.grad !== null && out.gradWritten) node.backward(out.grad);
         if (ready !== null)
@@ -331,17 +429,13 @@ export class Nn implements VarHost {
         out.grad = null;
         out.gradWritten = false;
       }
-      // The loss itself stays readable (loss.item() after backward) until the next step releases it.
-      this.made = this.made.filter((v) => v !== root);
-      this.releaseMade(freed);
-      this.keepLoss(root);
+      // A loss stays readable (loss.item() after backward) until the next step releases it; a
+      // pipeline stage's output (seeded with a gradient) is freed with the rest.
+      this.releaseMade(seedGrad === null ? made.filter((v) => v !== root) : made, freed);
     } finally {
       this.root = null;
-      this.tape = [];
       this.handedOver.clear();
     }
-    // The caller may await this to know the step's work is queued; reading the loss waits for it.
-    await Promise.resolve();
   }
 
   /** Frees every intermediate made since the last backward/release except `keep` (eval, inference). */
@@ -359,13 +453,12 @@ export class Nn implements VarHost {
     });
   }
 
-  private releaseMade(freed: Set<Tensor>): void {
-    for (const v of this.made) {
+  private releaseMade(made: readonly Var[], freed: Set<Tensor>): void {
+    for (const v of made) {
       this.freeOnce(v.data, freed);
       if (v.grad !== null) this.freeOnce(v.grad, freed);
       v.grad = null;
     }
-    this.made = [];
   }
 
   private freeOnce(t: Tensor, freed: Set<Tensor>): void {

@@ -10,7 +10,7 @@ import { Nn, type Precision } from './context.js';
 import { type ImageSet, imageBatch } from './data/images.js';
 import { TokenLoader } from './data/tokens.js';
 import { Cnn, Mlp, type Classifier } from './models/classifiers.js';
-import { Gpt, gptConfig, gptFlopsPerToken } from './models/gpt.js';
+import { Gpt, gptConfig, gptFlopsPerToken, type GptConfig } from './models/gpt.js';
 import { classifierMemoryPlan, gptMemoryPlan, requireFits } from './memory.js';
 import { GradScaler, type GradScalerState } from './grad-scaler.js';
 import { AdamW, type AdamWOptions } from './optim/adamw.js';
@@ -27,6 +27,8 @@ export interface TrainSpec {
   readonly model: ModelName;
   /** GPT preset (gpt2, gpt-mini, gpt-micro, …). */
   readonly preset?: string;
+  /** Changes to the GPT preset (more layers for a pipeline test, a wider toy). */
+  readonly gpt?: Partial<GptConfig>;
   readonly steps: number;
   readonly batch: number;
   /** Sequence length for GPT (default: the preset's context). */
@@ -104,14 +106,14 @@ export type TrainData =
 type Built =
   { readonly kind: 'classifier'; readonly model: Classifier } | { readonly kind: 'gpt'; readonly model: Gpt };
 
-export function buildModel(nn: Nn, spec: Pick<TrainSpec, 'model' | 'preset'>): Built {
+export function buildModel(nn: Nn, spec: Pick<TrainSpec, 'model' | 'preset' | 'gpt'>): Built {
   switch (spec.model) {
     case 'mlp':
       return { kind: 'classifier', model: new Mlp(nn) };
     case 'cnn':
       return { kind: 'classifier', model: new Cnn(nn) };
     case 'gpt':
-      return { kind: 'gpt', model: new Gpt(nn, gptConfig(spec.preset ?? 'gpt-mini')) };
+      return { kind: 'gpt', model: new Gpt(nn, gptConfig(spec.preset ?? 'gpt-mini', spec.gpt)) };
     default:
       throw new TandemError(
         'TANDEM_ERR_INVALID_ARGUMENT',

@@ -68,7 +68,8 @@ export function gptFlopsPerToken(c: GptConfig, params: number, t = c.context): n
   return 6 * params + 6 * c.layers * c.width * t;
 }
 
-class Block extends Module {
+/** One transformer block (exported for pipeline stages, which hold a range of them). */
+export class Block extends Module {
   readonly ln1: LayerNorm;
   readonly cAttn: Linear;
   readonly attnProj: Linear;

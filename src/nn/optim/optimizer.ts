@@ -21,6 +21,8 @@ export abstract class Optimizer {
   steps = 0;
   /** Σ g² over every gradient of the last step (scaled gradients, before gradScale). */
   private norm: Tensor | null = null;
+  /** False when the norm was given by `useNorm` (shared by several optimizers; its owner frees it). */
+  private ownsNorm = true;
 
   protected constructor(
     readonly nn: Nn,
@@ -44,10 +46,10 @@ export abstract class Optimizer {
    */
   computeNorm(): void {
     const nn = this.nn;
-    if (this.norm !== null) nn.rt.free(this.norm);
+    this.dropNorm();
     const norm = nn.tensor([1], nn.statDtype);
     nn.submit('fill', { y: norm }, { value: 0 });
-    for (const p of this.live()) nn.submit('sumsq', { x: p.grad!, acc: norm });
+    this.addSquaresInto(norm);
     this.norm = norm;
   }
 
@@ -57,6 +59,30 @@ export abstract class Optimizer {
    */
   get normTensor(): Tensor | null {
     return this.norm;
+  }
+
+  /**
+   * Adds Σ g² of this optimizer's live gradients into `acc`, on this optimizer's device: a global
+   * norm over several optimizers (pipeline stages on different devices) is one tensor they all add to.
+   */
+  addSquaresInto(acc: Tensor): void {
+    for (const p of this.live()) this.nn.submit('sumsq', { x: p.grad!, acc });
+  }
+
+  /**
+   * Uses `norm` (Σ g² made elsewhere, e.g. by several optimizers' `addSquaresInto`) for the next
+   * `applyUpdate`'s clipping. The caller keeps ownership of the tensor.
+   */
+  useNorm(norm: Tensor): void {
+    this.dropNorm();
+    this.norm = norm;
+    this.ownsNorm = false;
+  }
+
+  private dropNorm(): void {
+    if (this.norm !== null && this.ownsNorm) this.nn.rt.free(this.norm);
+    this.norm = null;
+    this.ownsNorm = true;
   }
 
   /** Submits the updates with the norm of the last computeNorm(); the step count advances. */

@@ -16,8 +16,8 @@ import type { Var } from '../var.js';
 
 /** PyTorch DDP's default bucket size. */
 export const BUCKET_BYTES = 25 * 2 ** 20;
-export const PARALLEL_MODES = ['data', 'zero1'] as const;
-export type ParallelMode = (typeof PARALLEL_MODES)[number];
+export const DATA_PARALLEL_MODES = ['data', 'zero1'] as const;
+export type DataParallelMode = (typeof DATA_PARALLEL_MODES)[number];
 
 export interface Bucket {
   /** Parameter indices, in the order the backward pass finishes them (reverse creation order). */
@@ -66,10 +66,10 @@ export interface ReplicaOptions {
 
 /** Refuses what cannot be run before anything is built. */
 export function checkParallel(spec: TrainSpec, ranks: readonly string[], mode: string): void {
-  if (!(PARALLEL_MODES as readonly string[]).includes(mode))
+  if (!(DATA_PARALLEL_MODES as readonly string[]).includes(mode))
     throw new TandemError(
       'TANDEM_ERR_INVALID_ARGUMENT',
-      `train: unknown parallel mode ${JSON.stringify(mode)}; expected ${PARALLEL_MODES.join(' or ')}`,
+      `train: unknown parallel mode ${JSON.stringify(mode)}; expected ${DATA_PARALLEL_MODES.join(' or ')}`,
     );
   if (!Array.isArray(ranks) || ranks.length === 0 || ranks.some((r) => typeof r !== 'string'))
     throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', 'train: give at least one device to train on');

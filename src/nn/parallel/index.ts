@@ -1,79 +1,55 @@
 /**
- * Training across devices (issue 18): data parallelism with bucketed all-reduce overlapped with the
- * backward pass, and ZeRO-1 (sharded optimizer state). `trainDataParallel` is what `tandem train
- * --parallel data|zero1` and the `train` job call.
+ * Training over several devices: pipeline parallelism (a GPT split into stages, micro-batches
+ * scheduled 1F1B or GPipe as one task graph), data parallelism with bucketed all-reduce overlapped with
+ * the backward pass, and ZeRO-1 (sharded optimizer state).
+ * Guide: docs/parallel.md.
  */
-import type { Runtime } from '../../runtime/runtime.js';
-import type { StepReport, TrainData, TrainSpec } from '../train.js';
-import {
-  AllReduceGrads,
-  checkParallel,
-  Replicas,
-  runReplicas,
-  type ParallelMode,
-  type ReplicaOptions,
-} from './data-parallel.js';
-import { Zero1 } from './zero1.js';
+export {
+  PipelineTrainer,
+  trainPipeline,
+  type PassRecord,
+  type PipelineOptions,
+  type PipelineRunOptions,
+} from './pipeline.js';
+export { GptStage, balancedSplit, evenSplit } from './gpt-stage.js';
+export {
+  SCHEDULE_KINDS,
+  requireScheduleKind,
+  scheduleOrders,
+  simulateSchedule,
+  stageOrder,
+  submissionOrder,
+  theoreticalBubble,
+  type PipeOp,
+  type ScheduleKind,
+  type ScheduleSimulation,
+  type ScheduledOp,
+  type StageTimes,
+} from './schedule.js';
 
+export {
+  MAX_GPUS,
+  PARALLEL_MODES,
+  pickGpus,
+  planParallel,
+  trainParallel,
+  type ParallelMode,
+  type ParallelPlan,
+  type ParallelRequest,
+  type ParallelRunOptions,
+} from './plan.js';
 export {
   AllReduceGrads,
   BUCKET_BYTES,
-  PARALLEL_MODES,
+  DATA_PARALLEL_MODES,
   planBuckets,
   rankDevice,
   Replicas,
   runReplicas,
   type Bucket,
+  type DataParallelMode,
   type GradReduction,
-  type ParallelMode,
   type ReplicaOptions,
 } from './data-parallel.js';
 export { Zero1 } from './zero1.js';
-
-/** Builds the replicas of `spec` on `devices` (checked identical) with the mode's gradient reduction. */
-export async function buildReplicas(
-  rt: Runtime,
-  spec: TrainSpec,
-  data: TrainData,
-  devices: readonly string[],
-  mode: ParallelMode,
-  options: ReplicaOptions = {},
-): Promise<Replicas> {
-  checkParallel(spec, devices, mode);
-  const comm = rt.collectives(devices, options.engine === undefined ? {} : { engine: options.engine });
-  let replicas: Replicas;
-  try {
-    replicas = new Replicas(rt, spec, data, devices, comm, options);
-  } catch (e) {
-    comm.close();
-    throw e;
-  }
-  try {
-    await replicas.verifyIdentical();
-    replicas.reduction = mode === 'zero1' ? new Zero1(replicas) : new AllReduceGrads(replicas);
-  } catch (e) {
-    replicas.dispose();
-    throw e;
-  }
-  return replicas;
-}
-
-/** Trains `spec` data-parallel over `opts.devices` (the global batch spec.batch split evenly). */
-export async function trainDataParallel(
-  rt: Runtime,
-  spec: TrainSpec,
-  data: TrainData,
-  opts: {
-    devices: readonly string[];
-    mode: 'data' | 'zero1';
-    onStep?: (r: StepReport) => void;
-    signal?: AbortSignal;
-  },
-): Promise<{ finalLoss: number; steps: number }> {
-  const replicas = await buildReplicas(rt, spec, data, opts.devices, opts.mode);
-  try {
-    return await runReplicas(replicas, opts.onStep, opts.signal);
-  } finally {
-    replicas.dispose();
-  }
-}
+export { buildReplicas, trainDataParallel } from './train-data-parallel.js';

@@ -46,7 +46,12 @@ export class LocalJobsApi implements JobsApi {
   async submit(tenant: Caller, req: SubmitRequest) {
     const s = this.s;
     const { type, parsed } = req;
-    assertDevicePresent(type.requestedDevice?.(parsed), s.runtimeStatus(), s.runtime());
+    assertDevicePresent(
+      type.requestedDevice?.(parsed),
+      s.runtimeStatus(),
+      s.runtime(),
+      type.requestedDeviceCount?.(parsed) ?? 1,
+    );
     const timeoutMs = resolveTimeoutMs(req.timeoutSeconds, type, tenant, s.config.defaultJobTimeoutSeconds);
     const memBytes = memoryEstimate(type, parsed);
     if (memBytes > tenant.maxDeviceMemoryBytes)

@@ -75,6 +75,11 @@ export interface JobType<P = Readonly<Record<string, unknown>>> {
   readonly defaultTimeoutSeconds?: number;
   /** The device the user asked for, if any (overrides the hardware rules). */
   requestedDevice?(p: P): string | undefined;
+  /**
+   * How many devices of the requested kind the job holds at once (a training run over several GPUs);
+   * absent: one. A server with fewer refuses the job at submit.
+   */
+  requestedDeviceCount?(p: P): number;
   run(ctx: JobContext<P>): Promise<unknown>;
 }
 

@@ -13,6 +13,7 @@ export function assertDevicePresent(
   requested: string | undefined,
   status: RuntimeStatus,
   rt: ServiceRuntimeHost | null,
+  count = 1,
 ): void {
   if (requested === undefined || status.state === 'opening') return;
   if (!rt)
@@ -22,7 +23,14 @@ export function assertDevicePresent(
       { requested },
     );
   const devices = rt.devices.map((d) => d.info);
-  if (devices.some((d) => d.id === requested || d.kind === requested)) return;
+  const matching = devices.filter((d) => d.id === requested || d.kind === requested);
+  if (matching.length >= count && matching.length > 0) return;
+  if (matching.length > 0)
+    throw new TandemError(
+      'TANDEM_ERR_DEVICE_ABSENT',
+      `the job asks for ${count} ${requested} devices; this server has ${matching.length} (${matching.map((d) => d.id).join(', ')})`,
+      { requested, count, devices: devices.map((d) => d.id) },
+    );
   const present = devices.map((d) => d.id).join(', ') || 'none';
   const details = {
     requested,

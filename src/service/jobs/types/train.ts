@@ -14,7 +14,22 @@ import { brownCorpusTokens } from '../../../nn/data/corpus.js';
 import { loadFashionMnist } from '../../../nn/data/idx.js';
 import { GPT_PRESETS, gptConfig } from '../../../nn/models/gpt.js';
 import { gptMemoryPlan, planBytes } from '../../../nn/memory.js';
-import { Trainer, type ModelName, type TrainData, type TrainSpec } from '../../../nn/train.js';
+import {
+  MAX_GPUS,
+  PARALLEL_MODES,
+  pickGpus,
+  planParallel,
+  trainParallel,
+  type ParallelMode,
+} from '../../../nn/parallel/plan.js';
+import { SCHEDULE_KINDS, type ScheduleKind } from '../../../nn/parallel/schedule.js';
+import {
+  Trainer,
+  type ModelName,
+  type StepReport,
+  type TrainData,
+  type TrainSpec,
+} from '../../../nn/train.js';
 import { defineJobType, type AnyJobType } from '../job-type.js';
 import { requireRuntime } from './task-helpers.js';
 
@@ -33,6 +48,12 @@ export interface TrainParams {
   readonly checkpointEvery: number;
   /** Continue from the checkpoint of this earlier train job (same tenant). */
   readonly resumeFrom?: string;
+  /** GPUs the run holds (the first `gpus` CUDA devices); 2 or more train with `parallel`. */
+  readonly gpus: number;
+  readonly parallel?: ParallelMode;
+  /** pipeline: micro-batches per step (default 4 per GPU). */
+  readonly microBatches?: number;
+  readonly schedule?: ScheduleKind;
 }
 
 const FASHION_DIR = '/usr/share/datasets/fashion-mnist';
@@ -80,6 +101,30 @@ export function trainJob(dataDir: string): AnyJobType {
           pattern: '^[A-Za-z0-9_-]+$',
           description: 'the id of an earlier train job to continue',
         },
+        gpus: {
+          type: 'integer',
+          minimum: 1,
+          maximum: MAX_GPUS,
+          default: 1,
+          description: 'GPUs the run holds (the first n CUDA devices); 2 or more train with parallel',
+        },
+        parallel: {
+          type: 'string',
+          enum: [...PARALLEL_MODES],
+          description: 'with gpus ≥ 2 (default data): data, zero1 or pipeline (gpt only)',
+        },
+        microBatches: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 65_536,
+          description: 'pipeline: micro-batches per step, dividing batch (default 4 per GPU)',
+        },
+        schedule: {
+          type: 'string',
+          enum: [...SCHEDULE_KINDS],
+          default: '1f1b',
+          description: 'pipeline only',
+        },
       },
     },
     parse(raw) {
@@ -102,10 +147,39 @@ export function trainJob(dataDir: string): AnyJobType {
             `train: seqLen ${seqLen} exceeds the ${preset} context of ${c.context}`,
           );
       }
+      const gpus = Number(raw['gpus'] ?? 1);
+      const device = String(raw['device'] ?? 'auto');
+      const precision = (raw['precision'] as TrainParams['precision'] | undefined) ?? 'f32';
+      const batch = Number(raw['batch'] ?? 64);
+      const plan = planParallel(
+        {
+          gpus,
+          ...(raw['parallel'] === undefined ? {} : { parallel: String(raw['parallel']) }),
+          ...(raw['microBatches'] === undefined ? {} : { microBatches: Number(raw['microBatches']) }),
+          ...(raw['schedule'] === undefined ? {} : { schedule: String(raw['schedule']) }),
+        },
+        { model, preset, batch, precision },
+      );
+      if (plan !== null) {
+        if (device !== 'auto' && device !== 'cuda')
+          throw new TandemError(
+            'TANDEM_ERR_INVALID_ARGUMENT',
+            `train: device ${device} with gpus ${gpus}: the job takes the first ${gpus} GPUs (device auto or cuda)`,
+          );
+        if (raw['resumeFrom'] !== undefined || Number(raw['checkpointEvery'] ?? 0) > 0)
+          throw new TandemError(
+            'TANDEM_ERR_UNSUPPORTED',
+            'train: checkpoints (checkpointEvery, resumeFrom) are not kept by runs over several GPUs yet',
+          );
+      }
       return {
         model,
         preset,
         dataset,
+        gpus,
+        ...(plan === null
+          ? {}
+          : { parallel: plan.mode, microBatches: plan.microBatches, schedule: plan.schedule }),
         steps: Number(raw['steps'] ?? 100),
         batch: Number(raw['batch'] ?? 64),
         ...(raw['seqLen'] === undefined ? {} : { seqLen: Number(raw['seqLen']) }),
@@ -119,13 +193,16 @@ export function trainJob(dataDir: string): AnyJobType {
       };
     },
     memoryBytes(p) {
-      if (p.model !== 'gpt') return 64 * 2 ** 20 + p.batch * 200_000;
+      // Data parallel and ZeRO-1 hold a replica (and a batch) on every GPU; a pipeline splits one model.
+      const copies = p.gpus > 1 && p.parallel !== 'pipeline' ? p.gpus : 1;
+      if (p.model !== 'gpt') return copies * (64 * 2 ** 20 + p.batch * 200_000);
       const c = gptConfig(p.preset);
-      return planBytes(gptMemoryPlan(c, p.precision, p.seqLen ?? c.context), p.batch);
+      return copies * planBytes(gptMemoryPlan(c, p.precision, p.seqLen ?? c.context), p.batch);
     },
     jobClass: () => 'training',
     defaultTimeoutSeconds: 6 * 3600,
-    requestedDevice: (p) => (p.device === 'auto' ? undefined : p.device),
+    requestedDevice: (p) => (p.gpus > 1 ? 'cuda' : p.device === 'auto' ? undefined : p.device),
+    requestedDeviceCount: (p) => p.gpus,
     async run(ctx) {
       const rt = requireRuntime(ctx) as unknown as Runtime;
       const p = ctx.params;
@@ -153,6 +230,25 @@ export function trainJob(dataDir: string): AnyJobType {
         seed: p.seed,
         tags: ctx.tags,
       };
+      const report = (r: StepReport): void => {
+        const end = Date.now() * 1000;
+        ctx.span('step', end - r.stepMs * 1000, end, {
+          step: r.step,
+          loss: r.loss,
+          throughput: r.throughput,
+          unit: r.unit,
+        });
+        ctx.progress(r.step / p.steps, `step ${r.step}/${p.steps} loss ${r.loss.toFixed(4)}`);
+        ctx.trainingStep?.({
+          model: p.model,
+          step: r.step,
+          loss: r.loss,
+          seconds: r.stepMs / 1000,
+          throughput: r.throughput,
+          unit: r.unit,
+        });
+      };
+      if (p.gpus > 1) return runOnGpus(rt, spec, data, p, ctx.signal, report);
       const trainer = new Trainer(rt, spec, data);
       const dir = checkpointDir(ctx.jobId);
       let from = 0;
@@ -170,22 +266,7 @@ export function trainJob(dataDir: string): AnyJobType {
       const last = await trainer.run(
         (r) => {
           lastLoss = r.loss;
-          const end = Date.now() * 1000;
-          ctx.span('step', end - r.stepMs * 1000, end, {
-            step: r.step,
-            loss: r.loss,
-            throughput: r.throughput,
-            unit: r.unit,
-          });
-          ctx.progress(r.step / p.steps, `step ${r.step}/${p.steps} loss ${r.loss.toFixed(4)}`);
-          ctx.trainingStep?.({
-            model: p.model,
-            step: r.step,
-            loss: r.loss,
-            seconds: r.stepMs / 1000,
-            throughput: r.throughput,
-            unit: r.unit,
-          });
+          report(r);
         },
         ctx.signal,
         from,
@@ -214,4 +295,49 @@ export function trainJob(dataDir: string): AnyJobType {
       };
     },
   });
+}
+
+/** A run over `p.gpus` GPUs (validated again here: the devices may have changed since the submit). */
+async function runOnGpus(
+  rt: Runtime,
+  spec: TrainSpec,
+  data: TrainData,
+  p: TrainParams,
+  signal: AbortSignal,
+  report: (r: StepReport) => void,
+): Promise<Record<string, unknown>> {
+  const plan = planParallel(
+    {
+      gpus: p.gpus,
+      ...(p.parallel === undefined ? {} : { parallel: p.parallel }),
+      ...(p.microBatches === undefined ? {} : { microBatches: p.microBatches }),
+      ...(p.schedule === undefined ? {} : { schedule: p.schedule }),
+    },
+    spec,
+  )!;
+  const devices = pickGpus(rt.devices, plan.gpus);
+  let last: StepReport | null = null;
+  const { device: _unused, ...rest } = spec;
+  const result = await trainParallel(rt, rest, data, plan, devices, {
+    signal,
+    onStep: (r) => {
+      last = r;
+      report(r);
+    },
+  });
+  if (signal.aborted)
+    throw new TandemError('TANDEM_ERR_CANCELLED', `cancelled at step ${result.steps}`, {
+      step: result.steps,
+    });
+  const final = last as StepReport | null;
+  return {
+    steps: result.steps,
+    loss: result.finalLoss,
+    throughput: final?.throughput ?? null,
+    unit: final?.unit ?? null,
+    parallel: plan.mode,
+    devices,
+    ...(plan.mode === 'pipeline' ? { microBatches: plan.microBatches, schedule: plan.schedule } : {}),
+    checkpoint: null,
+  };
 }
