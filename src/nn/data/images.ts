@@ -22,7 +22,7 @@ export function imageBatch(
 ): { images: Float32Array; labels: Int32Array } {
   const perEpoch = Math.floor(set.count / batch);
   const epoch = Math.floor(index / perEpoch);
-  const order = permutation(set.count, seed + epoch * 7919);
+  const order = epochOrder(set.count, seed, epoch);
   const first = (index % perEpoch) * batch;
   const px = set.height * set.width;
   const images = new Float32Array(batch * px);
@@ -33,6 +33,15 @@ export function imageBatch(
     labels[i] = set.labels[j]!;
   }
   return { images, labels };
+}
+
+/**
+ * The order in which imageBatch visits a set of `count` images in epoch `epoch` (from 0): a permutation
+ * of 0..count−1 whose first ⌊count / batch⌋ · batch entries are that epoch's batches, in turn. Exported so
+ * that another framework (the PyTorch baseline of bench/fashion.ts) can train on exactly the same batches.
+ */
+export function epochOrder(count: number, seed: number, epoch: number): Uint32Array {
+  return permutation(count, seed + epoch * 7919);
 }
 
 const cache = new Map<string, Uint32Array>();
