@@ -59,6 +59,7 @@ const { values, positionals } = parse(process.argv.slice(2), {
   out: { type: 'string' },
   init: { type: 'string' },
   torch: { type: 'string' },
+  batches: { type: 'string' },
 });
 const mode = positionals[0] ?? 'train';
 const model = String(values['model']);
@@ -71,6 +72,11 @@ const lr = Number(values['lr']);
 const target = Number(values['target'] ?? (model === 'mlp' ? 0.88 : 0.9));
 const device = String(values['device']);
 const FIRST_STEPS = 10;
+// Where batches are assembled: 'device' keeps the training set on the device and gathers each batch
+// there (as fashion.py does on its side), 'host' copies each batch's pixels up (the Trainer's default).
+const batches = String(values['batches'] ?? (device.startsWith('cpu') ? 'host' : 'device'));
+if (batches !== 'device' && batches !== 'host')
+  throw new Error(`--batches must be device or host, got ${batches}`);
 
 const emit = (line: Record<string, unknown>): void => {
   process.stdout.write(`${JSON.stringify({ side: 'tandem', ...line })}\n`);
@@ -99,7 +105,12 @@ const train = slice(sets.train, trainLimit);
 const test = slice(sets.test, testLimit);
 const dataSeconds = (performance.now() - t0) / 1000;
 const stepsPerEpoch = Math.floor(train.count / batch);
-const specFor = (name: 'mlp' | 'cnn', dev: string, steps = epochs * stepsPerEpoch): TrainSpec => ({
+const specFor = (
+  name: 'mlp' | 'cnn',
+  dev: string,
+  steps = epochs * stepsPerEpoch,
+  imagesOnDevice = batches === 'device',
+): TrainSpec => ({
   model: name,
   steps,
   batch,
@@ -110,6 +121,7 @@ const specFor = (name: 'mlp' | 'cnn', dev: string, steps = epochs * stepsPerEpoc
   warmupSteps: 0,
   weightDecay: 0.01,
   maxNorm: 0,
+  imagesOnDevice,
 });
 
 const classifier = (t: Trainer): Mlp | Cnn => {
@@ -125,7 +137,7 @@ if (mode === 'prepare') {
   const rt = await Runtime.create({ backends: ['cpu'], log: () => undefined });
   try {
     for (const name of ['mlp', 'cnn'] as const) {
-      const t = new Trainer(rt, specFor(name, 'cpu'), { kind: 'images', train, test });
+      const t = new Trainer(rt, specFor(name, 'cpu', undefined, false), { kind: 'images', train, test });
       await saveParameters(classifier(t), rt, join(out, `${name}-init.safetensors`));
     }
   } finally {
@@ -165,7 +177,7 @@ async function trainOnce(): Promise<void> {
     const warm = new Trainer(rt, { ...specFor(model as 'mlp', device, 2), seed: seed + 1000 }, data);
     await warm.run();
     await evaluateClassifier(warm.nn, classifier(warm), test, 1000, Math.min(1000, test.count));
-    warm.optimizer.dispose();
+    warm.dispose();
     await rt.idle();
     const startupSeconds = (performance.now() - s0) / 1000;
     const trainer = new Trainer(rt, specFor(model as 'mlp', device), data);
@@ -177,6 +189,7 @@ async function trainOnce(): Promise<void> {
       model,
       device,
       precision,
+      batches,
       dataSeconds: round(dataSeconds, 3),
       startupSeconds: round(startupSeconds, 3),
     });
@@ -228,6 +241,7 @@ async function trainOnce(): Promise<void> {
       model,
       device,
       precision,
+      batches,
       epochs,
       batch,
       steps,

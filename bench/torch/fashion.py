@@ -115,6 +115,7 @@ def main():
     ap.add_argument("--train-limit", type=int)
     ap.add_argument("--test-limit", type=int)
     ap.add_argument("--no-fused", action="store_true")
+    ap.add_argument("--precision", default="bf16", choices=["bf16", "f32"], help="f32: no autocast (TF32 off)")
     args = ap.parse_args()
     dev = torch.device(args.device)
     cuda = dev.type == "cuda"
@@ -152,8 +153,11 @@ def main():
     def lr_at(it):  # src/nn/optim/schedule.ts cosineWithWarmup without warm-up
         return min_lr + 0.5 * (1 + math.cos(math.pi * it / max(1, total))) * (args.lr - min_lr)
 
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
     def autocast():
-        return torch.autocast(dev.type, dtype=torch.bfloat16)
+        return torch.autocast(dev.type, dtype=torch.bfloat16, enabled=args.precision == "bf16")
 
     def make_opt(model):
         extra = {"fused": True} if cuda and not args.no_fused else {}
@@ -200,7 +204,7 @@ def main():
         del warm, wopt
         sync()
         startup = time.perf_counter() - s0
-        emit({"event": "startup", "model": name, "device": str(dev), "precision": "bf16", "dataSeconds": round(data_seconds, 3), "startupSeconds": round(startup, 3), "torch": torch.__version__})
+        emit({"event": "startup", "model": name, "device": str(dev), "precision": args.precision, "dataSeconds": round(data_seconds, 3), "startupSeconds": round(startup, 3), "torch": torch.__version__})
         opt = make_opt(model)
         losses = []
         train_s = eval_s = 0.0
@@ -223,7 +227,7 @@ def main():
                 reached = (train_s, train_s + eval_s, epoch)
             emit({"event": "epoch", "model": name, "epoch": epoch, "trainLoss": round(sum(epoch_losses) / len(epoch_losses), 4), "testAccuracy": round(acc, 4), "testLoss": round(test_loss, 4), "seconds": round(train_s, 3), "secondsWithEval": round(train_s + eval_s, 3)})
         emit({
-            "event": "final", "model": name, "device": str(dev), "precision": "bf16", "epochs": args.epochs,
+            "event": "final", "model": name, "device": str(dev), "precision": args.precision, "epochs": args.epochs,
             "batch": args.batch, "steps": total, "trainImages": X.shape[0], "testImages": Xt.shape[0],
             "testAccuracy": round(acc, 4), "target": target,
             "epochToTarget": reached[2] if reached else None,

@@ -7,6 +7,7 @@
 import { TandemError } from '../core/errors.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { Nn, type Precision } from './context.js';
+import { DeviceImages } from './data/device-images.js';
 import { type ImageSet, imageBatch } from './data/images.js';
 import { TokenLoader } from './data/tokens.js';
 import { Cnn, Mlp, type Classifier } from './models/classifiers.js';
@@ -40,6 +41,12 @@ export interface TrainSpec {
   readonly seed?: number;
   /** Labels for every task (the service's job id). */
   readonly tags?: Readonly<Record<string, string>>;
+  /**
+   * Image models: keep the training images on the device and gather each batch there (DeviceImages)
+   * instead of copying its pixels from the host every step. Costs the set's size in device memory
+   * (Fashion-MNIST in bf16: 94 MB) until dispose(). Default off.
+   */
+  readonly imagesOnDevice?: boolean;
 }
 
 export interface StepReport {
@@ -87,6 +94,7 @@ export class Trainer {
   readonly step0: number;
   private readonly lrAt: (it: number) => number;
   private readonly tokens: TokenLoader | null;
+  private readonly deviceImages: DeviceImages | null = null;
   private imageIndex = 0;
 
   constructor(
@@ -150,6 +158,8 @@ export class Trainer {
           'TANDEM_ERR_BAD_DATA',
           `train: the data set has ${data.train.count} images, fewer than one batch of ${spec.batch}`,
         );
+      if (data.kind === 'images' && spec.imagesOnDevice === true)
+        this.deviceImages = new DeviceImages(this.nn, data.train);
     }
   }
 
@@ -197,6 +207,11 @@ export class Trainer {
       const targets = nn.input(b.targets, [this.spec.batch * t], 'i32');
       loss = this.built.model.loss(ids, targets);
       this.freeAfterStep(ids, targets);
+    } else if (this.deviceImages !== null) {
+      const flat = this.built.model instanceof Mlp;
+      const b = this.deviceImages.batch(this.spec.batch, this.imageIndex++, this.spec.seed ?? 1, flat);
+      loss = this.built.model.loss(b.x, b.y);
+      this.freeAfterStep(...b.inputs);
     } else {
       const set = (this.data as { train: ImageSet }).train;
       const batch = imageBatch(set, this.spec.batch, this.imageIndex++, this.spec.seed ?? 1);
@@ -206,6 +221,12 @@ export class Trainer {
       this.freeAfterStep(x, y);
     }
     return loss;
+  }
+
+  /** Frees what the trainer holds on the devices besides the model: optimizer state, resident images. */
+  dispose(): void {
+    this.optimizer.dispose();
+    this.deviceImages?.dispose();
   }
 
   private pendingInputs: Var[] = [];

@@ -20,19 +20,24 @@ export function imageBatch(
   index: number,
   seed: number,
 ): { images: Float32Array; labels: Int32Array } {
-  const perEpoch = Math.floor(set.count / batch);
-  const epoch = Math.floor(index / perEpoch);
-  const order = epochOrder(set.count, seed, epoch);
-  const first = (index % perEpoch) * batch;
+  const indices = imageBatchIndices(set.count, batch, index, seed);
   const px = set.height * set.width;
   const images = new Float32Array(batch * px);
   const labels = new Int32Array(batch);
   for (let i = 0; i < batch; i++) {
-    const j = order[first + i]!;
+    const j = indices[i]!;
     images.set(set.images.subarray(j * px, (j + 1) * px), i * px);
     labels[i] = set.labels[j]!;
   }
   return { images, labels };
+}
+
+/** Which images (of `count`) make up imageBatch's batch `index`, in order. */
+export function imageBatchIndices(count: number, batch: number, index: number, seed: number): Int32Array {
+  const perEpoch = Math.floor(count / batch);
+  const order = epochOrder(count, seed, Math.floor(index / perEpoch));
+  const first = (index % perEpoch) * batch;
+  return Int32Array.from(order.subarray(first, first + batch));
 }
 
 /**
