@@ -8,6 +8,7 @@
 #   device:  bash scripts/gpu/fashion.sh
 # Environment: MODELS ("mlp cnn"), EPOCHS (5), DEVICE (cuda0), TORCH_DEVICE (cuda), PY (python3),
 # ARGS (extra arguments for both sides, e.g. "--train-limit 2048 --test-limit 1000" for a dry run),
+# EXTRA ("host": also the MLP with host-copied batches; add "sweep" for PyTorch CNN runs at SWEEP_LRS),
 # NODE_DIR (/tmp: where Node is unpacked).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -64,11 +65,30 @@ tail -5 "$OUT/torch.err"
 
 for m in $MODELS; do
   # shellcheck disable=SC2086
-  timeout 120 node dist/bench/fashion.js train --model "$m" --device "$DEVICE" --data $DATA --epochs "$EPOCHS" \
+  timeout 150 node dist/bench/fashion.js train --model "$m" --device "$DEVICE" --data $DATA --epochs "$EPOCHS" \
     --init $RUN/$m-init.safetensors --torch "$OUT/torch.jsonl" $ARGS > "$OUT/tandem-$m.jsonl" 2>&1
   log "tandem $m rc=$?"
   grep -v '^{' "$OUT/tandem-$m.jsonl" | tail -5
 done
+
+# EXTRA="host": the MLP again with each batch's pixels copied from the host (the Trainer's default
+# path), to show what keeping the set on the device saves. EXTRA="sweep": PyTorch alone at other
+# learning rates for the CNN (SWEEP_LRS), to see the margin over the 90 % target.
+EXTRA=${EXTRA:-host sweep}
+if [[ " $EXTRA " == *" host "* ]]; then
+  # shellcheck disable=SC2086
+  timeout 150 node dist/bench/fashion.js train --model mlp --device "$DEVICE" --data $DATA --epochs "$EPOCHS" \
+    --batches host --init $RUN/mlp-init.safetensors --torch "$OUT/torch.jsonl" $ARGS > "$OUT/tandem-mlp-host.jsonl" 2>&1
+  log "tandem mlp --batches host rc=$?: $(grep -o '"secondsToTarget":[^,]*,\|"msPerStep":[^,]*' "$OUT/tandem-mlp-host.jsonl" | tr '\n' ' ')"
+fi
+if [[ " $EXTRA " == *" sweep "* ]]; then
+  for lr in ${SWEEP_LRS:-1e-3 3e-3}; do
+    # shellcheck disable=SC2086
+    timeout 60 $PY bench/torch/fashion.py --init-dir $RUN --data $DATA --models cnn --epochs "$EPOCHS" --lr-cnn "$lr" \
+      --device "$TORCH_DEVICE" $ARGS > "$OUT/torch-cnn-lr$lr.jsonl" 2>> "$OUT/torch.err"
+    log "torch cnn lr $lr rc=$?: $(grep '"event": "epoch"' "$OUT/torch-cnn-lr$lr.jsonl" | grep -o '"testAccuracy": [0-9.]*' | tr '\n' ' ')"
+  done
+fi
 
 echo; echo "=== summary ($(date -u +%FT%TZ), $(($(date +%s) - t_start))s) ==="
 for s in "${summary[@]}"; do echo "$s"; done

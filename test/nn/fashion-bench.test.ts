@@ -101,6 +101,11 @@ void describe('bench/fashion', () => {
       // From the initial weights, 10 classes: the first loss is near ln 10; then it falls.
       assert.ok(Math.abs(losses[0]! - Math.log(10)) < 0.2, `first loss ${losses[0]}`);
       assert.ok(losses[3]! < losses[0]!, `losses ${losses.join(', ')}`);
+      // Evaluated after every quarter of the 4-step epoch: steps 1, 2, 3 (eval lines), then 4 (epoch line).
+      assert.deepEqual(
+        lines.filter((l) => l.event === 'eval').map((l) => l['step']),
+        [1, 2, 3],
+      );
       const epoch = only(lines, 'epoch');
       assert.equal(epoch['epoch'], 1);
       const accuracy = epoch['testAccuracy'] as number;
