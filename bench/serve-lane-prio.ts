@@ -58,7 +58,7 @@ export async function runPriorityBench(
   const ok = burst.filter((a) => a.status === 200).length;
   const exact = rejected === OVER && ok === QUEUE && b.status === 200;
   console.log(
-    `B.7b queue limit: ${QUEUE + OVER} requests behind a ${fmt(b.ms, 0)} ms price (status ${b.status}${b.status === 200 ? '' : ` ${JSON.stringify(b.json).slice(0, 200)}`}) with maxQueueSize ${QUEUE}: ${rejected} rejected (429), ${ok} answered; over the limit: ${OVER} (${exact ? 'exact' : 'NOT exact'})`,
+    `B.7b queue limit: ${QUEUE + OVER} requests behind a ${fmt(b.ms, 0)} ms price (status ${b.status} ${JSON.stringify(b.json).slice(0, 200)}) with maxQueueSize ${QUEUE}: ${rejected} rejected (429), ${ok} answered; over the limit: ${OVER} (${exact ? 'exact' : 'NOT exact'})`,
   );
 
   // 2. Priorities and aborts under load.

@@ -3,6 +3,7 @@
  * and any caller with a list of options. Each option keeps the streams, rows and f32 partial sums a
  * one-task mc_european price of it has, so its price is the same whichever batch it lands in.
  */
+import { TandemError } from '../../core/errors.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import type { TaskHandle } from '../../runtime/task.js';
 import type { Tensor } from '../../memory/tensor.js';
@@ -58,6 +59,18 @@ function group(specs: readonly McSpec[], from: number, to: number): Group {
   return { from, to, terms, rows };
 }
 
+/**
+ * A price over fewer samples than asked is a wrong answer that looks right: the rows' counts must add
+ * up to the spec's samples (to f32 rounding of the per-row sums).
+ */
+function checkCounted(spec: McSpec, counted: number, i: number): void {
+  if (Math.abs(counted - spec.samples) <= spec.samples * 1e-6) return;
+  throw new TandemError(
+    'TANDEM_ERR_INTERNAL',
+    `mc_european_batch: option ${i} counted ${counted} samples, expected ${spec.samples} (${paths(spec)} paths)`,
+  );
+}
+
 /** Prices every option of `specs` (from europeanSpec/mcSpec); results in order. */
 export async function priceEuropeanBatch(
   rt: BatchRuntime,
@@ -104,8 +117,10 @@ export async function priceEuropeanBatch(
         const sum: McPartial = { sum: 0, sumSq: 0, count: 0 };
         addPartialRows(sum, data.subarray(3 * r0, 3 * r1));
         const spec = specs[i]!;
+        checkCounted(spec, sum.count, i);
         const { price, stdError } = estimate(spec, sum);
-        prices[i] = { price, stdError, paths: paths(spec) };
+        // The paths the kernel counted (f32 row sums: exact to ~1e-7), not the ones asked for.
+        prices[i] = { price, stdError, paths: Math.round(sum.count) * (spec.antithetic ? 2 : 1) };
       }
     }
     return prices;
