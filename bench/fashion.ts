@@ -31,7 +31,7 @@
  */
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Runtime, type HostArray } from 'tandem';
+import { Runtime, type HostArray, type Observer } from 'tandem';
 import {
   Cnn,
   FASHION_MNIST_DIR,
@@ -239,11 +239,24 @@ async function trainOnce(): Promise<void> {
       if (r.step === FIRST_STEPS || (r.step === trainer.spec.steps && r.step < FIRST_STEPS))
         emit({ event: 'first-steps', model, losses: losses.slice(0, FIRST_STEPS) });
     };
+    // Device time of the training tasks by op (the sum of task spans, off during evaluation): with
+    // msPerStep it tells launch- or host-bound steps (busy ≪ wall) from kernel-bound ones.
+    const busyUs = new Map<string, number>();
+    let timing = false;
+    const kind = device.replace(/\d+$/, '');
+    const profiler: Observer = {
+      onTaskEnd(e) {
+        if (!timing || !e.deviceId.startsWith(kind)) return;
+        busyUs.set(e.op, (busyUs.get(e.op) ?? 0) + Math.max(0, e.endUs - e.startUs));
+      },
+    };
+    rt.addObserver(profiler);
     let from = 0;
     for (const end of evalPoints()) {
       // One run() per evaluation point, stopped at its step: evaluating inside a run would release the
       // losses the loop still has to read (it reads each one step behind the devices).
       const segment = performance.now();
+      timing = true;
       const stop = new AbortController();
       await trainer.run(onStep, stop.signal, from, (done) => {
         if (done >= end) stop.abort();
@@ -252,6 +265,7 @@ async function trainOnce(): Promise<void> {
       await rt.idle();
       from = end;
       trainMs += performance.now() - segment;
+      timing = false;
       const e0 = performance.now();
       const score = await evaluateClassifier(trainer.nn, net, test, 1000);
       evalMs += performance.now() - e0;
@@ -297,6 +311,11 @@ async function trainOnce(): Promise<void> {
       secondsWithEval: round((trainMs + evalMs) / 1000, 3),
       msPerStep: round(trainMs / steps, 3),
       startupSeconds: round(startupSeconds, 3),
+      deviceBusyMsPerStep: round([...busyUs.values()].reduce((a, b) => a + b, 0) / 1000 / steps, 4),
+      busiestOps: [...busyUs]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 8)
+        .map(([op, us]) => `${op} ${round(us / 1000 / steps, 4)}`),
     };
     emit(final);
     if (values['torch'] !== undefined) emit(compare(final, losses, String(values['torch'])));
