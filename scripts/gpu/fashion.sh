@@ -99,9 +99,12 @@ for m in $MODELS; do
     f="$OUT/torch.jsonl"; [ $side = tandem ] && f="$OUT/tandem-$m.jsonl"
     echo "$side epochs: $(grep '"event": *"epoch"' "$f" | grep "\"model\": *\"$m\"" | pick testAccuracy)"
     echo "$side seconds: $(grep '"event": *"epoch"' "$f" | grep "\"model\": *\"$m\"" | pick seconds)"
-    grep '"event": *"final"' "$f" | grep "\"model\": *\"$m\"" | pick 'testAccuracy|secondsToTarget|secondsToTargetWithEval|msPerStep|startupSeconds'
+    grep '"event": *"final"' "$f" | grep "\"model\": *\"$m\"" | pick 'testAccuracy|epochToTarget|secondsToTarget|secondsToTargetWithEval|msPerStep|startupSeconds|deviceBusyMsPerStep'; echo
+    grep -o '"busiestOps":\[[^]]*\]' "$f"
     echo
   done
   grep '"event":"compare"' "$OUT/tandem-$m.jsonl" || echo "(no compare line)"
 done
+# Few files come back from the device machine: everything as one archive (as nn.sh does).
+(cd "$OUT" && tar -czf /tmp/fashion-logs.tgz --exclude=fashion-logs.tgz . && rm -rf ./* && mv /tmp/fashion-logs.tgz .)
 exit 0
