@@ -45,10 +45,18 @@ rm -rf $G/node_modules/@koromix/koffi-linux-x64/musl_x64 $G/node_modules/koffi/v
 # dist/ without source maps and declarations.
 tar -cf - --exclude='*.map' --exclude='*.d.ts' dist | xz -T2 -6 > $G/dist.tar.xz
 
-# The data set: images xz -9 (redone only when the source is newer), labels as Debian ships them.
+# The data set: images xz -9 (minutes on two cores: done once per machine, kept in $CACHE, and redone
+# only when the source is newer), labels as Debian ships them.
+CACHE=${FASHION_XZ_CACHE:-/tmp/fashion-mnist-xz}
+mkdir -p "$CACHE"
 for f in train-images-idx3-ubyte t10k-images-idx3-ubyte; do
   if [ ! -f $G/fashion/$f.xz ] || [ "$SRC/$f.gz" -nt $G/fashion/$f.xz ]; then
-    gzip -dc "$SRC/$f.gz" | xz -T2 -9 > $G/fashion/$f.xz.tmp && mv $G/fashion/$f.xz.tmp $G/fashion/$f.xz
+    if [ -f "$CACHE/$f.xz" ] && [ "$CACHE/$f.xz" -nt "$SRC/$f.gz" ] && xz -t "$CACHE/$f.xz"; then
+      cp "$CACHE/$f.xz" $G/fashion/$f.xz
+    else
+      gzip -dc "$SRC/$f.gz" | xz -T2 -9 > $G/fashion/$f.xz.tmp && mv $G/fashion/$f.xz.tmp $G/fashion/$f.xz
+      cp $G/fashion/$f.xz "$CACHE/$f.xz.tmp" && mv "$CACHE/$f.xz.tmp" "$CACHE/$f.xz"
+    fi
   fi
 done
 cp "$SRC/train-labels-idx1-ubyte.gz" "$SRC/t10k-labels-idx1-ubyte.gz" $G/fashion/
