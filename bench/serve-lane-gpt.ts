@@ -5,7 +5,8 @@
  * same call). Prints the issue's ratios.
  */
 import { readFileSync } from 'node:fs';
-import { runSweep, type LoadReport } from '../src/service/client/load.js';
+import type { LoadReport } from '../src/service/client/load.js';
+import { runSweepIsolated } from './load-worker.js';
 import { fmt, levelLine, type Lane } from './serve-common.js';
 
 interface TorchInfer {
@@ -40,10 +41,11 @@ export async function runGptBench(
       placement: { kinds: [o.device] },
       batching: v.batching,
     });
-    rows[v.name] = await runSweep(
+    rows[v.name] = await runSweepIsolated(
       lane.target(v.name),
       LEVELS,
-      { warmupSeconds: 1, seconds: o.seconds, request: () => ({ body }) },
+      { warmupSeconds: 1, seconds: o.seconds },
+      [{ body }],
       (r) => console.log(levelLine(v.name, r)),
     );
     // One model's weights at a time on the device.

@@ -1,0 +1,69 @@
+/**
+ * The load generator in a worker thread, so that its clients do not share the server's event loop (the
+ * lane benches start the service in their own process): a request's client latency is then the
+ * server's, not the server's plus the time the generator's own callbacks waited behind it. The bodies
+ * are made by the bench beforehand and cycled (a function cannot cross to a worker).
+ */
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import {
+  runLoad,
+  type LoadOptions,
+  type LoadReport,
+  type LoadRequest,
+  type LoadTarget,
+} from '../src/service/client/load.js';
+
+interface Job {
+  readonly target: LoadTarget;
+  readonly options: Omit<LoadOptions, 'request'>;
+  readonly requests: readonly LoadRequest[];
+}
+
+/** Runs `runLoad` in a worker thread over `requests` (request i is `requests[i % length]`). */
+export function runLoadIsolated(
+  target: LoadTarget,
+  options: Omit<LoadOptions, 'request'>,
+  requests: readonly LoadRequest[],
+): Promise<LoadReport> {
+  if (requests.length === 0) return Promise.reject(new Error('runLoadIsolated: no requests'));
+  const job: Job = { target, options, requests };
+  return new Promise((resolve, reject) => {
+    const w = new Worker(new URL(import.meta.url), { workerData: job });
+    let report: LoadReport | null = null;
+    w.once('message', (m: LoadReport) => (report = m));
+    w.once('error', reject);
+    w.once('exit', (code) => {
+      if (report !== null) resolve(report);
+      else reject(new Error(`load worker exited with code ${code} and no report`));
+    });
+  });
+}
+
+/** runSweep's levels one after another, each in its own worker (perf_analyzer's concurrency sweep). */
+export async function runSweepIsolated(
+  target: LoadTarget,
+  levels: readonly number[],
+  options: Omit<LoadOptions, 'request' | 'concurrency'>,
+  requests: readonly LoadRequest[],
+  onLevel?: (r: LoadReport) => void,
+): Promise<LoadReport[]> {
+  const out: LoadReport[] = [];
+  for (const concurrency of levels) {
+    const r = await runLoadIsolated(target, { ...options, concurrency }, requests);
+    onLevel?.(r);
+    out.push(r);
+  }
+  return out;
+}
+
+if (!isMainThread && parentPort !== null) {
+  const job = workerData as Job;
+  const port = parentPort;
+  const n = job.requests.length;
+  runLoad(job.target, { ...job.options, request: (i) => job.requests[i % n]! }).then(
+    (r) => port.postMessage(r),
+    (e: unknown) => {
+      throw e instanceof Error ? e : new Error(String(e));
+    },
+  );
+}
