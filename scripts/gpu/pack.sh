@@ -59,3 +59,5 @@ du -sh .gpu
 ND=/usr/share/libonnx-testdata/data
 [ -d $ND/node ] && tar -cf - -C $ND node | xz -T2 -9 > .gpu/onnx-node.tar.xz
 du -sh .gpu
+# autocannon and its dependencies for the overload benchmark (scripts/gpu/overload.sh; a dev dependency).
+if [ -d node_modules/autocannon ]; then bash scripts/gpu/overload.sh pack; fi

@@ -8,12 +8,14 @@ import { fromNumbers, toNumbers, type DType, type HostArray } from '../core/dtyp
 import { TandemError } from '../core/errors.js';
 import type { Tensor } from '../memory/tensor.js';
 import type { Runtime } from '../runtime/runtime.js';
+import type { TaskHandle } from '../runtime/task.js';
 import { hostTensor, isFloatType, roundTo, type ElemType } from './host-tensor.js';
 import type { OnnxModel } from './model.js';
 import type { LowerTarget } from './ops/types.js';
 import { bindPlan, type BoundInput, type Plan, type PlannedValue } from './plan.js';
+import { profileFromEnv, StepProfiler, type OnnxProfile } from './profile.js';
 
-export type OnnxRuntime = Pick<Runtime, 'tensor' | 'submit' | 'read' | 'free'>;
+export type OnnxRuntime = Pick<Runtime, 'tensor' | 'submit' | 'read' | 'write' | 'free'>;
 
 /** One input as the caller gives it: dims and values in row-major order. */
 export interface InputTensor {
@@ -29,6 +31,16 @@ export interface RunOptions {
   readonly tags?: Readonly<Record<string, string>>;
   /** Compute dtype for float values on device: 'f32' (default), or 'f16'/'bf16' (GPU, lower accuracy). */
   readonly floatDType?: 'f32' | 'f16' | 'bf16';
+  /**
+   * 'tf32': f32 convolutions' GEMMs on CUDA run on tensor cores with TF32 inputs (faster, about 1e-3
+   * relative error per product); default full f32.
+   */
+  readonly precision?: 'f32' | 'tf32';
+  /**
+   * Profile the run node by node (each step waits for the previous one's tasks; slower): the result is
+   * `lastProfile`. Also on when TANDEM_ONNX_PROFILE=1.
+   */
+  readonly profile?: boolean;
 }
 
 export interface OutputTensor {
@@ -39,6 +51,8 @@ export interface OutputTensor {
 }
 
 const MAX_CACHED_PLANS = 16;
+/** Graph input/output tensors kept between runs (by name, dtype and dims); the oldest is freed first. */
+const MAX_IO_TENSORS = 8;
 /** Float inputs up to this many elements are known to the planner too (and key its cache). */
 const HOST_KNOWN_FLOATS = 16;
 
@@ -46,9 +60,17 @@ export class OnnxExecutor {
   private readonly plans = new Map<string, Plan>();
   /** Device copies of constant values by name, per compute dtype. */
   private readonly weights = new Map<string, Tensor>();
+  /**
+   * Large graph inputs and the graph outputs, kept between runs of the same shapes: a run rewrites the
+   * same host buffer (page-locked once by the CUDA backend) and device memory instead of allocating
+   * and registering new ones; the runtime orders the rewrite after the previous run's readers.
+   */
+  private readonly io = new Map<string, Tensor>();
   private closed = false;
   /** Device steps of the last run's plan (0: everything was folded on the host). */
   lastPlanSteps = 0;
+  /** The last profiled run's per-node profile (RunOptions.profile). */
+  lastProfile: OnnxProfile | undefined;
 
   constructor(
     readonly model: OnnxModel,
@@ -109,9 +131,28 @@ export class OnnxExecutor {
     const plan = this.plan(bound);
     this.lastPlanSteps = plan.steps.length;
     const live = new Map<string, Tensor>();
+    /** Tensors of `io`: not freed at the end of the run. */
+    const kept = new Set<Tensor>();
     const outputs = new Set(this.model.outputs.map((o) => o.name));
     const dtypeOf = (t: ElemType): DType =>
       isFloatType(t) ? (t === 'double' ? 'f64' : floatDType) : t === 'uint8' || t === 'bool' ? 'u8' : 'i32';
+    const profiler = (opts.profile ?? profileFromEnv()) ? new StepProfiler(plan) : undefined;
+    for (const [name, f] of feedTensors) {
+      const v = plan.values.get(name);
+      if (!v || v.host || !plan.lastReader.has(name)) continue;
+      const started = profiler ? performance.now() : 0;
+      const dtype = dtypeOf(v.type);
+      const data = dtype === 'f32' && f.data instanceof Float32Array ? f.data : toDevice(f.data, dtype);
+      const key = `in:${name}:${dtype}:${v.dims.join('x')}`;
+      let t = this.io.get(key);
+      if (t) await this.rt.write(t, data);
+      else t = this.keepIo(key, this.rt.tensor(v.dims, dtype, data));
+      live.set(name, t);
+      kept.add(t);
+      // The host side of the upload (into the tensor's host buffer); the copy to the device happens at
+      // the first kernel that reads it, inside that step's time.
+      profiler?.recordExtra(name, 'Input', performance.now() - started, v.dims);
+    }
     const deviceTensor = (name: string, v: PlannedValue): Tensor => {
       const have = live.get(name) ?? (v.constant ? this.weights.get(`${floatDType}:${name}`) : undefined);
       if (have) return have;
@@ -129,10 +170,14 @@ export class OnnxExecutor {
       else live.set(name, t);
       return t;
     };
+    const handles: TaskHandle[] = [];
     try {
-      plan.steps.forEach((step, k) => {
+      for (let k = 0; k < plan.steps.length; k++) {
+        const step = plan.steps[k]!;
+        const started = profiler ? performance.now() : 0;
         const scratch: Tensor[] = [];
         const target: LowerTarget = {
+          gemmPrecision: opts.precision === 'tf32' ? 'tf32' : 'default',
           input: (i) => {
             const name = step.node.inputs[i]!;
             return deviceTensor(name, plan.values.get(name)!);
@@ -142,7 +187,12 @@ export class OnnxExecutor {
             let t = live.get(name);
             if (!t) {
               const v = step.outputs[i]!;
-              t = this.rt.tensor(v.dims, dtypeOf(v.type));
+              const dtype = dtypeOf(v.type);
+              if (outputs.has(name)) {
+                const key = `out:${name}:${dtype}:${v.dims.join('x')}`;
+                t = this.io.get(key) ?? this.keepIo(key, this.rt.tensor(v.dims, dtype));
+                kept.add(t);
+              } else t = this.rt.tensor(v.dims, dtype);
               live.set(name, t);
             }
             return t;
@@ -153,7 +203,7 @@ export class OnnxExecutor {
             return t;
           },
           submit: (kernel, args, scalars) => {
-            this.rt.submit({
+            const h = this.rt.submit({
               kernel,
               args,
               scalars: scalars ?? {},
@@ -161,6 +211,7 @@ export class OnnxExecutor {
               name: `${step.node.opType}:${step.node.name}`,
               tags: opts.tags,
             });
+            if (profiler) handles.push(h);
           },
         };
         step.impl.lower!(step.call, target, step.outputs);
@@ -169,12 +220,18 @@ export class OnnxExecutor {
           if (n !== '' && plan.lastReader.get(n) === k && !outputs.has(n)) {
             const t = live.get(n);
             if (t) {
-              this.rt.free(t);
+              if (!kept.has(t)) this.rt.free(t);
               live.delete(n);
             }
           }
         }
-      });
+        if (profiler) {
+          const submitted = performance.now();
+          await Promise.all(handles.map((h) => h.done));
+          profiler.record(step, performance.now() - started, submitted - started, handles.length);
+          handles.length = 0;
+        }
+      }
       const result: Record<string, OutputTensor> = {};
       for (const o of this.model.outputs) {
         const v = plan.values.get(o.name)!;
@@ -183,13 +240,34 @@ export class OnnxExecutor {
           continue;
         }
         const t = deviceTensor(o.name, v);
+        const started = profiler ? performance.now() : 0;
         const data = await this.rt.read(t);
         result[o.name] = { type: v.type, dims: v.dims, data: fromDevice(data, t.dtype) };
+        profiler?.recordExtra(o.name, 'Output', performance.now() - started, v.dims);
       }
+      if (profiler) this.lastProfile = profiler.result();
       return result;
     } finally {
-      for (const t of live.values()) this.rt.free(t);
+      for (const t of live.values()) if (!kept.has(t)) this.rt.free(t);
     }
+  }
+
+  /** Keeps `t` in the I/O cache under `key`, freeing the oldest entry past MAX_IO_TENSORS. */
+  private keepIo(key: string, t: Tensor): Tensor {
+    if (this.io.size >= MAX_IO_TENSORS) {
+      const [oldKey, old] = this.io.entries().next().value!;
+      this.io.delete(oldKey);
+      this.rt.free(old);
+    }
+    this.io.set(key, t);
+    return t;
+  }
+
+  /** Bytes of the graph input/output tensors kept between runs. */
+  get ioBytes(): number {
+    let n = 0;
+    for (const t of this.io.values()) n += t.bytes;
+    return n;
   }
 
   /** Frees the uploaded weights; the executor is not used after. */
@@ -197,6 +275,8 @@ export class OnnxExecutor {
     this.closed = true;
     for (const t of this.weights.values()) this.rt.free(t);
     this.weights.clear();
+    for (const t of this.io.values()) this.rt.free(t);
+    this.io.clear();
   }
 }
 

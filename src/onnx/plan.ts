@@ -8,6 +8,7 @@ import { TandemError } from '../core/errors.js';
 import { Attrs } from './attributes.js';
 import { isFloatType, type ElemType, type HostTensor } from './host-tensor.js';
 import type { OnnxModel, OnnxNode } from './model.js';
+import { fuseSteps, fusionEnabled } from './fuse.js';
 import { activationOf } from './ops/elementwise.js';
 import { opImpl } from './ops/table.js';
 import type { OpCall, OpImpl, ValueMeta } from './ops/types.js';
@@ -194,7 +195,10 @@ export function bindPlan(
     requireOutputs(node, outputs.length);
     steps.push({ node, impl, call, outputs });
   }
-  const fused = fuseActivations(steps, new Set(model.outputs.map((o) => o.name)));
+  const graphOutputs = new Set(model.outputs.map((o) => o.name));
+  const fused = fusionEnabled()
+    ? fuseSteps(steps, values, graphOutputs)
+    : fuseActivations(steps, graphOutputs);
   fused.forEach((step, k) => {
     for (const n of step.node.inputs) if (n !== '') lastReader.set(n, k);
   });

@@ -64,4 +64,28 @@ void describe('onnx kernels reject malformed calls', () => {
     );
     rejects('onnx_unary', { x: desc([3], 'i32'), y: desc([3], 'i32') }, { op: 'relu' }, 'TANDEM_ERR_DTYPE');
   });
+  void it('onnx_map: malformed programs; onnx_conv: an epilogue with too many constants', () => {
+    const x = desc([2, 3]);
+    for (const program of [
+      'add(r1,1)', // reads a register before it is written
+      'add(r0)', // one operand
+      'relu(2)', // a unary op on a constant
+      'clip(r0,0)', // a missing bound
+      'frobnicate(r0)',
+      'add(r0,abc)',
+      'add(r0,1);;',
+      Array.from({ length: 17 }, (_, i) => `add(r${i},${i + 0.5})`).join(';'), // 17 constants
+      Array.from({ length: 33 }, (_, i) => `relu(r${i})`).join(';'), // 33 instructions
+    ])
+      rejects('onnx_map', { x, y: desc([2, 3]) }, { program }, 'TANDEM_ERR_INVALID_ARGUMENT');
+    rejects('onnx_map', { x, y: desc([3, 2]) }, { program: 'relu(r0)' }, 'TANDEM_ERR_SHAPE');
+    const conv = { x: desc([1, 2, 4, 4]), w: desc([3, 2, 1, 1]), b: desc([3]), y: desc([1, 3, 4, 4]) };
+    const nine = Array.from({ length: 9 }, (_, i) => `add(r${i},${i + 0.25})`).join(';');
+    rejects('onnx_conv', conv, { epilogue: nine }, 'TANDEM_ERR_INVALID_ARGUMENT');
+    // The activation's constants count too: 7 in the program + leaky_relu's alpha is within 8.
+    defOf('onnx_conv').validate(conv, {
+      epilogue: nine.split(';').slice(0, 7).join(';'),
+      activation: 'leaky_relu',
+    });
+  });
 });

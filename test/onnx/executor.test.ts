@@ -50,7 +50,7 @@ describe('onnx executor', () => {
     await rt.close();
   });
 
-  it('matches the float64 graph for several batch sizes, holding only the weights between runs', async () => {
+  it('matches the float64 graph for several batch sizes, holding only weights and I/O tensors between runs', async () => {
     const submitted: string[] = [];
     rt.addObserver({
       onTaskStart: (e) => void submitted.push(e.op),
@@ -60,8 +60,10 @@ describe('onnx executor', () => {
     const live = () => [...rt.liveTensors()].length;
     const before = live();
     const exec = new OnnxExecutor(model, rt);
+    let runs = 0;
     for (const n of [1, 5, 3, 5]) {
-      const x = Array.from({ length: n * 6 }, (_, i) => Math.sin(i * 1.3 + n));
+      // Different values on every run: the kept input tensor of a shape must take the new ones.
+      const x = Array.from({ length: n * 6 }, (_, i) => Math.sin(i * 1.3 + n + 0.7 * runs));
       const out = (await exec.run({ x: { dims: [n, 6], data: x } }, { device: 'cpu' })).y!;
       const ref = evaluateReference(model, { x: { dims: [n, 6], data: x } }).y!;
       assert.deepEqual(out.dims, [n, 2, 2]);
@@ -69,8 +71,14 @@ describe('onnx executor', () => {
         assert.ok(Math.abs(v - ref.data[i]!) < 1e-6, `n=${n} [${i}] ${v} vs ${ref.data[i]}`),
       );
       await rt.idle();
-      // Weights W and b stay on the device; every intermediate and the output were freed.
-      assert.equal(live() - before, 2, `tensors left after a run of batch ${n}`);
+      // Weights W and b stay, and the output of each batch size seen and its input when too large to be
+      // known to the planner (> 16 values), kept for the next run of that shape (the second batch-5 run
+      // reuses them); every intermediate was freed.
+      const seen = [...new Set([1, 5, 3, 5].slice(0, ++runs))];
+      const io = seen.map((b) => (b * 6 > 16 ? 2 : 1)).reduce((a, b) => a + b, 0);
+      assert.equal(live() - before, 2 + io, `tensors left after a run of batch ${n}`);
+      const ioBytes = seen.map((b) => 4 * (b * 4 + (b * 6 > 16 ? b * 6 : 0))).reduce((a, b) => a + b, 0);
+      assert.equal(exec.ioBytes, ioBytes);
     }
     // The shape subgraph was folded: no task for Shape, Slice or Concat.
     for (const op of ['onnx_gemm', 'onnx_unary', 'copy', 'onnx_softmax', 'onnx_transpose'])
@@ -112,10 +120,10 @@ describe('onnx executor', () => {
 });
 
 describe('onnx planner: activation fusion', () => {
-  it('fuses Conv → LeakyRelu into one kernel, and not when the conv output has another reader', async () => {
+  it('fuses Conv → LeakyRelu (→ Add of both) into one kernel, and not when another op reads the conv output', async () => {
     const rt = await Runtime.create({ backends: ['cpu'], calibrate: false, log: () => undefined });
     try {
-      const build = (extraReader: boolean) =>
+      const build = (extraReader: '' | 'add' | 'concat') =>
         parseOnnxModel(
           encodeModel({
             nodes: [
@@ -126,10 +134,21 @@ describe('onnx planner: activation fusion', () => {
                 attrs: [{ name: 'pads', ints: [1, 1, 1, 1], type: 7 }],
               },
               { op: 'LeakyRelu', inputs: ['c'], outputs: ['y'], attrs: [{ name: 'alpha', f: 0.2, type: 1 }] },
-              ...(extraReader ? [{ op: 'Add', inputs: ['c', 'y'], outputs: ['z'] }] : []),
+              // Add(c, y) joins the conv's epilogue program; Concat(c, y) cannot, so c must be stored.
+              ...(extraReader === 'add' ? [{ op: 'Add', inputs: ['c', 'y'], outputs: ['z'] }] : []),
+              ...(extraReader === 'concat'
+                ? [
+                    {
+                      op: 'Concat',
+                      inputs: ['c', 'y'],
+                      outputs: ['z'],
+                      attrs: [{ name: 'axis', i: 1, type: 2 }],
+                    },
+                  ]
+                : []),
             ],
             inputs: [{ name: 'x', dims: ['N', 2, 5, 5] }],
-            outputs: [{ name: extraReader ? 'z' : 'y', dims: ['N', 3, 5, 5] }],
+            outputs: [{ name: extraReader ? 'z' : 'y', dims: ['N', extraReader === 'concat' ? 6 : 3, 5, 5] }],
             initializers: [
               floatTensor(
                 'w',
@@ -140,7 +159,7 @@ describe('onnx planner: activation fusion', () => {
             ],
           }),
         );
-      for (const extra of [false, true]) {
+      for (const extra of ['', 'add', 'concat'] as const) {
         const model = build(extra);
         const ops: string[] = [];
         rt.addObserver({
@@ -159,9 +178,10 @@ describe('onnx planner: activation fusion', () => {
         );
         assert.equal(
           ops.includes('onnx_unary'),
-          extra,
-          extra ? 'the activation must run on its own' : 'the activation was not fused',
+          extra === 'concat',
+          extra === 'concat' ? 'the activation must run on its own' : 'the activation was not fused',
         );
+        assert.ok(!ops.includes('onnx_binary'), `${extra}: the Add was not fused`);
         exec.close();
       }
     } finally {

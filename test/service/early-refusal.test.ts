@@ -23,8 +23,9 @@ void test('a refused submission is answered before routing, with the same 429; o
     const job = { type: 'sleep', params: { ms: 10_000 } };
     // Through inject (Fastify's own path): the flood fills the budget, then is refused by the hook.
     let hookRefusal: {
-      body: { error: { code: string; details: { reason: string } } };
+      body: { error: { code: string; message: string; details: Record<string, unknown> } };
       retry: string;
+      type: string;
     } | null = null;
     for (let i = 0; i < BUDGET + 5; i++) {
       const res = await t.svc.app.inject({
@@ -34,7 +35,11 @@ void test('a refused submission is answered before routing, with the same 429; o
         payload: job,
       });
       if (res.statusCode === 429)
-        hookRefusal ??= { body: res.json(), retry: res.headers['retry-after'] as string };
+        hookRefusal ??= {
+          body: res.json(),
+          retry: res.headers['retry-after'] as string,
+          type: res.headers['content-type'] as string,
+        };
     }
     assert.ok(hookRefusal, 'the hook refused the flood');
     assert.equal(t.svc.shedder.refusingNow, true);
@@ -54,12 +59,22 @@ void test('a refused submission is answered before routing, with the same 429; o
     const early = await post(flood);
     assert.equal(early.status, 429);
     assert.equal(early.headers.get('retry-after'), hookRefusal.retry);
+    assert.equal(early.headers.get('content-type'), hookRefusal.type);
     const body = (await early.json()) as {
-      error: { code: string; message: string; details: { reason: string } };
+      error: { code: string; message: string; details: Record<string, unknown> };
     };
+    // The same body as the hook's (the queue's counts in it may have moved by one request).
+    assert.deepEqual(Object.keys(body), ['error']);
+    assert.deepEqual(Object.keys(body.error), Object.keys(hookRefusal.body.error));
     assert.equal(body.error.code, 'TANDEM_ERR_OVERLOADED');
-    assert.equal(body.error.details.reason, hookRefusal.body.error.details.reason);
+    assert.deepEqual(Object.keys(body.error.details), Object.keys(hookRefusal.body.error.details));
+    assert.equal(body.error.details['reason'], hookRefusal.body.error.details['reason']);
+    assert.equal(String(body.error.details['retryAfterSeconds']), hookRefusal.retry);
     assert.ok(!body.error.message.startsWith('TANDEM_ERR_'), body.error.message);
+    assert.equal(
+      body.error.message.replace(/\d+/g, 'N'),
+      hookRefusal.body.error.message.replace(/\d+/g, 'N'),
+    );
     assert.equal(await routeSamples(), before, 'answered before Fastify: no route sample');
 
     // The calm tenant is under its share: through Fastify to a 202. No key: Fastify's 401.

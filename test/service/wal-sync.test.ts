@@ -8,6 +8,8 @@ import assert from 'node:assert/strict';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
+import { openDatabase } from '../../src/service/store/db.js';
+import { JobStore } from '../../src/service/store/job-store.js';
 import { WalSync, type SyncCallback } from '../../src/service/store/wal-sync.js';
 import { tempDir, testService, type TestService } from './helpers.js';
 
@@ -126,5 +128,25 @@ void test('full durability: a claimed job runs, and an outcome is announced, onl
     assert.equal(t.svc.store.get(second)?.state, 'cancelled');
   } finally {
     await t.close();
+  }
+});
+
+void test('a deferred commit runs with synchronous = NORMAL and leaves FULL behind, also when it throws', () => {
+  const dir = tempDir();
+  const db = openDatabase(dir, 'full');
+  try {
+    const store = new JobStore(db);
+    const level = (): unknown => db.pragma('synchronous', { simple: true });
+    assert.equal(level(), 2, 'full durability: FULL');
+    let inside: unknown = null;
+    store.inOneCommit(() => (inside = level()), 'deferred');
+    assert.deepEqual([inside, level()], [1, 2], 'NORMAL inside the deferred commit, FULL after');
+    assert.throws(() => store.inOneCommit(() => assert.fail('the turn fails'), 'deferred'), /the turn fails/);
+    assert.equal(level(), 2, 'FULL again after a commit that threw');
+    store.inOneCommit(() => (inside = level()), 'now');
+    assert.equal(inside, 2, 'a commit synced now keeps FULL');
+  } finally {
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -115,6 +115,8 @@ export interface CudaMatmulRequest {
   readonly aux?: number;
   /** Only with epilogue 'none'. */
   readonly batch?: CudaMatmulBatch;
+  /** f32 only: 'tf32' computes on tensor cores with TF32 inputs (default: full f32). */
+  readonly precision?: GemmPrecision;
 }
 
 /**

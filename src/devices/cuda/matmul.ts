@@ -53,7 +53,7 @@ export function ltMatmul(context: CudaContext, req: CudaMatmulRequest, stream: n
   return lt.matmulEpilogue(
     {
       dataType,
-      compute: CUBLAS_COMPUTE.f32,
+      compute: req.precision === 'tf32' && req.dtype === 'f32' ? CUBLAS_COMPUTE.tf32 : CUBLAS_COMPUTE.f32,
       scaleType: CUDA_R.f32,
       ta: transB ? CUBLAS_OP.T : CUBLAS_OP.N,
       tb: transA ? CUBLAS_OP.T : CUBLAS_OP.N,

@@ -11,18 +11,18 @@ import type { CpuArg, CpuKernel } from '../../devices/cpu/kernel-api.js';
 import type { Scalars } from '../../devices/device.js';
 import { type FloatArray, floatCopyOf, isHalf, storeFloat } from '../common/cpu-float.js';
 import { floatGemm } from '../gemm/cpu.js';
-import { type ConvGeometry, convGeometry, convTransposeGeometry } from './conv.js';
-import { activationParams, unaryFunc } from './elementwise-ops.js';
+import { type ConvGeometry, convEpilogue, convGeometry, convTransposeGeometry } from './conv.js';
+import { mapArray } from './map-program.js';
 
-function applyActivation(y: FloatArray, scalars: Scalars): void {
-  const p = activationParams(scalars);
-  if (p.op === 'identity') return;
-  if (p.op === 'relu') {
+/** The fused activation and epilogue program (convEpilogue), element by element. */
+function applyActivation(y: FloatArray, op: string, scalars: Scalars): void {
+  const p = convEpilogue(op, scalars);
+  if (p.instrs.length === 0) return;
+  if (p.instrs.length === 1 && p.instrs[0]!.op === 'relu') {
     for (let i = 0; i < y.length; i++) if (y[i]! < 0) y[i] = 0;
     return;
   }
-  const f = unaryFunc(p);
-  for (let i = 0; i < y.length; i++) y[i] = f(y[i]!);
+  mapArray(p, y, y, y.length);
 }
 
 /** The range of output indices o with 0 ≤ o·stride + offset < size: [first, end). */
@@ -109,7 +109,7 @@ export const onnxConvCpu: CpuKernel = (args, scalars, ctx) => {
         floatGemm(ctx, { transA: false, transB: false, m: g.og, n: p, k, alpha: 1, beta: 1 }, wg, col, yg);
       }
   }
-  applyActivation(yf, scalars);
+  applyActivation(yf, 'onnx_conv', scalars);
   storeFloat(y, yf);
 };
 
@@ -159,6 +159,6 @@ export const onnxConvTransposeCpu: CpuKernel = (args, scalars, ctx) => {
       );
       col2im(g, col, yf, n, gi);
     }
-  applyActivation(yf, scalars);
+  applyActivation(yf, 'onnx_conv_transpose', scalars);
   storeFloat(y, yf);
 };

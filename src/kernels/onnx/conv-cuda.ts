@@ -1,8 +1,12 @@
 /**
- * onnx_conv and onnx_conv_transpose on CUDA. A dense conv (group 1 and at least 16 products per
- * output) runs as cuBLAS GEMMs per image, on x itself for a 1x1 stride-1 unpadded conv (MobileNet's
- * pointwise layers) and on an im2col scratch otherwise, onto y preset to the bias; grouped and
- * depthwise convs and every ConvTranspose run direct kernels (one thread per output element).
+ * onnx_conv and onnx_conv_transpose on CUDA. A dense conv with at most 32 output channels and a
+ * window larger than 1x1 runs the tiled kernel (conv-cuda-tiled.ts). Other dense convs (group 1 and
+ * at least 16 products per output) run as cuBLAS GEMMs, on x itself for a 1x1 stride-1 unpadded conv (MobileNet's
+ * pointwise layers) and on an im2col scratch otherwise; the bias, the activation and the epilogue
+ * program then go in one pass over y (f32/f64: the GEMMs write y, the pass adds the bias; f16/bf16:
+ * y preset to the bias, the GEMMs add onto it, so the sum is rounded once). Grouped and depthwise
+ * convs and every ConvTranspose run direct kernels (one thread per output element) that apply the
+ * activation and epilogue before their store.
  */
 import type {
   CudaArg,
@@ -14,73 +18,44 @@ import type {
 import type { Scalars } from '../../devices/device.js';
 import { bytesPerElement } from '../../core/dtype.js';
 import { BLOCK_DIM, GRID_STRIDE, MATH_OVERLOADS, elementwiseGrid } from '../common/cuda.js';
-import { i64Params } from './common.js';
-import { type ConvGeometry, convGeometry, convTransposeGeometry } from './conv.js';
-import { onnxUnaryCuda } from './elementwise.js';
-import { UNARY_CUDA_CASES, UNARY_CUDA_HELPERS, UNARY_OPS, activationParams } from './elementwise-ops.js';
-
-/** The fused activation: its op as the define OP, its scalars as the last four parameters. */
-function activationDefines(_args: unknown, scalars: Scalars) {
-  return { OP: UNARY_OPS.indexOf(activationParams(scalars).op) };
-}
-function activationParamList(scalars: Scalars): CudaParam[] {
-  const p = activationParams(scalars);
-  return [p.alpha, p.beta, p.min, p.max].map((value): CudaParam => ({ kind: 'f64', value }));
-}
-const ACTIVATION_PARAMS = 'double ALPHA, double BETA, double LO, double HI';
-const STORE_ACTIVATED = `{
-    X_c v = s;
-${UNARY_CUDA_CASES}
-    stX(y, i, r);
-  }`;
-
-/** The geometry as i64 parameters, in the order GEOMETRY_PARAMS declares them. */
-function geometryParams(g: ConvGeometry): CudaParam[] {
-  return i64Params([
-    g.n,
-    g.c,
-    g.h,
-    g.w,
-    g.o,
-    g.cg,
-    g.og,
-    g.ho,
-    g.wo,
-    g.kh,
-    g.kw,
-    g.sh,
-    g.sw,
-    g.dh,
-    g.dw,
-    g.pads[0],
-    g.pads[1],
-  ]);
-}
-const GEOMETRY_PARAMS = `long long N, long long C, long long H, long long W, long long O, long long CG, long long OG,
-    long long HO, long long WO, long long KH, long long KW, long long SH, long long SW, long long DH, long long DW,
-    long long PT, long long PL`;
-
-function descsOf(args: readonly { desc: CudaArg['desc'] }[]) {
-  return { x: args[0]!.desc, w: args[1]!.desc, b: args[2]!.desc, y: args[3]!.desc };
-}
+import { CUDA_INDEX, idx32 } from './common.js';
+import {
+  EPILOGUE_PARAMS,
+  GEOMETRY_PARAMS,
+  STORE_ACTIVATED,
+  descsOf,
+  directDefines,
+  epilogueDefines,
+  epilogueParamList,
+  geometryParams,
+} from './conv-cuda-common.js';
+import { numel } from '../../core/shape.js';
+import { convEpilogue, convGeometry, convPrecision, convTransposeGeometry } from './conv.js';
+import { tiledConv, tiledConvFits } from './conv-cuda-tiled.js';
+import { UNARY_CUDA_HELPERS } from './elementwise-ops.js';
 
 const convDirect: CudaProgram = {
   kind: 'program',
   entry: 'tdm_onnx_conv',
-  source: `${MATH_OVERLOADS}${UNARY_CUDA_HELPERS}
+  source: `${MATH_OVERLOADS}${UNARY_CUDA_HELPERS}${CUDA_INDEX}
 extern "C" __global__ void tdm_onnx_conv(const X_t* __restrict__ x, const X_t* __restrict__ w,
-    const X_t* __restrict__ b, X_t* __restrict__ y, long long n, ${GEOMETRY_PARAMS}, ${ACTIVATION_PARAMS}) {
+    const X_t* __restrict__ b, X_t* __restrict__ y, long long n, ${GEOMETRY_PARAMS}, ${EPILOGUE_PARAMS}) {
   ${GRID_STRIDE} {
-    long long ow = i % WO, oh = (i / WO) % HO, o = (i / (WO * HO)) % O, img = i / (WO * HO * O);
-    long long c0 = (o / OG) * CG;
+    tdm_idx t_ = (tdm_idx)i;
+    const long long ow = t_ % (tdm_idx)WO; t_ /= (tdm_idx)WO;
+    const long long oh = t_ % (tdm_idx)HO; t_ /= (tdm_idx)HO;
+    const long long o = t_ % (tdm_idx)O, img = t_ / (tdm_idx)O;
+    const long long c0 = (long long)((int)o / (int)OG) * CG;  // channel counts fit an int
     X_c s = ldX(b, o);
     for (long long ci = 0; ci < CG; ++ci) {
       const X_t* plane = x + ((img * C + c0 + ci) * H) * W;
       const X_t* wk = w + (o * CG + ci) * KH * KW;
-      for (long long r = 0; r < KH; ++r) {
+#pragma unroll
+      for (long long r = 0; r < FKH; ++r) {
         long long ih = oh * SH - PT + r * DH;
         if (ih < 0 || ih >= H) continue;
-        for (long long q = 0; q < KW; ++q) {
+#pragma unroll
+        for (long long q = 0; q < FKW; ++q) {
           long long iw = ow * SW - PL + q * DW;
           if (iw < 0 || iw >= W) continue;
           s += ldX(plane, ih * W + iw) * ldX(wk, r * KW + q);
@@ -90,7 +65,10 @@ extern "C" __global__ void tdm_onnx_conv(const X_t* __restrict__ x, const X_t* _
     ${STORE_ACTIVATED}
   }
 }`,
-  defines: activationDefines,
+  defines: (args, scalars) => {
+    const g = convGeometry('onnx_conv', descsOf(args), scalars);
+    return { ...epilogueDefines('onnx_conv', scalars), ...directDefines(g) };
+  },
   dtypes: (args) => ({ X: args[0]!.desc.dtype }),
   grid: (args, scalars) => {
     const g = convGeometry('onnx_conv', descsOf(args), scalars);
@@ -104,20 +82,36 @@ extern "C" __global__ void tdm_onnx_conv(const X_t* __restrict__ x, const X_t* _
       .concat([
         { kind: 'i64', value: g.n * g.o * g.ho * g.wo },
         ...geometryParams(g),
-        ...activationParamList(scalars),
+        ...epilogueParamList('onnx_conv', scalars),
       ]);
   },
 };
 
-/** col[(ci·kh + r)·kw + q][oh·wo + ow] of image `img` (group 1), zeros in the padding. */
-const im2colProgram = (img: number, col: number): CudaProgram => ({
+/** Scalars a native conv adds for its helper programs: the scratch address and the first image. */
+interface HelperScalars extends Scalars {
+  readonly col: number;
+  readonly img0: number;
+  readonly images: number;
+}
+
+/**
+ * col[j][(ci·kh + r)·kw + q][oh·wo + ow] = x[img0 + j, ci, ih, iw] (group 1) for `images` images,
+ * zeros in the padding: each image's columns one contiguous K×P block.
+ */
+const im2colProgram: CudaProgram = {
   kind: 'program',
   entry: 'tdm_onnx_im2col',
-  source: `
+  defines: (args, scalars) => {
+    const g = convGeometry('onnx_conv', descsOf(args), scalars);
+    return { IDX32: idx32((scalars as HelperScalars).images * g.cg * g.kh * g.kw * g.ho * g.wo) };
+  },
+  source: `${CUDA_INDEX}
 extern "C" __global__ void tdm_onnx_im2col(const X_t* __restrict__ x, X_t* __restrict__ col, long long n,
-    long long img, ${GEOMETRY_PARAMS}) {
+    long long img0, ${GEOMETRY_PARAMS}) {
   ${GRID_STRIDE} {
-    long long p = i % (HO * WO), row = i / (HO * WO);
+    tdm_idx t_ = (tdm_idx)i;
+    const long long p = t_ % (tdm_idx)(HO * WO); t_ /= (tdm_idx)(HO * WO);
+    const long long row = t_ % (tdm_idx)(CG * KH * KW), img = img0 + t_ / (tdm_idx)(CG * KH * KW);
     long long ow = p % WO, oh = p / WO;
     long long q = row % KW, r = (row / KW) % KH, ci = row / (KW * KH);
     long long ih = oh * SH - PT + r * DH, iw = ow * SW - PL + q * DW;
@@ -129,31 +123,33 @@ extern "C" __global__ void tdm_onnx_im2col(const X_t* __restrict__ x, X_t* __res
   dtypes: (args) => ({ X: args[0]!.desc.dtype }),
   grid: (args, scalars) => {
     const g = convGeometry('onnx_conv', descsOf(args), scalars);
-    return elementwiseGrid(g.cg * g.kh * g.kw * g.ho * g.wo);
+    return elementwiseGrid((scalars as HelperScalars).images * g.cg * g.kh * g.kw * g.ho * g.wo);
   },
   block: () => BLOCK_DIM,
   params: (args, scalars) => {
     const g = convGeometry('onnx_conv', descsOf(args), scalars);
+    const h = scalars as HelperScalars;
     return [
       { kind: 'ptr', arg: 0 },
-      { kind: 'addr', value: col },
-      { kind: 'i64', value: g.cg * g.kh * g.kw * g.ho * g.wo },
-      { kind: 'i64', value: img },
+      { kind: 'addr', value: h.col },
+      { kind: 'i64', value: h.images * g.cg * g.kh * g.kw * g.ho * g.wo },
+      { kind: 'i64', value: h.img0 },
       ...geometryParams(g),
     ];
   },
-});
+};
 
 /** y[n,o,p] = b[o] for every image: the GEMMs then add onto it (beta = 1). */
 const biasFill: CudaProgram = {
   kind: 'program',
   entry: 'tdm_onnx_bias_fill',
-  source: `
+  source: `${CUDA_INDEX}
 extern "C" __global__ void tdm_onnx_bias_fill(const X_t* __restrict__ b, X_t* __restrict__ y, long long n,
     long long O, long long P) {
-  ${GRID_STRIDE} y[i] = b[(i / P) % O];
+  ${GRID_STRIDE} y[i] = b[((tdm_idx)i / (tdm_idx)P) % (tdm_idx)O];
 }`,
   dtypes: (args) => ({ X: args[3]!.desc.dtype }),
+  defines: (args) => ({ IDX32: idx32(numel(args[3]!.desc.shape)) }),
   grid: (args) => elementwiseGrid(args[3]!.desc.shape.reduce((a, d) => a * d, 1)),
   block: () => BLOCK_DIM,
   params: (args) => {
@@ -168,47 +164,128 @@ extern "C" __global__ void tdm_onnx_bias_fill(const X_t* __restrict__ b, X_t* __
   },
 };
 
+/**
+ * y = epilogue(act(y [+ b[o]])) in place after the GEMMs: ADD_BIAS 1 when the GEMMs wrote the bare
+ * product (f32/f64), 0 when y was preset to the bias (f16/bf16).
+ */
+const gemmEpilogue: CudaProgram = {
+  kind: 'program',
+  entry: 'tdm_onnx_conv_epilogue',
+  source: `${MATH_OVERLOADS}${UNARY_CUDA_HELPERS}${CUDA_INDEX}
+extern "C" __global__ void tdm_onnx_conv_epilogue(const X_t* __restrict__ b, X_t* __restrict__ y, long long n,
+    long long O, long long P, ${EPILOGUE_PARAMS}) {
+  ${GRID_STRIDE} {
+#if ADD_BIAS
+    X_c s = ldX(y, i) + ldX(b, ((tdm_idx)i / (tdm_idx)P) % (tdm_idx)O);
+#else
+    X_c s = ldX(y, i);
+#endif
+    ${STORE_ACTIVATED}
+  }
+}`,
+  dtypes: (args) => ({ X: args[3]!.desc.dtype }),
+  defines: (args, scalars) => ({
+    ...epilogueDefines('onnx_conv', scalars),
+    ADD_BIAS: biasInEpilogue(args[3]!.desc.dtype) ? 1 : 0,
+    IDX32: idx32(numel(args[3]!.desc.shape)),
+  }),
+  grid: (args) => elementwiseGrid(args[3]!.desc.shape.reduce((a, d) => a * d, 1)),
+  block: () => BLOCK_DIM,
+  params: (args, scalars) => {
+    const [, o, ho, wo] = args[3]!.desc.shape as [number, number, number, number];
+    return [
+      { kind: 'ptr', arg: 2 },
+      { kind: 'ptr', arg: 3 },
+      { kind: 'i64', value: args[3]!.desc.shape.reduce((a, d) => a * d, 1) },
+      { kind: 'i64', value: o },
+      { kind: 'i64', value: ho * wo },
+      ...epilogueParamList('onnx_conv', scalars),
+    ];
+  },
+};
+
+/** f32/f64 GEMMs write the bare product and the epilogue pass adds the bias (no separate fill). */
+function biasInEpilogue(dtype: string): boolean {
+  return dtype === 'f32' || dtype === 'f64';
+}
+
 /** Products per output under which the direct kernel beats a GEMM's launch and scratch traffic. */
 const GEMM_MIN_K = 16;
+const POINTWISE_GEMM_MIN_K = 4;
+/** im2col scratch per chunk of images (the chunk's GEMMs run as one strided batch). */
+const IM2COL_CHUNK_BYTES = 256 << 20;
 
 function runConv(ctx: CudaKernelContext, args: readonly CudaArg[], scalars: Scalars): void {
   const g = convGeometry('onnx_conv', descsOf(args), scalars);
   const k = g.cg * g.kh * g.kw;
-  if (g.group !== 1 || k < GEMM_MIN_K) {
+  const p = g.ho * g.wo;
+  const pointwise =
+    g.kh === 1 && g.kw === 1 && g.sh === 1 && g.sw === 1 && g.pads.every((v) => v === 0) && p === g.h * g.w;
+  // A pointwise conv reads x in place (no im2col) as one batched product: worth it from a few channels
+  // (PaddleOCR's 12 -> 96 at 160x160 took 1 ms in the direct kernel, each x value read 96 times).
+  if (g.group !== 1 || k < (pointwise ? POINTWISE_GEMM_MIN_K : GEMM_MIN_K)) {
     ctx.launch(convDirect, args, scalars);
     return;
   }
   const [x, w, , y] = args as [CudaArg, CudaArg, CudaArg, CudaArg];
   const dtype = y.desc.dtype;
   const size = bytesPerElement(dtype);
-  const p = g.ho * g.wo;
-  const pointwise =
-    g.kh === 1 && g.kw === 1 && g.sh === 1 && g.sw === 1 && g.pads.every((v) => v === 0) && p === g.h * g.w;
-  ctx.launch(biasFill, args, scalars);
-  const col = pointwise ? 0 : ctx.scratch(k * p * size);
-  for (let img = 0; img < g.n; img++) {
-    if (!pointwise) ctx.launch(im2colProgram(img, col), args, scalars);
-    const b = pointwise ? x.ptr + img * g.c * p * size : col;
-    ctx.gemm({
-      dtype,
-      precision: 'default',
-      transA: false,
-      transB: false,
-      m: g.o,
-      n: p,
-      k,
-      alpha: 1,
-      beta: 1,
-      a: w.ptr,
-      b,
-      c: y.ptr + img * g.o * p * size,
-    });
+  // Few output channels and a real window: the tiled kernel (TANDEM_ONNX_TILED_CONV=0 turns it off).
+  if (!pointwise && process.env.TANDEM_ONNX_TILED_CONV !== '0' && tiledConvFits(g, dtype)) {
+    ctx.launch(tiledConv, args, scalars);
+    return;
   }
-  const act = activationParams(scalars);
-  if (act.op !== 'identity') {
-    const unary = { op: act.op, alpha: act.alpha, beta: act.beta, min: act.min, max: act.max };
-    ctx.launch(onnxUnaryCuda, [y, y], unary);
+  const epilogue = convEpilogue('onnx_conv', scalars);
+  const precision = dtype === 'f32' ? convPrecision(scalars) : 'default';
+  const biasLater = biasInEpilogue(dtype) && epilogue.instrs.length > 0;
+  if (!biasLater) ctx.launch(biasFill, args, scalars);
+  const chunk = pointwise ? g.n : Math.max(1, Math.min(g.n, Math.floor(IM2COL_CHUNK_BYTES / (k * p * size))));
+  const col = pointwise ? 0 : ctx.scratch(chunk * k * p * size);
+  for (let img0 = 0; img0 < g.n; img0 += chunk) {
+    const images = Math.min(chunk, g.n - img0);
+    if (!pointwise) ctx.launch(im2colProgram, args, { ...scalars, col, img0, images });
+    const b = pointwise ? x.ptr + img0 * g.c * p * size : col;
+    const c = y.ptr + img0 * g.o * p * size;
+    const strideB = pointwise ? g.c * p : k * p;
+    const beta = biasLater ? 0 : 1;
+    // One strided-batched product for the chunk (w shared: stride 0); one GEMM per image if cuBLASLt declines.
+    const batched =
+      images > 1 &&
+      ctx.matmul({
+        dtype,
+        transA: false,
+        transB: false,
+        m: g.o,
+        n: p,
+        k,
+        alpha: 1,
+        beta,
+        a: w.ptr,
+        b,
+        c,
+        epilogue: 'none',
+        batch: { count: images, strideA: 0, strideB, strideC: g.o * p },
+        precision,
+      });
+    if (batched) continue;
+    for (let j = 0; j < images; j++) {
+      ctx.gemm({
+        dtype,
+        precision,
+        transA: false,
+        transB: false,
+        m: g.o,
+        n: p,
+        k,
+        alpha: 1,
+        beta,
+        a: w.ptr,
+        b: b + j * strideB * size,
+        c: c + j * g.o * p * size,
+      });
+    }
   }
+  if (epilogue.instrs.length > 0) ctx.launch(gemmEpilogue, args, scalars);
 }
 
 export const onnxConvCuda: CudaNative = { kind: 'native', run: runConv };
@@ -216,29 +293,38 @@ export const onnxConvCuda: CudaNative = { kind: 'native', run: runConv };
 export const onnxConvTransposeCuda: CudaProgram = {
   kind: 'program',
   entry: 'tdm_onnx_conv_transpose',
-  source: `${MATH_OVERLOADS}${UNARY_CUDA_HELPERS}
+  source: `${MATH_OVERLOADS}${UNARY_CUDA_HELPERS}${CUDA_INDEX}
 extern "C" __global__ void tdm_onnx_conv_transpose(const X_t* __restrict__ x, const X_t* __restrict__ w,
-    const X_t* __restrict__ b, X_t* __restrict__ y, long long n, ${GEOMETRY_PARAMS}, ${ACTIVATION_PARAMS}) {
+    const X_t* __restrict__ b, X_t* __restrict__ y, long long n, ${GEOMETRY_PARAMS}, ${EPILOGUE_PARAMS}) {
   ${GRID_STRIDE} {
-    long long ow = i % WO, oh = (i / WO) % HO, o = (i / (WO * HO)) % O, img = i / (WO * HO * O);
-    long long gi = o / OG, wo = o - gi * OG;
+    tdm_idx t_ = (tdm_idx)i;
+    const long long ow = t_ % (tdm_idx)WO; t_ /= (tdm_idx)WO;
+    const long long oh = t_ % (tdm_idx)HO; t_ /= (tdm_idx)HO;
+    const long long o = t_ % (tdm_idx)O, img = t_ / (tdm_idx)O;
+    const long long gi = (int)o / (int)OG, wo = o - gi * OG;
     X_c s = ldX(b, o);
-    for (long long r = 0; r < KH; ++r) {
-      long long th = oh + PT - r * DH;
-      if (th < 0 || th % SH != 0 || th / SH >= H) continue;
-      for (long long q = 0; q < KW; ++q) {
-        long long tw = ow + PL - q * DW;
-        if (tw < 0 || tw % SW != 0 || tw / SW >= W) continue;
+#pragma unroll
+    for (long long r = 0; r < FKH; ++r) {
+      // Spatial coordinates fit an int: 32-bit division and remainder (64-bit ones are long sequences).
+      const int th = (int)(oh + PT - r * DH), ih = th / (int)SH;
+      if (th < 0 || th != ih * (int)SH || ih >= (int)H) continue;
+#pragma unroll
+      for (long long q = 0; q < FKW; ++q) {
+        const int tw = (int)(ow + PL - q * DW), iw = tw / (int)SW;
+        if (tw < 0 || tw != iw * (int)SW || iw >= (int)W) continue;
         for (long long ci = 0; ci < CG; ++ci) {
           long long c = gi * CG + ci;
-          s += ldX(x, ((img * C + c) * H + th / SH) * W + tw / SW) * ldX(w, ((c * OG + wo) * KH + r) * KW + q);
+          s += ldX(x, ((img * C + c) * H + ih) * W + iw) * ldX(w, ((c * OG + wo) * KH + r) * KW + q);
         }
       }
     }
     ${STORE_ACTIVATED}
   }
 }`,
-  defines: activationDefines,
+  defines: (args, scalars) => {
+    const g = convTransposeGeometry('onnx_conv_transpose', descsOf(args), scalars);
+    return { ...epilogueDefines('onnx_conv_transpose', scalars), ...directDefines(g) };
+  },
   dtypes: (args) => ({ X: args[0]!.desc.dtype }),
   grid: (args, scalars) => {
     const g = convTransposeGeometry('onnx_conv_transpose', descsOf(args), scalars);
@@ -252,7 +338,7 @@ extern "C" __global__ void tdm_onnx_conv_transpose(const X_t* __restrict__ x, co
       .concat([
         { kind: 'i64', value: g.n * g.o * g.ho * g.wo },
         ...geometryParams(g),
-        ...activationParamList(scalars),
+        ...epilogueParamList('onnx_conv_transpose', scalars),
       ]);
   },
 };

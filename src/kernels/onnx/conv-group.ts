@@ -24,6 +24,10 @@ import {
   window2d,
 } from './shapes.js';
 
+/** PaddleOCR's chain after a conv: affine, hard-swish as Add/Clip/Mul/Div, affine. */
+const OCR_EPILOGUE =
+  'mul(r0,0.8125);add(r1,-0.1);add(r2,3);clip(r3,0,6);mul(r2,r4);div(r5,6);mul(r6,1.1);add(r7,0.05)';
+
 interface ConvCase {
   readonly label: string;
   readonly x: readonly [number, number, number, number];
@@ -82,6 +86,52 @@ const CONVS: readonly ConvCase[] = [
     scalars: { group: 4, pads: '1,1,1,1', activation: 'clip', activationMin: 0, activationMax: 0.25 },
   },
   { label: 'one channel 3x3 (direct)', x: [2, 1, 6, 5], o: 3, k: [3, 3], scalars: { pads: '1,0,1,0' } },
+  // CUDA paths: more than 32 output channels (im2col + GEMM); the tiled kernel over several 16x16 tiles
+  // and shared-memory rounds of input channels (a partial last one), strided and dilated.
+  { label: 'dense 3x3 O=40 (im2col GEMM)', x: [2, 5, 6, 5], o: 40, k: [3, 3], scalars: { pads: '1,1,1,1' } },
+  {
+    label: 'dense 3x3 tiles + ocr epilogue',
+    x: [2, 20, 35, 33],
+    o: 24,
+    k: [3, 3],
+    scalars: { pads: '1,1,1,1', epilogue: OCR_EPILOGUE },
+  },
+  {
+    label: 'dense 3x3 s2x1 d2 asymmetric tiles',
+    x: [1, 6, 23, 19],
+    o: 7,
+    k: [3, 3],
+    scalars: { strides: '2,1', dilations: '2,2', pads: '2,1,1,2' },
+  },
+  // Epilogue programs (the executor's fused element-wise chains): the GEMM paths' batched products and
+  // bias-in-epilogue pass, and the direct kernel with an activation before the program.
+  {
+    label: 'pointwise 1x1 + ocr epilogue',
+    x: [3, 6, 5, 7],
+    o: 5,
+    k: [1, 1],
+    scalars: { epilogue: OCR_EPILOGUE },
+  },
+  {
+    label: 'dense 3x3 s2 + ocr epilogue',
+    x: [3, 3, 9, 8],
+    o: 4,
+    k: [3, 3],
+    scalars: { strides: '2,2', pads: '1,1,1,1', epilogue: OCR_EPILOGUE },
+  },
+  {
+    label: 'depthwise 3x3 + leaky_relu + epilogue',
+    x: [2, 4, 6, 5],
+    o: 4,
+    k: [3, 3],
+    scalars: {
+      group: 4,
+      pads: '1,1,1,1',
+      activation: 'leaky_relu',
+      activationAlpha: 0.1,
+      epilogue: 'mul(r0,r0);sub(r1,0.25)',
+    },
+  },
 ];
 
 const CONV_TRANSPOSES: readonly ConvCase[] = [
@@ -100,6 +150,13 @@ const CONV_TRANSPOSES: readonly ConvCase[] = [
     k: [3, 3],
     scalars: { group: 2, strides: '2,2', pads: '1,1,1,0', outputPadding: '1,1', dilations: '1,2' },
   },
+  {
+    label: '2x2 s2 + ocr epilogue',
+    x: [2, 4, 5, 6],
+    o: 3,
+    k: [2, 2],
+    scalars: { strides: '2,2', epilogue: OCR_EPILOGUE },
+  },
 ];
 
 /**
@@ -114,12 +171,48 @@ function activatedTolerance(
   scalars: Scalars,
   t: { rtol: number; atol: number },
 ): { rtol: number; atol: number } {
-  if (scalars['activation'] === undefined || (dtype !== 'f16' && dtype !== 'bf16')) return t;
-  return { rtol: t.rtol, atol: Math.max(t.atol, 2 * epsilon(dtype)) };
+  const epilogue = scalars['epilogue'] !== undefined;
+  if (epilogue) {
+    // The programs above amplify an error at most ~4x (slopes ≤ 1.5 times the affine factors).
+    t = { rtol: 4 * t.rtol, atol: 4 * t.atol };
+  }
+  if ((scalars['activation'] === undefined && !epilogue) || (dtype !== 'f16' && dtype !== 'bf16')) return t;
+  return { rtol: t.rtol, atol: Math.max(t.atol, (epilogue ? 4 : 2) * epsilon(dtype)) };
 }
+
+/** TF32 GEMMs (f32 only): inputs rounded to 10-bit mantissas, so ~2·2⁻¹¹ relative per product. */
+const TF32_CONVS: readonly ConvCase[] = [
+  { label: 'pointwise 1x1 tf32', x: [3, 16, 5, 7], o: 5, k: [1, 1], scalars: { precision: 'tf32' } },
+  {
+    label: 'dense 3x3 tf32 + ocr epilogue',
+    x: [2, 4, 6, 7],
+    o: 6,
+    k: [3, 3],
+    scalars: { pads: '1,1,1,1', precision: 'tf32', epilogue: OCR_EPILOGUE },
+  },
+];
 
 function convCases(): ConformanceCase[] {
   const out: ConformanceCase[] = [];
+  for (const s of TF32_CONVS) {
+    const w = [s.o, s.x[1], ...s.k];
+    const y = convOutputShape('case', s.x, w, window2d('case', s.scalars, s.k[0], s.k[1]));
+    const terms = w[1]! * s.k[0] * s.k[1];
+    out.push({
+      name: `onnx_conv f32 ${s.label}`,
+      op: 'onnx_conv',
+      args: {
+        x: { shape: s.x, dtype: 'f32' },
+        w: { shape: w, dtype: 'f32' },
+        b: { shape: [s.o], dtype: 'f32' },
+        y: { shape: y, dtype: 'f32' },
+      },
+      scalars: s.scalars,
+      // Products of inputs ≤ 1 each off by ≤ 2·2⁻¹¹; the epilogue amplifies at most ~4x.
+      rtol: 4 * 2 ** -10,
+      atol: 4 * terms * 2 ** -10,
+    });
+  }
   for (const dtype of FLOAT_DTYPES) {
     for (const s of CONVS) {
       const group = Number(s.scalars['group'] ?? 1);
@@ -154,7 +247,7 @@ function convCases(): ConformanceCase[] {
           y: { shape: y, dtype },
         },
         scalars: s.scalars,
-        ...sumTolerance(dtype, (s.x[1] / group) * s.k[0] * s.k[1] + 1),
+        ...activatedTolerance(dtype, s.scalars, sumTolerance(dtype, (s.x[1] / group) * s.k[0] * s.k[1] + 1)),
       });
     }
   }

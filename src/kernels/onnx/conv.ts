@@ -5,9 +5,11 @@
 import { TandemError } from '../../core/errors.js';
 import type { Scalars } from '../../devices/device.js';
 import type { ReferenceFn } from '../common/reference.js';
-import { intScalar } from '../common/scalars.js';
+import { enumScalar, intScalar } from '../common/scalars.js';
 import { type ArgDescs, FLOAT_DTYPES, onnxDef, requireDTypes } from './common.js';
-import { ACTIVATION_SCALARS, activationParams, unaryFunc } from './elementwise-ops.js';
+import { ACTIVATION_SCALARS, activationParams } from './elementwise-ops.js';
+import { mapProgramOf } from './map.js';
+import { type MapProgram, afterActivation, mapConstants, mapFunc } from './map-program.js';
 import {
   convOutputShape,
   convTransposeOutputShape,
@@ -34,7 +36,39 @@ export interface ConvGeometry extends Window2d {
   readonly wo: number;
 }
 
-const CONV_SCALARS = ['group', 'strides', 'pads', 'dilations', ...ACTIVATION_SCALARS];
+const CONV_SCALARS = ['group', 'strides', 'pads', 'dilations', ...ACTIVATION_SCALARS, 'epilogue'];
+
+/** onnx_conv's GEMM precision on CUDA: 'tf32' (f32 only) runs its GEMMs on tensor cores. */
+export function convPrecision(scalars: Scalars): 'default' | 'tf32' {
+  return enumScalar('onnx_conv', scalars, 'precision', ['default', 'tf32'] as const, 'default');
+}
+
+/** Constants a conv's activation and epilogue may use together (CUDA kernel parameters). */
+export const CONV_EPILOGUE_CONSTANTS = 8;
+
+/**
+ * What a conv applies to each output before its store: the activation scalars' op, then the
+ * `epilogue` program (map-program.ts) on its result.
+ */
+const epilogues = new Map<string, MapProgram>();
+export function convEpilogue(op: string, scalars: Scalars): MapProgram {
+  const key = [op, ...ACTIVATION_SCALARS.map((k) => String(scalars[k])), String(scalars['epilogue'])].join(
+    '|',
+  );
+  return memo(epilogues, key, () => checkConvEpilogue(op, scalars));
+}
+
+function checkConvEpilogue(op: string, scalars: Scalars): MapProgram {
+  const p = afterActivation(activationParams(scalars), mapProgramOf(op, scalars, 'epilogue'));
+  if (mapConstants(p).length > CONV_EPILOGUE_CONSTANTS) {
+    throw new TandemError(
+      'TANDEM_ERR_INVALID_ARGUMENT',
+      `${op}: the activation and epilogue use more than ${CONV_EPILOGUE_CONSTANTS} distinct constants`,
+      { op, scalar: 'epilogue' },
+    );
+  }
+  return p;
+}
 
 function groupOf(op: string, scalars: Scalars): number {
   const group = intScalar(op, scalars, 'group', 1);
@@ -51,8 +85,49 @@ function shapeError(op: string, message: string): TandemError {
   return new TandemError('TANDEM_ERR_SHAPE', `${op}: ${message}`, { op });
 }
 
+/**
+ * Results of the checks below by their inputs: they run several times per launch (validation, grid,
+ * parameters, defines) and parsing the attribute strings each time cost ~40 µs per call, most of a
+ * conv task's host time. Only successful checks are kept; a bad call is checked (and fails) again.
+ */
+const MEMO_LIMIT = 4096;
+function memo<T>(cache: Map<string, T>, key: string, make: () => T): T {
+  const hit = cache.get(key);
+  if (hit !== undefined) return hit;
+  const v = make();
+  if (cache.size >= MEMO_LIMIT) cache.clear();
+  cache.set(key, v);
+  return v;
+}
+const geometries = new Map<string, ConvGeometry>();
+function geometryKey(op: string, args: ArgDescs, scalars: Scalars, extra: readonly string[]): string {
+  const str = (v: unknown) => (v === undefined ? '' : String(v));
+  return [
+    op,
+    args.x?.shape.join(','),
+    args.w?.shape.join(','),
+    args.b?.shape.join(','),
+    args.y?.shape.join(','),
+    ...['group', 'strides', 'pads', 'dilations', ...extra].map((k) => str(scalars[k])),
+  ].join('|');
+}
+
+/** The last geometry per scalars object and descriptors (one task's several calls: no key to build). */
+const lastGeometry = new WeakMap<Scalars, { args: readonly unknown[]; g: ConvGeometry }>();
+function sameDescs(a: readonly unknown[], args: ArgDescs): boolean {
+  return a[0] === args.x && a[1] === args.w && a[2] === args.b && a[3] === args.y;
+}
+
 /** Checks a conv call and returns its geometry (x [N,C,H,W], w [O,C/g,kh,kw], b [O], y). */
 export function convGeometry(op: string, args: ArgDescs, scalars: Scalars): ConvGeometry {
+  const last = lastGeometry.get(scalars);
+  if (last && sameDescs(last.args, args) && op === 'onnx_conv') return last.g;
+  const g = memo(geometries, geometryKey(op, args, scalars, []), () => checkConvGeometry(op, args, scalars));
+  if (op === 'onnx_conv') lastGeometry.set(scalars, { args: [args.x, args.w, args.b, args.y], g });
+  return g;
+}
+
+function checkConvGeometry(op: string, args: ArgDescs, scalars: Scalars): ConvGeometry {
   for (const name of ['x', 'w', 'y']) requireRank(op, name, args[name]!.shape, 4, 4);
   const [n, c, h, w] = args.x!.shape as [number, number, number, number];
   const [o, cg, kh, kw] = args.w!.shape as [number, number, number, number];
@@ -72,6 +147,12 @@ export function convGeometry(op: string, args: ArgDescs, scalars: Scalars): Conv
 
 /** Checks a conv-transpose call (x [N,C,H,W], w [C,O/g,kh,kw], b [O], y) and returns its geometry. */
 export function convTransposeGeometry(op: string, args: ArgDescs, scalars: Scalars): ConvGeometry {
+  return memo(geometries, geometryKey(`${op}:t`, args, scalars, ['outputPadding']), () =>
+    checkConvTransposeGeometry(op, args, scalars),
+  );
+}
+
+function checkConvTransposeGeometry(op: string, args: ArgDescs, scalars: Scalars): ConvGeometry {
   for (const name of ['x', 'w', 'y']) requireRank(op, name, args[name]!.shape, 4, 4);
   const [n, c, h, w] = args.x!.shape as [number, number, number, number];
   const [wc, og, kh, kw] = args.w!.shape as [number, number, number, number];
@@ -100,11 +181,12 @@ const CONV_ARGS = [
 export const onnxConvDef = onnxDef(
   'onnx_conv',
   CONV_ARGS,
-  CONV_SCALARS,
+  [...CONV_SCALARS, 'precision'],
   (args, scalars) => {
     requireDTypes('onnx_conv', args, ['x', 'w', 'b', 'y'], FLOAT_DTYPES);
     convGeometry('onnx_conv', args, scalars);
-    activationParams(scalars);
+    convEpilogue('onnx_conv', scalars);
+    convPrecision(scalars);
   },
   (args, scalars) => convCost(convGeometry('onnx_conv', args, scalars), args),
 );
@@ -116,7 +198,7 @@ export const onnxConvTransposeDef = onnxDef(
   (args, scalars) => {
     requireDTypes('onnx_conv_transpose', args, ['x', 'w', 'b', 'y'], FLOAT_DTYPES);
     convTransposeGeometry('onnx_conv_transpose', args, scalars);
-    activationParams(scalars);
+    convEpilogue('onnx_conv_transpose', scalars);
   },
   (args, scalars) => convCost(convTransposeGeometry('onnx_conv_transpose', args, scalars), args),
 );
@@ -154,7 +236,7 @@ export const onnxConvReference: ReferenceFn = (args, scalars) => {
           y[at++] = s;
         }
     }
-  return { y: y.map(unaryFunc(activationParams(scalars))) };
+  return { y: y.map(mapFunc(convEpilogue('onnx_conv', scalars))) };
 };
 
 /**
@@ -190,5 +272,5 @@ export const onnxConvTransposeReference: ReferenceFn = (args, scalars) => {
           y[at++] = s;
         }
     }
-  return { y: y.map(unaryFunc(activationParams(scalars))) };
+  return { y: y.map(mapFunc(convEpilogue('onnx_conv_transpose', scalars))) };
 };

@@ -13,6 +13,7 @@ import {
   onnxUnaryReference,
 } from './elementwise.js';
 import { BINARY_OPS, UNARY_OPS, type UnaryOp } from './elementwise-ops.js';
+import { onnxMapCpu, onnxMapCuda, onnxMapDef, onnxMapReference } from './map.js';
 import { onnxBinaryWebGpu, onnxUnaryWebGpu } from './webgpu.js';
 import { broadcastShape } from './shapes.js';
 
@@ -97,17 +98,65 @@ function unaryCases(): ConformanceCase[] {
   return out;
 }
 
+/**
+ * onnx_map programs: PaddleOCR's chain after a conv (affine, hard-swish spelled out, affine), every
+ * binary op and the parameterised unary ops with constants on either side and registers read twice,
+ * and the empty program (a copy).
+ */
+export const MAP_PROGRAMS: readonly (readonly [string, string, ValueRange])[] = [
+  [
+    'ocr chain',
+    'mul(r0,0.8125);add(r1,-0.1);add(r2,3);clip(r3,0,6);mul(r2,r4);div(r5,6);mul(r6,1.1);add(r7,0.05)',
+    'wide',
+  ],
+  [
+    'all binary',
+    'sub(1.5,r0);max(r1,r0);min(r2,0.5);mul(r0,r3);div(r4,1.25);add(r5,r1);pow(r6,2);sub(r7,r0)',
+    'signed',
+  ],
+  [
+    'unary params',
+    'hard_sigmoid(r0,0.2,0.5);leaky_relu(r0,0.1);elu(r2,0.7);clip(r3,-Infinity,0.3);mul(r1,r4);sigmoid(r5);relu(r0);add(r6,r7);hard_swish(r8)',
+    'wide',
+  ],
+  ['empty', '', 'signed'],
+];
+
+function mapCases(): ConformanceCase[] {
+  const out: ConformanceCase[] = [];
+  for (const dtype of FLOAT_DTYPES) {
+    for (const [label, program, range] of MAP_PROGRAMS) {
+      const shape = [2, 3, 5, 7];
+      const instrs = program === '' ? 0 : program.split(';').length;
+      out.push({
+        name: `onnx_map ${label} ${dtype}`,
+        op: 'onnx_map',
+        args: { x: { shape, dtype, range }, y: { shape, dtype } },
+        scalars: { program },
+        ...elementTolerance(dtype as DType, 2 * instrs + 2),
+      });
+    }
+  }
+  return out;
+}
+
 export const onnxElementwiseGroup: OnnxOpGroup = {
   name: 'onnx-elementwise',
-  defs: [onnxBinaryDef, onnxUnaryDef],
+  defs: [onnxBinaryDef, onnxUnaryDef, onnxMapDef],
   impls: [
     { op: 'onnx_binary', backend: 'cpu', impl: onnxBinaryCpu },
     { op: 'onnx_unary', backend: 'cpu', impl: onnxUnaryCpu },
     { op: 'onnx_binary', backend: 'cuda', impl: onnxBinaryCuda },
     { op: 'onnx_unary', backend: 'cuda', impl: onnxUnaryCuda },
+    { op: 'onnx_map', backend: 'cpu', impl: onnxMapCpu },
+    { op: 'onnx_map', backend: 'cuda', impl: onnxMapCuda },
     { op: 'onnx_binary', backend: 'webgpu', impl: onnxBinaryWebGpu },
     { op: 'onnx_unary', backend: 'webgpu', impl: onnxUnaryWebGpu },
   ],
-  references: { onnx_binary: onnxBinaryReference, onnx_unary: onnxUnaryReference },
-  cases: () => [...binaryCases(), ...unaryCases()],
+  references: {
+    onnx_binary: onnxBinaryReference,
+    onnx_unary: onnxUnaryReference,
+    onnx_map: onnxMapReference,
+  },
+  cases: () => [...binaryCases(), ...unaryCases(), ...mapCases()],
 };

@@ -14,7 +14,7 @@ import { type FloatArray, floatCopyOf, isHalf, storeFloat } from '../common/cpu-
 import { BLOCK_DIM, GRID_STRIDE, elementwiseGrid } from '../common/cuda.js';
 import type { ReferenceFn } from '../common/reference.js';
 import { enumScalar, numberScalar } from '../common/scalars.js';
-import { FLOAT_DTYPES, i64Params, onnxDef, requireDTypes, streamCost } from './common.js';
+import { CUDA_INDEX, FLOAT_DTYPES, i64Params, idx32, onnxDef, requireDTypes, streamCost } from './common.js';
 import { requireRank } from './shapes.js';
 import { TandemError } from '../../core/errors.js';
 
@@ -187,7 +187,7 @@ export const onnxResizeCpu: CpuKernel = (args, scalars) => {
 export const onnxResizeCuda: CudaProgram = {
   kind: 'program',
   entry: 'tdm_onnx_resize',
-  source: `
+  source: `${CUDA_INDEX}
 static __device__ double src_coord(long long o, double scale, long long in, long long out) {
 #if COORD == 0
   return (o + 0.5) / scale - 0.5;
@@ -217,7 +217,9 @@ static __device__ long long nearest(double v, long long n) {
 extern "C" __global__ void tdm_onnx_resize(const X_t* __restrict__ x, X_t* __restrict__ y, long long n,
     long long H, long long W, long long HO, long long WO, double sh, double sw) {
   ${GRID_STRIDE} {
-    long long ow = i % WO, oh = (i / WO) % HO, plane = i / (WO * HO);
+    tdm_idx t_ = (tdm_idx)i;
+    const long long ow = t_ % (tdm_idx)WO; t_ /= (tdm_idx)WO;
+    const long long oh = t_ % (tdm_idx)HO, plane = t_ / (tdm_idx)HO;
     const X_t* xp = x + plane * H * W;
     double vh = src_coord(oh, sh, H, HO), vw = src_coord(ow, sw, W, WO);
 #if LINEAR
@@ -237,7 +239,13 @@ extern "C" __global__ void tdm_onnx_resize(const X_t* __restrict__ x, X_t* __res
   dtypes: (args) => ({ X: args[0]!.desc.dtype }),
   defines: (args, scalars) => {
     const g = resizeGeometry(args[0]!.desc, args[1]!.desc, scalars);
-    return { LINEAR: g.mode === 'linear' ? 1 : 0, COORD: g.coord, NEAREST: g.nearest };
+    return {
+      LINEAR: g.mode === 'linear' ? 1 : 0,
+      COORD: g.coord,
+      NEAREST: g.nearest,
+      // 32-bit output index arithmetic when every index fits (CUDA_INDEX).
+      IDX32: idx32(g.planes * g.ho * g.wo),
+    };
   },
   grid: (args) => elementwiseGrid(numel(args[1]!.desc.shape)),
   block: () => BLOCK_DIM,

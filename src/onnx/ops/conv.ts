@@ -104,7 +104,7 @@ function as4d(t: LowerTarget, x: ReturnType<LowerTarget['input']>, rank: number)
 /** onnx_conv's activation scalars for an activation the planner fused into this node. */
 function fusedActivation(c: OpCall): Record<string, number | string> {
   const a = c.activation;
-  if (!a) return {};
+  if (!a) return c.epilogue ? { epilogue: c.epilogue } : {};
   const named: Record<string, string> = {
     op: 'activation',
     alpha: 'activationAlpha',
@@ -112,7 +112,8 @@ function fusedActivation(c: OpCall): Record<string, number | string> {
     min: 'activationMin',
     max: 'activationMax',
   };
-  return Object.fromEntries(Object.entries(a).map(([k, v]) => [named[k] ?? k, v]));
+  const act = Object.fromEntries(Object.entries(a).map(([k, v]) => [named[k] ?? k, v]));
+  return c.epilogue ? { ...act, epilogue: c.epilogue } : act;
 }
 
 function convGeo(c: OpCall): Geo {
@@ -187,7 +188,12 @@ const convImpl: OpImpl = {
     t.submit(
       'onnx_conv',
       { x, w: w4, b, y: y4 },
-      { group: c.attrs.int('group', 1), ...str(g), ...fusedActivation(c) },
+      {
+        group: c.attrs.int('group', 1),
+        ...str(g),
+        ...fusedActivation(c),
+        ...(t.gemmPrecision === 'tf32' && y.dtype === 'f32' ? { precision: 'tf32' } : {}),
+      },
     );
     if (y4 !== y) t.submit('copy', { x: y4, y });
   },

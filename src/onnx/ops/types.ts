@@ -24,6 +24,11 @@ export interface OpCall {
   readonly inputs: ReadonlyArray<ValueMeta | undefined>;
   /** An activation fused into this node's kernel (Conv → Relu …): onnx_unary's op and scalars. */
   readonly activation?: Readonly<Record<string, number | string>>;
+  /**
+   * Element-wise nodes fused after this one (src/onnx/fuse.ts), as an onnx_map program: a conv's
+   * `epilogue` scalar, or the program of a fused chain's onnx_map.
+   */
+  readonly epilogue?: string;
 }
 
 export interface OutSpec {
@@ -33,6 +38,8 @@ export interface OutSpec {
 
 /** What a lowering gets: device tensors of its inputs and (already allocated) outputs. */
 export interface LowerTarget {
+  /** GEMM precision for f32 convolutions on GPUs (RunOptions.precision): 'tf32' uses tensor cores. */
+  readonly gemmPrecision?: 'default' | 'tf32';
   /** Device tensor of input i (created from the host value if it was host-known). */
   input(i: number): Tensor;
   /** Device tensor of output i, allocated with the inferred dims. */

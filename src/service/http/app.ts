@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { LocalJobsApi } from '../api/local-jobs-api.js';
 import type { ServiceParts } from '../parts.js';
 import { createHttpApp } from './http-app.js';
+import { installFastHealth } from './fast-health.js';
 import { installEarlyRefusal, installLoadShedding } from './load-shedding.js';
 import { isTandemError } from '../../core/errors.js';
 import { adminRoutes } from './routes/admin.js';
@@ -14,7 +15,7 @@ import { dashboardRoutes } from './routes/dashboard.js';
 import { historyRoutes } from './routes/history.js';
 import { jobRoutes } from './routes/jobs.js';
 import { modelRoutes } from './routes/models.js';
-import { systemRoutes } from './routes/system.js';
+import { healthAnswer, systemRoutes } from './routes/system.js';
 
 export async function buildApp(s: ServiceParts): Promise<FastifyInstance> {
   const app = await createHttpApp({
@@ -42,6 +43,12 @@ export async function buildApp(s: ServiceParts): Promise<FastifyInstance> {
     s.shedder,
     (key) => s.tenants.authenticate(key),
     (code) => s.metrics.httpErrors.inc({ code }),
+  );
+  // Outermost: a probe is answered before the early refusal's check and before Fastify.
+  installFastHealth(
+    app,
+    () => healthAnswer(s),
+    (seconds) => s.metrics.httpDuration.observe({ method: 'GET', route: '/healthz' }, seconds),
   );
   await app.register(systemRoutes(s));
   await app.register(jobRoutes(new LocalJobsApi(s)));

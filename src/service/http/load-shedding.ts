@@ -101,16 +101,26 @@ export function installEarlyRefusal(
   });
 }
 
+/**
+ * The hook's 429 written straight to the socket: the same body (`sendError`'s shape) and Retry-After,
+ * built without a TandemError (no Error object, no message prefix to strip) and with the headers as one
+ * flat list, since at 5x overload this runs for nearly every request.
+ */
 function writeRefusal(res: ServerResponse, refusal: Refusal): void {
-  const err = overloaded(refusal);
-  const message = err.message.startsWith(`${err.code}: `)
-    ? err.message.slice(err.code.length + 2)
-    : err.message;
-  const body = JSON.stringify({ error: { code: err.code, message, details: err.details } });
-  res.writeHead(429, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
-    'retry-after': String(refusal.retryAfterSeconds),
+  const body = JSON.stringify({
+    error: {
+      code: 'TANDEM_ERR_OVERLOADED',
+      message: refusal.message,
+      details: { reason: refusal.reason, retryAfterSeconds: refusal.retryAfterSeconds, ...refusal.details },
+    },
   });
+  res.writeHead(429, [
+    'content-type',
+    'application/json; charset=utf-8',
+    'content-length',
+    String(Buffer.byteLength(body)),
+    'retry-after',
+    String(refusal.retryAfterSeconds),
+  ]);
   res.end(body);
 }

@@ -101,7 +101,7 @@ export class ScaledJobsApi implements JobsApi {
         },
       ]);
     } finally {
-      done?.(out?.ok === true && out.created);
+      done?.(out?.ok === true && out.created, out?.ok ? out.job.seq : undefined);
     }
     if (!out || !out.ok) throw out?.error ?? new Error('the store answered the insert with nothing');
     // Durable now. Placement failing (Redis away) is not the caller's problem: the reconciler retries.

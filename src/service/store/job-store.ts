@@ -311,11 +311,13 @@ export class JobStore {
    */
   private unsynced<T>(sync: 'now' | 'deferred', fn: () => T): T {
     if (sync === 'now' || !this.walSync) return fn();
-    this.db.pragma('synchronous = NORMAL');
+    // exec, not pragma(): the same statement without a Statement object, 1-2 µs instead of 5-10 per
+    // switch, and the switch runs twice per group commit and per dispatcher turn.
+    this.db.exec('PRAGMA synchronous = NORMAL');
     try {
       return fn();
     } finally {
-      this.db.pragma('synchronous = FULL');
+      this.db.exec('PRAGMA synchronous = FULL');
     }
   }
 
@@ -479,11 +481,11 @@ export class JobStore {
     // Progress is advisory (a re-run starts again from 0), so it gets no fsync of its own: the event loop
     // does not wait on the disk for it, and the next durable commit (WAL order) makes it durable too.
     if (!this.fsyncEach) return this.stmts.progress.run(progress, message, id, attempt).changes === 1;
-    this.db.pragma('synchronous = NORMAL');
+    this.db.exec('PRAGMA synchronous = NORMAL');
     try {
       return this.stmts.progress.run(progress, message, id, attempt).changes === 1;
     } finally {
-      this.db.pragma('synchronous = FULL');
+      this.db.exec('PRAGMA synchronous = FULL');
     }
   }
 

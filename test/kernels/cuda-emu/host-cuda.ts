@@ -72,9 +72,9 @@ function runProgram(
       case 'addr':
         return `AnyPtr{buf[${ptrs.indexOf(p.value)}].data()}`;
       case 'f32':
-        return `(float)${p.value}`;
+        return `(float)${floatLiteral(p.value)}`;
       case 'f64':
-        return `(double)${p.value}`;
+        return `(double)${floatLiteral(p.value)}`;
       default:
         return `${p.value}`;
     }
@@ -114,6 +114,13 @@ function locate(addr: number, buffers: Map<number, Uint8Array>): { buf: Uint8Arr
     if (addr >= base && addr < base + Math.max(buf.length, 1)) return { buf, offset: addr - base };
   }
   throw new Error(`no emulated buffer holds address ${addr}`);
+}
+
+/** A C++ literal for a double parameter (JavaScript prints infinities as words). */
+function floatLiteral(v: number): string {
+  if (v === Infinity) return 'HUGE_VAL';
+  if (v === -Infinity) return '(-HUGE_VAL)';
+  return Number.isNaN(v) ? 'NAN' : String(v);
 }
 
 /** cuBLAS's row-major GEMM as ctx.gemm promises it (f32/f64; float64 sums, one rounding on store). */
@@ -174,8 +181,24 @@ export function runNativeOnHost(
     gemm(req) {
       hostGemm(req, buffers);
     },
-    matmul() {
-      throw new Error('matmul is not emulated');
+    // cuBLASLt without an epilogue (a strided batch of GEMMs, strides in elements); it may decline others.
+    matmul(req) {
+      if (req.epilogue !== 'none') return false;
+      const size = req.dtype === 'f64' ? 8 : 4;
+      const b = req.batch ?? { count: 1, strideA: 0, strideB: 0, strideC: 0 };
+      for (let j = 0; j < b.count; j++) {
+        hostGemm(
+          {
+            ...req,
+            precision: 'default',
+            a: req.a + j * b.strideA * size,
+            b: req.b + j * b.strideB * size,
+            c: req.c + j * b.strideC * size,
+          },
+          buffers,
+        );
+      }
+      return true;
     },
     memcpy() {
       throw new Error('memcpy is not emulated');

@@ -66,6 +66,7 @@ describe('onnx model kind', () => {
       [spec('e', undefined), 'TANDEM_ERR_INVALID_ARGUMENT'],
       [spec('f', join(dir, 'mlp.onnx'), { maxBatchSize: 0 }), 'TANDEM_ERR_INVALID_ARGUMENT'],
       [spec('g', join(dir, 'mlp.onnx'), { colour: 'blue' }), 'TANDEM_ERR_INVALID_ARGUMENT'],
+      [spec('h', join(dir, 'mlp.onnx'), { outputEncoding: 'hex' }), 'TANDEM_ERR_INVALID_ARGUMENT'],
     ];
     for (const [s, code] of cases) {
       await assert.rejects(
@@ -119,7 +120,7 @@ describe('onnx model kind', () => {
         const t = raw[i]!.length / 4;
         assert.deepEqual(y.shape, [t, 3]);
         const ref = evaluateReference(model, { x: { dims: [1, t, 4], data: raw[i]! } }).y!;
-        y.data.forEach((v, k) =>
+        (y.data as number[]).forEach((v, k) =>
           assert.ok(Math.abs(v - ref.data[k]!) < 1e-6, `item ${i}[${k}]: ${v} vs ${ref.data[k]}`),
         );
       });
@@ -140,7 +141,7 @@ describe('onnx model kind', () => {
         const probs = (out as OnnxOutputs)['softmax_11.tmp_0']!;
         assert.deepEqual(probs.shape, [5, 6625]);
         for (let t = 0; t < 5; t++) {
-          const s = probs.data.slice(t * 6625, (t + 1) * 6625).reduce((a, b) => a + b, 0);
+          const s = (probs.data as number[]).slice(t * 6625, (t + 1) * 6625).reduce((a, b) => a + b, 0);
           assert.ok(Math.abs(s - 1) < 1e-4, `row ${t} sums to ${s}`);
         }
       } finally {
@@ -148,4 +149,23 @@ describe('onnx model kind', () => {
       }
     },
   );
+  it('outputEncoding base64: the same outputs as JSON numbers, as little-endian float32', async () => {
+    writeFileSync(join(dir, 'mlp.onnx'), mlp);
+    const asJson = await onnxFactory.create(spec('j', join(dir, 'mlp.onnx')), rt);
+    const asB64 = await onnxFactory.create(
+      spec('k', join(dir, 'mlp.onnx'), { outputEncoding: 'base64' }),
+      rt,
+    );
+    const x = Array.from({ length: 2 * 4 }, (_, i) => Math.sin(i * 0.9) * 2);
+    const items = [0, 1].map(() => asJson.parse({ x: { shape: [2, 4], data: x } }));
+    const [j] = (await asJson.runBatch(items, ctx(rt))) as OnnxOutputs[];
+    const [b] = (await asB64.runBatch(items, ctx(rt))) as OnnxOutputs[];
+    assert.equal(typeof b!['y']!.data, 'string');
+    assert.deepEqual(b!['y']!.shape, j!['y']!.shape);
+    const bytes = Buffer.from(b!['y']!.data as string, 'base64');
+    const decoded = Array.from({ length: bytes.length / 4 }, (_, i) => bytes.readFloatLE(i * 4));
+    assert.deepEqual(decoded, j!['y']!.data);
+    await asJson.unload();
+    await asB64.unload();
+  });
 });

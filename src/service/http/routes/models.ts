@@ -47,6 +47,13 @@ interface InferBody {
 /** Largest weights file accepted by POST /v1/models/uploads. */
 export const MAX_UPLOAD_BYTES = 2 * 2 ** 30;
 
+/**
+ * Largest infer body (the service's bodyLimit is for small JSON): an image model's request carries a
+ * tensor (a 3x640x640 float32 image is 6.5 MB as base64), and the onnx kind accepts up to 2^24 values,
+ * ~90 MB as base64.
+ */
+export const MAX_INFER_BODY_BYTES = 96 * 2 ** 20;
+
 function checkConfig(
   repo: ModelRepository,
   req: FastifyRequest,
@@ -268,12 +275,12 @@ export function modelRoutes(repo: ModelRepository) {
     });
     app.post<{ Params: { name: string }; Body: InferBody }>(
       '/v1/models/:name/infer',
-      { schema: inferSchema('inferModel', MODEL_PARAMS) },
+      { schema: inferSchema('inferModel', MODEL_PARAMS), bodyLimit: MAX_INFER_BODY_BYTES },
       async (req, reply) => infer(repo, req, reply, req.params.name, undefined),
     );
     app.post<{ Params: { name: string; version: string }; Body: InferBody }>(
       '/v1/models/:name/versions/:version/infer',
-      { schema: inferSchema('inferModelVersion', VERSION_PARAMS) },
+      { schema: inferSchema('inferModelVersion', VERSION_PARAMS), bodyLimit: MAX_INFER_BODY_BYTES },
       async (req, reply) => infer(repo, req, reply, req.params.name, Number(req.params.version)),
     );
   };

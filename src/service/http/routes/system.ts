@@ -44,6 +44,29 @@ const LOAD_SCHEMA = {
   },
 } as const;
 
+/** `/healthz`'s answer: built from memory only (no database, no runtime call). */
+export function healthAnswer(s: ServiceParts): { status: 200 | 503; body: Record<string, unknown> } {
+  const life = s.lifecycle();
+  const draining = life.state === 'draining';
+  // 503 while draining, so a load balancer stops sending work to a process about to restart.
+  return {
+    status: draining ? 503 : 200,
+    body: {
+      status: draining ? 'draining' : 'ok',
+      uptimeSeconds: (Date.now() - s.startedAt) / 1000,
+      // Queued includes submissions committed whose group still waits for its sync (store/wal-sync.ts).
+      queued: s.dispatcher.queue.size + s.submitter.syncing,
+      running: s.dispatcher.runningCount,
+      runtime: s.runtimeStatus().state,
+      ...(life.reason ? { reason: life.reason } : {}),
+      ...(life.devicesLost.length ? { devicesLost: life.devicesLost } : {}),
+      // degraded while writes fail (disk full) or finished jobs' outcomes wait to be stored
+      store: s.storeHealth.view(),
+      load: s.shedder.snapshot(),
+    },
+  };
+}
+
 export function systemRoutes(s: ServiceParts) {
   return async function (app: FastifyInstance): Promise<void> {
     const health = {
@@ -69,7 +92,9 @@ export function systemRoutes(s: ServiceParts) {
         load: LOAD_SCHEMA,
       },
     } as const;
-    // Answered from memory only: no database, no runtime call, so it stays fast while jobs compute.
+    // Answered from memory only: no database, no runtime call, so it stays fast while jobs compute. Over
+    // a socket a plain `GET /healthz` is answered before Fastify routes it (http/fast-health.ts); this
+    // route serves the rest (inject, HEAD, a query string) and documents it.
     app.get(
       '/healthz',
       {
@@ -81,22 +106,8 @@ export function systemRoutes(s: ServiceParts) {
         },
       },
       async (_req, reply) => {
-        const life = s.lifecycle();
-        const draining = life.state === 'draining';
-        // 503 while draining, so a load balancer stops sending work to a process about to restart.
-        return reply.code(draining ? 503 : 200).send({
-          status: draining ? 'draining' : 'ok',
-          uptimeSeconds: (Date.now() - s.startedAt) / 1000,
-          // Queued includes submissions committed whose group still waits for its sync (store/wal-sync.ts).
-          queued: s.dispatcher.queue.size + s.submitter.syncing,
-          running: s.dispatcher.runningCount,
-          runtime: s.runtimeStatus().state,
-          ...(life.reason ? { reason: life.reason } : {}),
-          ...(life.devicesLost.length ? { devicesLost: life.devicesLost } : {}),
-          // degraded while writes fail (disk full) or finished jobs' outcomes wait to be stored
-          store: s.storeHealth.view(),
-          load: s.shedder.snapshot(),
-        });
+        const { status, body } = healthAnswer(s);
+        return reply.code(status).send(body);
       },
     );
 

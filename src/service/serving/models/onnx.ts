@@ -14,7 +14,9 @@ import type { JsonSchema, ServiceRuntime } from '../../jobs/job-type.js';
 import type { BatchContext, ModelFactory, ModelSpec, ServedModel } from '../model.js';
 import { isBatchable, parseOnnxInputs, type OnnxItem } from './onnx-inputs.js';
 
-export type OnnxOutputs = Record<string, { shape: number[]; data: number[] }>;
+/** data: numbers, or base64 of little-endian float32 with config outputEncoding 'base64'. */
+export type OnnxOutputs = Record<string, { shape: number[]; data: number[] | string }>;
+type OutputEncoding = 'json' | 'base64';
 
 const tensorSchema: JsonSchema = {
   type: 'object',
@@ -40,13 +42,23 @@ export const onnxConfigSchema: JsonSchema = {
       default: 'f32',
       description: 'compute dtype of float values on GPUs (f16/bf16 lose accuracy)',
     },
+    outputEncoding: {
+      enum: ['json', 'base64'],
+      default: 'json',
+      description:
+        "outputs' data as JSON numbers, or as base64 of little-endian float32 (large outputs: an image-sized map is ~8 MB of JSON)",
+    },
   },
 };
 
-function config(spec: ModelSpec): { maxBatchSize: number; floatDType: 'f32' | 'f16' | 'bf16' } {
+function config(spec: ModelSpec): {
+  maxBatchSize: number;
+  floatDType: 'f32' | 'f16' | 'bf16';
+  outputEncoding: OutputEncoding;
+} {
   const c = spec.config;
   for (const k of Object.keys(c))
-    if (k !== 'maxBatchSize' && k !== 'floatDType')
+    if (k !== 'maxBatchSize' && k !== 'floatDType' && k !== 'outputEncoding')
       throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `onnx config: unknown key '${k}'`);
   const maxBatchSize = c.maxBatchSize ?? 16;
   if (
@@ -62,7 +74,23 @@ function config(spec: ModelSpec): { maxBatchSize: number; floatDType: 'f32' | 'f
   const floatDType = c.floatDType ?? 'f32';
   if (floatDType !== 'f32' && floatDType !== 'f16' && floatDType !== 'bf16')
     throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', 'onnx config: floatDType must be f32, f16 or bf16');
-  return { maxBatchSize, floatDType };
+  const outputEncoding = c.outputEncoding ?? 'json';
+  if (outputEncoding !== 'json' && outputEncoding !== 'base64')
+    throw new TandemError(
+      'TANDEM_ERR_INVALID_ARGUMENT',
+      'onnx config: outputEncoding must be json or base64',
+    );
+  return { maxBatchSize, floatDType, outputEncoding };
+}
+
+/** An output's values as the model's encoding asks: JSON numbers or base64 of little-endian float32. */
+function encode(values: Float32Array | Float64Array, encoding: OutputEncoding): number[] | string {
+  if (encoding === 'json') return Array.from(values);
+  const f32 = values instanceof Float32Array ? values : Float32Array.from(values);
+  const le = new Uint8Array(f32.length * 4);
+  const view = new DataView(le.buffer);
+  for (let i = 0; i < f32.length; i++) view.setFloat32(i * 4, f32[i]!, true);
+  return Buffer.from(le.buffer).toString('base64');
 }
 
 /** Every node's operator must be one Tandem runs: checked at registration, not at the first request. */
@@ -96,6 +124,7 @@ class OnnxServedModel implements ServedModel<OnnxItem, OnnxOutputs> {
     private readonly exec: OnnxExecutor,
     private readonly floatDType: 'f32' | 'f16' | 'bf16',
     maxBatchSize: number,
+    private readonly outputEncoding: OutputEncoding = 'json',
   ) {
     this.batchable = isBatchable(model);
     this.maxBatchSize = this.batchable ? maxBatchSize : 1;
@@ -148,7 +177,9 @@ class OnnxServedModel implements ServedModel<OnnxItem, OnnxOutputs> {
         continue;
       }
       const per = first.data.length;
-      const data = new Float64Array(per * n);
+      // Float32 when every item is (base64 inputs): the executor uploads it without another copy.
+      const f32 = group.every((it) => it.tensors.get(info.name)!.data instanceof Float32Array);
+      const data = f32 ? new Float32Array(per * n) : new Float64Array(per * n);
       group.forEach((it, k) => data.set(it.tensors.get(info.name)!.data, k * per));
       feeds[info.name] = { dims: [n, ...first.dims], data };
     }
@@ -160,19 +191,24 @@ class OnnxServedModel implements ServedModel<OnnxItem, OnnxOutputs> {
     return Array.from({ length: n }, (_, k) => {
       const item: OnnxOutputs = {};
       for (const [name, t] of Object.entries(out))
-        item[name] = this.batchable ? this.slice(t, n, k) : { shape: [...t.dims], data: Array.from(t.data) };
+        item[name] = this.batchable
+          ? this.slice(t, n, k)
+          : { shape: [...t.dims], data: encode(t.data, this.outputEncoding) };
       return item;
     });
   }
 
-  private slice(t: OutputTensor, n: number, k: number): { shape: number[]; data: number[] } {
+  private slice(t: OutputTensor, n: number, k: number): { shape: number[]; data: number[] | string } {
     if (t.dims[0] !== n)
       throw new TandemError(
         'TANDEM_ERR_SHAPE',
         `onnx: an output's first axis is ${t.dims[0]}, not the batch of ${n}`,
       );
     const per = t.data.length / n;
-    return { shape: t.dims.slice(1), data: Array.from(t.data.subarray(k * per, (k + 1) * per)) };
+    return {
+      shape: t.dims.slice(1),
+      data: encode(t.data.subarray(k * per, (k + 1) * per), this.outputEncoding),
+    };
   }
 
   async unload(): Promise<void> {
@@ -201,6 +237,7 @@ export const onnxFactory: ModelFactory = {
       new OnnxExecutor(model, rt),
       cfg.floatDType,
       cfg.maxBatchSize,
+      cfg.outputEncoding,
     );
   },
 };

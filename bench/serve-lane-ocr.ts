@@ -1,0 +1,107 @@
+/**
+ * The PaddleOCR v4 detector served through the interactive lane (issue 17: "throughput at concurrency
+ * 16 ≥ 2× batching off"): the .onnx file uploaded (POST /v1/models/uploads) and registered twice, as
+ * kind 'onnx' with batching off (maxBatchSize 1) and on (16, queue delay 0), then closed-loop load at
+ * concurrency 1 and 16 with S×S synthetic images (base64 float32 in and out: config outputEncoding).
+ * Prints the c16 on/off ratio, p95s
+ * and the executed batch sizes; beside them the in-process executor at batch 1 and 16 (no HTTP, no
+ * JSON) as the ceiling.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { LoadReport } from '../src/service/client/load.js';
+import { runSweepIsolated } from './load-worker.js';
+import { OnnxExecutor } from '../src/onnx/executor.js';
+import { loadOnnxFile } from '../src/onnx/model.js';
+import { OCR_DET_MODEL } from '../src/onnx/ocr.js';
+import { syntheticImages } from './onnx-profile.js';
+import { fmt, levelLine, type Lane } from './serve-common.js';
+
+const VARIANTS = [
+  { name: 'ocr-off', batching: { maxBatchSize: 1, maxQueueDelayUs: 0 } },
+  { name: 'ocr-on', batching: { maxBatchSize: 16, maxQueueDelayUs: 0 } },
+] as const;
+const LEVELS = [1, 16];
+
+async function upload(lane: Lane, file: string): Promise<string> {
+  const res = await fetch(`${lane.url}/v1/models/uploads`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${lane.key}`, 'content-type': 'application/octet-stream' },
+    body: readFileSync(file),
+  });
+  const json = (await res.json()) as { upload?: string };
+  if (res.status !== 201 || !json.upload)
+    throw new Error(`upload: HTTP ${res.status} ${JSON.stringify(json)}`);
+  return json.upload;
+}
+
+export async function runOcrLaneBench(
+  lane: Lane,
+  o: { device: string; seconds: number; size: number; assets: string },
+): Promise<unknown> {
+  const file = join(o.assets, OCR_DET_MODEL);
+  const img = syntheticImages(1, o.size);
+  const data = Buffer.from(img.data.buffer, img.data.byteOffset, img.data.byteLength).toString('base64');
+  const body = JSON.stringify({ inputs: { x: { shape: [3, o.size, o.size], data } } });
+  // The ceiling: the executor in this process, batch 1 and 16, no HTTP or JSON.
+  const exec = new OnnxExecutor(loadOnnxFile(file), lane.rt);
+  const inProcess: Record<string, number> = {};
+  for (const batch of [1, 16]) {
+    const x = syntheticImages(batch, o.size);
+    await exec.run({ x }, { device: o.device });
+    const times: number[] = [];
+    for (let r = 0; r < 5; r++) {
+      const t0 = performance.now();
+      await exec.run({ x }, { device: o.device });
+      times.push(performance.now() - t0);
+    }
+    const ms = times.sort((a, b) => a - b)[2]!;
+    inProcess[`b${batch}ImagesPerSec`] = (batch * 1000) / ms;
+    console.log(
+      `in-process det ${o.size}x${o.size} batch ${batch} on ${o.device}: ${fmt(ms)} ms, ${fmt((batch * 1000) / ms, 1)} img/s`,
+    );
+  }
+  exec.close();
+  const rows: Record<string, LoadReport[]> = {};
+  for (const v of VARIANTS) {
+    await lane.register({
+      name: v.name,
+      kind: 'onnx',
+      upload: await upload(lane, file),
+      // The probability map comes back as base64 float32: as JSON numbers one 640x640 map is ~8 MB of
+      // text (~0.1-0.4 s of JSON.stringify per request on the shared event loop), which would measure JSON.
+      config: { maxBatchSize: 16, outputEncoding: 'base64' },
+      placement: { kinds: [o.device] },
+      batching: v.batching,
+    });
+    // The clients in a worker thread (load-worker.ts), off the server's event loop.
+    rows[v.name] = await runSweepIsolated(
+      lane.target(v.name),
+      LEVELS,
+      { warmupSeconds: 2, seconds: o.seconds },
+      [{ body }],
+      (r) => console.log(levelLine(v.name, r)),
+    );
+    await lane.call('DELETE', `/v1/models/${v.name}`);
+  }
+  const at = (name: string, c: number) => rows[name]!.find((r) => r.concurrency === c)!;
+  const [off, on] = [at('ocr-off', 16), at('ocr-on', 16)];
+  const meanBatch = (r: LoadReport) => {
+    let n = 0;
+    let s = 0;
+    for (const [b, count] of Object.entries(r.batchSizes)) {
+      n += count;
+      s += Number(b) * count;
+    }
+    return n ? s / n : NaN;
+  };
+  const ratio = on.inferPerSec / off.inferPerSec;
+  const line =
+    `OCR det ${o.size}x${o.size} on ${o.device} through the lane, c16: batching on ${fmt(on.inferPerSec, 1)} img/s ` +
+    `(mean batch ${fmt(meanBatch(on), 1)}, p95 ${fmt(on.client.p95)} ms) vs off ${fmt(off.inferPerSec, 1)} img/s ` +
+    `(p95 ${fmt(off.client.p95)} ms): ${fmt(ratio, 2)}x (target >= 2x: ${ratio >= 2 ? 'met' : 'NOT met'}); ` +
+    `server compute mean on ${fmt(on.server.compute.mean)} / off ${fmt(off.server.compute.mean)} ms, ` +
+    `serialize on ${fmt(on.server.serialize.mean)} ms; in-process batch 16 ${fmt(inProcess['b16ImagesPerSec']!, 1)} img/s`;
+  console.log(line);
+  return { size: o.size, rows, inProcess, ratio, line };
+}
