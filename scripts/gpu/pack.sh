@@ -3,6 +3,8 @@
 # node_modules pruned to Linux x64 runtime dependencies. Output in .gpu/ (git-ignored), carried with dist/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# GPU_PACK_PROFILE=fashion: only what scripts/gpu/fashion.sh needs, in .gpu-fashion/ (pack-fashion.sh).
+if [ "${GPU_PACK_PROFILE:-}" = fashion ]; then exec bash scripts/gpu/pack-fashion.sh; fi
 grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >> .git/info/exclude
 mkdir -p .gpu
 if [ ! -f .gpu/node.xz ] || [ "$(command -v node)" -nt .gpu/node.xz ]; then

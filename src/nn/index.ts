@@ -22,7 +22,7 @@ export { Sgd, type SgdOptions } from './optim/sgd.js';
 export { cosineWithWarmup, type CosineSchedule } from './optim/schedule.js';
 export { TokenLoader, readTokenFile, type TokenBatch, type TokenLoaderOptions } from './data/tokens.js';
 export { brownCorpusBytes, brownCorpusTokens, untagBrown, GPT2_EOT } from './data/corpus.js';
-export { imageBatch, type ImageSet } from './data/images.js';
+export { epochOrder, imageBatch, type ImageSet } from './data/images.js';
 export {
   FASHION_MNIST_DIR,
   loadFashionMnist,

@@ -20,19 +20,33 @@ export function imageBatch(
   index: number,
   seed: number,
 ): { images: Float32Array; labels: Int32Array } {
-  const perEpoch = Math.floor(set.count / batch);
-  const epoch = Math.floor(index / perEpoch);
-  const order = permutation(set.count, seed + epoch * 7919);
-  const first = (index % perEpoch) * batch;
+  const indices = imageBatchIndices(set.count, batch, index, seed);
   const px = set.height * set.width;
   const images = new Float32Array(batch * px);
   const labels = new Int32Array(batch);
   for (let i = 0; i < batch; i++) {
-    const j = order[first + i]!;
+    const j = indices[i]!;
     images.set(set.images.subarray(j * px, (j + 1) * px), i * px);
     labels[i] = set.labels[j]!;
   }
   return { images, labels };
+}
+
+/** Which images (of `count`) make up imageBatch's batch `index`, in order. */
+export function imageBatchIndices(count: number, batch: number, index: number, seed: number): Int32Array {
+  const perEpoch = Math.floor(count / batch);
+  const order = epochOrder(count, seed, Math.floor(index / perEpoch));
+  const first = (index % perEpoch) * batch;
+  return Int32Array.from(order.subarray(first, first + batch));
+}
+
+/**
+ * The order in which imageBatch visits a set of `count` images in epoch `epoch` (from 0): a permutation
+ * of 0..count−1 whose first ⌊count / batch⌋ · batch entries are that epoch's batches, in turn. Exported so
+ * that another framework (the PyTorch baseline of bench/fashion.ts) can train on exactly the same batches.
+ */
+export function epochOrder(count: number, seed: number, epoch: number): Uint32Array {
+  return permutation(count, seed + epoch * 7919);
 }
 
 const cache = new Map<string, Uint32Array>();

@@ -86,6 +86,11 @@ export class AdamW extends Optimizer {
     for (const s of this.state.values())
       for (const t of [s.m, s.v, s.master]) if (t !== null) this.nn.rt.free(t);
     this.state.clear();
+    this.freeNorms();
+  }
+
+  protected override readsNorm(options: StepOptions): boolean {
+    return this.o.maxNorm > 0 || options.skipNonFinite === true;
   }
 
   protected update(p: Var, norm: Tensor, options: StepOptions): void {

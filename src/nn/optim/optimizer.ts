@@ -29,10 +29,30 @@ export abstract class Optimizer {
     readonly params: readonly Var[],
   ) {}
 
+  /** A zero handed to the update kernels in place of a norm they do not read (see step). */
+  private unusedNorm: Tensor | null = null;
+
   /** Submits the update of every parameter that received a gradient since the last zeroGrad. */
   step(options: StepOptions = {}): void {
-    this.computeNorm();
-    this.applyUpdate(options);
+    if (this.readsNorm(options)) {
+      this.computeNorm();
+      this.applyUpdate(options);
+      return;
+    }
+    // Without clipping or a non-finite skip the kernels ignore the norm's value: no Σ g² pass (a fill
+    // and one launch per parameter, each step), a zero in its place; gradNorm() computes it on demand.
+    this.dropNorm();
+    if (this.unusedNorm === null) {
+      this.unusedNorm = this.nn.tensor([1], this.nn.statDtype);
+      this.nn.submit('fill', { y: this.unusedNorm }, { value: 0 });
+    }
+    this.steps++;
+    for (const p of this.live()) this.update(p, this.unusedNorm, options);
+  }
+
+  /** Whether an update with these options reads the gradient norm (clipping, or the overflow skip). */
+  protected readsNorm(_options: StepOptions): boolean {
+    return true;
   }
 
   private live(): Var[] {
@@ -94,10 +114,20 @@ export abstract class Optimizer {
 
   protected abstract update(p: Var, norm: Tensor, options: StepOptions): void;
 
-  /** The global gradient norm of the last step (after dividing by gradScale). */
+  /**
+   * The global gradient norm of the last step (after dividing by gradScale), computed now if step()
+   * did not need it (then from the gradients still held: 0 after zeroGrad).
+   */
   async gradNorm(gradScale = 1): Promise<number> {
-    if (this.norm === null) return 0;
-    return Math.sqrt((await this.nn.readTensor(this.norm))[0]!) * gradScale;
+    if (this.norm === null) this.computeNorm();
+    return Math.sqrt((await this.nn.readTensor(this.norm!))[0]!) * gradScale;
+  }
+
+  /** Frees the norm tensors (dispose() of an optimizer that is not used after it). */
+  protected freeNorms(): void {
+    this.dropNorm();
+    if (this.unusedNorm !== null) this.nn.rt.free(this.unusedNorm);
+    this.unusedNorm = null;
   }
 
   zeroGrad(): void {
