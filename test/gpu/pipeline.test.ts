@@ -12,16 +12,19 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Runtime } from '../../src/runtime/runtime.js';
 import type { Precision } from '../../src/nn/context.js';
-import { brownCorpusBytes } from '../../src/nn/data/corpus.js';
 import { PipelineTrainer } from '../../src/nn/parallel/pipeline.js';
 import { Trainer, type TrainSpec } from '../../src/nn/train.js';
+import { randomValues } from '../runtime/helpers.js';
 import { openCuda } from './cuda-harness.js';
 
 const st = await openCuda();
 const reason = st.devices.length > 0 ? false : (st.reason ?? 'no CUDA device');
 if (reason) console.log(`# skip pipeline on CUDA: ${reason}`);
 
-const data = { kind: 'tokens' as const, train: brownCorpusBytes(1) };
+// Seeded random bytes (any tokens do: the tests compare the pipeline with plain training on them); the
+// GPU machine carries no corpus package.
+const tokens = Uint8Array.from(randomValues(20_000, 7), (v) => Math.floor((v + 1) * 128) & 255);
+const data = { kind: 'tokens' as const, train: tokens };
 const spec = (precision: Precision): TrainSpec => ({
   model: 'gpt',
   preset: 'gpt-micro',
