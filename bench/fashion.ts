@@ -1,7 +1,7 @@
 /**
  * B.11 of research/anchors-dl.md, Tandem's side: Fashion-MNIST end to end with the product's training
  * loop (src/nn/train.ts: the MLP 784-512-512-10 or the small CNN, bf16, AdamW betas 0.9/0.999 eps 1e-8
- * weight decay 0.01 on every parameter, cosine decay from --lr (default 5e-3 MLP, 2e-3 CNN) to a tenth
+ * weight decay 0.01 on every parameter, cosine decay from --lr (default 5e-3 MLP, 3e-3 CNN) to a tenth
  * of it over the run, no clipping, batch 512, 5 epochs, the last partial batch of each epoch dropped);
  * bench/torch/fashion.py is
  * PyTorch's side (eager, bf16 autocast) in the same device call, from the same initial weights and on
@@ -77,7 +77,8 @@ const seed = intOption(values['seed'], 'seed', 1, 0);
 const precision = String(values['precision']) as Precision;
 // Tuned so that both nets pass their targets within the 5 epochs (bench/torch/fashion.py's LR): at 1e-3
 // the MLP ends at 87.1 % (Tandem bf16 on the CPU, PyTorch f32 alike).
-const DEFAULT_LR = { mlp: 5e-3, cnn: 2e-3 } as const;
+// CNN 3e-3: on the H200 (19:33) neither side reached 90 % in 5 epochs at 2e-3; PyTorch did at 3e-3 (90.3 %).
+const DEFAULT_LR = { mlp: 5e-3, cnn: 3e-3 } as const;
 const lr = Number(values['lr'] ?? DEFAULT_LR[model]);
 const target = Number(values['target'] ?? (model === 'mlp' ? 0.88 : 0.9));
 const device = String(values['device']);
