@@ -10,10 +10,11 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { buildReplicas, type Replicas } from '../../src/nn/parallel/index.js';
-import { Trainer, type TrainData, type TrainSpec } from '../../src/nn/train.js';
+import type { Replicas } from '../../src/nn/parallel/index.js';
+import type { TrainData, TrainSpec } from '../../src/nn/train.js';
 import type { TaskEvent } from '../../src/obs/observer.js';
 import { Runtime } from '../../src/runtime/runtime.js';
+import { parallelRun, singleRun, type Run } from '../nn/parallel-runs.js';
 
 Object.assign(process.env, { NCCL_NVLS_ENABLE: '0' });
 const rt = await Runtime.create({
@@ -69,37 +70,15 @@ const gpt: TrainSpec = {
   seed: 4,
 };
 
-async function single(
-  spec: TrainSpec,
-  data: TrainData,
-): Promise<{ losses: number[]; params: Float64Array[] }> {
-  const t = new Trainer(rt, { ...spec, device: 'cuda0' }, data);
-  const losses: number[] = [];
-  await t.run((r) => losses.push(r.loss));
-  const params = await Promise.all(t.built.model.parameters().map((p) => p.values()));
-  t.optimizer.dispose();
-  return { losses, params };
-}
-
-async function parallel(
+const single = (spec: TrainSpec, data: TrainData): Promise<Run> => singleRun(rt, spec, data, 'cuda0');
+const parallel = (
   spec: TrainSpec,
   data: TrainData,
   ranks: string[],
   mode: 'data' | 'zero1',
   engine: 'nccl' | 'portable',
-): Promise<{ losses: number[]; params: Float64Array[]; replicas: Replicas }> {
-  const replicas = await buildReplicas(rt, spec, data, ranks, mode, { engine, bucketBytes: 16 * 1024 });
-  const losses: number[] = [];
-  for (let it = 0; it < spec.steps; it++) {
-    const ls = await replicas.forwardBackward();
-    await replicas.reduction!.update(replicas.trainers[0]!.lrAt(it));
-    replicas.endStep();
-    const v = await Promise.all(ls.map((l) => l.item()));
-    losses.push(v.reduce((a, b) => a + b, 0) / v.length);
-    assert.equal(await replicas.maxDivergence(), 0, `replicas differ after step ${it + 1}`);
-  }
-  return { losses, params: await Promise.all(replicas.params[0]!.map((p) => p.values())), replicas };
-}
+): Promise<Run & { replicas: Replicas }> =>
+  parallelRun(rt, spec, data, ranks, mode, { engine, bucketBytes: 16 * 1024 });
 
 function maxRel(a: ArrayLike<number>, b: ArrayLike<number>): number {
   let w = 0;

@@ -14,6 +14,7 @@ import { Trainer, type TrainData, type TrainSpec } from '../../src/nn/train.js';
 import type { TaskEvent } from '../../src/obs/observer.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { cpuRuntime, randomValues } from '../runtime/helpers.js';
+import { parallelRun, singleRun, type Run } from './parallel-runs.js';
 
 let rt: Runtime;
 before(async () => {
@@ -40,40 +41,15 @@ function tokens(n: number, seed: number): TrainData {
   return { kind: 'tokens', train: Int32Array.from(r, (v) => Math.floor(((v + 1) / 2) * 255.999)) };
 }
 
-/** One replica on the whole batch: its losses and final parameters. */
-async function single(
-  spec: TrainSpec,
-  data: TrainData,
-): Promise<{ losses: number[]; params: Float64Array[] }> {
-  const t = new Trainer(rt, { ...spec, device: 'cpu0' }, data);
-  const losses: number[] = [];
-  await t.run((r) => losses.push(r.loss));
-  const params = await Promise.all(t.built.model.parameters().map((p) => p.values()));
-  t.optimizer.dispose();
-  return { losses, params };
-}
-
-/** Steps the replicas by hand, checking after every step that they hold identical parameters. */
-async function parallel(
+const single = (spec: TrainSpec, data: TrainData): Promise<Run> => singleRun(rt, spec, data, 'cpu0');
+const parallel = (
   spec: TrainSpec,
   data: TrainData,
   ranks: string[],
   mode: 'data' | 'zero1',
   bucketBytes?: number,
-): Promise<{ losses: number[]; params: Float64Array[]; replicas: Replicas }> {
-  const replicas = await buildReplicas(rt, spec, data, ranks, mode, bucketBytes ? { bucketBytes } : {});
-  const losses: number[] = [];
-  for (let it = 0; it < spec.steps; it++) {
-    const ls = await replicas.forwardBackward();
-    await replicas.reduction!.update(replicas.trainers[0]!.lrAt(it));
-    replicas.endStep();
-    const values = await Promise.all(ls.map((l) => l.item()));
-    losses.push(values.reduce((a, b) => a + b, 0) / values.length);
-    assert.equal(await replicas.maxDivergence(), 0, `replicas differ after step ${it + 1}`);
-  }
-  const params = await Promise.all(replicas.params[0]!.map((p) => p.values()));
-  return { losses, params, replicas };
-}
+): Promise<Run & { replicas: Replicas }> =>
+  parallelRun(rt, spec, data, ranks, mode, bucketBytes ? { bucketBytes } : {});
 
 function near(got: ArrayLike<number>, want: ArrayLike<number>, tol: number, what: string): void {
   assert.equal(got.length, want.length, `${what}: length`);

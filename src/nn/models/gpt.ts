@@ -40,6 +40,24 @@ export const GPT_PRESETS: Readonly<Record<string, GptConfig>> = {
   'gpt-micro': { layers: 2, heads: 2, width: 32, context: 32, vocab: 256, paddedVocab: 256 },
 };
 
+/**
+ * The token and position embeddings, drawn in this order from the context's seeds (a pipeline's first
+ * stage makes the same two, so its initial values are the whole model's).
+ */
+export function gptEmbeddings(nn: Nn, c: GptConfig): { readonly wte: Var; readonly wpe: Var } {
+  const wte = nn.parameter(
+    [c.paddedVocab, c.width],
+    normal(c.paddedVocab * c.width, 0.02, nn.takeSeed()),
+    'wte.weight',
+  );
+  const wpe = nn.parameter(
+    [c.context, c.width],
+    normal(c.context * c.width, 0.02, nn.takeSeed()),
+    'wpe.weight',
+  );
+  return { wte, wpe };
+}
+
 export function gptConfig(preset: string, overrides: Partial<GptConfig> = {}): GptConfig {
   const base = GPT_PRESETS[preset];
   if (base === undefined)
@@ -120,18 +138,9 @@ export class Gpt extends Module {
   ) {
     super();
     const c = config;
-    this.wte = this.param(
-      'wte.weight',
-      nn.parameter(
-        [c.paddedVocab, c.width],
-        normal(c.paddedVocab * c.width, 0.02, nn.takeSeed()),
-        'wte.weight',
-      ),
-    );
-    this.wpe = this.param(
-      'wpe.weight',
-      nn.parameter([c.context, c.width], normal(c.context * c.width, 0.02, nn.takeSeed()), 'wpe.weight'),
-    );
+    const e = gptEmbeddings(nn, c);
+    this.wte = this.param('wte.weight', e.wte);
+    this.wpe = this.param('wpe.weight', e.wpe);
     const h = new Container();
     this.child('h', h);
     for (let i = 0; i < c.layers; i++) this.blocks.push(h.add(String(i), new Block(nn, c)));

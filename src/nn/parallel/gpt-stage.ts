@@ -11,8 +11,7 @@
  */
 import { TandemError } from '../../core/errors.js';
 import type { Nn } from '../context.js';
-import { normal } from '../init.js';
-import { Block, type GptConfig } from '../models/gpt.js';
+import { Block, gptEmbeddings, type GptConfig } from '../models/gpt.js';
 import { LayerNorm } from '../modules/layers.js';
 import { Module } from '../modules/module.js';
 import { causalSelfAttention } from '../ops/attention.js';
@@ -107,18 +106,9 @@ export class GptStage extends Module {
     this.first = index === 0;
     this.last = index === stages - 1;
     if (this.first) {
-      this.wte = this.param(
-        'wte.weight',
-        nn.parameter(
-          [c.paddedVocab, c.width],
-          normal(c.paddedVocab * c.width, 0.02, nn.takeSeed()),
-          'wte.weight',
-        ),
-      );
-      this.wpe = this.param(
-        'wpe.weight',
-        nn.parameter([c.context, c.width], normal(c.context * c.width, 0.02, nn.takeSeed()), 'wpe.weight'),
-      );
+      const e = gptEmbeddings(nn, c);
+      this.wte = this.param('wte.weight', e.wte);
+      this.wpe = this.param('wpe.weight', e.wpe);
     } else for (let i = 0; i < seedsBefore(firstBlock); i++) nn.takeSeed();
     const h = new Blocks();
     this.child('h', h);
