@@ -23,6 +23,9 @@ const VARIANTS = [
   { name: 'gpt-d1000', batching: { maxBatchSize: 64, maxQueueDelayUs: 1000 }, delayUs: 1000 },
 ] as const;
 const LEVELS = [1, 2, 4, 8, 16, 32, 64];
+// Diagnosis (e.g. under --cpu-prof): GPT_LANE_VARIANTS=gpt-d0 GPT_LANE_LEVELS=64 runs only those; the
+// issue's ratios are printed only for a full sweep.
+const only = (env: string | undefined): string[] | undefined => env?.split(',').filter(Boolean);
 
 export async function runGptBench(
   lane: Lane,
@@ -32,7 +35,10 @@ export async function runGptBench(
   const tokens = Array.from({ length: 128 }, (_, i) => (i * 7919) % 50257);
   const body = JSON.stringify({ inputs: { tokens } });
   const rows: Record<string, LoadReport[]> = {};
+  const variantNames = only(process.env['GPT_LANE_VARIANTS']);
+  const levels = only(process.env['GPT_LANE_LEVELS'])?.map(Number) ?? LEVELS;
   for (const v of VARIANTS) {
+    if (variantNames && !variantNames.includes(v.name)) continue;
     await lane.register({
       name: v.name,
       kind: 'gpt',
@@ -43,7 +49,7 @@ export async function runGptBench(
     });
     rows[v.name] = await runSweepIsolated(
       lane.target(v.name),
-      LEVELS,
+      levels,
       { warmupSeconds: 1, seconds: o.seconds },
       [{ body }],
       (r) => console.log(levelLine(v.name, r)),
@@ -57,6 +63,7 @@ export async function runGptBench(
         .filter((l) => l.startsWith('{'))
         .map((l) => JSON.parse(l) as TorchInfer)
     : [];
+  if (variantNames || levels !== LEVELS) return { rows, torch };
   const at = (name: string, c: number): LoadReport => rows[name]!.find((r) => r.concurrency === c)!;
   const t1 = torch.find((t) => t.batch === 1);
   const t64 = torch.find((t) => t.batch === 64);

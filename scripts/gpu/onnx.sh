@@ -5,7 +5,7 @@
 #   ocr        bench/torch/onnx_ocr.py renders text with PIL and runs ONNX Runtime's CPU EP (16 threads)
 #              on the PaddleOCR v4 det (640x640, batch 1 and 16) and rec models; then bench/onnx-ocr.ts
 #              runs the same inputs on CUDA and the CPU: agreement within 1e-3, the decoded text, latency,
-#              images/s and load time beside ORT; then on CUDA with TF32 conv GEMMs and in f16 (accuracy reported)
+#              images/s and load time beside ORT; then on CUDA with TF32 conv GEMMs and in f16 and bf16 (accuracy reported)
 #   profile    the onnx_map / onnx_conv / onnx_resize conformance cases on CUDA (new kernels: fused element-wise programs),
 #              then bench/onnx-ocr.ts --profile: the detector on synthetic 640x640 images on CUDA, batch 1 and
 #              16, without and with the plan's fusions and fused with TF32 conv GEMMs: plain median, then one run profiled node by node
@@ -57,6 +57,9 @@ if [[ $steps == *" ocr "* ]]; then
   timeout 120 node dist/bench/onnx-ocr.js --dir $W --assets $ASSETS --devices cuda --reps 10 --float-dtype f16 --tol 5e-2 > "$OUT/tandem-ocr-f16.jsonl" 2>&1
   log "tandem OCR f16 on CUDA rc=$? (1e-3 agreement not expected in f16; maxAbsVsOrt is the accuracy):"
   cut -c1-600 "$OUT/tandem-ocr-f16.jsonl"
+  timeout 120 node dist/bench/onnx-ocr.js --dir $W --assets $ASSETS --devices cuda --reps 10 --float-dtype bf16 --tol 5e-2 > "$OUT/tandem-ocr-bf16.jsonl" 2>&1
+  log "tandem OCR bf16 on CUDA rc=$? (maxAbsVsOrt is the accuracy):"
+  cut -c1-600 "$OUT/tandem-ocr-bf16.jsonl"
 fi
 if [[ $steps == *" profile "* ]]; then
   timeout 200 node --test --test-reporter=spec --test-name-pattern='^onnx_(map|conv|resize)' dist/test/gpu/cuda-conformance.test.js \
