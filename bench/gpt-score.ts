@@ -30,7 +30,9 @@ if (values['torch'] !== undefined)
 
 const rt = await Runtime.create({ backends: [device.replace(/\d+$/, '')], log: () => undefined });
 try {
-  const inf = new GptInference(new Gpt(new Nn(rt, { precision: 'bf16', device, seed: 1 }), gptConfig('gpt2')));
+  const inf = new GptInference(
+    new Gpt(new Nn(rt, { precision: 'bf16', device, seed: 1 }), gptConfig('gpt2')),
+  );
   for (const b of String(values['batches']).split(',').map(Number)) {
     const seqs = Array.from({ length: b }, (_, i) =>
       Array.from({ length: SEQ }, (_, j) => (i * 131 + j * 7919) % 50257),

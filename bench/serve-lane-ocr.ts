@@ -2,14 +2,15 @@
  * The PaddleOCR v4 detector served through the interactive lane (issue 17: "throughput at concurrency
  * 16 ≥ 2× batching off"): the .onnx file uploaded (POST /v1/models/uploads) and registered twice, as
  * kind 'onnx' with batching off (maxBatchSize 1) and on (16, queue delay 0), then closed-loop load at
- * concurrency 1 and 16 with S×S synthetic images (base64 float32 in and out: config outputEncoding).
+ * concurrency 1 and 16 with S×S synthetic images: binary tensor bodies in and out (--ocr-format binary,
+ * the default: src/service/http/binary-tensors.ts) or base64 float32 in JSON (config outputEncoding).
  * Prints the c16 on/off ratio, p95s
  * and the executed batch sizes; beside them the in-process executor at batch 1 and 16 (no HTTP, no
  * JSON) as the ceiling.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { LoadReport } from '../src/service/client/load.js';
+import type { LoadReport, LoadRequest } from '../src/service/client/load.js';
 import { runSweepIsolated } from './load-worker.js';
 import { OnnxExecutor } from '../src/onnx/executor.js';
 import { loadOnnxFile } from '../src/onnx/model.js';
@@ -37,12 +38,26 @@ async function upload(lane: Lane, file: string): Promise<string> {
 
 export async function runOcrLaneBench(
   lane: Lane,
-  o: { device: string; seconds: number; size: number; assets: string },
+  o: { device: string; seconds: number; size: number; assets: string; format: 'binary' | 'base64' },
 ): Promise<unknown> {
   const file = join(o.assets, OCR_DET_MODEL);
   const img = syntheticImages(1, o.size);
-  const data = Buffer.from(img.data.buffer, img.data.byteOffset, img.data.byteLength).toString('base64');
-  const body = JSON.stringify({ inputs: { x: { shape: [3, o.size, o.size], data } } });
+  const bytes = Buffer.from(img.data.buffer, img.data.byteOffset, img.data.byteLength);
+  const shape = [3, o.size, o.size];
+  let request: LoadRequest;
+  if (o.format === 'binary') {
+    // Triton's binary tensor extension (src/service/http/binary-tensors.ts): JSON header, then the bytes.
+    const header = Buffer.from(
+      JSON.stringify({ inputs: { x: { shape, binaryDataSize: bytes.length } }, binaryOutputs: true }),
+    );
+    request = {
+      body: Buffer.concat([header, bytes]),
+      headers: {
+        'content-type': 'application/octet-stream',
+        'inference-header-content-length': String(header.length),
+      },
+    };
+  } else request = { body: JSON.stringify({ inputs: { x: { shape, data: bytes.toString('base64') } } }) };
   // The ceiling: the executor in this process, batch 1 and 16, no HTTP or JSON.
   const exec = new OnnxExecutor(loadOnnxFile(file), lane.rt);
   const inProcess: Record<string, number> = {};
@@ -79,7 +94,7 @@ export async function runOcrLaneBench(
       lane.target(v.name),
       LEVELS,
       { warmupSeconds: 2, seconds: o.seconds },
-      [{ body }],
+      [request],
       (r) => console.log(levelLine(v.name, r)),
     );
     await lane.call('DELETE', `/v1/models/${v.name}`);
@@ -97,7 +112,7 @@ export async function runOcrLaneBench(
   };
   const ratio = on.inferPerSec / off.inferPerSec;
   const line =
-    `OCR det ${o.size}x${o.size} on ${o.device} through the lane, c16: batching on ${fmt(on.inferPerSec, 1)} img/s ` +
+    `OCR det ${o.size}x${o.size} on ${o.device} through the lane (${o.format} bodies), c16: batching on ${fmt(on.inferPerSec, 1)} img/s ` +
     `(mean batch ${fmt(meanBatch(on), 1)}, p95 ${fmt(on.client.p95)} ms) vs off ${fmt(off.inferPerSec, 1)} img/s ` +
     `(p95 ${fmt(off.client.p95)} ms): ${fmt(ratio, 2)}x (target >= 2x: ${ratio >= 2 ? 'met' : 'NOT met'}); ` +
     `server compute mean on ${fmt(on.server.compute.mean)} / off ${fmt(off.server.compute.mean)} ms, ` +

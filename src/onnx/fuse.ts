@@ -10,7 +10,7 @@
  *   results are unchanged: PaddleOCR's det network goes from 326 steps to about 70.
  * TANDEM_ONNX_FUSE=0 turns both off (for comparison).
  */
-import { hostTensor, isFloatType, numelOf } from './host-tensor.js';
+import { hostTensor, isFloatType, numelOf, type HostTensor } from './host-tensor.js';
 import type { OnnxNode } from './model.js';
 import { activationOf } from './ops/elementwise.js';
 import type { OpCall, OpImpl } from './ops/types.js';
@@ -110,6 +110,9 @@ function affineOf(
     : { scale: ones(0).map((_, c) => at(c)), shift: ones(0) };
 }
 
+/** Folded weights and bias by folded weight name, per original weight tensor (foldAffine). */
+const foldCache = new WeakMap<HostTensor, Map<string, readonly [HostTensor, HostTensor]>>();
+
 /**
  * Conv/ConvTranspose with constant weights followed by per-channel affine steps (affineOf), each the
  * only reader of the value before it: one conv with new constant weights `<w>@fold:<y>` and bias
@@ -158,10 +161,20 @@ function foldAffine(
     // Named after the folded output value (unique in the graph; node names may be empty).
     const wName = `${s.node.inputs[1]}@fold:${y}`;
     const bName = `${y}@fold-bias`;
-    const w2 = Float64Array.from(w.host!.data, (v, i) => Math.fround(v * scale[channelOf(i)]!));
-    const b2 = Float64Array.from(shift, (v) => Math.fround(v));
-    values.set(wName, { type: w.type, dims: wd, host: hostTensor(w.type, wd, w2), constant: true });
-    values.set(bName, { type: w.type, dims: [o], host: hostTensor(w.type, [o], b2), constant: true });
+    // The folded constants depend only on the model (its weights and the folded chain, which the names
+    // identify), not on the input shapes: computed once per model, not once per plan (a served model
+    // gets a plan per batch size, and folding every conv's weights took ~100 ms a plan).
+    const perWeight = foldCache.get(w.host!) ?? new Map<string, readonly [HostTensor, HostTensor]>();
+    foldCache.set(w.host!, perWeight);
+    let hosts = perWeight.get(wName);
+    if (!hosts) {
+      const w2 = Float64Array.from(w.host!.data, (v, i) => Math.fround(v * scale[channelOf(i)]!));
+      const b2 = Float64Array.from(shift, (v) => Math.fround(v));
+      hosts = [hostTensor(w.type, wd, w2), hostTensor(w.type, [o], b2)];
+      perWeight.set(wName, hosts);
+    }
+    values.set(wName, { type: w.type, dims: wd, host: hosts[0], constant: true });
+    values.set(bName, { type: w.type, dims: [o], host: hosts[1], constant: true });
     const node: OnnxNode = {
       ...s.node,
       name: [s.node.name, ...folded.map((j) => steps[j]!.node.name)].join('+'),

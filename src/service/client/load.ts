@@ -22,7 +22,10 @@ export interface LoadTarget {
 
 /** One request to send: its JSON body, a label to report it under, and a client-side abort. */
 export interface LoadRequest {
-  readonly body: string;
+  /** A JSON body, or (with `headers` naming its content type) a binary one. */
+  readonly body: string | Uint8Array;
+  /** Extra request headers, e.g. a binary tensor body's content-type and Inference-Header-Content-Length. */
+  readonly headers?: Readonly<Record<string, string>>;
   /** Latencies are also reported per label (e.g. 'high' / 'low' priority). */
   readonly label?: string;
   /** Abandon the request (close its connection) this long after sending it: a client that gives up. */
@@ -140,7 +143,8 @@ function send(
     };
     const headers: http.OutgoingHttpHeaders = {
       'content-type': 'application/json',
-      'content-length': Buffer.byteLength(r.body),
+      'content-length': typeof r.body === 'string' ? Buffer.byteLength(r.body) : r.body.byteLength,
+      ...r.headers,
     };
     if (key !== null) headers.authorization = `Bearer ${key}`;
     const req = mod.request(

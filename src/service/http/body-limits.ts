@@ -30,7 +30,8 @@ export function checkJsonShape(value: unknown, limits: JsonShapeLimits, where = 
         limit: 'values',
         max: limits.maxValues,
       });
-    if (typeof v !== 'object' || v === null) continue;
+    // Typed arrays are bytes (a binary infer body's tensors), not JSON containers.
+    if (typeof v !== 'object' || v === null || ArrayBuffer.isView(v)) continue;
     if (depth > limits.maxDepth)
       throw new TandemError('TANDEM_ERR_LIMIT', `${where} nests deeper than ${limits.maxDepth} levels`, {
         limit: 'depth',

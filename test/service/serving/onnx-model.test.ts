@@ -120,7 +120,7 @@ describe('onnx model kind', () => {
         const t = raw[i]!.length / 4;
         assert.deepEqual(y.shape, [t, 3]);
         const ref = evaluateReference(model, { x: { dims: [1, t, 4], data: raw[i]! } }).y!;
-        (y.data as number[]).forEach((v, k) =>
+        (y.data.toJSON() as number[]).forEach((v, k) =>
           assert.ok(Math.abs(v - ref.data[k]!) < 1e-6, `item ${i}[${k}]: ${v} vs ${ref.data[k]}`),
         );
       });
@@ -141,7 +141,9 @@ describe('onnx model kind', () => {
         const probs = (out as OnnxOutputs)['softmax_11.tmp_0']!;
         assert.deepEqual(probs.shape, [5, 6625]);
         for (let t = 0; t < 5; t++) {
-          const s = (probs.data as number[]).slice(t * 6625, (t + 1) * 6625).reduce((a, b) => a + b, 0);
+          const s = (probs.data.toJSON() as number[])
+            .slice(t * 6625, (t + 1) * 6625)
+            .reduce((a, b) => a + b, 0);
           assert.ok(Math.abs(s - 1) < 1e-4, `row ${t} sums to ${s}`);
         }
       } finally {
@@ -160,11 +162,11 @@ describe('onnx model kind', () => {
     const items = [0, 1].map(() => asJson.parse({ x: { shape: [2, 4], data: x } }));
     const [j] = (await asJson.runBatch(items, ctx(rt))) as OnnxOutputs[];
     const [b] = (await asB64.runBatch(items, ctx(rt))) as OnnxOutputs[];
-    assert.equal(typeof b!['y']!.data, 'string');
+    assert.equal(typeof b!['y']!.data.toJSON(), 'string');
     assert.deepEqual(b!['y']!.shape, j!['y']!.shape);
-    const bytes = Buffer.from(b!['y']!.data as string, 'base64');
+    const bytes = Buffer.from(b!['y']!.data.toJSON() as string, 'base64');
     const decoded = Array.from({ length: bytes.length / 4 }, (_, i) => bytes.readFloatLE(i * 4));
-    assert.deepEqual(decoded, j!['y']!.data);
+    assert.deepEqual(decoded, j!['y']!.data.toJSON());
     await asJson.unload();
     await asB64.unload();
   });

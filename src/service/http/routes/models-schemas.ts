@@ -279,6 +279,12 @@ export const INFER_BODY = {
       maximum: 3_600_000,
       description: 'answered 504 if its batch has not started by then (never run)',
     },
+    binaryOutputs: {
+      type: 'boolean',
+      default: false,
+      description:
+        "answer as application/octet-stream: a JSON header of Inference-Header-Content-Length bytes, in which each tensor output gives binaryDataSize instead of data, then those outputs' bytes (little-endian float32) in order. A request body may be binary the same way: application/octet-stream, the JSON first (its length in the Inference-Header-Content-Length header), a tensor input giving binaryDataSize instead of data, its bytes after the JSON in the order of the inputs (Triton's binary tensor extension)",
+    },
   },
   examples: [{ inputs: { u8: 'AAAA…(784 bytes, base64)' }, priority: 0, timeoutMs: 100 }],
 } as const;

@@ -13,6 +13,7 @@ import type { ModelPlacement } from '../../serving/model.js';
 import type { ModelRepository, ModelVersion } from '../../serving/repository.js';
 import { tenantOf } from '../auth.js';
 import { sendError } from '../errors.js';
+import { BINARY_CONTENT_TYPE, HEADER_LENGTH, binaryAnswer, parseBinaryBody } from '../binary-tensors.js';
 import {
   INFER_ANSWER,
   INFER_BODY,
@@ -42,6 +43,8 @@ interface InferBody {
   inputs: unknown;
   priority: number;
   timeoutMs?: number;
+  /** Answer as a binary body (binary-tensors.ts) instead of JSON. */
+  binaryOutputs?: boolean;
 }
 
 /** Largest weights file accepted by POST /v1/models/uploads. */
@@ -127,17 +130,20 @@ async function infer(
     return sendError(reply, out.error);
   }
   const s0 = performance.now();
-  const body = JSON.stringify({ model: name, version: ver, outputs: out.output });
+  const answer = { model: name, version: ver, outputs: out.output };
+  const binary = req.body.binaryOutputs === true ? binaryAnswer(answer) : undefined;
+  const body = binary ? binary.body : JSON.stringify(answer);
   const serializeMs = performance.now() - s0;
   repo.metrics?.request(name, ver, tenant.name, out.queueUs, null);
   v.stats.request(performance.now() - t0, false);
+  if (binary) void reply.header(HEADER_LENGTH, String(binary.headerLength));
   return reply
     .header(
       'server-timing',
       `queue;dur=${(out.queueUs / 1000).toFixed(3)}, compute;dur=${(out.computeUs / 1000).toFixed(3)}, serialize;dur=${serializeMs.toFixed(3)}`,
     )
     .header('x-tandem-batch-size', String(out.batchSize))
-    .type('application/json')
+    .type(binary ? BINARY_CONTENT_TYPE : 'application/json')
     .send(body);
 }
 
@@ -273,15 +279,27 @@ export function modelRoutes(repo: ModelRepository) {
       body: INFER_BODY,
       response: { 200: INFER_ANSWER },
     });
-    app.post<{ Params: { name: string }; Body: InferBody }>(
-      '/v1/models/:name/infer',
-      { schema: inferSchema('inferModel', MODEL_PARAMS), bodyLimit: MAX_INFER_BODY_BYTES },
-      async (req, reply) => infer(repo, req, reply, req.params.name, undefined),
-    );
-    app.post<{ Params: { name: string; version: string }; Body: InferBody }>(
-      '/v1/models/:name/versions/:version/infer',
-      { schema: inferSchema('inferModelVersion', VERSION_PARAMS), bodyLimit: MAX_INFER_BODY_BYTES },
-      async (req, reply) => infer(repo, req, reply, req.params.name, Number(req.params.version)),
-    );
+    // The infer routes in their own scope: there an octet-stream body is a binary tensor request
+    // (binary-tensors.ts), read whole under the route's body limit, not the uploads' raw stream.
+    await app.register(async (scope) => {
+      scope.removeContentTypeParser(BINARY_CONTENT_TYPE);
+      scope.addContentTypeParser(BINARY_CONTENT_TYPE, { parseAs: 'buffer' }, (req, body, done) => {
+        try {
+          done(null, parseBinaryBody(body as Buffer, req.headers[HEADER_LENGTH]));
+        } catch (e) {
+          done(e as Error, undefined);
+        }
+      });
+      scope.post<{ Params: { name: string }; Body: InferBody }>(
+        '/v1/models/:name/infer',
+        { schema: inferSchema('inferModel', MODEL_PARAMS), bodyLimit: MAX_INFER_BODY_BYTES },
+        async (req, reply) => infer(repo, req, reply, req.params.name, undefined),
+      );
+      scope.post<{ Params: { name: string; version: string }; Body: InferBody }>(
+        '/v1/models/:name/versions/:version/infer',
+        { schema: inferSchema('inferModelVersion', VERSION_PARAMS), bodyLimit: MAX_INFER_BODY_BYTES },
+        async (req, reply) => infer(repo, req, reply, req.params.name, Number(req.params.version)),
+      );
+    });
   };
 }

@@ -1,12 +1,13 @@
 /**
  * One request's inputs for an ONNX model: named tensors `{name: {shape, data}}`, data as a JSON array
- * of numbers or a base64 string of little-endian float32. With a batchable model (every input's first
+ * of numbers or a base64 string of little-endian float32 (or, from a binary body, the raw bytes). With a batchable model (every input's first
  * dimension symbolic) an item's shape leaves the batch axis out, as Triton's does (a leading 1 is also
  * accepted); the concrete dimensions the file declares are checked here, on the event loop.
  */
 import { TandemError } from '../../../core/errors.js';
 import { isFloatType } from '../../../onnx/host-tensor.js';
 import type { OnnxModel } from '../../../onnx/model.js';
+import { float32FromLE } from '../tensor-values.js';
 
 /** Largest tensor one request may carry (elements), so a request cannot ask for unbounded memory. */
 export const MAX_REQUEST_ELEMENTS = 1 << 24;
@@ -32,16 +33,15 @@ const bad = (
 ) => new TandemError(code, `onnx inputs: ${message}`);
 
 function decodeData(name: string, data: unknown, n: number, float: boolean): Float32Array | Float64Array {
-  if (typeof data === 'string') {
-    const bytes = Buffer.from(data, 'base64');
+  // base64 in a JSON body, or the raw bytes of a binary body (src/service/http/binary-tensors.ts).
+  if (typeof data === 'string' || data instanceof Uint8Array) {
+    const bytes = typeof data === 'string' ? Buffer.from(data, 'base64') : data;
     if (bytes.length !== n * 4)
       throw bad(
-        `'${name}': base64 data has ${bytes.length} bytes, the shape needs ${n * 4} (float32)`,
+        `'${name}': ${typeof data === 'string' ? 'base64' : 'binary'} data has ${bytes.length} bytes, the shape needs ${n * 4} (float32)`,
         'TANDEM_ERR_SHAPE',
       );
-    const out = new Float32Array(n);
-    for (let i = 0; i < n; i++) out[i] = bytes.readFloatLE(i * 4);
-    return out;
+    return float32FromLE(bytes);
   }
   if (!Array.isArray(data)) throw bad(`'${name}'.data must be an array of numbers or a base64 string`);
   if (data.length !== n)

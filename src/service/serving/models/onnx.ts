@@ -13,9 +13,13 @@ import { opImpl } from '../../../onnx/ops/table.js';
 import type { JsonSchema, ServiceRuntime } from '../../jobs/job-type.js';
 import type { BatchContext, ModelFactory, ModelSpec, ServedModel } from '../model.js';
 import { isBatchable, parseOnnxInputs, type OnnxItem } from './onnx-inputs.js';
+import { TensorValues } from '../tensor-values.js';
 
-/** data: numbers, or base64 of little-endian float32 with config outputEncoding 'base64'. */
-export type OnnxOutputs = Record<string, { shape: number[]; data: number[] | string }>;
+/**
+ * data: the values, written as JSON numbers, as base64 of little-endian float32 (config outputEncoding
+ * 'base64'), or as raw bytes in a binary answer.
+ */
+export type OnnxOutputs = Record<string, { shape: number[]; data: TensorValues }>;
 type OutputEncoding = 'json' | 'base64';
 
 const tensorSchema: JsonSchema = {
@@ -81,16 +85,6 @@ function config(spec: ModelSpec): {
       'onnx config: outputEncoding must be json or base64',
     );
   return { maxBatchSize, floatDType, outputEncoding };
-}
-
-/** An output's values as the model's encoding asks: JSON numbers or base64 of little-endian float32. */
-function encode(values: Float32Array | Float64Array, encoding: OutputEncoding): number[] | string {
-  if (encoding === 'json') return Array.from(values);
-  const f32 = values instanceof Float32Array ? values : Float32Array.from(values);
-  const le = new Uint8Array(f32.length * 4);
-  const view = new DataView(le.buffer);
-  for (let i = 0; i < f32.length; i++) view.setFloat32(i * 4, f32[i]!, true);
-  return Buffer.from(le.buffer).toString('base64');
 }
 
 /** Every node's operator must be one Tandem runs: checked at registration, not at the first request. */
@@ -193,12 +187,12 @@ class OnnxServedModel implements ServedModel<OnnxItem, OnnxOutputs> {
       for (const [name, t] of Object.entries(out))
         item[name] = this.batchable
           ? this.slice(t, n, k)
-          : { shape: [...t.dims], data: encode(t.data, this.outputEncoding) };
+          : { shape: [...t.dims], data: new TensorValues(t.data, this.outputEncoding) };
       return item;
     });
   }
 
-  private slice(t: OutputTensor, n: number, k: number): { shape: number[]; data: number[] | string } {
+  private slice(t: OutputTensor, n: number, k: number): { shape: number[]; data: TensorValues } {
     if (t.dims[0] !== n)
       throw new TandemError(
         'TANDEM_ERR_SHAPE',
@@ -207,7 +201,7 @@ class OnnxServedModel implements ServedModel<OnnxItem, OnnxOutputs> {
     const per = t.data.length / n;
     return {
       shape: t.dims.slice(1),
-      data: encode(t.data.subarray(k * per, (k + 1) * per), this.outputEncoding),
+      data: new TensorValues(t.data.subarray(k * per, (k + 1) * per), this.outputEncoding),
     };
   }
 

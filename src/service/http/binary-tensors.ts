@@ -1,0 +1,94 @@
+/**
+ * Binary tensors for the interactive lane, after Triton's (KServe v2) binary tensor data extension:
+ * a body of type application/octet-stream whose first `Inference-Header-Content-Length` bytes are the
+ * usual JSON request, in which a tensor input gives `binaryDataSize: n` instead of `data`; the raw bytes
+ * of those inputs (little-endian float32 for the onnx kind) follow the JSON, in the order the inputs are
+ * listed. The answer is binary the same way when the request says `binaryOutputs: true`: its JSON header
+ * lists each output tensor with `binaryDataSize`, and their bytes follow.
+ *
+ * Why: a 640×640 RGB image is 4.9 MB of float32; as base64 in JSON it cost the server's event loop a
+ * 6.5 MB JSON.parse, a prototype-poisoning scan of the string and a base64 decode per request, which
+ * bounded an image model's throughput through the lane far below the GPU's (bench/serve-lane-ocr.ts).
+ */
+import { TandemError } from '../../core/errors.js';
+import { TensorValues } from '../serving/tensor-values.js';
+import { checkJsonShape, BODY_SHAPE_LIMITS } from './body-limits.js';
+
+export const HEADER_LENGTH = 'inference-header-content-length';
+export const BINARY_CONTENT_TYPE = 'application/octet-stream';
+/** The JSON part of a binary request is small (names, shapes, options). */
+const MAX_JSON_HEADER_BYTES = 1 << 20;
+
+const malformed = (message: string): TandemError =>
+  new TandemError('TANDEM_ERR_MALFORMED_REQUEST', `binary infer body: ${message}`);
+
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) && !ArrayBuffer.isView(v);
+
+/**
+ * The request a binary body carries: its JSON header with every `binaryDataSize` input given its bytes
+ * as `data` (a view of `body`, not a copy). Throws TANDEM_ERR_MALFORMED_REQUEST (400) when the header
+ * length is missing or wrong, the JSON is invalid, or the sizes do not add up to the bytes sent.
+ */
+export function parseBinaryBody(body: Buffer, headerLength: string | string[] | undefined): unknown {
+  const raw = Array.isArray(headerLength) ? headerLength[0] : headerLength;
+  if (raw === undefined)
+    throw malformed(`the ${HEADER_LENGTH} header is missing (the length of the JSON that starts the body)`);
+  const n = /^\d{1,9}$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
+  if (!Number.isInteger(n) || n < 2 || n > body.length || n > MAX_JSON_HEADER_BYTES)
+    throw malformed(
+      `${HEADER_LENGTH} must be the JSON header's byte length (2 to ${Math.min(body.length, MAX_JSON_HEADER_BYTES)}), got '${raw}'`,
+    );
+  let request: unknown;
+  try {
+    request = JSON.parse(body.subarray(0, n).toString('utf8'));
+  } catch (e) {
+    throw malformed(`the JSON header is not valid JSON (${(e as Error).message})`);
+  }
+  checkJsonShape(request, BODY_SHAPE_LIMITS, 'the JSON header');
+  if (!isRecord(request) || !isRecord(request['inputs']))
+    throw malformed('the JSON header must be an object with inputs: {name: {shape, binaryDataSize}}');
+  let at = n;
+  for (const [name, t] of Object.entries(request['inputs'])) {
+    if (!isRecord(t) || !('binaryDataSize' in t)) continue;
+    const size = t['binaryDataSize'];
+    if (typeof size !== 'number' || !Number.isInteger(size) || size < 0)
+      throw malformed(`inputs.${name}.binaryDataSize must be a byte count`);
+    if ('data' in t) throw malformed(`inputs.${name} has both data and binaryDataSize`);
+    if (at + size > body.length)
+      throw malformed(
+        `inputs.${name} needs ${size} bytes at offset ${at}, the body has ${body.length - at} left`,
+      );
+    t['data'] = body.subarray(at, at + size);
+    delete t['binaryDataSize'];
+    at += size;
+  }
+  if (at !== body.length)
+    throw malformed(`${body.length - at} bytes after the last binary input are not claimed by any input`);
+  return request;
+}
+
+/**
+ * A binary answer: the JSON header (with each TensorValues output replaced by its `binaryDataSize`)
+ * and the bytes that follow it, in the order of the outputs. Outputs of other kinds stay in the JSON.
+ */
+export function binaryAnswer(answer: { model: string; version: number; outputs: unknown }): {
+  headerLength: number;
+  body: Buffer;
+} {
+  const chunks: Buffer[] = [];
+  let outputs = answer.outputs;
+  if (isRecord(outputs)) {
+    const written: Record<string, unknown> = {};
+    for (const [name, t] of Object.entries(outputs)) {
+      if (isRecord(t) && t['data'] instanceof TensorValues) {
+        const bytes = t['data'].bytes();
+        written[name] = { ...t, data: undefined, binaryDataSize: bytes.length };
+        chunks.push(bytes);
+      } else written[name] = t;
+    }
+    outputs = written;
+  }
+  const header = Buffer.from(JSON.stringify({ ...answer, outputs }), 'utf8');
+  return { headerLength: header.length, body: Buffer.concat([header, ...chunks]) };
+}
