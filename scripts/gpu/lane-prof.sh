@@ -12,14 +12,19 @@ rm -f node_modules
 source scripts/gpu/env.sh
 [ -f .gpu/svc.tar.xz ] && xz -dc .gpu/svc.tar.xz | tar -xf - -C .gpu/node_modules
 steps=" ${*:-ocr gpt score} "
-NODE="node --max-semi-space-size=16 --min-semi-space-size=16 --cpu-prof --cpu-prof-interval 1000"
+NODE="node --max-semi-space-size=16 --min-semi-space-size=16 --cpu-prof-interval 1000"
 if [[ $steps == *" ocr "* ]]; then
-  timeout 240 $NODE --cpu-prof-dir "$OUT/prof-ocr" dist/bench/serve-lane.js ocr --device cuda --seconds 3 \
-    --assets .gpu/ocr > "$OUT/lane-ocr.txt" 2>&1
-  echo "ocr rc=$?"; grep -E 'in-process|c16|c1:|OCR det' "$OUT/lane-ocr.txt" | cut -c1-500
+  # OCR_FORMATS: the body formats to run (binary tensors, base64 in JSON); the first is profiled.
+  prof="--cpu-prof --cpu-prof-dir $OUT/prof-ocr"
+  for fmt in ${OCR_FORMATS:-binary}; do
+    timeout 240 $NODE $prof dist/bench/serve-lane.js ocr --device cuda --seconds 3 --ocr-format $fmt \
+      --assets .gpu/ocr > "$OUT/lane-ocr-$fmt.txt" 2>&1
+    echo "ocr $fmt rc=$?"; grep -E 'in-process|c16|c1:|OCR det' "$OUT/lane-ocr-$fmt.txt" | cut -c1-500
+    prof=""
+  done
 fi
 if [[ $steps == *" gpt "* ]]; then
-  GPT_LANE_VARIANTS=gpt-d0 GPT_LANE_LEVELS=64 timeout 240 $NODE --cpu-prof-dir "$OUT/prof-gpt" \
+  GPT_LANE_VARIANTS=gpt-d0 GPT_LANE_LEVELS=64 timeout 240 $NODE --cpu-prof --cpu-prof-dir "$OUT/prof-gpt" \
     dist/bench/serve-lane.js gpt --device cuda --seconds 5 > "$OUT/lane-gpt.txt" 2>&1
   echo "gpt rc=$?"; grep -E 'c64' "$OUT/lane-gpt.txt" | cut -c1-500
 fi
