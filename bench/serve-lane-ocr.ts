@@ -47,9 +47,12 @@ export async function runOcrLaneBench(
   let request: LoadRequest;
   if (o.format === 'binary') {
     // Triton's binary tensor extension (src/service/http/binary-tensors.ts): JSON header, then the bytes.
-    const header = Buffer.from(
-      JSON.stringify({ inputs: { x: { shape, binaryDataSize: bytes.length } }, binaryOutputs: true }),
-    );
+    // Padded with spaces to a multiple of 4 bytes: the server then reads the image in place (no copy).
+    const json = JSON.stringify({
+      inputs: { x: { shape, binaryDataSize: bytes.length } },
+      binaryOutputs: true,
+    });
+    const header = Buffer.from(json.padEnd(Math.ceil(json.length / 4) * 4, ' '));
     request = {
       body: Buffer.concat([header, bytes]),
       headers: {

@@ -67,6 +67,7 @@ void test(
   async (t) => {
     const s = await cpuTestService(t);
     if (!s) return;
+    t.after(() => s.close());
     const up = await s.svc.app.inject({
       method: 'POST',
       url: '/v1/models/uploads',

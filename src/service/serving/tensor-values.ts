@@ -20,11 +20,14 @@ export function float32LEBytes(values: Float32Array | Float64Array): Buffer {
 }
 
 /**
- * Little-endian float32 bytes as a Float32Array of its own (aligned, not a view of a pooled Buffer): one
- * memcpy on little-endian hosts, where a readFloatLE loop cost ~10 ms for a 640×640×3 image on the event loop.
+ * Little-endian float32 bytes as a Float32Array: one memcpy on little-endian hosts (a readFloatLE loop
+ * cost ~10 ms for a 640×640×3 image on the event loop), or with `view` no copy at all when the bytes
+ * start at a multiple of 4 (then the array shares, and keeps alive, the bytes' memory).
  */
-export function float32FromLE(bytes: Uint8Array): Float32Array {
+export function float32FromLE(bytes: Uint8Array, opts: { view?: boolean } = {}): Float32Array {
   const n = Math.floor(bytes.length / 4);
+  if (LITTLE_ENDIAN && opts.view === true && bytes.byteOffset % 4 === 0)
+    return new Float32Array(bytes.buffer, bytes.byteOffset, n);
   if (LITTLE_ENDIAN) return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + n * 4));
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const out = new Float32Array(n);

@@ -41,7 +41,7 @@ function decodeData(name: string, data: unknown, n: number, float: boolean): Flo
         `'${name}': ${typeof data === 'string' ? 'base64' : 'binary'} data has ${bytes.length} bytes, the shape needs ${n * 4} (float32)`,
         'TANDEM_ERR_SHAPE',
       );
-    return float32FromLE(bytes);
+    return float32FromLE(bytes, { view: true });
   }
   if (!Array.isArray(data)) throw bad(`'${name}'.data must be an array of numbers or a base64 string`);
   if (data.length !== n)
