@@ -46,7 +46,9 @@ export async function startLane(backends: string[], cpuThreads?: number): Promis
         backends,
         cpuThreads: cpuThreads ?? Math.max(1, availableParallelism() - 1),
         calibrate: false,
-        cacheDir: join(dir, 'cache'),
+        // The kernel cache a deployment keeps (TANDEM_CACHE_DIR, as the GPU scripts set it): with a
+        // fresh one, NVRTC compiles of kernel variants first met under load fell inside measured windows.
+        cacheDir: process.env['TANDEM_CACHE_DIR'] ?? join(dir, 'cache'),
       },
     },
   );
