@@ -85,6 +85,63 @@ export function progressLine(r: StepReport, steps: number): string {
   return `step ${r.step}/${steps} | loss ${r.loss.toFixed(4)} | lr ${r.lr.toExponential(2)} | ${rate} ${r.unit}/s${mfu} | ETA ${eta}`;
 }
 
+/** What a train command's body gets from `trainFrame`. */
+export interface TrainFrame {
+  /** Aborted by Ctrl-C once `listen()` has been called: the run stops at its next step. */
+  readonly signal: AbortSignal;
+  /**
+   * Called as the run starts: from then on Ctrl-C stops the run instead of ending the process (while
+   * data and devices load it ends the process as usual).
+   */
+  listen(): void;
+  /** Opens the runtime, which the frame closes at the end. */
+  open(options: Parameters<typeof openRuntime>[0]): Promise<Runtime>;
+}
+
+/**
+ * Runs a train or eval command's body: an error becomes its report and exit code, and the Ctrl-C
+ * handler and the runtime are released however the body ends.
+ */
+export async function trainFrame(json: boolean, body: (f: TrainFrame) => Promise<number>): Promise<number> {
+  const abort = new AbortController();
+  const onSigint = (): void => abort.abort();
+  const runtimes: Runtime[] = [];
+  try {
+    return await body({
+      signal: abort.signal,
+      listen: () => void process.on('SIGINT', onSigint),
+      open: async (options) => {
+        const rt = await openRuntime(options);
+        runtimes.push(rt);
+        return rt;
+      },
+    });
+  } catch (e) {
+    return reportError(e, json);
+  } finally {
+    process.off('SIGINT', onSigint);
+    for (const rt of runtimes) await rt.close();
+  }
+}
+
+/**
+ * Shows each step of a run: a JSON line on stdout with --json, else on stderr a progress line rewritten
+ * in place on a terminal, or one every 10 steps (and the last) otherwise. `end()` after the run.
+ */
+export function stepProgress(json: boolean, steps: number): { step(r: StepReport): void; end(): void } {
+  const tty = process.stderr.isTTY === true && !json;
+  return {
+    step: (r) => {
+      if (json) process.stdout.write(`${JSON.stringify({ event: 'step', ...r })}\n`);
+      else if (tty) process.stderr.write(`\r${progressLine(r, steps)}\x1b[K`);
+      else if (r.step % 10 === 0 || r.step === steps) process.stderr.write(`${progressLine(r, steps)}\n`);
+    },
+    end: () => {
+      if (tty) process.stderr.write('\n');
+    },
+  };
+}
+
 async function evaluate(trainer: Trainer, data: TrainData, batches: number): Promise<Record<string, number>> {
   if (batches === 0) return {};
   const b = trainer.built;
@@ -101,12 +158,9 @@ async function evaluate(trainer: Trainer, data: TrainData, batches: number): Pro
 
 export async function trainCommand(model: string, o: TrainOptions): Promise<number> {
   const json = o.json === true;
-  let rt: Runtime | null = null;
-  const abort = new AbortController();
-  const onSigint = (): void => abort.abort();
-  try {
+  return trainFrame(json, async (f) => {
     const data = await loadData(model as ModelName, o.data);
-    rt = await openRuntime({
+    const rt = await f.open({
       ...(backendsFor(o.device) ? { backends: backendsFor(o.device)! } : {}),
       summary: !json,
     });
@@ -122,17 +176,12 @@ export async function trainCommand(model: string, o: TrainOptions): Promise<numb
       if (!json) process.stderr.write(`resuming from ${file} at step ${from}\n`);
     }
     const every = o.checkpointEvery ?? 0;
-    const tty = process.stderr.isTTY === true && !json;
-    const steps = trainer.spec.steps;
-    process.on('SIGINT', onSigint);
+    const progress = stepProgress(json, trainer.spec.steps);
+    f.listen();
     let saved = from;
     const last = await trainer.run(
-      (r) => {
-        if (json) process.stdout.write(`${JSON.stringify({ event: 'step', ...r })}\n`);
-        else if (tty) process.stderr.write(`\r${progressLine(r, steps)}\x1b[K`);
-        else if (r.step % 10 === 0 || r.step === steps) process.stderr.write(`${progressLine(r, steps)}\n`);
-      },
-      abort.signal,
+      (r) => progress.step(r),
+      f.signal,
       from,
       async (step) => {
         if (o.checkpoint !== undefined && every > 0 && step % every === 0) {
@@ -141,7 +190,7 @@ export async function trainCommand(model: string, o: TrainOptions): Promise<numb
         }
       },
     );
-    if (tty) process.stderr.write('\n');
+    progress.end();
     const done = last?.step ?? from;
     if (o.checkpoint !== undefined && done > saved) await saveCheckpoint(trainer, o.checkpoint, done);
     const scores = await evaluate(trainer, data, o.evalBatches);
@@ -149,7 +198,7 @@ export async function trainCommand(model: string, o: TrainOptions): Promise<numb
       event: 'done',
       model,
       steps: done,
-      stopped: abort.signal.aborted,
+      stopped: f.signal.aborted,
       loss: last?.loss ?? null,
       throughput: last?.throughput ?? null,
       unit: last?.unit ?? null,
@@ -158,7 +207,7 @@ export async function trainCommand(model: string, o: TrainOptions): Promise<numb
     };
     print(json, summary, () =>
       [
-        `${abort.signal.aborted ? 'stopped' : 'trained'} ${model} for ${done} steps: loss ${summary.loss?.toFixed(4) ?? '-'}`,
+        `${f.signal.aborted ? 'stopped' : 'trained'} ${model} for ${done} steps: loss ${summary.loss?.toFixed(4) ?? '-'}`,
         ...Object.entries(scores).map(
           ([k, v]) => `${k} ${k.includes('Accuracy') ? `${(v * 100).toFixed(2)} %` : v.toFixed(4)}`,
         ),
@@ -166,24 +215,18 @@ export async function trainCommand(model: string, o: TrainOptions): Promise<numb
       ].join('\n'),
     );
     return 0;
-  } catch (e) {
-    return reportError(e, json);
-  } finally {
-    process.off('SIGINT', onSigint);
-    if (rt) await rt.close();
-  }
+  });
 }
 
 export async function evalCommand(model: string, o: TrainOptions): Promise<number> {
   const json = o.json === true;
-  let rt: Runtime | null = null;
-  try {
+  return trainFrame(json, async (f) => {
     if (o.checkpoint === undefined)
       throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', 'eval needs --checkpoint <dir>');
     const file = latestCheckpoint(o.checkpoint);
     if (file === null) throw new TandemError('TANDEM_ERR_BAD_CHECKPOINT', `no checkpoint in ${o.checkpoint}`);
     const data = await loadData(model as ModelName, o.data);
-    rt = await openRuntime({
+    const rt = await f.open({
       ...(backendsFor(o.device) ? { backends: backendsFor(o.device)! } : {}),
       summary: !json,
     });
@@ -197,9 +240,5 @@ export async function evalCommand(model: string, o: TrainOptions): Promise<numbe
       ].join('\n'),
     );
     return 0;
-  } catch (e) {
-    return reportError(e, json);
-  } finally {
-    if (rt) await rt.close();
-  }
+  });
 }

@@ -5,19 +5,14 @@
  * than the machine has is TANDEM_ERR_DEVICE_ABSENT naming those it has.
  */
 import { TandemError } from '../core/errors.js';
-import type { Runtime } from '../runtime/runtime.js';
 import { pickGpus, planParallel, trainParallel } from '../nn/parallel/plan.js';
 import type { ModelName } from '../nn/train.js';
-import { print, reportError } from './output.js';
-import { openRuntime } from './runtime-commands.js';
-import { loadData, progressLine, specOf, type TrainOptions } from './train-commands.js';
+import { print } from './output.js';
+import { loadData, specOf, stepProgress, trainFrame, type TrainOptions } from './train-commands.js';
 
 export async function parallelTrainCommand(model: string, o: TrainOptions): Promise<number> {
   const json = o.json === true;
-  let rt: Runtime | null = null;
-  const abort = new AbortController();
-  const onSigint = (): void => abort.abort();
-  try {
+  return trainFrame(json, async (f) => {
     const spec = specOf(model as ModelName, o);
     const plan = planParallel(
       {
@@ -40,23 +35,20 @@ export async function parallelTrainCommand(model: string, o: TrainOptions): Prom
         'TANDEM_ERR_UNSUPPORTED',
         '--checkpoint and --resume are not supported with --gpus ≥ 2 yet; train on one device to keep checkpoints',
       );
-    rt = await openRuntime({ backends: ['cpu', 'cuda'], summary: !json });
+    const rt = await f.open({ backends: ['cpu', 'cuda'], summary: !json });
     const devices = pickGpus(rt.devices, plan.gpus);
     const data = await loadData(model as ModelName, o.data);
-    const steps = spec.steps;
-    const tty = process.stderr.isTTY === true && !json;
-    process.on('SIGINT', onSigint);
+    const progress = stepProgress(json, spec.steps);
+    f.listen();
     let last: { loss: number; throughput: number; unit: string } | null = null;
     const result = await trainParallel(rt, spec, data, plan, devices, {
-      signal: abort.signal,
+      signal: f.signal,
       onStep: (r) => {
         last = r;
-        if (json) process.stdout.write(`${JSON.stringify({ event: 'step', ...r })}\n`);
-        else if (tty) process.stderr.write(`\r${progressLine(r, steps)}\x1b[K`);
-        else if (r.step % 10 === 0 || r.step === steps) process.stderr.write(`${progressLine(r, steps)}\n`);
+        progress.step(r);
       },
     });
-    if (tty) process.stderr.write('\n');
+    progress.end();
     const final = last as { loss: number; throughput: number; unit: string } | null;
     const summary = {
       event: 'done',
@@ -65,7 +57,7 @@ export async function parallelTrainCommand(model: string, o: TrainOptions): Prom
       devices,
       ...(plan.mode === 'pipeline' ? { microBatches: plan.microBatches, schedule: plan.schedule } : {}),
       steps: result.steps,
-      stopped: abort.signal.aborted,
+      stopped: f.signal.aborted,
       loss: result.finalLoss,
       throughput: final?.throughput ?? null,
       unit: final?.unit ?? null,
@@ -74,13 +66,8 @@ export async function parallelTrainCommand(model: string, o: TrainOptions): Prom
       json,
       summary,
       () =>
-        `${abort.signal.aborted ? 'stopped' : 'trained'} ${model} (${plan.mode} over ${devices.join(', ')}) for ${result.steps} steps: loss ${result.finalLoss?.toFixed(4) ?? '-'}`,
+        `${f.signal.aborted ? 'stopped' : 'trained'} ${model} (${plan.mode} over ${devices.join(', ')}) for ${result.steps} steps: loss ${result.finalLoss?.toFixed(4) ?? '-'}`,
     );
     return 0;
-  } catch (e) {
-    return reportError(e, json);
-  } finally {
-    process.off('SIGINT', onSigint);
-    if (rt) await rt.close();
-  }
+  });
 }

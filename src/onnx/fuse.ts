@@ -12,7 +12,7 @@
  */
 import { hostTensor, isFloatType, numelOf, type HostTensor } from './host-tensor.js';
 import type { OnnxNode } from './model.js';
-import { activationOf } from './ops/elementwise.js';
+import { activationOf, BINARY_KERNEL_OPS } from './ops/elementwise.js';
 import type { OpCall, OpImpl } from './ops/types.js';
 import type { DeviceStep, PlannedValue } from './plan-types.js';
 import { CONV_EPILOGUE_CONSTANTS } from '../kernels/onnx/conv.js';
@@ -25,15 +25,8 @@ import {
   mapConstants,
 } from '../kernels/onnx/map-program.js';
 
-const BINARY_OPS: Readonly<Record<string, MapInstr['op']>> = {
-  Add: 'add',
-  Sub: 'sub',
-  Mul: 'mul',
-  Div: 'div',
-  Pow: 'pow',
-  Max: 'max',
-  Min: 'min',
-};
+/** The binary ops a chain takes: the two-operand ones (not n-ary Sum/Mean), each one instruction. */
+const BINARY_OPS: Readonly<Record<string, MapInstr['op']>> = BINARY_KERNEL_OPS;
 /** Parameters of the unary ops, as map-program.ts orders them (activationOf's scalar names). */
 const UNARY_PARAM_NAMES: Readonly<Record<string, readonly [string, number][]>> = {
   leaky_relu: [['alpha', 0.01]],

@@ -10,7 +10,7 @@ import { constant, normal } from '../init.js';
 import { LayerNorm, Linear } from '../modules/layers.js';
 import { Module } from '../modules/module.js';
 import { causalSelfAttention } from '../ops/attention.js';
-import { reshape } from '../ops/elementwise.js';
+import { add, reshape } from '../ops/elementwise.js';
 import { embedding } from '../ops/embedding.js';
 import { linear, mlp } from '../ops/linear.js';
 import { crossEntropy } from '../ops/loss.js';
@@ -119,6 +119,57 @@ export class Block extends Module {
   }
 }
 
+/**
+ * The residual stream between sublayers, holding back the last sublayer's output so that adding it
+ * and the next LayerNorm run as one kernel (residualLayerNorm) instead of two.
+ */
+export class ResidualStream {
+  private pending: Var | null = null; // the sublayer output not yet added to x
+
+  constructor(
+    private readonly nn: Nn,
+    private x: Var,
+  ) {}
+
+  /** LayerNorm of the stream, adding any held-back sublayer output in the same kernel. */
+  norm(ln: LayerNorm): Var {
+    if (this.pending === null) return ln.forward(this.x);
+    const r = residualLayerNorm(this.nn, this.pending, this.x, ln.weight, ln.bias);
+    this.x = r.sum;
+    this.pending = null;
+    return r.y;
+  }
+
+  /** Holds back a sublayer's output until the next norm (or sum). */
+  defer(out: Var): void {
+    this.pending = out;
+  }
+
+  /** The stream with everything added (for a pipeline stage that hands it on). */
+  sum(): Var {
+    return this.pending === null ? this.x : add(this.nn, this.pending, this.x);
+  }
+}
+
+/**
+ * Runs `blocks` (a contiguous range of the model's) over the residual stream `x` [B·T, C]: the whole
+ * model and each pipeline stage go through this one op sequence, so a stage split computes the same.
+ */
+export function runBlocks(nn: Nn, c: GptConfig, blocks: readonly Block[], x: Var, t: number): ResidualStream {
+  const stream = new ResidualStream(nn, x);
+  for (const blk of blocks) {
+    const h = stream.norm(blk.ln1);
+    // Rows [B·T, ·] throughout: attention reads the projection's rows in place, with T given.
+    const y = causalSelfAttention(nn, blk.cAttn.forward(h), c.heads, t);
+    stream.defer(blk.attnProj.forward(y));
+    const h2 = stream.norm(blk.ln2);
+    const fc = blk.cFc;
+    const proj = blk.mlpProj;
+    stream.defer(mlp(nn, h2, fc.weight, fc.bias!, proj.weight, proj.bias!, 'gelu'));
+  }
+  return stream;
+}
+
 /** A plain container module (a dotted-name level: "attn", "mlp"). */
 class Container extends Module {
   add<M extends Module>(name: string, m: M): M {
@@ -155,27 +206,8 @@ export class Gpt extends Module {
     const t = ids.shape[1]!;
     if (t > c.context)
       throw new TandemError('TANDEM_ERR_SHAPE', `gpt: ${t} tokens exceed the context of ${c.context}`);
-    let x = embedding(nn, ids, this.wte, this.wpe);
-    let h: Var | null = null;
-    let pending: Var | null = null; // the sublayer output not yet added to the residual stream x
-    const norm = (ln: LayerNorm): Var => {
-      if (pending === null) return ln.forward(x);
-      const r = residualLayerNorm(nn, pending, x, ln.weight, ln.bias);
-      x = r.sum;
-      pending = null;
-      return r.y;
-    };
-    for (const blk of this.blocks) {
-      h = norm(blk.ln1);
-      // Rows [B·T, ·] throughout: attention reads the projection's rows in place, with T given.
-      const y = causalSelfAttention(nn, blk.cAttn.forward(h), c.heads, t);
-      pending = blk.attnProj.forward(y);
-      h = norm(blk.ln2);
-      const fc = blk.cFc;
-      const proj = blk.mlpProj;
-      pending = mlp(nn, h, fc.weight, fc.bias!, proj.weight, proj.bias!, 'gelu');
-    }
-    h = norm(this.lnF);
+    const stream = runBlocks(nn, c, this.blocks, embedding(nn, ids, this.wte, this.wpe), t);
+    const h = stream.norm(this.lnF);
     return linear(nn, h, this.wte, null);
   }
 

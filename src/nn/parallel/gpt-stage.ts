@@ -11,15 +11,13 @@
  */
 import { TandemError } from '../../core/errors.js';
 import type { Nn } from '../context.js';
-import { Block, gptEmbeddings, type GptConfig } from '../models/gpt.js';
+import { Block, gptEmbeddings, runBlocks, type GptConfig } from '../models/gpt.js';
 import { LayerNorm } from '../modules/layers.js';
 import { Module } from '../modules/module.js';
-import { causalSelfAttention } from '../ops/attention.js';
-import { add, reshape } from '../ops/elementwise.js';
+import { reshape } from '../ops/elementwise.js';
 import { embedding } from '../ops/embedding.js';
-import { linear, mlp } from '../ops/linear.js';
+import { linear } from '../ops/linear.js';
 import { crossEntropy } from '../ops/loss.js';
-import { residualLayerNorm } from '../ops/norm.js';
 import { Var } from '../var.js';
 
 /** Seeds `Gpt` takes before block i: wte, wpe, then four linear layers per block. */
@@ -140,25 +138,12 @@ export class GptStage extends Module {
   forward(input: Var, t: number, targets?: Var): Var {
     const nn = this.nn;
     const c = this.config;
-    let x = this.first ? embedding(nn, input, this.wte!, this.wpe!) : input;
-    let pending: Var | null = null; // the sublayer output not yet added to the residual stream x
-    const norm = (ln: LayerNorm): Var => {
-      if (pending === null) return ln.forward(x);
-      const r = residualLayerNorm(nn, pending, x, ln.weight, ln.bias);
-      x = r.sum;
-      pending = null;
-      return r.y;
-    };
-    for (const blk of this.blocks) {
-      const y = causalSelfAttention(nn, blk.cAttn.forward(norm(blk.ln1)), c.heads, t);
-      pending = blk.attnProj.forward(y);
-      const h = norm(blk.ln2);
-      pending = mlp(nn, h, blk.cFc.weight, blk.cFc.bias!, blk.mlpProj.weight, blk.mlpProj.bias!, 'gelu');
-    }
-    if (!this.last) return pending === null ? x : add(nn, pending, x);
+    const x = this.first ? embedding(nn, input, this.wte!, this.wpe!) : input;
+    const stream = runBlocks(nn, c, this.blocks, x, t);
+    if (!this.last) return stream.sum();
     if (targets === undefined)
       throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', 'pipeline: the last stage needs the targets');
-    const logits = linear(nn, norm(this.lnF!), this.head!, null);
+    const logits = linear(nn, stream.norm(this.lnF!), this.head!, null);
     const flat =
       targets.shape.length === 1 ? targets : nn.noGrad(() => reshape(nn, targets, [targets.data.size]));
     return crossEntropy(nn, logits, flat, c.vocab);

@@ -160,7 +160,8 @@ function unaryImpl(spec: UnarySpec, floatOnly: boolean): OpImpl {
   };
 }
 
-const BINARY_KERNEL: Record<string, string> = {
+/** The two-operand ops onnx_binary runs, with its op for each (fuse.ts fuses these into map programs). */
+export const BINARY_KERNEL_OPS = {
   Add: 'add',
   Sub: 'sub',
   Mul: 'mul',
@@ -168,9 +169,10 @@ const BINARY_KERNEL: Record<string, string> = {
   Pow: 'pow',
   Max: 'max',
   Min: 'min',
-  Sum: 'add',
-  Mean: 'add',
-};
+} as const;
+
+/** Those, and the n-ary Sum and Mean (chained pairwise onnx_binary adds). */
+const BINARY_KERNEL: Record<string, string> = { ...BINARY_KERNEL_OPS, Sum: 'add', Mean: 'add' };
 
 function intDiv(a: number, b: number): number {
   return Math.trunc(a / b);
