@@ -1,10 +1,11 @@
 /**
  * The Node flags `tandem serve`'s supervisor gives its server process: a 16 MiB young generation unless
- * TANDEM_SEMI_SPACE_MB says otherwise or the flags were given explicitly; a bad value is reported.
+ * TANDEM_SEMI_SPACE_MB says otherwise or the flags were given explicitly; a bad value is reported; and
+ * its environment's malloc thresholds.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { serverExecArgv } from '../../src/cli/supervisor.js';
+import { serverEnv, serverExecArgv } from '../../src/cli/supervisor.js';
 
 function flags(env: NodeJS.ProcessEnv, own: string[] = []): { argv: string[]; warnings: string[] } {
   const warnings: string[] = [];
@@ -40,5 +41,14 @@ void describe('serverExecArgv', () => {
   void it('leaves explicit flags alone (own execArgv or NODE_OPTIONS)', () => {
     assert.deepEqual(flags({}, ['--max-semi-space-size=8']).argv, ['--max-semi-space-size=8']);
     assert.deepEqual(flags({ NODE_OPTIONS: '--min-semi-space-size=4' }).argv, []);
+  });
+});
+
+void describe('serverEnv', () => {
+  void it('adds the malloc thresholds for large request bodies, keeping what the environment sets', () => {
+    const env = serverEnv({ PATH: '/bin', MALLOC_TRIM_THRESHOLD_: '1024' });
+    assert.equal(env['PATH'], '/bin');
+    assert.equal(env['MALLOC_MMAP_THRESHOLD_'], String(64 * 2 ** 20));
+    assert.equal(env['MALLOC_TRIM_THRESHOLD_'], '1024');
   });
 });
