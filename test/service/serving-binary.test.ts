@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import { parseOnnxModel } from '../../src/onnx/model.js';
 import { evaluateReference } from '../../src/onnx/reference.js';
 import { encodeModel, floatTensor } from '../onnx/build-model.js';
+import { MAX_INFER_BODY_BYTES } from '../../src/service/http/routes/models.js';
 import { cpuTestService, type TestService } from './helpers.js';
 import { errorCode, infer, mustRegister, type InjectAnswer } from './serving-helpers.js';
 
@@ -187,6 +188,13 @@ void test(
       'TANDEM_ERR_SHAPE',
       /binary data has 80 bytes, the shape needs 64/,
     );
+
+    // Over the infer body limit: refused from its Content-Length, before reading it.
+    const huge = await post(s, Buffer.alloc(MAX_INFER_BODY_BYTES + 4), {
+      'inference-header-content-length': '8',
+    });
+    assert.equal(huge.statusCode, 413, huge.body);
+    assert.equal(errorCode(huge), 'TANDEM_ERR_PAYLOAD_TOO_LARGE');
 
     // The model still answers, equal to before.
     const again = readBinaryAnswer(

@@ -10,6 +10,8 @@
  * 6.5 MB JSON.parse, a prototype-poisoning scan of the string and a base64 decode per request, which
  * bounded an image model's throughput through the lane far below the GPU's (bench/serve-lane-ocr.ts).
  */
+import type { IncomingMessage } from 'node:http';
+import type { Readable } from 'node:stream';
 import { TandemError } from '../../core/errors.js';
 import { TensorValues } from '../serving/tensor-values.js';
 import { checkJsonShape, BODY_SHAPE_LIMITS } from './body-limits.js';
@@ -91,4 +93,57 @@ export function binaryAnswer(answer: { model: string; version: number; outputs: 
   }
   const header = Buffer.from(JSON.stringify({ ...answer, outputs }), 'utf8');
   return { headerLength: header.length, body: Buffer.concat([header, ...chunks]) };
+}
+
+/**
+ * Reads a binary body whole, within `limit` bytes. With a Content-Length (the usual case) the bytes are
+ * copied into one buffer of that size as each chunk arrives, while the chunk is still in cache, instead
+ * of kept and concatenated at the end (which cost ~2.8 ms per 4.9 MB image on the H200 host's event loop).
+ */
+export function readBinaryBody(
+  req: IncomingMessage,
+  payload: Readable,
+  limit: number,
+  done: (err: Error | null, body?: Buffer) => void,
+): void {
+  const tooLarge = () =>
+    new TandemError(
+      'TANDEM_ERR_PAYLOAD_TOO_LARGE',
+      `the request body is larger than the limit (${limit} bytes)`,
+    );
+  const declared = Number(req.headers['content-length']);
+  const known = Number.isSafeInteger(declared) && declared >= 0;
+  if (known && declared > limit) {
+    done(tooLarge());
+    return;
+  }
+  const into = known ? Buffer.allocUnsafe(declared) : null;
+  const chunks: Buffer[] = [];
+  let received = 0;
+  let settled = false;
+  const finish = (err: Error | null, body?: Buffer): void => {
+    if (settled) return;
+    settled = true;
+    payload.removeListener('data', onData);
+    payload.removeListener('end', onEnd);
+    payload.removeListener('error', finish);
+    done(err, body);
+  };
+  const onData = (chunk: Buffer): void => {
+    if (received + chunk.length > (into ? into.length : limit)) {
+      finish(into ? malformed('the body is longer than its Content-Length') : tooLarge());
+      return;
+    }
+    if (into) chunk.copy(into, received);
+    else chunks.push(chunk);
+    received += chunk.length;
+  };
+  const onEnd = (): void => {
+    if (into && received !== into.length)
+      finish(malformed(`the body ended after ${received} of its ${into.length} bytes`));
+    else finish(null, into ?? Buffer.concat(chunks, received));
+  };
+  payload.on('data', onData);
+  payload.on('end', onEnd);
+  payload.on('error', finish);
 }

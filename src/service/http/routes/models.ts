@@ -13,7 +13,13 @@ import type { ModelPlacement } from '../../serving/model.js';
 import type { ModelRepository, ModelVersion } from '../../serving/repository.js';
 import { tenantOf } from '../auth.js';
 import { sendError } from '../errors.js';
-import { BINARY_CONTENT_TYPE, HEADER_LENGTH, binaryAnswer, parseBinaryBody } from '../binary-tensors.js';
+import {
+  BINARY_CONTENT_TYPE,
+  HEADER_LENGTH,
+  binaryAnswer,
+  parseBinaryBody,
+  readBinaryBody,
+} from '../binary-tensors.js';
 import {
   INFER_ANSWER,
   INFER_BODY,
@@ -283,12 +289,15 @@ export function modelRoutes(repo: ModelRepository) {
     // (binary-tensors.ts), read whole under the route's body limit, not the uploads' raw stream.
     await app.register(async (scope) => {
       scope.removeContentTypeParser(BINARY_CONTENT_TYPE);
-      scope.addContentTypeParser(BINARY_CONTENT_TYPE, { parseAs: 'buffer' }, (req, body, done) => {
-        try {
-          done(null, parseBinaryBody(body as Buffer, req.headers[HEADER_LENGTH]));
-        } catch (e) {
-          done(e as Error, undefined);
-        }
+      scope.addContentTypeParser(BINARY_CONTENT_TYPE, (req, payload, done) => {
+        readBinaryBody(req.raw, payload, req.routeOptions.bodyLimit ?? MAX_INFER_BODY_BYTES, (err, body) => {
+          if (err) return done(err, undefined);
+          try {
+            done(null, parseBinaryBody(body!, req.headers[HEADER_LENGTH]));
+          } catch (e) {
+            done(e as Error, undefined);
+          }
+        });
       });
       scope.post<{ Params: { name: string }; Body: InferBody }>(
         '/v1/models/:name/infer',
