@@ -13,8 +13,6 @@ source scripts/gpu/env.sh
 [ -f .gpu/svc.tar.xz ] && xz -dc .gpu/svc.tar.xz | tar -xf - -C .gpu/node_modules
 steps=" ${*:-ocr gpt score} "
 NODE="node --max-semi-space-size=16 --min-semi-space-size=16 --cpu-prof-interval 1000"
-# The malloc thresholds `tandem serve` gives its server (src/cli/supervisor.ts SERVER_MALLOC_ENV).
-export MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_:-67108864} MALLOC_TRIM_THRESHOLD_=${MALLOC_TRIM_THRESHOLD_:-268435456}
 if [[ $steps == *" ocr "* ]]; then
   # OCR_FORMATS: the body formats to run (binary tensors, base64 in JSON); the first is profiled.
   prof="--cpu-prof --cpu-prof-dir $OUT/prof-ocr"

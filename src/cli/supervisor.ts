@@ -145,7 +145,7 @@ export async function supervise(argv: readonly string[]): Promise<number> {
     const startedAt = Date.now();
     const args = port === null ? [...argv] : pinPort(argv, port);
     const c = fork(main, ['serve', ...args], {
-      env: { ...serverEnv(process.env), [CHILD_ENV]: '1', [RESTARTS_ENV]: String(generation) },
+      env: { ...process.env, [CHILD_ENV]: '1', [RESTARTS_ENV]: String(generation) },
       stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
       execArgv: serverExecArgv(process.execArgv),
     });
@@ -251,23 +251,6 @@ export async function supervise(argv: readonly string[]): Promise<number> {
 }
 
 const DEFAULT_SEMI_SPACE_MB = '16';
-
-/**
- * glibc malloc settings for the server process, unless given: an infer request with an image tensor is
- * a body of several MB, and by default glibc serves each such block with a fresh mmap and returns it at
- * free, so every copy into one (the body's concat, the answer's) first page-faulted its memory in. With
- * blocks up to 64 MiB kept in the heap (and up to 256 MiB of free heap kept before trimming), a 4.9 MB
- * concat took 0.7 instead of 1.35 ms on the dev VM (bench/RESULTS.md). Other allocators ignore them.
- */
-export const SERVER_MALLOC_ENV: Readonly<Record<string, string>> = {
-  MALLOC_MMAP_THRESHOLD_: String(64 * 2 ** 20),
-  MALLOC_TRIM_THRESHOLD_: String(256 * 2 ** 20),
-};
-
-/** The server process's environment: `env` with SERVER_MALLOC_ENV's defaults where `env` sets none. */
-export function serverEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  return { ...SERVER_MALLOC_ENV, ...env };
-}
 
 /**
  * Node flags for the server process. A latency-bound service wants few young-generation collections:

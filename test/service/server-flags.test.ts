@@ -1,11 +1,10 @@
 /**
  * The Node flags `tandem serve`'s supervisor gives its server process: a 16 MiB young generation unless
- * TANDEM_SEMI_SPACE_MB says otherwise or the flags were given explicitly; a bad value is reported; and
- * its environment's malloc thresholds.
+ * TANDEM_SEMI_SPACE_MB says otherwise or the flags were given explicitly; a bad value is reported.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { serverEnv, serverExecArgv } from '../../src/cli/supervisor.js';
+import { serverExecArgv } from '../../src/cli/supervisor.js';
 
 function flags(env: NodeJS.ProcessEnv, own: string[] = []): { argv: string[]; warnings: string[] } {
   const warnings: string[] = [];
@@ -44,11 +43,3 @@ void describe('serverExecArgv', () => {
   });
 });
 
-void describe('serverEnv', () => {
-  void it('adds the malloc thresholds for large request bodies, keeping what the environment sets', () => {
-    const env = serverEnv({ PATH: '/bin', MALLOC_TRIM_THRESHOLD_: '1024' });
-    assert.equal(env['PATH'], '/bin');
-    assert.equal(env['MALLOC_MMAP_THRESHOLD_'], String(64 * 2 ** 20));
-    assert.equal(env['MALLOC_TRIM_THRESHOLD_'], '1024');
-  });
-});
