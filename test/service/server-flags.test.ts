@@ -42,4 +42,3 @@ void describe('serverExecArgv', () => {
     assert.deepEqual(flags({ NODE_OPTIONS: '--min-semi-space-size=4' }).argv, []);
   });
 });
-
