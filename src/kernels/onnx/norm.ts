@@ -202,7 +202,7 @@ extern "C" __global__ void tdm_onnx_layernorm(const X_t* __restrict__ x, const X
 };
 
 /** softmax along `axis`: outer rows × len along the axis × inner (the axis' stride). */
-function softmaxGeometry(x: TensorDesc, scalars: Scalars) {
+export function softmaxGeometry(x: TensorDesc, scalars: Scalars) {
   const rank = Math.max(x.shape.length, 1);
   const axis = normalizeAxis('onnx_softmax', intScalar('onnx_softmax', scalars, 'axis', -1), rank);
   const shape = x.shape.length === 0 ? [1] : x.shape;
