@@ -173,7 +173,7 @@ interface GemmGeometry {
   readonly transB: boolean;
 }
 
-function gemmGeometry(
+export function gemmGeometry(
   a: TensorDesc,
   b: TensorDesc,
   c: TensorDesc,

@@ -2,14 +2,16 @@
  * The ONNX data-movement ops on WebGPU: transpose, slice, concat and expand as one strided copy
  * (strided.ts's plan; strides may be 0 or negative, so they are i32), and resize. Elements are copied
  * as 32-bit words, so f32 and i32 tensors are served; 16-bit, 8-bit and f64 tensors are declined (the
- * queue reports TANDEM_ERR_DTYPE). Resize reads its per-axis index and weight tables (resize.ts's
+ * queue reports TANDEM_ERR_DTYPE); gather and pad likewise. Resize reads its per-axis index and weight tables (resize.ts's
  * axisTable, the CPU's exactly, so nearest picks the same source pixel) from the uniform block.
  */
 import { numel } from '../../core/shape.js';
 import type { TensorDesc } from '../../devices/device.js';
-import type { UniformWord, WebGpuKernel } from '../../devices/webgpu/kernel-api.js';
+import type { UniformWord, WebGpuKernel, WebGpuStep } from '../../devices/webgpu/kernel-api.js';
 import { LINEAR_MAIN } from '../common/webgpu.js';
 import { pad6 } from './common.js';
+import { contiguousStrides } from './shapes.js';
+import { gatherGeometry, padGeometry, PAD_MODES, storedValue } from './gather-pad.js';
 import { concatPlan, expandPlan, slicePlan, transposePlan } from './layout.js';
 import { axisTable, resizeGeometry } from './resize.js';
 import type { PlanFn } from './strided.js';
@@ -140,5 +142,119 @@ export const onnxResizeWebGpu: WebGpuKernel = {
         workgroups: { linear: Math.ceil(n / 256) },
       },
     ];
+  },
+};
+
+/** The 32-bit pattern of `value` stored as `dtype` (f32 or i32): pad's constant, gather's miss value. */
+function wordOf(dtype: string, value: number): UniformWord {
+  if (dtype === 'i32') return { type: 'i32', value: storedValue('i32', value) };
+  return { type: 'f32', value };
+}
+
+function linearStep(wgsl: string, n: number, bind: number[], words: UniformWord[]): WebGpuStep[] {
+  if (n === 0) return [];
+  return [
+    {
+      kind: 'dispatch',
+      wgsl,
+      entry: 'main',
+      bind,
+      uniforms: words,
+      workgroups: { linear: Math.ceil(n / 256) },
+    },
+  ];
+}
+
+/** y = take(data, indices, axis); an index outside [−dim, dim) gives the miss word (NaN, or 0 for i32). */
+const GATHER_WGSL = `struct Params { n: u32, dim: i32, count: u32, inner: u32, miss: u32 }
+@group(0) @binding(0) var<storage, read> S: array<u32>;
+@group(0) @binding(1) var<storage, read> I: array<i32>;
+@group(0) @binding(2) var<storage, read_write> D: array<u32>;
+@group(0) @binding(3) var<uniform> P: Params;
+${LINEAR_MAIN}
+  if (i >= P.n) { return; }
+  let inner = i % P.inner;
+  let j = (i / P.inner) % P.count;
+  let o = i / (P.inner * P.count);
+  var k = I[j];
+  if (k < 0) { k += P.dim; }
+  if (k < 0 || k >= P.dim) { D[i] = P.miss; return; }
+  D[i] = S[(o * u32(P.dim) + u32(k)) * P.inner + inner];
+}
+`;
+
+export const onnxGatherWebGpu: WebGpuKernel = {
+  kind: 'webgpu-kernel',
+  supports: (args) =>
+    args.length === 3 &&
+    args[0]!.dtype === args[2]!.dtype &&
+    args[1]!.dtype === 'i32' &&
+    WORD_DTYPES.includes(args[0]!.dtype),
+  plan(args, scalars) {
+    const g = gatherGeometry(args[0]!, args[1]!, scalars);
+    const n = numel(g.shape);
+    const miss = wordOf(args[0]!.dtype, args[0]!.dtype === 'i32' ? 0 : NaN);
+    const words: UniformWord[] = [
+      { type: 'u32', value: n },
+      { type: 'i32', value: g.dim },
+      { type: 'u32', value: g.count },
+      { type: 'u32', value: g.inner },
+      miss,
+    ];
+    return linearStep(GATHER_WGSL, n, [0, 1, 2], words);
+  },
+};
+
+function padWgsl(mode: number): string {
+  const outside = [
+    'inside = false;',
+    'if (s < 0) { s = -s; } if (s >= d) { s = 2 * (d - 1) - s; }',
+    's = select(d - 1, 0, s < 0);',
+  ][mode]!;
+  const fields = ['od', 'xd', 'xs', 'bg'].flatMap((p) => [0, 1, 2, 3, 4, 5].map((k) => `${p}${k}: i32`));
+  const arr = (p: string) => `array<i32, 6>(${[0, 1, 2, 3, 4, 5].map((k) => `P.${p}${k}`).join(', ')})`;
+  return `struct Params { n: u32, value: u32, ${fields.join(', ')} }
+@group(0) @binding(0) var<storage, read> S: array<u32>;
+@group(0) @binding(1) var<storage, read_write> D: array<u32>;
+@group(0) @binding(2) var<uniform> P: Params;
+${LINEAR_MAIN}
+  if (i >= P.n) { return; }
+  var od = ${arr('od')};
+  var xd = ${arr('xd')};
+  var xs = ${arr('xs')};
+  var bg = ${arr('bg')};
+  var r = i32(i);
+  var off = 0;
+  var inside = true;
+  for (var k = 5; k >= 0; k--) {
+    let c = r % od[k];
+    r = r / od[k];
+    var s = c - bg[k];
+    let d = xd[k];
+    if (s < 0 || s >= d) { ${outside} }
+    off += s * xs[k];
+  }
+  if (!inside) { D[i] = P.value; return; }
+  D[i] = S[off];
+}
+`;
+}
+
+export const onnxPadWebGpu: WebGpuKernel = {
+  kind: 'webgpu-kernel',
+  supports: (args) =>
+    args.length === 2 && args[0]!.dtype === args[1]!.dtype && WORD_DTYPES.includes(args[0]!.dtype),
+  plan(args, scalars) {
+    const x = args[0]!;
+    const g = padGeometry(x, scalars);
+    const n = numel(g.shape);
+    const xp = pad6(x.shape, contiguousStrides(x.shape));
+    const ints = [...pad6(g.shape, []).dims, ...xp.dims, ...xp.strides, ...pad6(g.shape, g.begins).strides];
+    const words: UniformWord[] = [
+      { type: 'u32', value: n },
+      wordOf(x.dtype, g.value),
+      ...ints.map((value) => ({ type: 'i32' as const, value })),
+    ];
+    return linearStep(padWgsl(PAD_MODES.indexOf(g.mode)), n, [0, 1], words);
   },
 };
