@@ -196,7 +196,9 @@ export class Executor implements PredecessorSink {
         task,
         new TandemError(
           'TANDEM_ERR_NO_DEVICE',
-          `no device can run ${task.name} (op ${task.op}${task.constraint ? `, device ${task.constraint}` : ''})`,
+          // The dtypes say why when a kernel exists but its devices decline them (f16 on WebGPU's f32-only kernels).
+          `no device can run ${task.name} (op ${task.op}${task.constraint ? `, device ${task.constraint}` : ''}) ` +
+            `on ${task.tensors.map((t) => t.dtype).join(', ')}`,
         ),
       );
       return;

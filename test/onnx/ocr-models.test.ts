@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { seededRandom } from '../../src/core/seeded-random.js';
+import { textLikeImage } from './ocr-images.js';
 import { Runtime } from '../../src/runtime/runtime.js';
 import { OnnxExecutor } from '../../src/onnx/executor.js';
 import { loadOnnxFile } from '../../src/onnx/model.js';
@@ -14,28 +15,6 @@ import { evaluateReference } from '../../src/onnx/reference.js';
 import { OCR_DET_MODEL, OCR_REC_MODEL, ocrAssetsDir } from '../../src/onnx/ocr.js';
 
 const assets = ocrAssetsDir();
-
-/**
- * Normalized NCHW images with dark strokes on a light background (bars of a "word" plus noise), so the
- * detector's map and the recognizer's classes take values across their range rather than all ~0.
- */
-function textLikeImage(dims: readonly number[], rng: () => number): Float32Array {
-  const [n, c, h, w] = dims as [number, number, number, number];
-  const x = new Float32Array(n * c * h * w);
-  for (let b = 0; b < n; b++)
-    for (let y = 0; y < h; y++)
-      for (let i = 0; i < w; i++) {
-        const ink =
-          y >= h * 0.35 &&
-          y < h * 0.65 &&
-          i >= w * 0.1 &&
-          i < w * 0.9 &&
-          (((i + 3 * b) >> 2) % 2 === 0 || y % 8 < 2);
-        for (let k = 0; k < c; k++)
-          x[((b * c + k) * h + y) * w + i] = (ink ? -1.8 : 1.8) + 0.2 * (rng() - 0.5);
-      }
-  return x;
-}
 
 describe(
   'PaddleOCR ONNX models on the CPU',

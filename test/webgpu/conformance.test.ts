@@ -21,9 +21,17 @@ import { type OpenResult, openWebGpu, runOnDevice } from './harness.js';
  * every other case keeps the shared tolerance.
  */
 const WGSL_APPROXIMATE = /^(unary (exp|log|tanh|sigmoid|sin|cos|sqrt|recip)|binary (pow|div)) /;
-/** The same functions inside the ONNX element-wise ops (src/kernels/onnx/webgpu.ts). */
-const WGSL_APPROXIMATE_ONNX =
-  /^(onnx_unary (exp|log|tanh|sigmoid|sqrt|reciprocal|gelu_tanh|hard_sigmoid|hard_swish)|onnx_binary (pow|div)) /;
+/**
+ * The same functions inside the ONNX ops (src/kernels/onnx/webgpu*.ts): element-wise ops and programs,
+ * and the ops that divide, take square roots or exponentials (softmax, the norms, averages, mean/l2/
+ * log-sum-exp reductions, convolutions whose epilogue divides). Max pooling, copies and plain sums keep
+ * the shared tolerance.
+ */
+const WGSL_APPROXIMATE_ONNX = new RegExp(
+  '^(onnx_unary (exp|log|tanh|sigmoid|sqrt|reciprocal|gelu_tanh|hard_sigmoid|hard_swish)|onnx_binary (pow|div)) ' +
+    '|^onnx_(map|softmax|batchnorm|layernorm) |^onnx_pool f32 avg |^onnx_global_pool avg ' +
+    '|^onnx_reduce (mean|l2|log_sum_exp) |^onnx_conv(_transpose)? f32 .*(epilogue|hard_swish)',
+);
 
 function wgslTolerance(c: ConformanceCase): ConformanceCase {
   if (!WGSL_APPROXIMATE.test(c.name) && !WGSL_APPROXIMATE_ONNX.test(c.name)) return c;

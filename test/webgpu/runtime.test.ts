@@ -128,6 +128,18 @@ fn affine(@builtin(global_invocation_id) g: vec3<u32>) {
     }
   });
 
+  void it('refuses an f16 onnx_conv on webgpu (its ONNX kernels are f32 only), naming the dtypes', async () => {
+    const x = rt.tensor([1, 2, 5, 5], 'f16');
+    const w = rt.tensor([3, 2, 3, 3], 'f16');
+    const b = rt.tensor([3], 'f16');
+    const y = rt.tensor([1, 3, 3, 3], 'f16');
+    await assert.rejects(
+      rt.submit({ kernel: 'onnx_conv', args: { x, w, b, y }, device: 'webgpu' }).done,
+      (e: unknown) =>
+        isTandemError(e, 'TANDEM_ERR_NO_DEVICE') && /onnx_conv.*on f16, f16, f16, f16/.test(e.message),
+    );
+  });
+
   void it('never places an f64 task on webgpu (no f64 in WGSL)', async () => {
     const x = rt.tensor([5], 'f64', [1, 2, 3, 4, 5]);
     await assert.rejects(

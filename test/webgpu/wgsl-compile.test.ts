@@ -25,6 +25,9 @@ import { activationBackwardWebGpu } from '../../src/kernels/activation_backward/
 import { linearActWebGpu, linearWebGpu } from '../../src/kernels/linear/webgpu.js';
 import { linearDwWebGpu } from '../../src/kernels/linear_dw/webgpu.js';
 import { linearDxActWebGpu } from '../../src/kernels/linear_dx_act/webgpu.js';
+import { MAP_PROGRAMS } from '../../src/kernels/onnx/elementwise-group.js';
+import { parseMapProgram } from '../../src/kernels/onnx/map-program.js';
+import { mapWgslSupported, onnxMapWebGpu } from '../../src/kernels/onnx/webgpu-map.js';
 import { openWebGpu } from './harness.js';
 
 const t = (shape: number[], dtype: DType): TensorDesc => ({
@@ -125,6 +128,16 @@ function variants(): Variant[] {
           kernel: castWebGpu,
           args: [t([10], from), t([10], to)],
           scalars: {},
+        });
+  // onnx_map's generated program functions in every storage (native f16 cannot run on llvmpipe).
+  for (const dtype of ['f32', 'f16', 'bf16'] as const)
+    for (const [label, program] of MAP_PROGRAMS)
+      if (mapWgslSupported(parseMapProgram('onnx_map', program)))
+        out.push({
+          name: `onnx_map ${label} ${dtype}`,
+          kernel: onnxMapWebGpu,
+          args: [t([2, 3, 5], dtype), t([2, 3, 5], dtype)],
+          scalars: { program },
         });
   return out;
 }

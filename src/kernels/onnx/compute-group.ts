@@ -1,4 +1,7 @@
 /** Matrix products, Resize and the reductions as an op group, with their conformance cases. */
+import { onnxMatmulWebGpu, onnxReduceWebGpu } from './webgpu-compute.js';
+import { onnxResizeWebGpu } from './webgpu-layout.js';
+import { onnxGemmWebGpu } from './webgpu-norm.js';
 import type { Scalars } from '../../devices/device.js';
 import type { ConformanceCase } from '../case-types.js';
 import { elementTolerance, FLOAT_DTYPES, type OnnxOpGroup, sumTolerance } from './common.js';
@@ -191,6 +194,10 @@ export const onnxComputeGroup: OnnxOpGroup = {
     { op: 'onnx_gemm', backend: 'cuda', impl: onnxGemmCuda },
     { op: 'onnx_resize', backend: 'cuda', impl: onnxResizeCuda },
     { op: 'onnx_reduce', backend: 'cuda', impl: onnxReduceCuda },
+    { op: 'onnx_matmul', backend: 'webgpu', impl: onnxMatmulWebGpu },
+    { op: 'onnx_gemm', backend: 'webgpu', impl: onnxGemmWebGpu },
+    { op: 'onnx_resize', backend: 'webgpu', impl: onnxResizeWebGpu },
+    { op: 'onnx_reduce', backend: 'webgpu', impl: onnxReduceWebGpu },
   ],
   references: {
     onnx_matmul: onnxMatmulReference,

@@ -1,4 +1,6 @@
 /** Convolution and pooling ONNX ops as an op group, with their conformance cases. */
+import { onnxConvTransposeWebGpu, onnxConvWebGpu } from './webgpu-conv.js';
+import { onnxGlobalPoolWebGpu, onnxPoolWebGpu } from './webgpu-compute.js';
 import { epsilon, type DType } from '../../core/dtype.js';
 import type { Scalars } from '../../devices/device.js';
 import type { ConformanceCase } from '../case-types.js';
@@ -343,6 +345,10 @@ export const onnxConvGroup: OnnxOpGroup = {
     { op: 'onnx_conv_transpose', backend: 'cuda', impl: onnxConvTransposeCuda },
     { op: 'onnx_pool', backend: 'cuda', impl: onnxPoolCuda },
     { op: 'onnx_global_pool', backend: 'cuda', impl: onnxGlobalPoolCuda },
+    { op: 'onnx_conv', backend: 'webgpu', impl: onnxConvWebGpu },
+    { op: 'onnx_conv_transpose', backend: 'webgpu', impl: onnxConvTransposeWebGpu },
+    { op: 'onnx_pool', backend: 'webgpu', impl: onnxPoolWebGpu },
+    { op: 'onnx_global_pool', backend: 'webgpu', impl: onnxGlobalPoolWebGpu },
   ],
   references: {
     onnx_conv: onnxConvReference,

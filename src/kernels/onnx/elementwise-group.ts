@@ -1,4 +1,5 @@
 /** The element-wise ONNX ops as an op group, with their conformance cases. */
+import { onnxMapWebGpu } from './webgpu-map.js';
 import type { DType } from '../../core/dtype.js';
 import type { ConformanceCase, ValueRange } from '../case-types.js';
 import { elementTolerance, FLOAT_DTYPES, type OnnxOpGroup } from './common.js';
@@ -150,6 +151,7 @@ export const onnxElementwiseGroup: OnnxOpGroup = {
     { op: 'onnx_unary', backend: 'cuda', impl: onnxUnaryCuda },
     { op: 'onnx_map', backend: 'cpu', impl: onnxMapCpu },
     { op: 'onnx_map', backend: 'cuda', impl: onnxMapCuda },
+    { op: 'onnx_map', backend: 'webgpu', impl: onnxMapWebGpu },
     { op: 'onnx_binary', backend: 'webgpu', impl: onnxBinaryWebGpu },
     { op: 'onnx_unary', backend: 'webgpu', impl: onnxUnaryWebGpu },
   ],

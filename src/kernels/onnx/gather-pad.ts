@@ -16,7 +16,7 @@ import { contiguousStrides, intList, normalizeAxis, requireRank, requireShape } 
 
 // ---- gather
 
-function gatherGeometry(data: TensorDesc, indices: TensorDesc, scalars: Scalars) {
+export function gatherGeometry(data: TensorDesc, indices: TensorDesc, scalars: Scalars) {
   requireRank('onnx_gather', 'data', data.shape, 1);
   const axis = normalizeAxis('onnx_gather', intScalar('onnx_gather', scalars, 'axis', 0), data.shape.length);
   const shape = [...data.shape.slice(0, axis), ...indices.shape, ...data.shape.slice(axis + 1)];
@@ -76,7 +76,7 @@ export const onnxGatherReference: ReferenceFn = (args, scalars) => {
 };
 
 /** `value` as the raw stored element of `dtype` (f16/bf16 words, integers saturated). */
-function storedValue(dtype: DType, value: number): number {
+export function storedValue(dtype: DType, value: number): number {
   const one: HostArray = hostView(dtype, new ArrayBuffer(8), 0, 1);
   fromNumbers(dtype, [value], one);
   return one[0]!;
@@ -126,7 +126,7 @@ extern "C" __global__ void tdm_onnx_gather(const X_t* __restrict__ data, const i
 export const PAD_MODES = ['constant', 'reflect', 'edge'] as const;
 type PadMode = (typeof PAD_MODES)[number];
 
-function padGeometry(
+export function padGeometry(
   x: TensorDesc,
   scalars: Scalars,
 ): { mode: PadMode; begins: number[]; shape: number[]; value: number } {

@@ -1,4 +1,12 @@
 /** The data-movement ONNX ops as an op group, with their conformance cases. */
+import {
+  onnxConcatWebGpu,
+  onnxExpandWebGpu,
+  onnxGatherWebGpu,
+  onnxPadWebGpu,
+  onnxSliceWebGpu,
+  onnxTransposeWebGpu,
+} from './webgpu-layout.js';
 import type { DType } from '../../core/dtype.js';
 import type { Scalars } from '../../devices/device.js';
 import type { ConformanceCase } from '../case-types.js';
@@ -154,6 +162,12 @@ export const onnxLayoutGroup: OnnxOpGroup = {
     { op: 'onnx_expand', backend: 'cuda', impl: stridedCuda(expandPlan) },
     { op: 'onnx_gather', backend: 'cuda', impl: onnxGatherCuda },
     { op: 'onnx_pad', backend: 'cuda', impl: onnxPadCuda },
+    { op: 'onnx_gather', backend: 'webgpu', impl: onnxGatherWebGpu },
+    { op: 'onnx_pad', backend: 'webgpu', impl: onnxPadWebGpu },
+    { op: 'onnx_transpose', backend: 'webgpu', impl: onnxTransposeWebGpu },
+    { op: 'onnx_slice', backend: 'webgpu', impl: onnxSliceWebGpu },
+    { op: 'onnx_concat', backend: 'webgpu', impl: onnxConcatWebGpu },
+    { op: 'onnx_expand', backend: 'webgpu', impl: onnxExpandWebGpu },
   ],
   references: {
     onnx_transpose: onnxTransposeReference,

@@ -45,7 +45,7 @@ export const MAX_MAP_CONSTANTS = 16;
 export const MAX_MAP_INSTRS = 32;
 
 /** Parameters each unary op takes, in order. */
-const UNARY_PARAMS: Partial<Record<UnaryOp, readonly string[]>> = {
+export const UNARY_PARAMS: Partial<Record<UnaryOp, readonly string[]>> = {
   leaky_relu: ['alpha'],
   hard_sigmoid: ['alpha', 'beta'],
   clip: ['min', 'max'],

@@ -25,7 +25,7 @@ import {
   sameShape,
 } from './shapes.js';
 
-interface MatmulGeometry {
+export interface MatmulGeometry {
   readonly m: number;
   readonly k: number;
   readonly n: number;
@@ -39,7 +39,7 @@ interface MatmulGeometry {
   readonly fullBatch: boolean;
 }
 
-function matmulGeometry(a: TensorDesc, b: TensorDesc, c: TensorDesc): MatmulGeometry {
+export function matmulGeometry(a: TensorDesc, b: TensorDesc, c: TensorDesc): MatmulGeometry {
   requireRank('onnx_matmul', 'a', a.shape, 2);
   requireRank('onnx_matmul', 'b', b.shape, 2);
   const [m, k] = a.shape.slice(-2) as [number, number];
@@ -173,7 +173,7 @@ interface GemmGeometry {
   readonly transB: boolean;
 }
 
-function gemmGeometry(
+export function gemmGeometry(
   a: TensorDesc,
   b: TensorDesc,
   c: TensorDesc,

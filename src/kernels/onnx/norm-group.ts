@@ -1,4 +1,6 @@
 /** Normalization and softmax ONNX ops as an op group, with their conformance cases. */
+import { onnxSoftmaxWebGpu } from './webgpu-compute.js';
+import { onnxBatchnormWebGpu, onnxLayernormWebGpu } from './webgpu-norm.js';
 import type { ConformanceCase } from '../case-types.js';
 import { elementTolerance, FLOAT_DTYPES, type OnnxOpGroup, sumTolerance } from './common.js';
 import {
@@ -96,6 +98,9 @@ export const onnxNormGroup: OnnxOpGroup = {
     { op: 'onnx_batchnorm', backend: 'cuda', impl: onnxBatchnormCuda },
     { op: 'onnx_layernorm', backend: 'cuda', impl: onnxLayernormCuda },
     { op: 'onnx_softmax', backend: 'cuda', impl: onnxSoftmaxCuda },
+    { op: 'onnx_batchnorm', backend: 'webgpu', impl: onnxBatchnormWebGpu },
+    { op: 'onnx_layernorm', backend: 'webgpu', impl: onnxLayernormWebGpu },
+    { op: 'onnx_softmax', backend: 'webgpu', impl: onnxSoftmaxWebGpu },
   ],
   references: {
     onnx_batchnorm: onnxBatchnormReference,

@@ -13,12 +13,12 @@ import { boolScalar, intScalar, numberScalar } from '../common/scalars.js';
 import { CUDA_BLOCK_REDUCE, FLOAT_DTYPES, onnxDef, requireDTypes, streamCost } from './common.js';
 import { normalizeAxis, requireRank, requireShape } from './shapes.js';
 
-function epsilonOf(op: string, scalars: Scalars): number {
+export function epsilonOf(op: string, scalars: Scalars): number {
   return numberScalar(op, scalars, 'epsilon', 1e-5);
 }
 
 /** x [N,C,…]: channels and the elements per channel plane. */
-function channels(x: TensorDesc): { c: number; inner: number } {
+export function channels(x: TensorDesc): { c: number; inner: number } {
   return { c: x.shape[1]!, inner: numel(x.shape.slice(2)) };
 }
 
@@ -103,7 +103,7 @@ extern "C" __global__ void tdm_onnx_batchnorm(const X_t* __restrict__ x, const X
 };
 
 /** layernorm over x's axes [axis, rank): rows and row length. */
-function layernormRows(x: TensorDesc, scalars: Scalars): { rows: number; len: number; axis: number } {
+export function layernormRows(x: TensorDesc, scalars: Scalars): { rows: number; len: number; axis: number } {
   const axis = normalizeAxis(
     'onnx_layernorm',
     intScalar('onnx_layernorm', scalars, 'axis', -1),
@@ -202,7 +202,7 @@ extern "C" __global__ void tdm_onnx_layernorm(const X_t* __restrict__ x, const X
 };
 
 /** softmax along `axis`: outer rows × len along the axis × inner (the axis' stride). */
-function softmaxGeometry(x: TensorDesc, scalars: Scalars) {
+export function softmaxGeometry(x: TensorDesc, scalars: Scalars) {
   const rank = Math.max(x.shape.length, 1);
   const axis = normalizeAxis('onnx_softmax', intScalar('onnx_softmax', scalars, 'axis', -1), rank);
   const shape = x.shape.length === 0 ? [1] : x.shape;

@@ -34,7 +34,7 @@ interface PoolGeometry extends Window2d {
   readonly wo: number;
 }
 
-function poolGeometry(x: TensorDesc, y: TensorDesc, scalars: Scalars): PoolGeometry {
+export function poolGeometry(x: TensorDesc, y: TensorDesc, scalars: Scalars): PoolGeometry {
   const op = enumScalar('onnx_pool', scalars, 'op', POOL_OPS);
   requireRank('onnx_pool', 'x', x.shape, 4, 4);
   const [kh, kw] = fixedIntList('onnx_pool', scalars, 'kernel', 2, 1, []) as [number, number];
@@ -167,7 +167,7 @@ extern "C" __global__ void tdm_onnx_pool(const X_t* __restrict__ x, X_t* __restr
 };
 
 /** x [N,C,…spatial] → y [N,C,1,…]: the plane count and the plane size. */
-function globalGeometry(x: TensorDesc, y: TensorDesc): { planes: number; size: number } {
+export function globalGeometry(x: TensorDesc, y: TensorDesc): { planes: number; size: number } {
   requireRank('onnx_global_pool', 'x', x.shape, 3);
   requireShape('onnx_global_pool', 'y', y.shape, [
     x.shape[0]!,

@@ -27,7 +27,7 @@ import { contiguousStrides, reduceAxes, reduceOutputShape, requireRank } from '.
 export const REDUCE_OPS = ['sum', 'mean', 'max', 'min', 'prod', 'sum_square', 'l2', 'log_sum_exp'] as const;
 type ReduceOp = (typeof REDUCE_OPS)[number];
 
-interface ReducePlan {
+export interface ReducePlan {
   readonly op: ReduceOp;
   /** Kept axes of x (in order) with their x strides: one output element per position. */
   readonly keptDims: number[];
@@ -39,7 +39,7 @@ interface ReducePlan {
   readonly count: number;
 }
 
-function reducePlan(x: TensorDesc, y: TensorDesc, scalars: Scalars): ReducePlan {
+export function reducePlan(x: TensorDesc, y: TensorDesc, scalars: Scalars): ReducePlan {
   const name = 'onnx_reduce';
   const op = enumScalar(name, scalars, 'op', REDUCE_OPS);
   requireRank(name, 'x', x.shape, 0);

@@ -28,7 +28,7 @@ export const COORDINATE_MODES = [
 ] as const;
 export const NEAREST_MODES = ['round_prefer_floor', 'round_prefer_ceil', 'floor', 'ceil'] as const;
 
-interface ResizeGeometry {
+export interface ResizeGeometry {
   readonly mode: (typeof RESIZE_MODES)[number];
   readonly coord: number;
   readonly nearest: number;
@@ -41,7 +41,7 @@ interface ResizeGeometry {
   readonly scaleW: number;
 }
 
-function resizeGeometry(x: TensorDesc, y: TensorDesc, scalars: Scalars): ResizeGeometry {
+export function resizeGeometry(x: TensorDesc, y: TensorDesc, scalars: Scalars): ResizeGeometry {
   const op = 'onnx_resize';
   requireRank(op, 'x', x.shape, 4, 4);
   requireRank(op, 'y', y.shape, 4, 4);
@@ -119,13 +119,13 @@ function nearestIndex(mode: number, v: number, inSize: number): number {
 }
 
 /** Per output index along one axis: two source indices and the weight of the second. */
-interface AxisTable {
+export interface AxisTable {
   readonly i0: Int32Array;
   readonly i1: Int32Array;
   readonly t: Float64Array;
 }
 
-function axisTable(g: ResizeGeometry, inSize: number, outSize: number, scale: number): AxisTable {
+export function axisTable(g: ResizeGeometry, inSize: number, outSize: number, scale: number): AxisTable {
   const table = { i0: new Int32Array(outSize), i1: new Int32Array(outSize), t: new Float64Array(outSize) };
   for (let o = 0; o < outSize; o++) {
     const v = sourceCoord(g.coord, o, scale, inSize, outSize);

@@ -13,7 +13,7 @@ import { pad6 } from './common.js';
 import { BINARY_OPS, type BinaryOp, type UnaryOp, unaryParams } from './elementwise-ops.js';
 import { broadcastStrides, sameShape } from './shapes.js';
 
-const UNARY_WGSL: Partial<Record<UnaryOp, string>> = {
+export const UNARY_WGSL: Partial<Record<UnaryOp, string>> = {
   relu: 'select(x, 0.0, x < 0.0)',
   leaky_relu: 'select(x, P.alpha * x, x < 0.0)',
   sigmoid: '1.0 / (1.0 + exp(-x))',
@@ -67,7 +67,7 @@ export const onnxUnaryWebGpu: WebGpuKernel = {
   },
 };
 
-const BINARY_WGSL: Record<BinaryOp, string> = {
+export const BINARY_WGSL: Record<BinaryOp, string> = {
   add: 'a + b',
   sub: 'a - b',
   mul: 'a * b',
@@ -78,7 +78,7 @@ const BINARY_WGSL: Record<BinaryOp, string> = {
 };
 
 /** binary/webgpu.ts's pow rule (WGSL's pow is undefined for a ≤ 0): integer exponents keep the sign. */
-const POW_REF = `fn pow_ref(a: f32, b: f32) -> f32 {
+export const POW_REF = `fn pow_ref(a: f32, b: f32) -> f32 {
   if (b == 0.0) { return 1.0; }
   if (a > 0.0) { return pow(a, b); }
   if (a == 0.0) { return select(P.inf, 0.0, b > 0.0); }
