@@ -58,8 +58,10 @@ export function installAuth(
 ): void {
   app.decorateRequest('tenant', null);
   app.addHook('onRequest', async (req, reply) => {
-    const url = req.routeOptions.url;
-    const cfg = req.routeOptions.config;
+    // routeOptions is a getter that builds a fresh object on every read: read it once.
+    const route = req.routeOptions;
+    const url = route.url;
+    const cfg = route.config;
     if (url === undefined || (!url.startsWith('/v1/') && cfg.admin !== true)) return;
     const key = keyFromRequest(req);
     if (!key)

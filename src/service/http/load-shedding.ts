@@ -11,6 +11,14 @@ import type { LoadShedder, Refusal } from '../runner/load-shedder.js';
 import { keyFromRequest } from './auth.js';
 import { sendError } from './errors.js';
 
+/**
+ * A cheap first look at the raw URL before `routeOptions` (a getter that builds an object per read, and
+ * this hook sees every request, the infer lane's included): only a path that starts with /v1/jobs, or
+ * one with percent-escapes (which the router decodes), can be routed to POST /v1/jobs.
+ */
+const mayRouteToJobs = (url: string | undefined): boolean =>
+  url !== undefined && (url.startsWith('/v1/jobs') || url.includes('%'));
+
 export function installLoadShedding(
   app: FastifyInstance,
   shedder: LoadShedder,
@@ -19,7 +27,8 @@ export function installLoadShedding(
   if (!shedder.enabled) return;
   const admitted = new WeakSet<FastifyRequest>();
   app.addHook('onRequest', async (req, reply) => {
-    if (req.method !== 'POST' || req.routeOptions.url !== '/v1/jobs' || !req.tenant) return;
+    if (req.method !== 'POST' || !mayRouteToJobs(req.raw.url) || req.routeOptions.url !== '/v1/jobs') return;
+    if (!req.tenant) return;
     const refusal = shedder.admit(req.tenant.id);
     if (refusal) {
       onRefused('TANDEM_ERR_OVERLOADED');

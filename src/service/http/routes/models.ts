@@ -108,18 +108,16 @@ async function infer(
     v.stats.request(performance.now() - t0, true);
     throw e;
   }
-  const pending = batcher.submit(item, {
-    priority: req.body.priority,
-    ...(req.body.timeoutMs === undefined ? {} : { timeoutMs: req.body.timeoutMs }),
-  });
-  // The client going away takes its request out of the queue (one listener, removed once answered).
+  // The validated body carries the submit options (priority, timeoutMs when given) as they are.
+  const pending = batcher.submit(item, req.body);
+  // The client going away takes its request out of the queue. 'close' fires once per response, and
+  // cancel does nothing once the request left the queue, so the listener is never removed (removing
+  // it searched the emitter's list on every request).
   const raw = reply.raw;
-  const gone = (): void => {
+  raw.on('close', () => {
     if (!raw.writableFinished) batcher.cancel(pending);
-  };
-  raw.once('close', gone);
+  });
   const out = await pending.promise;
-  raw.off('close', gone);
   if (out.error !== undefined) {
     repo.metrics?.request(name, ver, tenant.name, out.queueUs, out.error.code);
     v.stats.request(performance.now() - t0, true);
