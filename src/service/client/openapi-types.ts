@@ -374,7 +374,7 @@ export interface paths {
     put?: never;
     /**
      * Run one request through the model’s dynamic batcher (nothing is stored)
-     * @description Answers when its batch has run, with Server-Timing (queue, compute, serialize) and x-tandem-batch-size. 429 TANDEM_ERR_OVERLOADED with Retry-After when the queue is full; 504 TANDEM_ERR_DEADLINE_EXCEEDED when timeoutMs passed before its batch started.
+     * @description Answers when its batch has run, with Server-Timing (queue, compute, serialize, and request: from arrival until queued) and x-tandem-batch-size. 429 TANDEM_ERR_OVERLOADED with Retry-After when the queue is full; 504 TANDEM_ERR_DEADLINE_EXCEEDED when timeoutMs passed before its batch started.
      */
     post: operations['inferModel'];
     delete?: never;
@@ -394,7 +394,7 @@ export interface paths {
     put?: never;
     /**
      * Run one request through the model’s dynamic batcher (nothing is stored)
-     * @description Answers when its batch has run, with Server-Timing (queue, compute, serialize) and x-tandem-batch-size. 429 TANDEM_ERR_OVERLOADED with Retry-After when the queue is full; 504 TANDEM_ERR_DEADLINE_EXCEEDED when timeoutMs passed before its batch started.
+     * @description Answers when its batch has run, with Server-Timing (queue, compute, serialize, and request: from arrival until queued) and x-tandem-batch-size. 429 TANDEM_ERR_OVERLOADED with Retry-After when the queue is full; 504 TANDEM_ERR_DEADLINE_EXCEEDED when timeoutMs passed before its batch started.
      */
     post: operations['inferModelVersion'];
     delete?: never;

@@ -69,9 +69,17 @@ export function checkJsonShape(value: unknown, limits: JsonShapeLimits, where = 
 
 /** Every parsed body is checked before its route's schema sees it. */
 export function installBodyLimits(app: FastifyInstance, limits = BODY_SHAPE_LIMITS): void {
-  app.addHook('preValidation', async (req) => {
+  // Callback style (no promise per request): every request with a body passes through it.
+  app.addHook('preValidation', (req, _reply, done) => {
     // A streamed body (a model's weights upload) is bytes, not JSON: nothing to walk.
     const streamed = typeof (req.body as { pipe?: unknown } | null)?.pipe === 'function';
-    if (typeof req.body === 'object' && req.body !== null && !streamed) checkJsonShape(req.body, limits);
+    if (typeof req.body === 'object' && req.body !== null && !streamed)
+      try {
+        checkJsonShape(req.body, limits);
+      } catch (e) {
+        done(e as Error);
+        return;
+      }
+    done();
   });
 }

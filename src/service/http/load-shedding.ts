@@ -26,13 +26,16 @@ export function installLoadShedding(
 ): void {
   if (!shedder.enabled) return;
   const admitted = new WeakSet<FastifyRequest>();
-  app.addHook('onRequest', async (req, reply) => {
-    if (req.method !== 'POST' || !mayRouteToJobs(req.raw.url) || req.routeOptions.url !== '/v1/jobs') return;
-    if (!req.tenant) return;
+  // Callback-style hooks (no promise per request): every request passes through them.
+  app.addHook('onRequest', (req, reply, done) => {
+    if (req.method !== 'POST' || !mayRouteToJobs(req.raw.url) || req.routeOptions.url !== '/v1/jobs')
+      return done();
+    if (!req.tenant) return done();
     const refusal = shedder.admit(req.tenant.id);
     if (refusal) {
       onRefused('TANDEM_ERR_OVERLOADED');
-      return sendError(reply, overloaded(refusal));
+      sendError(reply, overloaded(refusal));
+      return;
     }
     const tenantId = req.tenant.id;
     admitted.add(req);
@@ -42,10 +45,12 @@ export function installLoadShedding(
       if (admitted.delete(req)) shedder.handedOver(tenantId);
       shedder.submissionEnded();
     });
+    done();
   });
   // Right before the handler, which hands the job to the submitter at once (it is then counted there).
-  app.addHook('preHandler', async (req) => {
+  app.addHook('preHandler', (req, _reply, done) => {
     if (req.tenant && admitted.delete(req)) shedder.handedOver(req.tenant.id);
+    done();
   });
 }
 
