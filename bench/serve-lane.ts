@@ -100,7 +100,7 @@ async function priceBench(lane: Lane): Promise<void> {
   );
   const g = gc.stop();
   console.log(
-    `${paths}-path European price through the API (${device}, ${runs} requests one after another): client p50 ${fmt(seq.client.p50)} ms, p99 ${fmt(seq.client.p99)} ms (target <= 1 ms: ${seq.client.p99 <= 1 ? 'met' : 'NOT met'}), max ${fmt(seq.client.max)} ms; server queue ${fmt(seq.server.queue.mean)} compute ${fmt(seq.server.compute.mean)} (p99 ${fmt(seq.server.compute.p99)}) serialize ${fmt(seq.server.serialize.mean)} ms; errors ${JSON.stringify(seq.errors)}`,
+    `${paths}-path European price through the API (${device}, ${runs} requests one after another): client p50 ${fmt(seq.client.p50)} ms, p99 ${fmt(seq.client.p99)} ms (target <= 1 ms: ${seq.client.p99 <= 1 ? 'met' : 'NOT met'}), max ${fmt(seq.client.max)} ms; server queue ${fmt(seq.server.queue.mean)} compute ${fmt(seq.server.compute.mean)} (p99 ${fmt(seq.server.compute.p99)}) serialize ${fmt(seq.server.serialize.mean)} request ${fmt(seq.server.request.mean)} (p99 ${fmt(seq.server.request.p99)}) ms; errors ${JSON.stringify(seq.errors)}`,
   );
   console.log(`  gc on the server's thread during them: ${gcLine(g, runs)}`);
   out['sequential'] = { report: seq, gc: { ...g, pauses: undefined } };

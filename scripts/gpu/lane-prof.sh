@@ -15,7 +15,7 @@ steps=" ${*:-ocr gpt score} "
 NODE="node --max-semi-space-size=16 --min-semi-space-size=16 --cpu-prof-interval 1000"
 if [[ $steps == *" ocr "* ]]; then
   # OCR_FORMATS: the body formats to run (binary tensors, base64 in JSON); the first is profiled.
-  prof="--cpu-prof --cpu-prof-dir $OUT/prof-ocr"
+  prof=${OCR_PROF-"--cpu-prof --cpu-prof-dir $OUT/prof-ocr"}
   for fmt in ${OCR_FORMATS:-binary}; do
     timeout 240 $NODE $prof dist/bench/serve-lane.js ocr --device cuda --seconds 3 --ocr-format $fmt \
       --assets .gpu/ocr > "$OUT/lane-ocr-$fmt.txt" 2>&1

@@ -34,11 +34,16 @@ export function parseConcurrency(text: string): number[] {
   return out;
 }
 
-/** The lane's split of one request: `queue;dur=0.12, compute;dur=0.50, serialize;dur=0.01` (ms). */
+/**
+ * The lane's split of one request: `queue;dur=0.12, compute;dur=0.50, serialize;dur=0.01, request;dur=0.05`
+ * (ms); `request` is the server's time from the request's arrival until it was queued (routing, auth, body
+ * parse, validation, the model's parse).
+ */
 export interface ServerSplit {
   queue: number;
   compute: number;
   serialize: number;
+  request: number;
 }
 
 /** Parses a Server-Timing header into `into` (missing entries become NaN); false when there is none. */
@@ -46,6 +51,7 @@ export function parseServerTiming(header: string | undefined, into: ServerSplit)
   into.queue = NaN;
   into.compute = NaN;
   into.serialize = NaN;
+  into.request = NaN;
   if (!header) return false;
   for (const entry of header.split(',')) {
     const semi = entry.indexOf(';');
@@ -54,7 +60,7 @@ export function parseServerTiming(header: string | undefined, into: ServerSplit)
     const m = /dur=([0-9.eE+-]+)/.exec(entry);
     if (!m) continue;
     const v = Number(m[1]);
-    if (name === 'queue' || name === 'compute' || name === 'serialize') into[name] = v;
+    if (name === 'queue' || name === 'compute' || name === 'serialize' || name === 'request') into[name] = v;
   }
   return true;
 }

@@ -59,7 +59,7 @@ export interface LoadReport {
   /** Latency of successful requests, ms. */
   client: LatencySummary;
   /** The server's own split of successful requests (ms), from Server-Timing. */
-  server: { queue: SplitSummary; compute: SplitSummary; serialize: SplitSummary };
+  server: { queue: SplitSummary; compute: SplitSummary; serialize: SplitSummary; request: SplitSummary };
   /** Batch size the server ran each successful request in → how many requests. */
   batchSizes: Record<string, number>;
   /** Failures by HTTP status, 'network' (no answer) or 'aborted' (the client gave up). */
@@ -81,12 +81,13 @@ class Recorder {
   readonly queue = new Samples();
   readonly compute = new Samples();
   readonly serialize = new Samples();
+  readonly request = new Samples();
   readonly labels = new Map<string, Samples>();
   readonly labelQueues = new Map<string, Samples>();
   readonly batchSizes: Record<string, number> = {};
   readonly errors: Record<string, number> = {};
   requests = 0;
-  private readonly split: ServerSplit = { queue: NaN, compute: NaN, serialize: NaN };
+  private readonly split: ServerSplit = { queue: NaN, compute: NaN, serialize: NaN, request: NaN };
 
   record(a: Answer, ms: number, label: string | undefined): void {
     this.requests++;
@@ -112,6 +113,7 @@ class Recorder {
       }
       if (!Number.isNaN(this.split.compute)) this.compute.push(this.split.compute);
       if (!Number.isNaN(this.split.serialize)) this.serialize.push(this.split.serialize);
+      if (!Number.isNaN(this.split.request)) this.request.push(this.split.request);
     }
     if (a.batchSize !== undefined) this.batchSizes[a.batchSize] = (this.batchSizes[a.batchSize] ?? 0) + 1;
   }
@@ -237,7 +239,12 @@ export async function runLoad(target: LoadTarget, opts: LoadOptions): Promise<Lo
     seconds,
     inferPerSec: rec.client.length / seconds,
     client: rec.client.summary(),
-    server: { queue: split(rec.queue), compute: split(rec.compute), serialize: split(rec.serialize) },
+    server: {
+      queue: split(rec.queue),
+      compute: split(rec.compute),
+      serialize: split(rec.serialize),
+      request: split(rec.request),
+    },
     batchSizes: rec.batchSizes,
     errors: rec.errors,
     labels,

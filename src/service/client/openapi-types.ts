@@ -374,7 +374,7 @@ export interface paths {
     put?: never;
     /**
      * Run one request through the model’s dynamic batcher (nothing is stored)
-     * @description Answers when its batch has run, with Server-Timing (queue, compute, serialize) and x-tandem-batch-size. 429 TANDEM_ERR_OVERLOADED with Retry-After when the queue is full; 504 TANDEM_ERR_DEADLINE_EXCEEDED when timeoutMs passed before its batch started.
+     * @description Answers when its batch has run, with Server-Timing (queue, compute, serialize, and request: from arrival until queued) and x-tandem-batch-size. 429 TANDEM_ERR_OVERLOADED with Retry-After when the queue is full; 504 TANDEM_ERR_DEADLINE_EXCEEDED when timeoutMs passed before its batch started.
      */
     post: operations['inferModel'];
     delete?: never;
@@ -394,7 +394,7 @@ export interface paths {
     put?: never;
     /**
      * Run one request through the model’s dynamic batcher (nothing is stored)
-     * @description Answers when its batch has run, with Server-Timing (queue, compute, serialize) and x-tandem-batch-size. 429 TANDEM_ERR_OVERLOADED with Retry-After when the queue is full; 504 TANDEM_ERR_DEADLINE_EXCEEDED when timeoutMs passed before its batch started.
+     * @description Answers when its batch has run, with Server-Timing (queue, compute, serialize, and request: from arrival until queued) and x-tandem-batch-size. 429 TANDEM_ERR_OVERLOADED with Retry-After when the queue is full; 504 TANDEM_ERR_DEADLINE_EXCEEDED when timeoutMs passed before its batch started.
      */
     post: operations['inferModelVersion'];
     delete?: never;
@@ -4391,6 +4391,11 @@ export interface operations {
           priority?: number;
           /** @description answered 504 if its batch has not started by then (never run) */
           timeoutMs?: number;
+          /**
+           * @description answer as application/octet-stream: a JSON header of Inference-Header-Content-Length bytes, in which each tensor output gives binaryDataSize instead of data, then those outputs' bytes (little-endian float32) in order. A request body may be binary the same way: application/octet-stream, the JSON first (its length in the Inference-Header-Content-Length header), a tensor input giving binaryDataSize instead of data, its bytes after the JSON in the order of the inputs (Triton's binary tensor extension)
+           * @default false
+           */
+          binaryOutputs?: boolean;
         };
       };
     };
@@ -4583,6 +4588,11 @@ export interface operations {
           priority?: number;
           /** @description answered 504 if its batch has not started by then (never run) */
           timeoutMs?: number;
+          /**
+           * @description answer as application/octet-stream: a JSON header of Inference-Header-Content-Length bytes, in which each tensor output gives binaryDataSize instead of data, then those outputs' bytes (little-endian float32) in order. A request body may be binary the same way: application/octet-stream, the JSON first (its length in the Inference-Header-Content-Length header), a tensor input giving binaryDataSize instead of data, its bytes after the JSON in the order of the inputs (Triton's binary tensor extension)
+           * @default false
+           */
+          binaryOutputs?: boolean;
         };
       };
     };

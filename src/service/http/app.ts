@@ -30,11 +30,17 @@ export async function buildApp(s: ServiceParts): Promise<FastifyInstance> {
     onError: (code) => s.metrics.httpErrors.inc({ code }),
     openapi: { title: 'Tandem service', description: 'Jobs on pooled CPUs and GPUs (single node).' },
   });
-  app.addHook('onResponse', async (req, reply) => {
-    s.metrics.httpDuration.observe(
-      { method: req.method, route: req.routeOptions.url ?? 'unmatched' },
-      reply.elapsedTime / 1000,
-    );
+  // Callback style (no promise per response), one label object per method and route made once.
+  // Bounded: routes are the registered patterns (or 'unmatched'), methods the parser's known ones.
+  const durationLabels = new Map<string, Map<string, { method: string; route: string }>>();
+  app.addHook('onResponse', (req, reply, done) => {
+    const route = req.routeOptions.url ?? 'unmatched';
+    let byMethod = durationLabels.get(route);
+    if (byMethod === undefined) durationLabels.set(route, (byMethod = new Map()));
+    let labels = byMethod.get(req.method);
+    if (labels === undefined) byMethod.set(req.method, (labels = { method: req.method, route }));
+    s.metrics.httpDuration.observe(labels, reply.elapsedTime / 1000);
+    done();
   });
   // After auth (it needs the tenant), before any body is read.
   installLoadShedding(app, s.shedder, (code) => s.metrics.httpErrors.inc({ code }));

@@ -19,34 +19,50 @@ export const BODY_SHAPE_LIMITS: JsonShapeLimits = { maxDepth: 32, maxValues: 100
 
 /** Throws TANDEM_ERR_LIMIT when `value` nests deeper or holds more values than `limits` allow. */
 export function checkJsonShape(value: unknown, limits: JsonShapeLimits, where = 'the request body'): void {
-  const stack: unknown[] = [value];
+  const tooMany = (): TandemError =>
+    new TandemError('TANDEM_ERR_LIMIT', `${where} holds more than ${limits.maxValues} values`, {
+      limit: 'values',
+      max: limits.maxValues,
+    });
+  if (typeof value !== 'object' || value === null) {
+    if (limits.maxValues < 1) throw tooMany();
+    return;
+  }
+  // Only containers go on the stack; a primitive member is counted where its container is read. Most
+  // of an infer body is a flat array of numbers (token ids, pixels): counting them in one loop, with no
+  // push and pop per number, made this walk several times cheaper on a 1,024-token GPT request.
+  const stack: object[] = [value];
   const depths: number[] = [1];
-  let values = 0;
+  let values = 1;
+  if (values > limits.maxValues) throw tooMany();
   while (stack.length > 0) {
-    const v = stack.pop();
+    const v = stack.pop()!;
     const depth = depths.pop()!;
-    if (++values > limits.maxValues)
-      throw new TandemError('TANDEM_ERR_LIMIT', `${where} holds more than ${limits.maxValues} values`, {
-        limit: 'values',
-        max: limits.maxValues,
-      });
-    // Typed arrays are bytes (a binary infer body's tensors), not JSON containers.
-    if (typeof v !== 'object' || v === null || ArrayBuffer.isView(v)) continue;
     if (depth > limits.maxDepth)
       throw new TandemError('TANDEM_ERR_LIMIT', `${where} nests deeper than ${limits.maxDepth} levels`, {
         limit: 'depth',
         max: limits.maxDepth,
       });
     if (Array.isArray(v)) {
-      for (const item of v as unknown[]) {
-        stack.push(item);
-        depths.push(depth + 1);
+      const items = v as unknown[];
+      for (let i = 0; i < items.length; i++) {
+        const item = items[i];
+        if (++values > limits.maxValues) throw tooMany();
+        if (typeof item === 'object' && item !== null && !ArrayBuffer.isView(item)) {
+          stack.push(item);
+          depths.push(depth + 1);
+        }
       }
     } else {
       for (const k in v)
         if (Object.hasOwn(v, k)) {
-          stack.push((v as Record<string, unknown>)[k]);
-          depths.push(depth + 1);
+          const item = (v as Record<string, unknown>)[k];
+          if (++values > limits.maxValues) throw tooMany();
+          // Typed arrays are bytes (a binary infer body's tensors), not JSON containers.
+          if (typeof item === 'object' && item !== null && !ArrayBuffer.isView(item)) {
+            stack.push(item);
+            depths.push(depth + 1);
+          }
         }
     }
   }
@@ -54,9 +70,17 @@ export function checkJsonShape(value: unknown, limits: JsonShapeLimits, where = 
 
 /** Every parsed body is checked before its route's schema sees it. */
 export function installBodyLimits(app: FastifyInstance, limits = BODY_SHAPE_LIMITS): void {
-  app.addHook('preValidation', async (req) => {
+  // Callback style (no promise per request): every request with a body passes through it.
+  app.addHook('preValidation', (req, _reply, done) => {
     // A streamed body (a model's weights upload) is bytes, not JSON: nothing to walk.
     const streamed = typeof (req.body as { pipe?: unknown } | null)?.pipe === 'function';
-    if (typeof req.body === 'object' && req.body !== null && !streamed) checkJsonShape(req.body, limits);
+    if (typeof req.body === 'object' && req.body !== null && !streamed)
+      try {
+        checkJsonShape(req.body, limits);
+      } catch (e) {
+        done(e as Error);
+        return;
+      }
+    done();
   });
 }

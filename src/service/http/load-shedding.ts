@@ -11,6 +11,14 @@ import type { LoadShedder, Refusal } from '../runner/load-shedder.js';
 import { keyFromRequest } from './auth.js';
 import { sendError } from './errors.js';
 
+/**
+ * A cheap first look at the raw URL before `routeOptions` (a getter that builds an object per read, and
+ * this hook sees every request, the infer lane's included): only a path that starts with /v1/jobs, or
+ * one with percent-escapes (which the router decodes), can be routed to POST /v1/jobs.
+ */
+const mayRouteToJobs = (url: string | undefined): boolean =>
+  url !== undefined && (url.startsWith('/v1/jobs') || url.includes('%'));
+
 export function installLoadShedding(
   app: FastifyInstance,
   shedder: LoadShedder,
@@ -18,12 +26,16 @@ export function installLoadShedding(
 ): void {
   if (!shedder.enabled) return;
   const admitted = new WeakSet<FastifyRequest>();
-  app.addHook('onRequest', async (req, reply) => {
-    if (req.method !== 'POST' || req.routeOptions.url !== '/v1/jobs' || !req.tenant) return;
+  // Callback-style hooks (no promise per request): every request passes through them.
+  app.addHook('onRequest', (req, reply, done) => {
+    if (req.method !== 'POST' || !mayRouteToJobs(req.raw.url) || req.routeOptions.url !== '/v1/jobs')
+      return done();
+    if (!req.tenant) return done();
     const refusal = shedder.admit(req.tenant.id);
     if (refusal) {
       onRefused('TANDEM_ERR_OVERLOADED');
-      return sendError(reply, overloaded(refusal));
+      sendError(reply, overloaded(refusal));
+      return;
     }
     const tenantId = req.tenant.id;
     admitted.add(req);
@@ -33,10 +45,12 @@ export function installLoadShedding(
       if (admitted.delete(req)) shedder.handedOver(tenantId);
       shedder.submissionEnded();
     });
+    done();
   });
   // Right before the handler, which hands the job to the submitter at once (it is then counted there).
-  app.addHook('preHandler', async (req) => {
+  app.addHook('preHandler', (req, _reply, done) => {
     if (req.tenant && admitted.delete(req)) shedder.handedOver(req.tenant.id);
+    done();
   });
 }
 

@@ -290,6 +290,35 @@ export class ModelRepository {
    * registered before a restart is loaded on its first use.
    */
   async ready(name: string, version?: number): Promise<ModelVersion> {
+    const v = this.pick(name, version);
+    if (v.state === 'ready') return v;
+    if (v.state === 'registered') {
+      const factory = this.factories.get(v.reg.kind);
+      if (!factory) {
+        v.state = 'failed';
+        v.error = new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `model kind ${v.reg.kind} is not available`);
+      } else {
+        const rt = this.runtime();
+        v.loading = this.load(v, factory, rt);
+      }
+    }
+    await v.loading;
+    if ((v.state as VersionState) !== 'ready') throw v.error!;
+    return v;
+  }
+
+  /**
+   * `ready`'s answer when the version is already loaded (every request but a version's first), without
+   * a promise: the infer route then reaches the batcher in the same microtask. Undefined when it still
+   * has to load (call `ready`); throws NOT_FOUND as `ready` does.
+   */
+  readyNow(name: string, version?: number): ModelVersion | undefined {
+    const v = this.pick(name, version);
+    return v.state === 'ready' ? v : undefined;
+  }
+
+  /** The version a request names (or the newest that has not failed); throws NOT_FOUND. */
+  private pick(name: string, version: number | undefined): ModelVersion {
     const versions = this.byName.get(name);
     if (!versions || versions.size === 0) throw new TandemError('TANDEM_ERR_NOT_FOUND', `no model ${name}`);
     let v: ModelVersion | undefined;
@@ -304,19 +333,6 @@ export class ModelRepository {
           ? `model ${name} has no version that loads`
           : `model ${name} has no version ${version}`,
       );
-    if (v.state === 'ready') return v;
-    if (v.state === 'registered') {
-      const factory = this.factories.get(v.reg.kind);
-      if (!factory) {
-        v.state = 'failed';
-        v.error = new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `model kind ${v.reg.kind} is not available`);
-      } else {
-        const rt = this.runtime();
-        v.loading = this.load(v, factory, rt);
-      }
-    }
-    await v.loading;
-    if ((v.state as VersionState) !== 'ready') throw v.error!;
     return v;
   }
 

@@ -172,9 +172,11 @@ void describe('load generator parsing', () => {
   });
 
   void it('parses Server-Timing', () => {
-    const s = { queue: 0, compute: 0, serialize: 0 };
+    const s = { queue: 0, compute: 0, serialize: 0, request: 0 };
     assert.equal(parseServerTiming('queue;dur=0.1, compute;dur=2.5,serialize;dur=1e-3', s), true);
-    assert.deepEqual(s, { queue: 0.1, compute: 2.5, serialize: 0.001 });
+    assert.deepEqual(s, { queue: 0.1, compute: 2.5, serialize: 0.001, request: NaN });
+    parseServerTiming('queue;dur=0.1, compute;dur=2.5, serialize;dur=0.01, request;dur=0.07', s);
+    assert.deepEqual(s, { queue: 0.1, compute: 2.5, serialize: 0.01, request: 0.07 });
     assert.equal(parseServerTiming(undefined, s), false);
     parseServerTiming('compute;dur=3, other;dur=9', s);
     assert.ok(Number.isNaN(s.queue) && s.compute === 3);

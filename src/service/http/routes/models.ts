@@ -104,7 +104,7 @@ async function infer(
 ): Promise<FastifyReply> {
   const t0 = performance.now();
   const tenant: Tenant = tenantOf(req);
-  const v: ModelVersion = await repo.ready(name, version);
+  const v: ModelVersion = repo.readyNow(name, version) ?? (await repo.ready(name, version));
   const model = v.model!;
   const batcher = v.batcher!;
   const ver = v.reg.version;
@@ -117,18 +117,18 @@ async function infer(
     v.stats.request(performance.now() - t0, true);
     throw e;
   }
-  const pending = batcher.submit(item, {
-    priority: req.body.priority,
-    ...(req.body.timeoutMs === undefined ? {} : { timeoutMs: req.body.timeoutMs }),
-  });
-  // The client going away takes its request out of the queue (one listener, removed once answered).
+  // The validated body carries the submit options (priority, timeoutMs when given) as they are.
+  const pending = batcher.submit(item, req.body);
+  // From the request's arrival (Fastify's clock) to the batcher: routing, auth, body, validation, parse.
+  const requestMs = reply.elapsedTime;
+  // The client going away takes its request out of the queue. 'close' fires once per response, and
+  // cancel does nothing once the request left the queue, so the listener is never removed (removing
+  // it searched the emitter's list on every request).
   const raw = reply.raw;
-  const gone = (): void => {
+  raw.on('close', () => {
     if (!raw.writableFinished) batcher.cancel(pending);
-  };
-  raw.once('close', gone);
+  });
   const out = await pending.promise;
-  raw.off('close', gone);
   if (out.error !== undefined) {
     repo.metrics?.request(name, ver, tenant.name, out.queueUs, out.error.code);
     v.stats.request(performance.now() - t0, true);
@@ -146,7 +146,7 @@ async function infer(
   return reply
     .header(
       'server-timing',
-      `queue;dur=${(out.queueUs / 1000).toFixed(3)}, compute;dur=${(out.computeUs / 1000).toFixed(3)}, serialize;dur=${serializeMs.toFixed(3)}`,
+      `queue;dur=${(out.queueUs / 1000).toFixed(3)}, compute;dur=${(out.computeUs / 1000).toFixed(3)}, serialize;dur=${serializeMs.toFixed(3)}, request;dur=${requestMs.toFixed(3)}`,
     )
     .header('x-tandem-batch-size', String(out.batchSize))
     .type(binary ? BINARY_CONTENT_TYPE : 'application/json')
@@ -277,7 +277,7 @@ export function modelRoutes(repo: ModelRepository) {
       operationId,
       summary: 'Run one request through the model’s dynamic batcher (nothing is stored)',
       description:
-        'Answers when its batch has run, with Server-Timing (queue, compute, serialize) and x-tandem-batch-size. ' +
+        'Answers when its batch has run, with Server-Timing (queue, compute, serialize, and request: from arrival until queued) and x-tandem-batch-size. ' +
         '429 TANDEM_ERR_OVERLOADED with Retry-After when the queue is full; 504 TANDEM_ERR_DEADLINE_EXCEEDED when ' +
         'timeoutMs passed before its batch started.',
       tags: ['models'],
@@ -302,12 +302,12 @@ export function modelRoutes(repo: ModelRepository) {
       scope.post<{ Params: { name: string }; Body: InferBody }>(
         '/v1/models/:name/infer',
         { schema: inferSchema('inferModel', MODEL_PARAMS), bodyLimit: MAX_INFER_BODY_BYTES },
-        async (req, reply) => infer(repo, req, reply, req.params.name, undefined),
+        (req, reply) => infer(repo, req, reply, req.params.name, undefined),
       );
       scope.post<{ Params: { name: string; version: string }; Body: InferBody }>(
         '/v1/models/:name/versions/:version/infer',
         { schema: inferSchema('inferModelVersion', VERSION_PARAMS), bodyLimit: MAX_INFER_BODY_BYTES },
-        async (req, reply) => infer(repo, req, reply, req.params.name, Number(req.params.version)),
+        (req, reply) => infer(repo, req, reply, req.params.name, Number(req.params.version)),
       );
     });
   };
