@@ -66,3 +66,22 @@ export function floatTensor(name: string, dims: number[], values: number[]): Ten
 export function int64Tensor(name: string, dims: number[], values: number[]): TensorProto {
   return { name, dims, dataType: 7, int64Data: values };
 }
+
+/**
+ * y = softmax(relu(x · W + b)) over the last axis: [N, T, 4] → [N, T, 3], the batch axis symbolic — the
+ * served `onnx` kind's test model (a batchable graph with an initializer, an activation and a softmax).
+ */
+export function servedMlpModel(): Uint8Array {
+  const W = [0.5, -1, 0.25, 1.5, 0.75, -0.5, -0.25, 0.1, 2, 1, -1.25, 0.3];
+  return encodeModel({
+    nodes: [
+      { op: 'MatMul', inputs: ['x', 'W'], outputs: ['h'] },
+      { op: 'Add', inputs: ['h', 'b'], outputs: ['hb'] },
+      { op: 'Relu', inputs: ['hb'], outputs: ['r'] },
+      { op: 'Softmax', inputs: ['r'], outputs: ['y'], attrs: [{ name: 'axis', i: -1, type: 2 }] },
+    ],
+    inputs: [{ name: 'x', dims: ['N', 'T', 4] }],
+    outputs: [{ name: 'y', dims: ['N', 'T', 3] }],
+    initializers: [floatTensor('W', [4, 3], W), floatTensor('b', [3], [0.1, -0.2, 0.3])],
+  });
+}

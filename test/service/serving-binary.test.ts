@@ -8,24 +8,12 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parseOnnxModel } from '../../src/onnx/model.js';
 import { evaluateReference } from '../../src/onnx/reference.js';
-import { encodeModel, floatTensor } from '../onnx/build-model.js';
+import { servedMlpModel } from '../onnx/build-model.js';
 import { MAX_INFER_BODY_BYTES } from '../../src/service/http/routes/models.js';
 import { cpuTestService, type TestService } from './helpers.js';
 import { errorCode, infer, mustRegister, type InjectAnswer } from './serving-helpers.js';
 
-// y = softmax(relu(x · W + b)) over the last axis: [N, T, 4] → [N, T, 3], batch axis symbolic.
-const W = [0.5, -1, 0.25, 1.5, 0.75, -0.5, -0.25, 0.1, 2, 1, -1.25, 0.3];
-const mlp = encodeModel({
-  nodes: [
-    { op: 'MatMul', inputs: ['x', 'W'], outputs: ['h'] },
-    { op: 'Add', inputs: ['h', 'b'], outputs: ['hb'] },
-    { op: 'Relu', inputs: ['hb'], outputs: ['r'] },
-    { op: 'Softmax', inputs: ['r'], outputs: ['y'], attrs: [{ name: 'axis', i: -1, type: 2 }] },
-  ],
-  inputs: [{ name: 'x', dims: ['N', 'T', 4] }],
-  outputs: [{ name: 'y', dims: ['N', 'T', 3] }],
-  initializers: [floatTensor('W', [4, 3], W), floatTensor('b', [3], [0.1, -0.2, 0.3])],
-});
+const mlp = servedMlpModel();
 
 /** A binary body: the JSON header, then each buffer in order. */
 function binaryBody(header: unknown, ...tensors: Buffer[]): { length: number; body: Buffer } {

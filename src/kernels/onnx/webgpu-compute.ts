@@ -6,7 +6,8 @@
  */
 import { numel } from '../../core/shape.js';
 import type { TensorDesc } from '../../devices/device.js';
-import type { UniformWord, WebGpuKernel, WebGpuStep } from '../../devices/webgpu/kernel-api.js';
+import type { WebGpuKernel, WebGpuStep } from '../../devices/webgpu/kernel-api.js';
+import { linearStep, u32 } from './webgpu-steps.js';
 import { LINEAR_MAIN } from '../common/webgpu.js';
 import { pad6 } from './common.js';
 import { matmulGeometry } from './matmul.js';
@@ -15,22 +16,6 @@ import { globalGeometry, poolGeometry } from './pool.js';
 import { REDUCE_OPS, reducePlan } from './reduce.js';
 import { boolScalar, enumScalar } from '../common/scalars.js';
 import { broadcastStrides, contiguousStrides } from './shapes.js';
-
-const u32 = (value: number): UniformWord => ({ type: 'u32', value });
-
-function step(wgsl: string, n: number, bind: readonly number[], words: readonly UniformWord[]): WebGpuStep[] {
-  if (n === 0) return [];
-  return [
-    {
-      kind: 'dispatch',
-      wgsl,
-      entry: 'main',
-      bind,
-      uniforms: words,
-      workgroups: { linear: Math.ceil(n / 256) },
-    },
-  ];
-}
 
 function f32Kernel(
   count: number,
@@ -87,7 +72,7 @@ export const onnxPoolWebGpu = f32Kernel(2, (args, scalars) => {
   const n = numel(args[1]!.shape);
   const geo = [n, g.h, g.w, g.ho, g.wo, g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, ...g.pads].map(u32);
   const wgsl = poolWgsl(g.op === 'max', g.countIncludePad);
-  return step(wgsl, n, [0, 1], [...geo, { type: 'f32', value: -Infinity }]);
+  return linearStep(wgsl, n, [0, 1], [...geo, { type: 'f32', value: -Infinity }]);
 });
 
 export const onnxGlobalPoolWebGpu = f32Kernel(2, (args, scalars) => {
@@ -102,7 +87,7 @@ ${NAN_MAX}${LINEAR_MAIN}
   Y[i] = ${isMax ? 'acc' : 'acc / f32(P.size)'};
 }
 `;
-  return step(wgsl, planes, [0, 1], [u32(planes), u32(size), { type: 'f32', value: -Infinity }]);
+  return linearStep(wgsl, planes, [0, 1], [u32(planes), u32(size), { type: 'f32', value: -Infinity }]);
 });
 
 /** Per reduce op: the initial value (a uniform field), how a value joins, and the final transform. */
@@ -161,7 +146,7 @@ ${NAN_MAX}${OFFSET6}${lse}${LINEAR_MAIN}
     { type: 'f32' as const, value: -Infinity },
     ...[...k.dims, ...k.strides, ...d.dims, ...d.strides].map(u32),
   ];
-  return step(wgsl, p.outputs, [0, 1], words);
+  return linearStep(wgsl, p.outputs, [0, 1], words);
 });
 
 export const onnxSoftmaxWebGpu = f32Kernel(2, (args, scalars) => {
@@ -184,7 +169,12 @@ ${NAN_MAX}${LINEAR_MAIN}
 }
 `;
   const lines = outer * inner;
-  return step(wgsl, lines, [0, 1], [u32(lines), u32(len), u32(inner), { type: 'f32', value: -Infinity }]);
+  return linearStep(
+    wgsl,
+    lines,
+    [0, 1],
+    [u32(lines), u32(len), u32(inner), { type: 'f32', value: -Infinity }],
+  );
 });
 
 /** c[b] = a[b]·b[b] with numpy batch broadcasting: batch offsets from 6-d strides (batch rank ≤ 4). */
@@ -219,5 +209,5 @@ export const onnxMatmulWebGpu = f32Kernel(3, (args) => {
     ...pad6(batchShape, as).strides.map(u32),
     ...pad6(batchShape, bs).strides.map(u32),
   ];
-  return step(MATMUL_WGSL, g.batch * g.m * g.n, [0, 1, 2], words);
+  return linearStep(MATMUL_WGSL, g.batch * g.m * g.n, [0, 1, 2], words);
 });

@@ -7,7 +7,8 @@
  */
 import { numel } from '../../core/shape.js';
 import type { TensorDesc } from '../../devices/device.js';
-import type { UniformWord, WebGpuKernel, WebGpuStep } from '../../devices/webgpu/kernel-api.js';
+import type { UniformWord, WebGpuKernel } from '../../devices/webgpu/kernel-api.js';
+import { linearStep } from './webgpu-steps.js';
 import { LINEAR_MAIN } from '../common/webgpu.js';
 import { pad6 } from './common.js';
 import { contiguousStrides } from './shapes.js';
@@ -149,20 +150,6 @@ export const onnxResizeWebGpu: WebGpuKernel = {
 function wordOf(dtype: string, value: number): UniformWord {
   if (dtype === 'i32') return { type: 'i32', value: storedValue('i32', value) };
   return { type: 'f32', value };
-}
-
-function linearStep(wgsl: string, n: number, bind: number[], words: UniformWord[]): WebGpuStep[] {
-  if (n === 0) return [];
-  return [
-    {
-      kind: 'dispatch',
-      wgsl,
-      entry: 'main',
-      bind,
-      uniforms: words,
-      workgroups: { linear: Math.ceil(n / 256) },
-    },
-  ];
 }
 
 /** y = take(data, indices, axis); an index outside [−dim, dim) gives the miss word (NaN, or 0 for i32). */

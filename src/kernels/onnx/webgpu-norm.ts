@@ -6,27 +6,12 @@
  */
 import { numel } from '../../core/shape.js';
 import type { TensorDesc } from '../../devices/device.js';
-import type { UniformWord, WebGpuKernel, WebGpuStep } from '../../devices/webgpu/kernel-api.js';
+import type { WebGpuKernel } from '../../devices/webgpu/kernel-api.js';
+import { linearStep, u32 } from './webgpu-steps.js';
 import { LINEAR_MAIN } from '../common/webgpu.js';
 import { gemmGeometry } from './matmul.js';
 import { channels, epsilonOf, layernormRows } from './norm.js';
 import { broadcastStrides } from './shapes.js';
-
-const u32 = (value: number): UniformWord => ({ type: 'u32', value });
-
-function step(wgsl: string, n: number, bind: readonly number[], words: readonly UniformWord[]): WebGpuStep[] {
-  if (n === 0) return [];
-  return [
-    {
-      kind: 'dispatch',
-      wgsl,
-      entry: 'main',
-      bind,
-      uniforms: words,
-      workgroups: { linear: Math.ceil(n / 256) },
-    },
-  ];
-}
 
 function f32Only(count: number): (args: readonly TensorDesc[]) => boolean {
   return (args) => args.length === count && args.every((a) => a.dtype === 'f32');
@@ -57,7 +42,7 @@ export const onnxBatchnormWebGpu: WebGpuKernel = {
     const { c, inner } = channels(args[0]!);
     const n = numel(args[0]!.shape);
     const eps = epsilonOf('onnx_batchnorm', scalars);
-    return step(
+    return linearStep(
       BATCHNORM_WGSL,
       n,
       [0, 1, 2, 3, 4, 5],
@@ -88,7 +73,7 @@ export const onnxLayernormWebGpu: WebGpuKernel = {
   plan(args, scalars) {
     const { rows, len } = layernormRows(args[0]!, scalars);
     const eps = epsilonOf('onnx_layernorm', scalars);
-    return step(LAYERNORM_WGSL, rows, [0, 1, 2, 3], [u32(rows), u32(len), { type: 'f32', value: eps }]);
+    return linearStep(LAYERNORM_WGSL, rows, [0, 1, 2, 3], [u32(rows), u32(len), { type: 'f32', value: eps }]);
   },
 };
 
@@ -124,6 +109,6 @@ export const onnxGemmWebGpu: WebGpuKernel = {
       { type: 'f32' as const, value: g.alpha },
       { type: 'f32' as const, value: g.beta },
     ];
-    return step(GEMM_WGSL, n, [0, 1, 2, 3], words);
+    return linearStep(GEMM_WGSL, n, [0, 1, 2, 3], words);
   },
 };

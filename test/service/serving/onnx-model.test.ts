@@ -16,22 +16,10 @@ import { OCR_REC_MODEL, ocrAssetsDir } from '../../../src/onnx/ocr.js';
 import { evaluateReference } from '../../../src/onnx/reference.js';
 import { onnxFactory, type OnnxOutputs } from '../../../src/service/serving/models/onnx.js';
 import type { ModelSpec } from '../../../src/service/serving/model.js';
-import { encodeModel, floatTensor } from '../../onnx/build-model.js';
+import { encodeModel, servedMlpModel } from '../../onnx/build-model.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tandem-onnx-serve-'));
-// y = relu(x · W + b) over the last axis, then softmax: [N, T, 4] → [N, T, 3], batch axis symbolic.
-const W = [0.5, -1, 0.25, 1.5, 0.75, -0.5, -0.25, 0.1, 2, 1, -1.25, 0.3];
-const mlp = encodeModel({
-  nodes: [
-    { op: 'MatMul', inputs: ['x', 'W'], outputs: ['h'] },
-    { op: 'Add', inputs: ['h', 'b'], outputs: ['hb'] },
-    { op: 'Relu', inputs: ['hb'], outputs: ['r'] },
-    { op: 'Softmax', inputs: ['r'], outputs: ['y'], attrs: [{ name: 'axis', i: -1, type: 2 }] },
-  ],
-  inputs: [{ name: 'x', dims: ['N', 'T', 4] }],
-  outputs: [{ name: 'y', dims: ['N', 'T', 3] }],
-  initializers: [floatTensor('W', [4, 3], W), floatTensor('b', [3], [0.1, -0.2, 0.3])],
-});
+const mlp = servedMlpModel();
 const spec = (
   name: string,
   weightsPath: string | undefined,
