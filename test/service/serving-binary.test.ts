@@ -17,7 +17,17 @@ const mlp = servedMlpModel();
 
 /** A binary body: the JSON header, then each buffer in order. */
 function binaryBody(header: unknown, ...tensors: Buffer[]): { length: number; body: Buffer } {
-  const json = Buffer.from(JSON.stringify(header));
+  return paddedBinaryBody(header, 1, ...tensors);
+}
+
+/** The same with the JSON padded to a multiple of `align` bytes (4: the server reads tensors in place). */
+function paddedBinaryBody(
+  header: unknown,
+  align: number,
+  ...tensors: Buffer[]
+): { length: number; body: Buffer } {
+  const text = JSON.stringify(header);
+  const json = Buffer.from(text.padEnd(Math.ceil(text.length / align) * align, ' '));
   return { length: json.length, body: Buffer.concat([json, ...tensors]) };
 }
 
@@ -25,10 +35,11 @@ async function post(
   s: TestService,
   payload: Buffer,
   headers: Record<string, string>,
+  model = 'mlp',
 ): Promise<InjectAnswer & { rawPayload: Buffer }> {
   return (await s.svc.app.inject({
     method: 'POST',
-    url: '/v1/models/mlp/infer',
+    url: `/v1/models/${model}/infer`,
     headers: { ...s.auth(), 'content-type': 'application/octet-stream', ...headers },
     payload,
   })) as unknown as InjectAnswer & { rawPayload: Buffer };
@@ -183,6 +194,52 @@ void test(
     });
     assert.equal(huge.statusCode, 413, huge.body);
     assert.equal(errorCode(huge), 'TANDEM_ERR_PAYLOAD_TOO_LARGE');
+
+    // Body buffers are reused once a request is answered: rounds of concurrent requests, each with its
+    // own values, each answered with its own reference (an aliased buffer would mix them up). The
+    // batcher holds each round's 8 requests queued together (a long delay, batches of 8).
+    const up2 = await s.svc.app.inject({
+      method: 'POST',
+      url: '/v1/models/uploads',
+      headers: { ...s.auth(), 'content-type': 'application/octet-stream' },
+      payload: Buffer.from(mlp),
+    });
+    await mustRegister(s, {
+      name: 'mlp8',
+      kind: 'onnx',
+      upload: (up2.json() as { upload: string }).upload,
+      placement: { kinds: ['cpu'] },
+      batching: { maxBatchSize: 8, maxQueueDelayUs: 2_000_000 },
+    });
+    for (let round = 0; round < 3; round++) {
+      const xs = Array.from({ length: 8 }, (_, k) =>
+        Float32Array.from({ length: 5 * 4 }, (_, i) => Math.cos(i * 0.7 + k * 1.9 + round * 0.3) * 3),
+      );
+      // Sent one after another, each once the previous body has been read and parsed, all queued for
+      // one batch: a body released too early would be read into again by the next request.
+      const sent: Array<ReturnType<typeof post>> = [];
+      for (const xk of xs) {
+        const bk = Buffer.from(xk.buffer);
+        // Aligned, so the items are views of the body buffers themselves.
+        const req = paddedBinaryBody(
+          { inputs: { x: { shape: [5, 4], binaryDataSize: bk.length } }, binaryOutputs: true },
+          4,
+          bk,
+        );
+        sent.push(post(s, req.body, { 'inference-header-content-length': String(req.length) }, 'mlp8'));
+        await new Promise((r) => setTimeout(r, 15));
+      }
+      const answers = await Promise.all(sent);
+      answers.forEach((res, k) => {
+        assert.equal(res.headers['x-tandem-batch-size'], '8');
+        const want = evaluateReference(parseOnnxModel(mlp), {
+          x: { dims: [1, 5, 4], data: Array.from(xs[k]!) },
+        }).y!;
+        readBinaryAnswer(res).values.forEach((v, i) =>
+          assert.ok(Math.abs(v - want.data[i]!) < 1e-6, `round ${round} request ${k} y[${i}]`),
+        );
+      });
+    }
 
     // The model still answers, equal to before.
     const again = readBinaryAnswer(

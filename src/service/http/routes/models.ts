@@ -17,8 +17,10 @@ import {
   BINARY_CONTENT_TYPE,
   HEADER_LENGTH,
   binaryAnswer,
+  holdBody,
   parseBinaryBody,
   readBinaryBody,
+  releaseBody,
 } from '../binary-tensors.js';
 import {
   INFER_ANSWER,
@@ -151,6 +153,14 @@ async function infer(
     .header('x-tandem-batch-size', String(out.batchSize))
     .type(binary ? BINARY_CONTENT_TYPE : 'application/json')
     .send(body);
+}
+
+/**
+ * Once an infer request is answered its binary body (if any) is free for another request: every item
+ * view into it was copied when its batch ran, and the request's batch has run or it never will.
+ */
+function answered(req: FastifyRequest, reply: Promise<FastifyReply>): Promise<FastifyReply> {
+  return reply.finally(() => releaseBody(req.raw));
 }
 
 export function modelRoutes(repo: ModelRepository) {
@@ -292,9 +302,11 @@ export function modelRoutes(repo: ModelRepository) {
       scope.addContentTypeParser(BINARY_CONTENT_TYPE, (req, payload, done) => {
         readBinaryBody(req.raw, payload, req.routeOptions.bodyLimit ?? MAX_INFER_BODY_BYTES, (err, body) => {
           if (err) return done(err, undefined);
+          holdBody(req.raw, body!);
           try {
             done(null, parseBinaryBody(body!, req.headers[HEADER_LENGTH]));
           } catch (e) {
+            releaseBody(req.raw);
             done(e as Error, undefined);
           }
         });
@@ -302,12 +314,12 @@ export function modelRoutes(repo: ModelRepository) {
       scope.post<{ Params: { name: string }; Body: InferBody }>(
         '/v1/models/:name/infer',
         { schema: inferSchema('inferModel', MODEL_PARAMS), bodyLimit: MAX_INFER_BODY_BYTES },
-        (req, reply) => infer(repo, req, reply, req.params.name, undefined),
+        (req, reply) => answered(req, infer(repo, req, reply, req.params.name, undefined)),
       );
       scope.post<{ Params: { name: string; version: string }; Body: InferBody }>(
         '/v1/models/:name/versions/:version/infer',
         { schema: inferSchema('inferModelVersion', VERSION_PARAMS), bodyLimit: MAX_INFER_BODY_BYTES },
-        (req, reply) => infer(repo, req, reply, req.params.name, Number(req.params.version)),
+        (req, reply) => answered(req, infer(repo, req, reply, req.params.name, Number(req.params.version))),
       );
     });
   };
