@@ -193,10 +193,12 @@ void test(
           params: { preset: 'lj-small', steps: 1200, thermoEvery: 200 },
           progress: /step (\d+)\/1200/,
         },
-        { type: 'option', params: { paths: 20_000_000, tasks: 12 }, progress: /task (\d+)\/(\d+)/ },
+        // Long enough that the page, loaded after the submit, still sees the job run: at 20M paths
+        // and 2M scenarios both finished before the page had loaded on a faster 2-core machine.
+        { type: 'option', params: { paths: 200_000_000, tasks: 12 }, progress: /task (\d+)\/(\d+)/ },
         {
           type: 'var',
-          params: { portfolio: EXAMPLE_PORTFOLIO, scenarios: 2_000_000, tasks: 12 },
+          params: { portfolio: EXAMPLE_PORTFOLIO, scenarios: 16_000_000, tasks: 12 },
           progress: /task (\d+)\/(\d+)/,
         },
       ];
