@@ -112,12 +112,12 @@ export async function runOcrLaneBench(
   }
   const at = (name: string, c: number) => rows[name]!.find((r) => r.concurrency === c)!;
   // The ratio: the better batching-on setting against the better batching-off one.
-  const best = (a: string, b: string): [string, LoadReport] =>
-    at(a, 16).inferPerSec >= at(b, 16).inferPerSec ? [a, at(a, 16)] : [b, at(b, 16)];
+  const best = (...names: string[]): [string, LoadReport] =>
+    names
+      .map((n): [string, LoadReport] => [n, at(n, 16)])
+      .reduce((x, y) => (x[1].inferPerSec >= y[1].inferPerSec ? x : y));
   const [offName, off] = best('ocr-off', 'ocr-off-i2');
-  const [onName, on] = [best('ocr-on', 'ocr-on-i2'), best('ocr-on-d10', 'ocr-on-d10')].reduce((a, b) =>
-    a[1].inferPerSec >= b[1].inferPerSec ? a : b,
-  );
+  const [onName, on] = best('ocr-on', 'ocr-on-i2', 'ocr-on-d10');
   const meanBatch = (r: LoadReport) => {
     let n = 0;
     let s = 0;

@@ -1,8 +1,9 @@
 /**
  * One request's inputs for an ONNX model: named tensors `{name: {shape, data}}`, data as a JSON array
- * of numbers or a base64 string of little-endian float32 (or, from a binary body, the raw bytes). With a batchable model (every input's first
- * dimension symbolic) an item's shape leaves the batch axis out, as Triton's does (a leading 1 is also
- * accepted); the concrete dimensions the file declares are checked here, on the event loop.
+ * of numbers, a base64 string of little-endian float32, or (from a binary body) the raw bytes. With a
+ * batchable model (every input's first dimension symbolic) an item's shape leaves the batch axis out,
+ * as Triton's does (a leading 1 is also accepted); the concrete dimensions the file declares are
+ * checked here, on the event loop.
  */
 import { TandemError } from '../../../core/errors.js';
 import { isFloatType } from '../../../onnx/host-tensor.js';

@@ -13,14 +13,13 @@ import { opImpl } from '../../../onnx/ops/table.js';
 import type { JsonSchema, ServiceRuntime } from '../../jobs/job-type.js';
 import type { BatchContext, ModelFactory, ModelSpec, ServedModel } from '../model.js';
 import { isBatchable, parseOnnxInputs, type OnnxItem } from './onnx-inputs.js';
-import { TensorValues } from '../tensor-values.js';
+import { TensorValues, type ValuesEncoding } from '../tensor-values.js';
 
 /**
  * data: the values, written as JSON numbers, as base64 of little-endian float32 (config outputEncoding
  * 'base64'), or as raw bytes in a binary answer.
  */
 export type OnnxOutputs = Record<string, { shape: number[]; data: TensorValues }>;
-type OutputEncoding = 'json' | 'base64';
 
 const tensorSchema: JsonSchema = {
   type: 'object',
@@ -58,7 +57,7 @@ export const onnxConfigSchema: JsonSchema = {
 function config(spec: ModelSpec): {
   maxBatchSize: number;
   floatDType: 'f32' | 'f16' | 'bf16';
-  outputEncoding: OutputEncoding;
+  outputEncoding: ValuesEncoding;
 } {
   const c = spec.config;
   for (const k of Object.keys(c))
@@ -118,7 +117,7 @@ class OnnxServedModel implements ServedModel<OnnxItem, OnnxOutputs> {
     private readonly exec: OnnxExecutor,
     private readonly floatDType: 'f32' | 'f16' | 'bf16',
     maxBatchSize: number,
-    private readonly outputEncoding: OutputEncoding = 'json',
+    private readonly outputEncoding: ValuesEncoding = 'json',
   ) {
     this.batchable = isBatchable(model);
     this.maxBatchSize = this.batchable ? maxBatchSize : 1;
