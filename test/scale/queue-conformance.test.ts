@@ -189,9 +189,14 @@ for (const t of targets) {
         concurrency: 1,
         handler: async (j) => void big.push(j.id),
       });
-      // A declined job is offered again after the queue's back-off; under a loaded CI box (the whole
-      // suite at once) that took over 5 s once, so the wait is generous: it must still arrive.
-      await until(() => big.includes('m1'), 15_000, 'm1 on the big consumer');
+      // A decline hides the job from the decliner only, so the new consumer takes it on its first poll
+      // (a shared back-off once let the small consumer win every race for it: over 15 s in CI).
+      const offeredAt = Date.now();
+      await until(() => big.includes('m1'), 5000, 'm1 on the big consumer');
+      console.log(
+        `# ${t.name}: declined job taken ${Date.now() - offeredAt} ms after the big consumer started`,
+      );
+      assert.deepEqual(small, ['m2'], 'the small consumer never ran the job it declined');
       await Promise.all([a.close(), b.close()]);
     });
 

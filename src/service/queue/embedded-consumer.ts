@@ -24,7 +24,7 @@ export interface ConsumerHost {
   readonly pollMs: number;
   readonly lockMs: number;
   readonly stalledCheckMs: number;
-  take(lane: string, n: number, owner: string, o: ConsumeOptions): Row[];
+  take(lane: string, n: number, owner: string, o: ConsumeOptions, declined: Map<string, number>): Row[];
   renew(owner: string): void;
   recoverStalled(): string[];
   settle(o: Outcome): void;
@@ -41,6 +41,8 @@ export class EmbeddedConsumer implements Consumer {
   private readonly timers: NodeJS.Timeout[] = [];
   private stopping = false;
   private pumping = false;
+  /** Jobs this consumer could not hold, skipped by it (only) until the time given. */
+  private readonly declined = new Map<string, number>();
 
   constructor(
     private readonly q: ConsumerHost,
@@ -79,7 +81,7 @@ export class EmbeddedConsumer implements Consumer {
       for (const lane of this.o.deviceClasses) {
         const room = this.o.concurrency - this.countLane(lane);
         if (room <= 0) continue;
-        for (const r of this.q.take(lane, room, this.id, this.o)) this.run(r);
+        for (const r of this.q.take(lane, room, this.id, this.o, this.declined)) this.run(r);
       }
     } catch {
       // busy database: try again on the next poll

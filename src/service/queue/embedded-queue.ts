@@ -121,9 +121,17 @@ export class EmbeddedQueue implements JobQueue, ConsumerHost {
     return c;
   }
 
-  /** Takes up to n ready jobs of a lane for `owner` in one transaction (rate limit and fit applied). */
-  take(lane: string, n: number, owner: string, o: ConsumeOptions): Row[] {
+  /**
+   * Takes up to n ready jobs of a lane for `owner` in one transaction (rate limit and fit applied).
+   * `declined` is the consumer's own memory of jobs it could not hold (id → until when it skips them):
+   * a decline hides the job from that consumer only, so another consumer that fits takes it on its next
+   * poll. (A shared back-off in the row let the decliner win every race for the job when its poll timer
+   * fell just before the other consumer's: a livelock seen once in CI.)
+   */
+  take(lane: string, n: number, owner: string, o: ConsumeOptions, declined: Map<string, number>): Row[] {
     const now = Date.now();
+    for (const [id, until] of declined) if (until <= now) declined.delete(id);
+    const skip = JSON.stringify([...declined.keys()]);
     return this.db.transaction((): Row[] => {
       let room = n;
       if (o.rateLimit) {
@@ -138,18 +146,19 @@ export class EmbeddedQueue implements JobQueue, ConsumerHost {
       const rows = this.db
         .prepare(
           `SELECT id, lane, priority, mem_bytes, data, attempts_made FROM qjobs
-           WHERE lane = ? AND state = 'waiting' AND run_at <= ? ORDER BY priority DESC, seq LIMIT ?`,
+           WHERE lane = ? AND state = 'waiting' AND run_at <= ?
+             AND id NOT IN (SELECT value FROM json_each(?))
+           ORDER BY priority DESC, seq LIMIT ?`,
         )
-        .all(lane, now, room * 2) as Row[];
+        .all(lane, now, skip, room * 2) as Row[];
       const taken: Row[] = [];
       const lock = this.db.prepare(
         `UPDATE qjobs SET state = 'active', owner = ?, lock_until = ? WHERE id = ? AND state = 'waiting'`,
       );
-      const decline = this.db.prepare('UPDATE qjobs SET run_at = ? WHERE id = ?');
       for (const r of rows) {
         if (taken.length >= room) break;
         if (o.fits && !o.fits({ id: r.id, deviceClass: r.lane, memBytes: r.mem_bytes })) {
-          decline.run(now + DECLINE_DELAY_MS, r.id);
+          declined.set(r.id, now + DECLINE_DELAY_MS);
           continue;
         }
         lock.run(owner, now + this.tuning.lockMs, r.id);
