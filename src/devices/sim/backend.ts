@@ -66,12 +66,24 @@ function at(dueUs: number, fn: () => void): void {
   else setImmediate(fn);
 }
 
-interface SimBuffer extends DeviceBuffer {
-  readonly sab: SharedArrayBuffer;
-  readonly id: number;
-}
-
 let nextBufferId = 1;
+
+/**
+ * A sim buffer's bytes are made on first touch: with `compute: false` nothing reads most buffers, and
+ * zeroing a fresh SharedArrayBuffer per allocation would dominate the host cost the sim is used to
+ * measure.
+ */
+class SimBuffer implements DeviceBuffer {
+  private bytesOnce: SharedArrayBuffer | null = null;
+  readonly id = nextBufferId++;
+  constructor(
+    readonly node: SimNode,
+    readonly bytes: number,
+  ) {}
+  get sab(): SharedArrayBuffer {
+    return (this.bytesOnce ??= new SharedArrayBuffer(Math.max(64, Math.ceil(this.bytes / 64) * 64)));
+  }
+}
 
 class SimNode implements MemoryNode {
   index = -1;
@@ -81,18 +93,14 @@ class SimNode implements MemoryNode {
     readonly capacityBytes: number,
   ) {}
   alloc(bytes: number): SimBuffer {
-    return {
-      node: this,
-      bytes,
-      sab: new SharedArrayBuffer(Math.max(64, Math.ceil(bytes / 64) * 64)),
-      id: nextBufferId++,
-    };
+    return new SimBuffer(this, bytes);
   }
   free(): void {
     // garbage collected; the memory manager does the accounting
   }
 }
 
+/** The bytes of a sim buffer or of a host buffer (copies cross between the two). */
 function sabOf(b: DeviceBuffer): SharedArrayBuffer {
   const sab = (b as Partial<SimBuffer>).sab;
   if (!(sab instanceof SharedArrayBuffer))
@@ -124,12 +132,15 @@ class SimQueue implements ExecQueue {
   durationUs(req: LaunchRequest): number {
     const fixed = this.spec.opUs?.[req.op];
     if (fixed !== undefined) return fixed;
+    const launchUs = this.spec.launchUs ?? 5;
+    // Without a FLOP rate the op's cost model is not consulted: a launch-cost-only sim adds no host work.
+    if (!this.spec.flops) return launchUs;
     const flops = this.flopsOf(
       req.op,
       req.args.map((a) => a.desc),
       req.scalars,
     );
-    return (this.spec.launchUs ?? 5) + (this.spec.flops ? (flops / this.spec.flops) * 1e6 : 0);
+    return launchUs + (flops / this.spec.flops) * 1e6;
   }
 
   launch(req: LaunchRequest, done: (err: Error | null, timing?: LaunchTiming) => void): void {
