@@ -10,6 +10,7 @@ import type { Coherence } from '../memory/coherence.js';
 import type { Observer, TaskEvent } from '../obs/observer.js';
 import { nowUs } from '../obs/observer.js';
 import { collectPredecessors, readsFrom, writesTo, type PredecessorSink } from './graph.js';
+import { SequenceImpl } from './sequence.js';
 import type { PolicyContext, SchedTask, SchedulerPolicy, WorkerSlot } from './policies/policy.js';
 import {
   countOf,
@@ -288,18 +289,21 @@ export class Executor implements PredecessorSink {
     task.timed().startUs = nowUs();
     this.policy.onStart?.(task, w);
     if (this.observers.length) this.emitStart(task);
+    const impl = task.kernel.impls.get(w.device.info.kind);
     try {
-      w.queue.launch(
-        {
-          taskId: task.id,
-          op: task.op,
-          impl: task.kernel.impls.get(w.device.info.kind),
-          args,
-          scalars: task.scalars,
-          after: this.afterIds(task),
-        },
-        (err, timing) => this.finishLaunch(task, err, timing),
-      );
+      if (impl instanceof SequenceImpl) this.launchSequence(task, w, args, impl);
+      else
+        w.queue.launch(
+          {
+            taskId: task.id,
+            op: task.op,
+            impl,
+            args,
+            scalars: task.scalars,
+            after: this.afterIds(task),
+          },
+          (err, timing) => this.finishLaunch(task, err, timing),
+        );
     } catch (e) {
       this.finishLaunch(task, e as Error, undefined);
       return;
@@ -313,6 +317,56 @@ export class Executor implements PredecessorSink {
       s.undispatched--;
       this.mergeForward(s, w);
       this.offerForward(s);
+    }
+  }
+
+  /**
+   * A sequence's steps go into the queue back to back, each after the one before it (so a failed step
+   * skips the rest, as in a chain); the task finishes when the last launch reports, with the first error.
+   * A launch that throws ends the sequence there: the steps already queued still report, and the task
+   * finishes after them (their buffers stay pinned until then).
+   */
+  private launchSequence(task: Task, w: WorkerSlot, args: LaunchArg[], seq: SequenceImpl): void {
+    const steps = seq.steps;
+    let left = steps.length;
+    let firstError: Error | null = null;
+    let startUs = Infinity;
+    let endUs = -Infinity;
+    const stepDone = (err: Error | null, timing?: LaunchTiming): void => {
+      if (err && !firstError) firstError = err;
+      if (timing) {
+        if (timing.startUs < startUs) startUs = timing.startUs;
+        if (timing.endUs > endUs) endUs = timing.endUs;
+      }
+      if (--left > 0) return;
+      const span = endUs >= startUs ? { startUs, endUs } : undefined;
+      this.finishLaunch(task, firstError, span);
+    };
+    const prev: number[] = [];
+    for (let s = 0; s < steps.length; s++) {
+      const step = steps[s]!;
+      const stepArgs: LaunchArg[] = new Array<LaunchArg>(step.args.length);
+      for (let i = 0; i < step.args.length; i++) stepArgs[i] = args[step.args[i]!]!;
+      try {
+        w.queue.launch(
+          {
+            taskId: seq.firstStepId + s,
+            op: step.op,
+            impl: step.impl,
+            args: stepArgs,
+            scalars: step.scalars,
+            after: s === 0 ? this.afterIds(task) : prev,
+          },
+          stepDone,
+        );
+      } catch (e) {
+        if (s === 0) throw e; // nothing queued: the caller fails the task as for a single launch
+        firstError ??= e as Error;
+        left -= steps.length - s - 1; // the steps never queued will not report
+        stepDone(null);
+        return;
+      }
+      prev[0] = seq.firstStepId + s;
     }
   }
 

@@ -27,14 +27,18 @@ export interface PredecessorSink {
 export function collectPredecessors(task: Task, explicit: readonly Task[], sink: PredecessorSink): void {
   for (let i = 0; i < explicit.length; i++) sink.addPredecessor(task, explicit[i]!);
   const tensors = task.tensors;
+  const firsts = firstOccurrences(tensors);
+  // Large tasks whose tensors are all distinct (sequences) skip the per-tensor scans below.
+  const distinct = firsts !== null && !firsts.repeats;
   for (let i = 0; i < tensors.length; i++) {
     const t = tensors[i]!;
     // The same tensor passed twice: the union of its modes counts, recorded once.
-    if (tensors.indexOf(t) < i) continue;
+    if (firsts === null ? tensors.indexOf(t) < i : !firsts.first[i]) continue;
     let mode = task.modes[i]!;
-    for (let k = i + 1; k < tensors.length; k++) {
-      if (tensors[k] === t && task.modes[k] !== mode) mode = 'rw';
-    }
+    if (!distinct)
+      for (let k = i + 1; k < tensors.length; k++) {
+        if (tensors[k] === t && task.modes[k] !== mode) mode = 'rw';
+      }
     if (t.lastWriter) sink.addPredecessor(task, t.lastWriter as Task);
     if (writesTo(mode)) {
       for (const r of t.readers) sink.addPredecessor(task, r as Task);
@@ -46,4 +50,27 @@ export function collectPredecessors(task: Task, explicit: readonly Task[], sink:
       t.readers.push(task);
     }
   }
+}
+
+/** Above this many tensors a task's duplicate check uses a set instead of a scan per tensor. */
+const SCAN_MAX = 16;
+
+/**
+ * For tasks with many tensors (a sequence of kernels carries all of theirs), which entries are the
+ * first occurrence of their tensor; null for small tasks, where `indexOf` is cheaper than a set.
+ */
+export function firstOccurrences(
+  tensors: readonly object[],
+): { readonly first: readonly boolean[]; readonly repeats: boolean } | null {
+  if (tensors.length <= SCAN_MAX) return null;
+  const seen = new Set<object>();
+  const first = new Array<boolean>(tensors.length);
+  let repeats = false;
+  for (let i = 0; i < tensors.length; i++) {
+    const t = tensors[i]!;
+    first[i] = !seen.has(t);
+    if (!first[i]) repeats = true;
+    seen.add(t);
+  }
+  return { first, repeats };
 }

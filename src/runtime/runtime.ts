@@ -45,11 +45,21 @@ import type { PlacedWork, TaskHandle, TaskKernel } from './task.js';
 import { Communicator, placedKernel, type CommunicatorOptions } from './collectives.js';
 import { Task, unfinished } from './task.js';
 import { validateSubmit, type SubmitRequest } from './submit.js';
+import {
+  SEQUENCE_REQUEST_DEF,
+  buildSequence,
+  sequenceStepImpl,
+  type BuiltSequence,
+  type SequenceCall,
+  type SequenceHost,
+  type SequenceRequest,
+} from './sequence.js';
 import { BusModel, calibrateBus } from './bus-model.js';
 import { LruEvictor } from '../memory/evictor.js';
 import { PerfModels } from './perf-model.js';
 import { loadModels, modelFile, saveModels } from './perf-model-store.js';
 import { submitGraph, type GraphNode } from './submit-graph.js';
+import { firstOccurrences } from './graph.js';
 import { TaskModels, deviceKey } from './task-models.js';
 import { ShareTable, checkShareName, type ShareGroup, type ShareUsage } from './shares.js';
 import { shareView } from './share-view.js';
@@ -235,9 +245,11 @@ export class Runtime {
   private memoryGate(task: Task, w: WorkerSlot): 'ok' | 'wait' {
     const node = w.node;
     let need = 0;
+    const firsts = firstOccurrences(task.tensors);
     for (let i = 0; i < task.tensors.length; i++) {
       const t = task.tensors[i]!;
-      if (task.tensors.indexOf(t) === i && !t.replicas[node.index]?.buffer) need += t.bytes;
+      const first = firsts === null ? task.tensors.indexOf(t) === i : firsts.first[i];
+      if (first && !t.replicas[node.index]?.buffer) need += t.bytes;
     }
     if (need === 0) return 'ok';
     const room = (): number => this.memory.budgetBytes(node) - this.memory.usedBytes(node);
@@ -378,6 +390,76 @@ export class Runtime {
     task.eligible = this.anySupports ? this.eligibleFor(task, k.impls) : this.eligibleOf(k, v.constraint);
     this.executor.submit(task, v.deps);
     return task;
+  }
+
+  /**
+   * Many kernel calls as one task (see sequence.ts): each step validated as `submit` validates a task,
+   * then placed once on a device that implements every step and run back to back in its queue. For
+   * fixed chains of small kernels (a forward pass) whose per-task runtime cost exceeds the kernels'.
+   */
+  submitSequence(req: SequenceRequest): TaskHandle {
+    return this.submitSequenceCharged(req, null);
+  }
+
+  /** `submitSequence`, charged to `fallback` when the request names no share group (share views). */
+  submitSequenceCharged(req: SequenceRequest, fallback: ShareGroup | null): TaskHandle {
+    this.assertOpen();
+    const seq = buildSequence(this.sequenceHost, req, this.nextTaskId + 1);
+    // The request's own fields are checked as submit checks them (a definition with no arguments).
+    const v = validateSubmit(this, SEQUENCE_REQUEST_DEF, {
+      kernel: SEQUENCE_REQUEST_DEF.name,
+      ...(req.priority === undefined ? {} : { priority: req.priority }),
+      ...(req.device === undefined ? {} : { device: req.device }),
+      ...(req.deps === undefined ? {} : { deps: req.deps }),
+    });
+    const share = req.share === undefined ? fallback : this.shares.resolve(req.share);
+    const id = this.nextTaskId++;
+    this.nextTaskId += req.steps.length; // the steps' own launch ids (see SequenceImpl)
+    const task = new Task(
+      id,
+      req.name ?? `sequence of ${req.steps.length}`,
+      seq.kernel,
+      seq.tensors,
+      seq.modes,
+      v.scalars,
+      v.priority,
+      v.constraint,
+      req.tags,
+      share,
+    );
+    task.cost = seq.cost;
+    task.eligible = this.sequenceEligible(seq, v.constraint);
+    this.executor.submit(task, v.deps);
+    return task;
+  }
+
+  private readonly sequenceHost: SequenceHost = {
+    kernels: { get: (op) => this.kernels.get(op) },
+    devices: this.devices,
+    checkTensor: (t: unknown, what: string): asserts t is Tensor => this.checkTensor(t, what),
+    modesOf: (def, scalars) => this.modesOf(def, scalars),
+  };
+
+  /** Workers that implement every step of a sequence (and, where a device decides per call, take each). */
+  private sequenceEligible(seq: BuiltSequence, constraint: string | null): readonly number[] {
+    const out: number[] = [];
+    for (const w of this.workers) {
+      const info = w.device.info;
+      const impl = seq.kernel.impls.get(info.kind);
+      if (impl === undefined || this.lost.has(info.id)) continue;
+      if (constraint && constraint !== info.kind && constraint !== info.id) continue;
+      const supports = w.device.supports?.bind(w.device);
+      const takes = (c: SequenceCall, s: number): boolean =>
+        supports!(
+          c.op,
+          c.tensors.map((t) => t.desc),
+          c.scalars,
+          sequenceStepImpl(impl, s),
+        );
+      if (supports && !seq.calls.every(takes)) continue;
+      out.push(w.index);
+    }
+    return out;
   }
 
   /**

@@ -7,6 +7,7 @@
 import type { ShareGroup } from './shares.js';
 import type { SubmitRequest } from './submit.js';
 import type { GraphNode } from './submit-graph.js';
+import type { SequenceRequest } from './sequence.js';
 
 /** A graph node with the view's group (graphs are submitted rarely: a copy per node is fine). */
 function tagged<T extends { readonly share?: SubmitRequest['share'] }>(req: T, group: ShareGroup): T {
@@ -17,10 +18,12 @@ function tagged<T extends { readonly share?: SubmitRequest['share'] }>(req: T, g
 export interface ShareHost {
   submitCharged(req: SubmitRequest, group: ShareGroup): unknown;
   submitGraph(nodes: readonly GraphNode[]): unknown;
+  submitSequenceCharged(req: SequenceRequest, group: ShareGroup): unknown;
 }
 
 export function shareView<R extends ShareHost>(rt: R, group: ShareGroup): R {
   const submit = (req: SubmitRequest): unknown => rt.submitCharged(req, group);
+  const submitSequence = (req: SequenceRequest): unknown => rt.submitSequenceCharged(req, group);
   const submitGraph = (nodes: readonly GraphNode[]): unknown =>
     rt.submitGraph(Array.isArray(nodes) ? nodes.map((n: GraphNode) => tagged(n, group)) : nodes);
   // Methods run on the runtime itself (bound once per view), never on the proxy: tensors made through
@@ -30,6 +33,7 @@ export function shareView<R extends ShareHost>(rt: R, group: ShareGroup): R {
     get(target, prop) {
       if (prop === 'submit') return submit;
       if (prop === 'submitGraph') return submitGraph;
+      if (prop === 'submitSequence') return submitSequence;
       if (prop === 'share') return group;
       const v: unknown = Reflect.get(target, prop, target);
       if (typeof v !== 'function') return v;

@@ -112,6 +112,25 @@ void describe('GPT inference with a KV cache (f32, CPU)', () => {
     }
   });
 
+  void it('a forward pass is one runtime task, with the logits of a task per kernel', async () => {
+    const perKernel = new GptInference(model, undefined, false);
+    const rnd = seededRandom(19);
+    const seqs = [5, 17, 9].map((n) => randomTokens(n, rnd));
+    let tasks = 0;
+    const counter = { onTaskEnd: (): void => void tasks++ };
+    rt.addObserver(counter);
+    const together = await inf.lastLogits(seqs);
+    const sequenceTasks = tasks;
+    tasks = 0;
+    const separate = await perKernel.lastLogits(seqs);
+    const kernelTasks = tasks;
+    rt.removeObserver(counter);
+    // One sequence and the read of the logits, against every kernel as its own task.
+    assert.equal(sequenceTasks, 2, `tasks with sequences: ${sequenceTasks}`);
+    assert.ok(kernelTasks > 5 * config.layers + 2, `tasks without: ${kernelTasks}`);
+    for (const [i, row] of together.entries()) assert.deepEqual([...row], [...separate[i]!], `sequence ${i}`);
+  });
+
   void it('greedy decoding on the device (top-1) picks the argmax of the cached logits', async () => {
     const cache = new KvCache(rt, config, 'f32', { slots: 2, positions: 12 });
     const runs = [

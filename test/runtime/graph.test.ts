@@ -5,6 +5,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Tensor } from '../../src/memory/tensor.js';
+import { simBackend } from '../../src/devices/sim/backend.js';
+import { Runtime } from '../../src/runtime/runtime.js';
+import type { SequenceStep } from '../../src/runtime/sequence.js';
 import { cpuRuntime, randomValues } from './helpers.js';
 
 type Op =
@@ -87,6 +90,55 @@ for (const scheduler of ['eager', 'prio']) {
     }
   });
 }
+
+// On a second memory node (a computing sim GPU) too: a tensor a sequence reads before writing must be
+// copied there, which a single host node cannot tell from a plain write.
+for (const where of ['cpu', 'sim gpu'] as const)
+  test(`random programs cut into sequences (some of them large) equal sequential execution (${where})`, async () => {
+    const rt =
+      where === 'cpu'
+        ? await cpuRuntime()
+        : await Runtime.create({
+            backends: [simBackend({ devices: [{ id: 'sim0', type: 'gpu', depth: 64, launchUs: 0 }] })],
+            calibrate: false,
+            log: () => undefined,
+          });
+    try {
+      for (let seed = 1; seed <= 4; seed++) {
+        // 24 tensors: a sequence of up to 40 ops touches more than 16 distinct tensors (the set path).
+        const count = 24;
+        const len = 32;
+        const init = Array.from({ length: count }, (_, i) => randomValues(len, seed * 1000 + i));
+        const ts: Tensor[] = init.map((a) => rt.tensor([len], 'f32', a));
+        const ops = randomProgram(seed + 50, count, 400);
+        const step = (op: Op): SequenceStep =>
+          op.kind === 'axpy'
+            ? { kernel: 'axpy', args: { x: ts[op.x]!, y: ts[op.y]! }, scalars: { alpha: op.alpha } }
+            : op.kind === 'scale'
+              ? { kernel: 'scale', args: { x: ts[op.x]! }, scalars: { alpha: op.alpha } }
+              : { kernel: 'copy', args: { x: ts[op.x]!, y: ts[op.y]! } };
+        const cuts = randomValues(ops.length, seed + 7);
+        let sequences = 0;
+        for (let i = 0; i < ops.length;) {
+          // Chunks of 1 to 40 ops: a lone op goes as a plain task, longer runs as one sequence.
+          const n = Math.min(ops.length - i, 1 + Math.floor(((cuts[i]! + 1) / 2) * 40));
+          const chunk = ops.slice(i, i + n);
+          if (n === 1) rt.submit(step(chunk[0]!));
+          else {
+            rt.submitSequence({ steps: chunk.map(step) });
+            sequences++;
+          }
+          i += n;
+        }
+        assert.ok(sequences > 5, `${sequences} sequences`);
+        const expected = sequential(init, ops);
+        for (let i = 0; i < count; i++)
+          assertClose(await rt.read(ts[i]!), expected[i]!, `seed ${seed}, tensor ${i}`);
+      }
+    } finally {
+      await rt.close();
+    }
+  });
 
 test('explicit dependencies order tasks that share no data', async () => {
   const rt = await cpuRuntime();

@@ -69,7 +69,15 @@ export class GptInference {
   private readonly blocks: readonly BlockWeights[];
   private readonly lnF: readonly [Tensor, Tensor];
 
-  constructor(model: Gpt, rt?: InferenceRuntime) {
+  /**
+   * @param sequences submit each forward pass as one runtime sequence (default) rather than a task per
+   *   kernel: the same kernels in the same order, with the runtime's per-task host work paid once.
+   */
+  constructor(
+    model: Gpt,
+    rt?: InferenceRuntime,
+    private readonly sequences = true,
+  ) {
     this.config = model.config;
     this.dtype = model.nn.dtype;
     this.rt = rt ?? model.nn.rt;
@@ -133,12 +141,11 @@ export class GptInference {
     const b = seqs.length;
     const ids = new Int32Array(b * t);
     seqs.forEach((s, i) => ids.set(s, i * t));
-    const scope = new Scope(this.rt, place);
+    const scope = new Scope(this.rt, place, this.sequences);
     try {
-      const idT = this.rt.tensor([b, t], 'i32', ids);
+      const idT = scope.ints(ids, [b, t]);
       const x = scope.tensor([b * t, c.width], this.dtype);
       scope.run('embedding', { ids: idT, wte: this.wte, wpe: this.wpe, y: x });
-      this.rt.free(idT);
       const lse = scope.tensor([b, c.heads, t], this.dtype === 'f64' ? 'f64' : 'f32');
       const last = seqs.map((s, i) => i * t + s.length - 1);
       const logits = this.finish(scope, x, b * t, last, (qkv, y) =>
@@ -203,7 +210,7 @@ export class GptInference {
       last.push(ids.length - 1);
     }
     const m = ids.length;
-    const scope = new Scope(this.rt, place);
+    const scope = new Scope(this.rt, place, this.sequences);
     try {
       const posT = scope.ints(pos);
       const slotT = scope.ints(slot);
@@ -295,7 +302,7 @@ export class GptInference {
     const c = this.config;
     const rows = logits.shape[0]!;
     if (head.kind === 'logits') {
-      const values = toF32(this.dtype, await this.rt.read(logits));
+      const values = toF32(this.dtype, await scope.read(logits));
       return Array.from(
         { length: rows },
         (_, i) => values.slice(i * c.paddedVocab, i * c.paddedVocab + c.vocab) as HeadOutput<H>,
@@ -305,7 +312,7 @@ export class GptInference {
     const values = scope.tensor([rows, k], 'f32');
     const indices = scope.tensor([rows, k], 'i32');
     scope.run('topk_rows', { x: logits, values, indices }, { vocab: c.vocab });
-    const [v, ix] = await Promise.all([this.rt.read(values), this.rt.read(indices)]);
+    const [v, ix] = await Promise.all([scope.read(values), scope.read(indices)]);
     return Array.from({ length: rows }, (_, i) => ({
       values: (v as Float32Array).slice(i * k, (i + 1) * k),
       indices: (ix as Int32Array).slice(i * k, (i + 1) * k),

@@ -9,7 +9,16 @@ import type { Runtime } from '../../runtime/runtime.js';
 /** The part of the runtime a job may use (the documented API in docs/runtime-api.md). */
 export type ServiceRuntime = Pick<
   Runtime,
-  'tensor' | 'submit' | 'read' | 'write' | 'free' | 'devices' | 'backends' | 'registerKernel' | 'memoryUsage'
+  | 'tensor'
+  | 'submit'
+  | 'submitSequence'
+  | 'read'
+  | 'write'
+  | 'free'
+  | 'devices'
+  | 'backends'
+  | 'registerKernel'
+  | 'memoryUsage'
 >;
 
 /** Where the operator's hardware rules want the job's tasks to run. */

@@ -1,0 +1,199 @@
+/**
+ * Sequences: many kernel calls submitted as one task. The runtime's per-task work — validation of the
+ * request, dependency tracking, placement, coherence, dispatch, completion, events and the performance
+ * models — is done once for the whole list, and the steps go into one in-order device queue back to
+ * back (each step's launch names the previous step, so a failure skips the rest as a chain would).
+ *
+ * For work whose structure is fixed and whose steps are small, this is where the host time goes: a
+ * batch-1 GPT forward is ~90 kernels of a few microseconds each, and per task the runtime costs more
+ * than the kernel. Each step is still validated exactly as `submit` validates a task (same errors);
+ * the sequence's tensors are the union of its steps', each with the mode the outside world sees: read
+ * when a step reads it before any step writes it, written when any step writes it.
+ */
+import { TandemError } from '../core/errors.js';
+import type { Scalars, ScalarValue } from '../devices/device.js';
+import type { AccessMode, ArgSpec, Cost, KernelDef } from '../kernels/kernel.js';
+import type { Tensor } from '../memory/tensor.js';
+import { readsFrom, writesTo } from './graph.js';
+import type { RegisteredKernel } from './kernel-registry.js';
+import { validateSubmit, type SubmitRequest } from './submit.js';
+import type { TaskHandle, TaskKernel } from './task.js';
+
+export interface SequenceStep {
+  readonly kernel: string;
+  readonly args?: Readonly<Record<string, Tensor>>;
+  readonly scalars?: Readonly<Record<string, ScalarValue>>;
+}
+
+export interface SequenceRequest {
+  readonly steps: readonly SequenceStep[];
+  /** A device kind or id; every step runs there (one in-order queue). */
+  readonly device?: string;
+  readonly name?: string;
+  readonly priority?: number;
+  readonly deps?: readonly TaskHandle[];
+  readonly tags?: Readonly<Record<string, string>>;
+  readonly share?: SubmitRequest['share'];
+}
+
+/** One step as a queue launches it: its implementation on that kind, its arguments by tensor index. */
+export interface SequenceLaunchStep {
+  readonly op: string;
+  readonly impl: unknown;
+  readonly args: readonly number[];
+  readonly scalars: Scalars;
+}
+
+/** What a sequence task carries as its "implementation" per device kind (the executor checks for it). */
+export class SequenceImpl {
+  constructor(
+    readonly steps: readonly SequenceLaunchStep[],
+    /** Launch ids of the steps: firstStepId, firstStepId + 1, … (unique among the runtime's task ids). */
+    readonly firstStepId: number,
+  ) {}
+}
+
+/** Step s's implementation inside a sequence's implementation for one kind. */
+export function sequenceStepImpl(impl: unknown, s: number): unknown {
+  return impl instanceof SequenceImpl ? impl.steps[s]?.impl : undefined;
+}
+
+/** The request-level fields (priority, device, deps) are validated as a task without arguments. */
+export const SEQUENCE_REQUEST_DEF: KernelDef = Object.freeze({
+  name: '__sequence',
+  args: [],
+  validate: () => undefined,
+  cost: () => ({ flops: 0, bytes: 0 }),
+});
+
+/** What building a sequence needs of the runtime (structural: no import of runtime.ts). */
+export interface SequenceHost {
+  readonly kernels: { get(op: string): RegisteredKernel };
+  checkTensor(t: unknown, what: string): asserts t is Tensor;
+  readonly devices: ReadonlyArray<{ readonly info: { readonly id: string; readonly kind: string } }>;
+  modesOf(def: KernelDef, scalars: Scalars): readonly AccessMode[];
+}
+
+export interface BuiltSequence {
+  readonly kernel: TaskKernel;
+  readonly tensors: readonly Tensor[];
+  readonly modes: readonly AccessMode[];
+  readonly cost: Cost;
+  /** Per step: its op, scalars and tensors (for devices that decide per call). */
+  readonly calls: readonly SequenceCall[];
+}
+
+export interface SequenceCall {
+  readonly op: string;
+  readonly tensors: readonly Tensor[];
+  readonly scalars: Scalars;
+}
+
+const MAX_STEPS = 100_000;
+
+function bad(msg: string): TandemError {
+  return new TandemError('TANDEM_ERR_INVALID_ARGUMENT', msg);
+}
+
+/**
+ * Validates every step and builds the sequence's kernel: an op `__sequence` whose implementation on a
+ * device kind is the list of the steps' implementations there — only kinds that implement every step.
+ */
+export function buildSequence(host: SequenceHost, req: SequenceRequest, firstStepId: number): BuiltSequence {
+  if (req === null || typeof req !== 'object' || !Array.isArray(req.steps))
+    throw bad('submitSequence: steps must be an array');
+  if (req.steps.length === 0) throw bad('submitSequence: a sequence needs at least one step');
+  if (req.steps.length > MAX_STEPS)
+    throw bad(`submitSequence: ${req.steps.length} steps; at most ${MAX_STEPS} in one sequence`);
+  const index = new Map<Tensor, number>();
+  const tensors: Tensor[] = [];
+  const readFirst: boolean[] = [];
+  const written: boolean[] = [];
+  const registered: RegisteredKernel[] = [];
+  const stepArgs: number[][] = [];
+  const stepScalars: Scalars[] = [];
+  const calls: SequenceCall[] = [];
+  let flops = 0;
+  let bytes = 0;
+  for (let s = 0; s < req.steps.length; s++) {
+    const step = req.steps[s]!;
+    if (step === null || typeof step !== 'object') throw bad(`submitSequence: step ${s} is not an object`);
+    let k: RegisteredKernel;
+    try {
+      k = host.kernels.get(step.kernel);
+    } catch (e) {
+      throw prefixed(e, `submitSequence step ${s}`);
+    }
+    for (const key of REQUEST_ONLY)
+      if (key in step)
+        throw bad(`submitSequence: step ${s} sets ${key}; it belongs to the sequence, not to a step`);
+    let v: ReturnType<typeof validateSubmit>;
+    try {
+      // A step is a submit request without the request-level fields (refused above): validated as given.
+      v = validateSubmit(host, k.def, step);
+    } catch (e) {
+      throw prefixed(e, `submitSequence step ${s}`);
+    }
+    const modes = host.modesOf(k.def, v.scalars);
+    const args: number[] = [];
+    for (let i = 0; i < v.tensors.length; i++) {
+      const t = v.tensors[i]!;
+      let j = index.get(t);
+      if (j === undefined) {
+        j = tensors.length;
+        index.set(t, j);
+        tensors.push(t);
+        readFirst.push(false);
+        written.push(false);
+      }
+      const mode = modes[i]!;
+      if (readsFrom(mode) && !written[j]) readFirst[j] = true;
+      args.push(j);
+    }
+    // Writes are recorded after the step's reads: a step that reads and writes a tensor reads it first.
+    for (let i = 0; i < v.tensors.length; i++) if (writesTo(modes[i]!)) written[args[i]!] = true;
+    registered.push(k);
+    stepArgs.push(args);
+    stepScalars.push(v.scalars);
+    calls.push({ op: k.def.name, tensors: v.tensors, scalars: v.scalars });
+    flops += v.cost.flops;
+    bytes += v.cost.bytes;
+  }
+  const modes: AccessMode[] = tensors.map((_, j) =>
+    readFirst[j] && written[j] ? 'rw' : written[j] ? 'w' : 'r',
+  );
+  const impls = new Map<string, unknown>();
+  for (const kind of registered[0]!.impls.keys()) {
+    if (!registered.every((k) => k.impls.has(kind))) continue;
+    const steps = registered.map((k, s) => ({
+      op: k.def.name,
+      impl: k.impls.get(kind),
+      args: stepArgs[s]!,
+      scalars: stepScalars[s]!,
+    }));
+    impls.set(kind, new SequenceImpl(steps, firstStepId));
+  }
+  const def = sequenceDef(modes);
+  return { kernel: { def, impls }, tensors, modes, cost: { flops, bytes }, calls };
+}
+
+/** Fields of a submit request that only the sequence as a whole may set. */
+const REQUEST_ONLY = ['device', 'deps', 'priority', 'share', 'tags', 'name'] as const;
+
+/** The same error (code, details) with the step named first. */
+function prefixed(e: unknown, where: string): unknown {
+  if (!(e instanceof TandemError)) return e;
+  const message = e.message.startsWith(`${e.code}: `) ? e.message.slice(e.code.length + 2) : e.message;
+  return new TandemError(e.code, `${where}: ${message}`, { ...e.details, step: where }, { cause: e });
+}
+
+/** The sequence's definition: positional arguments with their outside modes (already validated). */
+function sequenceDef(modes: readonly AccessMode[]): KernelDef {
+  const args: ArgSpec[] = modes.map((mode, i) => ({ name: `t${i}`, mode }));
+  return {
+    name: '__sequence',
+    args,
+    validate: () => undefined,
+    cost: () => ({ flops: 0, bytes: 0 }),
+  };
+}

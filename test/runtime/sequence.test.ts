@@ -1,0 +1,221 @@
+/**
+ * Sequences (rt.submitSequence): many kernel calls as one task. They must compute exactly what the same
+ * calls submitted one by one compute, order with other tasks through their tensors, fail as a chain
+ * fails, and refuse bad steps with the codes `submit` uses, before anything runs.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { isTandemError, type ErrorCode } from '../../src/core/errors.js';
+import type { KernelDef } from '../../src/kernels/kernel.js';
+import type { Tensor } from '../../src/memory/tensor.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
+import type { SequenceStep } from '../../src/runtime/sequence.js';
+import { cpuRuntime, randomValues } from './helpers.js';
+
+function code(c: ErrorCode, pattern?: RegExp): (e: unknown) => boolean {
+  return (e: unknown) => {
+    assert.ok(isTandemError(e), `expected a TandemError, got ${String(e)}`);
+    assert.equal(e.code, c, e.message);
+    if (pattern) assert.match(e.message, pattern);
+    return true;
+  };
+}
+
+const M = 7;
+const K = 5;
+const N = 6;
+
+/** C = A·B, then C *= 0.5, then Y += 3·C, then C = C·Bᵀ·… : a chain with reads after writes. */
+function chain(rt: Runtime, seed: number) {
+  const a = rt.tensor([M, K], 'f64', randomValues(M * K, seed));
+  const b = rt.tensor([K, N], 'f64', randomValues(K * N, seed + 1));
+  // Poisoned: every element must be written by the gemm (beta 0 only writes C).
+  const c = rt.tensor([M, N], 'f64', new Float64Array(M * N).fill(Number.NaN));
+  const y = rt.tensor([M, N], 'f64', randomValues(M * N, seed + 2));
+  const steps: SequenceStep[] = [
+    { kernel: 'gemm', args: { a, b, c } },
+    { kernel: 'scale', args: { x: c }, scalars: { alpha: 0.5 } },
+    { kernel: 'axpy', args: { x: c, y }, scalars: { alpha: 3 } },
+  ];
+  return { a, b, c, y, steps };
+}
+
+/** The float64 reference of `chain` on the host. */
+async function reference(rt: Runtime, a: Tensor, b: Tensor, y: Tensor): Promise<Float64Array> {
+  const av = (await rt.read(a)) as Float64Array;
+  const bv = (await rt.read(b)) as Float64Array;
+  const out = Float64Array.from((await rt.read(y)) as Float64Array);
+  for (let i = 0; i < M; i++)
+    for (let j = 0; j < N; j++) {
+      let s = 0;
+      for (let k = 0; k < K; k++) s += av[i * K + k]! * bv[k * N + j]!;
+      out[i * N + j]! += 3 * 0.5 * s;
+    }
+  return out;
+}
+
+test('a sequence computes exactly what its steps submitted one by one compute', async () => {
+  const rt = await cpuRuntime();
+  try {
+    const one = chain(rt, 11);
+    const want = await reference(rt, one.a, one.b, one.y);
+    for (const s of one.steps) rt.submit(s);
+    const two = chain(rt, 11);
+    const task = rt.submitSequence({ steps: two.steps, name: 'chain' });
+    assert.equal(task.name, 'chain');
+    await task.done;
+    assert.equal(task.state, 'done');
+    const separate = (await rt.read(one.y)) as Float64Array;
+    const together = (await rt.read(two.y)) as Float64Array;
+    assert.deepEqual(Array.from(together), Array.from(separate));
+    for (let i = 0; i < want.length; i++)
+      assert.ok(Math.abs(together[i]! - want[i]!) <= 1e-12 * (1 + Math.abs(want[i]!)), `y[${i}]`);
+    assert.ok(!Array.from((await rt.read(two.c)) as Float64Array).some(Number.isNaN), 'c fully written');
+  } finally {
+    await rt.close();
+  }
+});
+
+test('a sequence is ordered with the tasks around it by its tensors', async () => {
+  const rt = await cpuRuntime();
+  try {
+    const { a, b, y, steps } = chain(rt, 21);
+    // Before: doubles A (the sequence must read the doubled A). After: reads Y (must see the sum).
+    rt.submit({ kernel: 'scale', args: { x: a }, scalars: { alpha: 2 } });
+    const seq = rt.submitSequence({ steps, device: 'cpu' });
+    const after = rt.tensor([M, N], 'f64', new Float64Array(M * N).fill(Number.NaN));
+    rt.submit({ kernel: 'copy', args: { x: y, y: after } });
+    // And a later write to A must not overtake the sequence's read of it.
+    rt.submit({ kernel: 'scale', args: { x: a }, scalars: { alpha: 100 } });
+    await seq.done;
+    const got = (await rt.read(after)) as Float64Array;
+    const a2 = (await rt.read(a)) as Float64Array;
+    // Undo the later ×100 to rebuild the doubled A the sequence saw, then the reference with it.
+    const check = await cpuRuntime();
+    try {
+      const aSeen = check.tensor(
+        [M, K],
+        'f64',
+        Float64Array.from(a2, (v) => v / 100),
+      );
+      const y0 = check.tensor([M, N], 'f64', randomValues(M * N, 23));
+      const bv = check.tensor([K, N], 'f64', (await rt.read(b)) as Float64Array);
+      const want = await reference(check, aSeen, bv, y0);
+      for (let i = 0; i < want.length; i++)
+        assert.ok(Math.abs(got[i]! - want[i]!) <= 1e-12 * (1 + Math.abs(want[i]!)), `after[${i}]`);
+    } finally {
+      await check.close();
+    }
+  } finally {
+    await rt.close();
+  }
+});
+
+const doubleDef: KernelDef = {
+  name: 'double_or_throw',
+  args: [
+    { name: 'x', mode: 'r' },
+    { name: 'y', mode: 'w' },
+  ],
+  validate: () => undefined,
+  cost: (a) => ({ flops: a['x']!.bytes / 8, bytes: 2 * a['x']!.bytes }),
+};
+const customModule = new URL('./fixtures/custom-kernels.js', import.meta.url).href;
+
+test('a step that fails fails the sequence with its error; dependents fail naming the sequence', async () => {
+  const rt = await cpuRuntime();
+  try {
+    rt.registerKernel(doubleDef, { cpu: { module: customModule, export: 'doubleOrThrow' } });
+    const x = rt.tensor([3], 'f32', [1, 2, 3]);
+    const bad = rt.tensor([3], 'f32', [1, -1, 2]);
+    const mid = rt.tensor([3], 'f32');
+    const out = rt.tensor([3], 'f32');
+    const seq = rt.submitSequence({
+      name: 'doubling chain',
+      steps: [
+        { kernel: 'scale', args: { x }, scalars: { alpha: 2 } },
+        { kernel: 'double_or_throw', args: { x: bad, y: mid } },
+        { kernel: 'double_or_throw', args: { x: mid, y: out } },
+      ],
+    });
+    const next = rt.submit({ kernel: 'scale', args: { x: out }, scalars: { alpha: 2 } });
+    await assert.rejects(seq.done, code('TANDEM_ERR_KERNEL_FAILED', /negative input at 1/));
+    await assert.rejects(next.done, code('TANDEM_ERR_DEPENDENCY_FAILED', /doubling chain/));
+    // The runtime keeps serving, sequences included.
+    const good = rt.tensor([3], 'f32', [1, 2, 3]);
+    const y = rt.tensor([3], 'f32');
+    await rt.submitSequence({
+      steps: [
+        { kernel: 'double_or_throw', args: { x: good, y } },
+        { kernel: 'scale', args: { x: y }, scalars: { alpha: 0.5 } },
+      ],
+    }).done;
+    assert.deepEqual(Array.from(await rt.read(y)), [1, 2, 3]);
+  } finally {
+    await rt.close();
+  }
+});
+
+test('bad sequences are refused with the codes submit uses, naming the step, before anything runs', async () => {
+  const rt = await cpuRuntime();
+  try {
+    const x = rt.tensor([4], 'f32', [1, 2, 3, 4]);
+    const m = rt.tensor([2, 2], 'f32', [1, 2, 3, 4]);
+    const scaleX = { kernel: 'scale', args: { x }, scalars: { alpha: 2 } };
+    assert.throws(() => rt.submitSequence({ steps: [] }), code('TANDEM_ERR_INVALID_ARGUMENT'));
+    assert.throws(
+      () => rt.submitSequence({ steps: 'gemm' as unknown as SequenceStep[] }),
+      code('TANDEM_ERR_INVALID_ARGUMENT'),
+    );
+    assert.throws(
+      () => rt.submitSequence({ steps: [scaleX, { kernel: 'nope' }] }),
+      code('TANDEM_ERR_UNKNOWN_KERNEL', /step 1/),
+    );
+    assert.throws(
+      () => rt.submitSequence({ steps: [scaleX, scaleX, { kernel: 'gemm', args: { a: m, b: x, c: m } }] }),
+      (e: unknown) =>
+        code('TANDEM_ERR_SHAPE', /step 2/)(e) &&
+        (e as { details: { step?: string } }).details.step !== undefined,
+    );
+    assert.throws(
+      () => rt.submitSequence({ steps: [scaleX, { kernel: 'scale', args: { x } }] }),
+      code('TANDEM_ERR_INVALID_ARGUMENT', /step 1/),
+    );
+    assert.throws(
+      () => rt.submitSequence({ steps: [scaleX], device: 'cuda7' }),
+      code('TANDEM_ERR_NO_DEVICE'),
+    );
+    assert.throws(
+      () => rt.submitSequence({ steps: [scaleX, { ...scaleX, device: 'cpu' } as SequenceStep] }),
+      code('TANDEM_ERR_INVALID_ARGUMENT', /step 1 sets device/),
+    );
+    assert.throws(
+      () => rt.submitSequence({ steps: [scaleX], priority: Number.NaN }),
+      code('TANDEM_ERR_INVALID_ARGUMENT'),
+    );
+    assert.throws(
+      () => rt.submitSequence({ steps: [null as unknown as SequenceStep] }),
+      code('TANDEM_ERR_INVALID_ARGUMENT', /step 0/),
+    );
+    // Nothing ran: x was scaled by none of the refused sequences.
+    assert.deepEqual(Array.from(await rt.read(x)), [1, 2, 3, 4]);
+  } finally {
+    await rt.close();
+  }
+});
+
+test('a sequence through a share view is charged to its group', async () => {
+  const rt = await cpuRuntime();
+  try {
+    const view = rt.withShare('tenant-a');
+    const { steps, y } = chain(rt, 31);
+    await view.submitSequence({ steps }).done;
+    assert.ok(Number.isFinite((await rt.read(y))[0]));
+    const usage = rt.shareUsage().find((u) => u.share === 'tenant-a');
+    assert.ok(usage, 'the group is known');
+    assert.equal(usage.tasks, 1, 'one task for the whole sequence');
+    assert.ok(usage.deviceSeconds > 0, `device time charged: ${JSON.stringify(usage)}`);
+  } finally {
+    await rt.close();
+  }
+});
