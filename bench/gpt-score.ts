@@ -2,7 +2,10 @@
  * The GPU side of B.7 without the lane: GPT-2 124M last-token scoring (bf16, 128-token inputs, top-5)
  * through `GptInference.last` in this process, at the given batch sizes — what a lane batch costs once it
  * is formed. Beside bench/torch/gpt2_infer.py's offline forward when its output is given, as a ratio.
+ * `--sequences off` submits a task per kernel (the build before runtime sequences); on (default), each
+ * pass is one sequence and small repeated shapes (batch × 128 ≤ 2048 rows) run from kept plans.
  *   node dist/bench/gpt-score.js [--batches 1,16,64] [--reps 50] [--device cuda0] [--torch file.jsonl]
+ *     [--sequences on|off]
  */
 import { readFileSync } from 'node:fs';
 import { parse, intOption } from '../src/cli/output.js';
@@ -16,7 +19,9 @@ const { values } = parse(process.argv.slice(2), {
   reps: { type: 'string' },
   device: { type: 'string', default: 'cuda0' },
   torch: { type: 'string' },
+  sequences: { type: 'string', default: 'on' },
 });
+const sequences = values['sequences'] !== 'off';
 const device = String(values['device']);
 const reps = intOption(values['reps'], 'reps', 50);
 const SEQ = 128;
@@ -32,6 +37,8 @@ const rt = await Runtime.create({ backends: [device.replace(/\d+$/, '')], log: (
 try {
   const inf = new GptInference(
     new Gpt(new Nn(rt, { precision: 'bf16', device, seed: 1 }), gptConfig('gpt2')),
+    undefined,
+    sequences,
   );
   for (const b of String(values['batches']).split(',').map(Number)) {
     const seqs = Array.from({ length: b }, (_, i) =>
@@ -50,6 +57,7 @@ try {
     console.log(
       JSON.stringify({
         side: 'tandem',
+        sequences,
         batch: b,
         seq: SEQ,
         ms,

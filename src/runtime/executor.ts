@@ -328,6 +328,8 @@ export class Executor implements PredecessorSink {
    */
   private launchSequence(task: Task, w: WorkerSlot, args: LaunchArg[], seq: SequenceImpl): void {
     const steps = seq.steps;
+    // The runtime reserved the ids after the task's for its steps (unique among all launches).
+    const firstStepId = task.id + 1;
     let left = steps.length;
     let firstError: Error | null = null;
     let startUs = Infinity;
@@ -350,7 +352,7 @@ export class Executor implements PredecessorSink {
       try {
         w.queue.launch(
           {
-            taskId: seq.firstStepId + s,
+            taskId: firstStepId + s,
             op: step.op,
             impl: step.impl,
             args: stepArgs,
@@ -366,7 +368,7 @@ export class Executor implements PredecessorSink {
         stepDone(null);
         return;
       }
-      prev[0] = seq.firstStepId + s;
+      prev[0] = firstStepId + s;
     }
   }
 

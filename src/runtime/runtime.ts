@@ -46,8 +46,10 @@ import { Communicator, placedKernel, type CommunicatorOptions } from './collecti
 import { Task, unfinished } from './task.js';
 import { validateSubmit, type SubmitRequest } from './submit.js';
 import {
+  PreparedSequence,
   SEQUENCE_REQUEST_DEF,
   buildSequence,
+  requestFields,
   sequenceStepImpl,
   type BuiltSequence,
   type SequenceCall,
@@ -404,32 +406,75 @@ export class Runtime {
   /** `submitSequence`, charged to `fallback` when the request names no share group (share views). */
   submitSequenceCharged(req: SequenceRequest, fallback: ShareGroup | null): TaskHandle {
     this.assertOpen();
-    const seq = buildSequence(this.sequenceHost, req, this.nextTaskId + 1);
-    // The request's own fields are checked as submit checks them (a definition with no arguments).
-    const v = validateSubmit(this, SEQUENCE_REQUEST_DEF, {
-      kernel: SEQUENCE_REQUEST_DEF.name,
-      ...(req.priority === undefined ? {} : { priority: req.priority }),
-      ...(req.device === undefined ? {} : { device: req.device }),
-      ...(req.deps === undefined ? {} : { deps: req.deps }),
-    });
+    const seq = buildSequence(this.sequenceHost, req);
+    const v = validateSubmit(this, SEQUENCE_REQUEST_DEF, requestFields(req, true));
     const share = req.share === undefined ? fallback : this.shares.resolve(req.share);
+    const name = req.name ?? `sequence of ${req.steps.length}`;
+    return this.startSequence(seq, name, v.priority, v.constraint, req.tags, share, v.deps);
+  }
+
+  /**
+   * A sequence validated once, to be submitted many times with `submitPrepared` (same tensors each
+   * time: a forward pass whose buffers are kept between runs). Its tensors must stay alive.
+   */
+  prepareSequence(req: SequenceRequest): PreparedSequence {
+    return this.prepareSequenceCharged(req, null);
+  }
+
+  /** `prepareSequence`, charged to `fallback` when the request names no share group (share views). */
+  prepareSequenceCharged(req: SequenceRequest, fallback: ShareGroup | null): PreparedSequence {
+    this.assertOpen();
+    if (req?.deps !== undefined)
+      throw new TandemError(
+        'TANDEM_ERR_INVALID_ARGUMENT',
+        'prepareSequence: deps belong to a submission, not to a prepared sequence',
+      );
+    const seq = buildSequence(this.sequenceHost, req);
+    const v = validateSubmit(this, SEQUENCE_REQUEST_DEF, requestFields(req, false));
+    const share = req.share === undefined ? fallback : this.shares.resolve(req.share);
+    const name = req.name ?? `sequence of ${req.steps.length}`;
+    return new PreparedSequence(this, seq, name, v.priority, v.constraint, req.tags, share);
+  }
+
+  /** Runs a prepared sequence again (`tags` replace its labels for this run); no step is revalidated. */
+  submitPrepared(p: PreparedSequence, tags?: Readonly<Record<string, string>>): TaskHandle {
+    this.assertOpen();
+    if (!(p instanceof PreparedSequence) || p.owner !== this)
+      throw new TandemError(
+        'TANDEM_ERR_INVALID_ARGUMENT',
+        'submitPrepared: not a sequence prepared by this runtime',
+      );
+    for (const t of p.built.tensors) this.checkTensor(t, `submitPrepared(${p.name})`);
+    return this.startSequence(p.built, p.name, p.priority, p.constraint, tags ?? p.tags, p.share, []);
+  }
+
+  private startSequence(
+    seq: BuiltSequence,
+    name: string,
+    priority: number,
+    constraint: string | null,
+    tags: Readonly<Record<string, string>> | undefined,
+    share: ShareGroup | null,
+    deps: readonly Task[],
+  ): Task {
     const id = this.nextTaskId++;
-    this.nextTaskId += req.steps.length; // the steps' own launch ids (see SequenceImpl)
+    // The steps' own launch ids follow the task's (see Executor.launchSequence).
+    this.nextTaskId += seq.calls.length;
     const task = new Task(
       id,
-      req.name ?? `sequence of ${req.steps.length}`,
+      name,
       seq.kernel,
       seq.tensors,
       seq.modes,
-      v.scalars,
-      v.priority,
-      v.constraint,
-      req.tags,
+      NO_SCALARS,
+      priority,
+      constraint,
+      tags,
       share,
     );
     task.cost = seq.cost;
-    task.eligible = this.sequenceEligible(seq, v.constraint);
-    this.executor.submit(task, v.deps);
+    task.eligible = this.sequenceEligible(seq, constraint);
+    this.executor.submit(task, deps);
     return task;
   }
 

@@ -17,6 +17,7 @@ import type { Tensor } from '../memory/tensor.js';
 import { readsFrom, writesTo } from './graph.js';
 import type { RegisteredKernel } from './kernel-registry.js';
 import { validateSubmit, type SubmitRequest } from './submit.js';
+import type { ShareGroup } from './shares.js';
 import type { TaskHandle, TaskKernel } from './task.js';
 
 export interface SequenceStep {
@@ -46,11 +47,30 @@ export interface SequenceLaunchStep {
 
 /** What a sequence task carries as its "implementation" per device kind (the executor checks for it). */
 export class SequenceImpl {
+  constructor(readonly steps: readonly SequenceLaunchStep[]) {}
+}
+
+/** A sequence validated once (Runtime.prepareSequence), submitted again with Runtime.submitPrepared. */
+export class PreparedSequence {
   constructor(
-    readonly steps: readonly SequenceLaunchStep[],
-    /** Launch ids of the steps: firstStepId, firstStepId + 1, … (unique among the runtime's task ids). */
-    readonly firstStepId: number,
+    readonly owner: object,
+    readonly built: BuiltSequence,
+    readonly name: string,
+    readonly priority: number,
+    readonly constraint: string | null,
+    readonly tags: Readonly<Record<string, string>> | undefined,
+    readonly share: ShareGroup | null,
   ) {}
+}
+
+/** The request-level fields as a submit request without arguments (validated by validateSubmit). */
+export function requestFields(req: SequenceRequest, withDeps: boolean): SubmitRequest {
+  return {
+    kernel: SEQUENCE_REQUEST_DEF.name,
+    ...(req.priority === undefined ? {} : { priority: req.priority }),
+    ...(req.device === undefined ? {} : { device: req.device }),
+    ...(withDeps && req.deps !== undefined ? { deps: req.deps } : {}),
+  };
 }
 
 /** Step s's implementation inside a sequence's implementation for one kind. */
@@ -99,7 +119,7 @@ function bad(msg: string): TandemError {
  * Validates every step and builds the sequence's kernel: an op `__sequence` whose implementation on a
  * device kind is the list of the steps' implementations there — only kinds that implement every step.
  */
-export function buildSequence(host: SequenceHost, req: SequenceRequest, firstStepId: number): BuiltSequence {
+export function buildSequence(host: SequenceHost, req: SequenceRequest): BuiltSequence {
   if (req === null || typeof req !== 'object' || !Array.isArray(req.steps))
     throw bad('submitSequence: steps must be an array');
   if (req.steps.length === 0) throw bad('submitSequence: a sequence needs at least one step');
@@ -171,7 +191,7 @@ export function buildSequence(host: SequenceHost, req: SequenceRequest, firstSte
       args: stepArgs[s]!,
       scalars: stepScalars[s]!,
     }));
-    impls.set(kind, new SequenceImpl(steps, firstStepId));
+    impls.set(kind, new SequenceImpl(steps));
   }
   const def = sequenceDef(modes);
   return { kernel: { def, impls }, tensors, modes, cost: { flops, bytes }, calls };

@@ -19,11 +19,13 @@ export interface ShareHost {
   submitCharged(req: SubmitRequest, group: ShareGroup): unknown;
   submitGraph(nodes: readonly GraphNode[]): unknown;
   submitSequenceCharged(req: SequenceRequest, group: ShareGroup): unknown;
+  prepareSequenceCharged(req: SequenceRequest, group: ShareGroup): unknown;
 }
 
 export function shareView<R extends ShareHost>(rt: R, group: ShareGroup): R {
   const submit = (req: SubmitRequest): unknown => rt.submitCharged(req, group);
   const submitSequence = (req: SequenceRequest): unknown => rt.submitSequenceCharged(req, group);
+  const prepareSequence = (req: SequenceRequest): unknown => rt.prepareSequenceCharged(req, group);
   const submitGraph = (nodes: readonly GraphNode[]): unknown =>
     rt.submitGraph(Array.isArray(nodes) ? nodes.map((n: GraphNode) => tagged(n, group)) : nodes);
   // Methods run on the runtime itself (bound once per view), never on the proxy: tensors made through
@@ -34,6 +36,7 @@ export function shareView<R extends ShareHost>(rt: R, group: ShareGroup): R {
       if (prop === 'submit') return submit;
       if (prop === 'submitGraph') return submitGraph;
       if (prop === 'submitSequence') return submitSequence;
+      if (prop === 'prepareSequence') return prepareSequence;
       if (prop === 'share') return group;
       const v: unknown = Reflect.get(target, prop, target);
       if (typeof v !== 'function') return v;

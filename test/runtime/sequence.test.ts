@@ -219,3 +219,55 @@ test('a sequence through a share view is charged to its group', async () => {
     await rt.close();
   }
 });
+
+test('a prepared sequence runs again on new inputs; after a failed run it fails as its dependent', async () => {
+  const rt = await cpuRuntime();
+  try {
+    rt.registerKernel(doubleDef, { cpu: { module: customModule, export: 'doubleOrThrow' } });
+    const x = rt.tensor([4], 'f32', [1, 2, 3, 4]);
+    const y = rt.tensor([4], 'f32');
+    const p = rt.prepareSequence({
+      name: 'prepared',
+      steps: [
+        { kernel: 'double_or_throw', args: { x, y } },
+        { kernel: 'scale', args: { x: y }, scalars: { alpha: 3 } },
+      ],
+    });
+    await rt.submitPrepared(p).done;
+    assert.deepEqual(Array.from(await rt.read(y)), [6, 12, 18, 24]);
+    await rt.write(x, [5, 6, 7, 8]);
+    const again = rt.submitPrepared(p, { run: 'second' });
+    assert.equal(again.name, 'prepared');
+    await again.done;
+    assert.deepEqual(Array.from(await rt.read(y)), [30, 36, 42, 48]);
+    // A failed run leaves its outputs failed, as for any task: the next run fails naming it.
+    await rt.write(x, [1, -2, 3, 4]);
+    await assert.rejects(rt.submitPrepared(p).done, code('TANDEM_ERR_KERNEL_FAILED', /negative input at 1/));
+    await assert.rejects(rt.submitPrepared(p).done, code('TANDEM_ERR_DEPENDENCY_FAILED', /prepared/));
+    // Refusals: deps on a prepared sequence, something else as one, another runtime's, a tensor freed since.
+    assert.throws(
+      () =>
+        rt.prepareSequence({
+          steps: [{ kernel: 'scale', args: { x }, scalars: { alpha: 1 } }],
+          deps: [again],
+        }),
+      code('TANDEM_ERR_INVALID_ARGUMENT', /deps belong to a submission/),
+    );
+    assert.throws(
+      () => rt.submitPrepared({} as unknown as typeof p),
+      code('TANDEM_ERR_INVALID_ARGUMENT', /not a sequence prepared by this runtime/),
+    );
+    const other = await cpuRuntime();
+    try {
+      assert.throws(() => other.submitPrepared(p), code('TANDEM_ERR_INVALID_ARGUMENT'));
+    } finally {
+      await other.close();
+    }
+    const z = rt.tensor([4], 'f32', [1, 1, 1, 1]);
+    const q = rt.prepareSequence({ steps: [{ kernel: 'scale', args: { x: z }, scalars: { alpha: 2 } }] });
+    rt.free(z);
+    assert.throws(() => rt.submitPrepared(q), code('TANDEM_ERR_INVALID_ARGUMENT', /freed/));
+  } finally {
+    await rt.close();
+  }
+});

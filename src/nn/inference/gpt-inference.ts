@@ -16,6 +16,7 @@ import { TandemError } from '../../core/errors.js';
 import type { Tensor } from '../../memory/tensor.js';
 import type { GptConfig, Gpt } from '../models/gpt.js';
 import { KvCache, type KvCacheOptions } from './kv-cache.js';
+import { PLAN_MAX_ROWS, ScorePlans } from './score-plans.js';
 import { type InferenceRuntime, type RunPlace, Scope } from './scope.js';
 
 const LN_EPS = 1e-5;
@@ -68,10 +69,13 @@ export class GptInference {
   private readonly wpe: Tensor;
   private readonly blocks: readonly BlockWeights[];
   private readonly lnF: readonly [Tensor, Tensor];
+  /** Kept scoring passes for small repeated shapes (sequence mode). */
+  private readonly plans: ScorePlans;
 
   /**
    * @param sequences submit each forward pass as one runtime sequence (default) rather than a task per
-   *   kernel: the same kernels in the same order, with the runtime's per-task host work paid once.
+   *   kernel: the same kernels in the same order, with the runtime's per-task host work paid once; small
+   *   scoring shapes seen before run from a kept plan (score-plans.ts). `dispose()` frees the plans.
    */
   constructor(
     model: Gpt,
@@ -81,6 +85,7 @@ export class GptInference {
     this.config = model.config;
     this.dtype = model.nn.dtype;
     this.rt = rt ?? model.nn.rt;
+    this.plans = new ScorePlans((t) => this.rt.free(t));
     this.wte = model.wte.data;
     this.wpe = model.wpe.data;
     const pair = (w: { data: Tensor }, b: { data: Tensor } | null): readonly [Tensor, Tensor] => {
@@ -141,19 +146,79 @@ export class GptInference {
     const b = seqs.length;
     const ids = new Int32Array(b * t);
     seqs.forEach((s, i) => ids.set(s, i * t));
+    const lastRows = Int32Array.from(seqs, (s, i) => i * t + s.length - 1);
+    if (this.sequences && b * t <= PLAN_MAX_ROWS) return this.lastPlanned(b, t, ids, lastRows, head, place);
     const scope = new Scope(this.rt, place, this.sequences);
     try {
-      const idT = scope.ints(ids, [b, t]);
-      const x = scope.tensor([b * t, c.width], this.dtype);
-      scope.run('embedding', { ids: idT, wte: this.wte, wpe: this.wpe, y: x });
-      const lse = scope.tensor([b, c.heads, t], this.dtype === 'f64' ? 'f64' : 'f32');
-      const last = seqs.map((s, i) => i * t + s.length - 1);
-      const logits = this.finish(scope, x, b * t, last, (qkv, y) =>
-        scope.run('attention', { qkv, y, lse }, { heads: c.heads, seq: t }),
-      );
-      return await this.readHead(scope, logits, head);
+      const pass = this.scoreForward(scope, b, t, ids, lastRows, head);
+      return this.formatHead(head, b, await Promise.all(pass.outputs.map((o) => scope.read(o))));
     } finally {
       scope.release();
+    }
+  }
+
+  /** Frees the kept forward passes (see score-plans.ts); the model's own weights are the caller's. */
+  dispose(): void {
+    this.plans.dispose();
+  }
+
+  /** The scoring pass in `scope`: its input tensors and the tensors to read for `head`. */
+  private scoreForward(
+    scope: Scope,
+    b: number,
+    t: number,
+    ids: Int32Array,
+    lastRows: Int32Array,
+    head: Head,
+  ): { ids: Tensor; index: Tensor; outputs: Tensor[] } {
+    const c = this.config;
+    const idT = scope.ints(ids, [b, t]);
+    const x = scope.tensor([b * t, c.width], this.dtype);
+    scope.run('embedding', { ids: idT, wte: this.wte, wpe: this.wpe, y: x });
+    const lse = scope.tensor([b, c.heads, t], this.dtype === 'f64' ? 'f64' : 'f32');
+    const index = scope.ints(lastRows);
+    const logits = this.finish(scope, x, b * t, index, (qkv, y) =>
+      scope.run('attention', { qkv, y, lse }, { heads: c.heads, seq: t }),
+    );
+    return { ids: idT, index, outputs: this.headTensors(scope, logits, head) };
+  }
+
+  /**
+   * A scoring pass through a kept plan for its shape (made on first use): the token ids and row indices
+   * written into the plan's inputs, its prepared sequence run again, its outputs read. A failed run drops
+   * the plan (its tensors are left failed, as any task's outputs are).
+   */
+  private async lastPlanned<H extends Head>(
+    b: number,
+    t: number,
+    ids: Int32Array,
+    lastRows: Int32Array,
+    head: H,
+    place: RunPlace,
+  ): Promise<HeadOutput<H>[]> {
+    const key = `${b}x${t}|${head.kind === 'topk' ? `top${head.k}` : 'logits'}|${place.device ?? ''}`;
+    let plan = this.plans.get(key);
+    const writes: Promise<void>[] = [];
+    if (plan === undefined) {
+      const scope = new Scope(this.rt, place, true);
+      try {
+        const pass = this.scoreForward(scope, b, t, ids, lastRows, head);
+        const prepared = scope.prepare(`score ${key}`);
+        plan = { ...pass, prepared, tensors: scope.adopt() };
+      } finally {
+        scope.release();
+      }
+      this.plans.add(key, plan);
+    } else writes.push(this.rt.write(plan.ids, ids), this.rt.write(plan.index, lastRows));
+    // Submitted in one turn, in this order: the runtime orders runs of one plan by its tensors.
+    const run = this.rt.submitPrepared(plan.prepared, place.tags);
+    const reads = plan.outputs.map((o) => this.rt.read(o));
+    try {
+      const done = await Promise.all([...writes, run.done, ...reads]);
+      return this.formatHead(head, b, done.slice(writes.length + 1) as HostArray[]);
+    } catch (e) {
+      this.plans.drop(key);
+      throw e;
     }
   }
 
@@ -217,13 +282,14 @@ export class GptInference {
       const x = scope.tensor([m, c.width], this.dtype);
       scope.run('embedding_at', { ids: scope.ints(ids), pos: posT, wte: this.wte, wpe: this.wpe, y: x });
       let layer = 0;
-      const logits = this.finish(scope, x, m, last, (qkv, y) => {
+      const logits = this.finish(scope, x, m, scope.ints(last), (qkv, y) => {
         const kv = { qkv, slot: slotT, pos: posT, kcache: cache.keys[layer]!, vcache: cache.values[layer]! };
         scope.run('kv_append', kv);
         scope.run('kv_attention', { ...kv, y }, { heads: c.heads });
         layer++;
       });
-      return await this.readHead(scope, logits, head);
+      const outputs = this.headTensors(scope, logits, head);
+      return this.formatHead(head, runs.length, await Promise.all(outputs.map((o) => scope.read(o))));
     } finally {
       scope.release();
     }
@@ -237,12 +303,21 @@ export class GptInference {
     scope: Scope,
     x0: Tensor,
     m: number,
-    last: readonly number[],
+    index: Tensor,
     attend: (qkv: Tensor, y: Tensor) => void,
   ): Tensor {
     const c = this.config;
     const dt = this.dtype;
     const stat = dt === 'f64' ? 'f64' : 'f32';
+    // One buffer per role for all blocks (a block's temporaries are dead once the next one starts; the
+    // runtime orders the reuse by the data): a forward's working set is two blocks', not twelve.
+    const roles = new Map<string, Tensor>();
+    const buffer = (role: string, shape: readonly number[], dtype = dt): Tensor => {
+      let t = roles.get(role);
+      if (t === undefined) roles.set(role, (t = scope.tensor(shape, dtype)));
+      return t;
+    };
+    let residual = 0; // the residual stream alternates between two buffers (s is never r)
     let x = x0;
     let pending: Tensor | null = null; // a sublayer's output not yet added to the residual stream x
     const norm = (
@@ -251,39 +326,38 @@ export class GptInference {
       xIn: Tensor,
       add: Tensor | null,
     ): { x: Tensor; y: Tensor } => {
-      const y = scope.tensor([rows, c.width], dt);
-      const mean = scope.tensor([rows], stat);
-      const rstd = scope.tensor([rows], stat);
+      const y = buffer(`y${rows}`, [rows, c.width]);
+      const mean = buffer(`mean${rows}`, [rows], stat);
+      const rstd = buffer(`rstd${rows}`, [rows], stat);
       if (add === null) {
         scope.run('layernorm', { x: xIn, w, b, y, mean, rstd }, { eps: LN_EPS });
         return { x: xIn, y };
       }
-      const s = scope.tensor([rows, c.width], dt);
+      const s = buffer(`s${rows}.${residual++ % 2}`, [rows, c.width]);
       scope.run('residual_layernorm', { a: add, r: xIn, s, w, b, y, mean, rstd }, { eps: LN_EPS });
       return { x: s, y };
     };
-    const linear = (input: Tensor, [w, b]: readonly [Tensor, Tensor], cols: number): Tensor => {
-      const y = scope.tensor([m, cols], dt);
+    const linear = (input: Tensor, [w, b]: readonly [Tensor, Tensor], role: string, cols: number): Tensor => {
+      const y = buffer(role, [m, cols]);
       scope.run('linear', { x: input, w, b, y });
       return y;
     };
     for (const blk of this.blocks) {
       let r = norm(m, blk.ln1, x, pending);
       x = r.x;
-      const qkv = linear(r.y, blk.attn, 3 * c.width);
-      const att = scope.tensor([m, c.width], dt);
+      const qkv = linear(r.y, blk.attn, 'qkv', 3 * c.width);
+      const att = buffer('att', [m, c.width]);
       attend(qkv, att);
-      pending = linear(att, blk.proj, c.width);
+      pending = linear(att, blk.proj, 'pending', c.width);
       r = norm(m, blk.ln2, x, pending);
       x = r.x;
-      const pre = scope.tensor([m, 4 * c.width], dt);
-      const hidden = scope.tensor([m, 4 * c.width], dt);
+      const pre = buffer('pre', [m, 4 * c.width]);
+      const hidden = buffer('hidden', [m, 4 * c.width]);
       scope.run('linear_act', { x: r.y, w: blk.fc[0], b: blk.fc[1], pre, y: hidden }, { act: 'gelu' });
-      pending = linear(hidden, blk.out, c.width);
+      pending = linear(hidden, blk.out, 'pending', c.width);
     }
     // Only the wanted rows go on: the residual stream and the last sublayer's output, gathered.
-    const rows = last.length;
-    const index = scope.ints(last);
+    const rows = index.shape[0]!;
     const gx = scope.tensor([rows, c.width], dt);
     scope.run('gather_rows', { x, index, y: gx });
     let gp: Tensor | null = null;
@@ -297,25 +371,32 @@ export class GptInference {
     return logits;
   }
 
-  /** Reads what `head` asks for from the logits rows [R, paddedVocab]. */
-  private async readHead<H extends Head>(scope: Scope, logits: Tensor, head: H): Promise<HeadOutput<H>[]> {
-    const c = this.config;
+  /** The tensors to read for `head` from the logits rows [R, paddedVocab] (top-k runs on the device). */
+  private headTensors(scope: Scope, logits: Tensor, head: Head): Tensor[] {
+    if (head.kind === 'logits') return [logits];
     const rows = logits.shape[0]!;
+    const values = scope.tensor([rows, head.k], 'f32');
+    const indices = scope.tensor([rows, head.k], 'i32');
+    scope.run('topk_rows', { x: logits, values, indices }, { vocab: this.config.vocab });
+    return [values, indices];
+  }
+
+  /** What `head` asks for, per row, from the host copies of `headTensors`' tensors. */
+  private formatHead<H extends Head>(head: H, rows: number, read: readonly HostArray[]): HeadOutput<H>[] {
+    const c = this.config;
     if (head.kind === 'logits') {
-      const values = toF32(this.dtype, await scope.read(logits));
+      const values = toF32(this.dtype, read[0]!);
       return Array.from(
         { length: rows },
         (_, i) => values.slice(i * c.paddedVocab, i * c.paddedVocab + c.vocab) as HeadOutput<H>,
       );
     }
     const k = head.k;
-    const values = scope.tensor([rows, k], 'f32');
-    const indices = scope.tensor([rows, k], 'i32');
-    scope.run('topk_rows', { x: logits, values, indices }, { vocab: c.vocab });
-    const [v, ix] = await Promise.all([scope.read(values), scope.read(indices)]);
+    const v = read[0] as Float32Array;
+    const ix = read[1] as Int32Array;
     return Array.from({ length: rows }, (_, i) => ({
-      values: (v as Float32Array).slice(i * k, (i + 1) * k),
-      indices: (ix as Int32Array).slice(i * k, (i + 1) * k),
+      values: v.slice(i * k, (i + 1) * k),
+      indices: ix.slice(i * k, (i + 1) * k),
     })) as HeadOutput<H>[];
   }
 }

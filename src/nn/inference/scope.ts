@@ -11,10 +11,13 @@ import type { DType, HostArray } from '../../core/dtype.js';
 import type { Scalars } from '../../devices/device.js';
 import type { Tensor } from '../../memory/tensor.js';
 import type { Runtime } from '../../runtime/runtime.js';
-import type { SequenceStep } from '../../runtime/sequence.js';
+import type { PreparedSequence, SequenceStep } from '../../runtime/sequence.js';
 
 /** The part of the runtime inference uses (the service hands models a narrowed runtime). */
-export type InferenceRuntime = Pick<Runtime, 'tensor' | 'submit' | 'submitSequence' | 'read' | 'free'>;
+export type InferenceRuntime = Pick<
+  Runtime,
+  'tensor' | 'submit' | 'submitSequence' | 'prepareSequence' | 'submitPrepared' | 'read' | 'write' | 'free'
+>;
 
 /** Where and under which labels a forward pass runs. */
 export interface RunPlace {
@@ -61,6 +64,19 @@ export class Scope {
     const steps = this.steps;
     this.steps = [];
     this.rt.submitSequence({ steps, name: `forward (${steps.length} kernels)`, ...this.where() });
+  }
+
+  /** The kernels collected so far as a prepared sequence (sequence mode), to be run again and again. */
+  prepare(name: string): PreparedSequence {
+    const steps = this.steps;
+    this.steps = [];
+    const device = this.place.device;
+    return this.rt.prepareSequence({ steps, name, ...(device === undefined ? {} : { device }) });
+  }
+
+  /** Hands over the tensors made so far: the caller frees them, `release` no longer does. */
+  adopt(): Tensor[] {
+    return this.made.splice(0);
   }
 
   /** Reads a tensor once the kernels before it are submitted. */

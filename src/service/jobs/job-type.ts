@@ -12,6 +12,8 @@ export type ServiceRuntime = Pick<
   | 'tensor'
   | 'submit'
   | 'submitSequence'
+  | 'prepareSequence'
+  | 'submitPrepared'
   | 'read'
   | 'write'
   | 'free'

@@ -199,6 +199,7 @@ class ServedGpt implements GenerativeModel {
   async unload(): Promise<void> {
     await this.engineInstance?.close();
     this.engineInstance = null;
+    this.inf.dispose();
     for (const p of this.model.parameters()) this.model.nn.rt.free(p.data);
   }
 }
