@@ -10,6 +10,7 @@ import { numel } from '../../src/core/shape.js';
 import type { WgslCustomKernel } from '../../src/devices/webgpu/kernel-api.js';
 import type { KernelDef } from '../../src/kernels/kernel.js';
 import { Runtime } from '../../src/runtime/runtime.js';
+import type { SequenceStep } from '../../src/runtime/sequence.js';
 import { openWebGpu } from './harness.js';
 
 // Probe once without the runtime so the skip reason is the backend's own.
@@ -32,6 +33,37 @@ void describe('webgpu through the runtime', { skip: probe.ok ? false : probe.rea
     });
   });
   after(() => rt.close());
+
+  void it('a sequence (gemm, relu, axpy) on webgpu0 equals the same kernels as tasks', async () => {
+    const [m, k, n] = [19, 23, 17];
+    const make = () => {
+      const a = rt.tensor([m, k], 'f32', random(m * k));
+      const b = rt.tensor([k, n], 'f32', random(k * n));
+      const c = rt.tensor([m, n], 'f32', new Float32Array(m * n).fill(NaN));
+      const r = rt.tensor([m, n], 'f32', new Float32Array(m * n).fill(NaN));
+      const y = rt.tensor([m, n], 'f32', random(m * n));
+      const steps: SequenceStep[] = [
+        { kernel: 'gemm', args: { a, b, c }, scalars: { alpha: 1.5, beta: 0, transA: false, transB: false } },
+        { kernel: 'unary', args: { x: c, y: r }, scalars: { op: 'relu' } },
+        { kernel: 'axpy', args: { x: r, y }, scalars: { alpha: 2 } },
+      ];
+      return { a, b, y, steps };
+    };
+    const one = make();
+    const two = make();
+    // The same inputs on both sides.
+    rt.submit({ kernel: 'copy', args: { x: one.a, y: two.a } });
+    rt.submit({ kernel: 'copy', args: { x: one.b, y: two.b } });
+    rt.submit({ kernel: 'copy', args: { x: one.y, y: two.y } });
+    for (const step of one.steps) rt.submit({ ...step, device: 'webgpu' });
+    const seq = rt.submitSequence({ steps: two.steps, device: 'webgpu' });
+    await seq.done;
+    assert.equal(seq.deviceId, 'webgpu0');
+    const want = await rt.read(one.y);
+    const got = await rt.read(two.y);
+    assert.deepEqual(Array.from(got), Array.from(want));
+    assert.ok(!Array.from(got).some(Number.isNaN));
+  });
 
   void it('runs gemm then relu on webgpu0 and axpy on the cpu, matching float64', async () => {
     const [m, k, n] = [37, 29, 41];
