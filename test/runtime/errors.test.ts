@@ -1,28 +1,10 @@
 /** Bad input and failures: clear errors with stable codes, and the runtime keeps serving. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { isTandemError, type ErrorCode } from '../../src/core/errors.js';
-import type { KernelDef } from '../../src/kernels/kernel.js';
-import { cpuRuntime } from './helpers.js';
+import { isTandemError } from '../../src/core/errors.js';
+import { cpuRuntime, expectCode, registerDoubleOrThrow } from './helpers.js';
 
-function code(c: ErrorCode): (e: unknown) => boolean {
-  return (e: unknown) => {
-    assert.ok(isTandemError(e), `expected a TandemError, got ${String(e)}`);
-    assert.equal(e.code, c, e.message);
-    return true;
-  };
-}
-
-const doubleDef: KernelDef = {
-  name: 'double_or_throw',
-  args: [
-    { name: 'x', mode: 'r' },
-    { name: 'y', mode: 'w' },
-  ],
-  validate: () => undefined,
-  cost: (a) => ({ flops: a['x']!.bytes / 4, bytes: 2 * a['x']!.bytes }),
-};
-const customModule = new URL('./fixtures/custom-kernels.js', import.meta.url).href;
+const code = expectCode;
 
 test('bad shapes, dtypes and sizes are refused before anything runs', async () => {
   const rt = await cpuRuntime();
@@ -83,7 +65,7 @@ test('an allocation larger than the memory budget fails with requested and avail
 test('a kernel that throws inside a worker fails its task; dependents fail naming it; others run', async () => {
   const rt = await cpuRuntime();
   try {
-    rt.registerKernel(doubleDef, { cpu: { module: customModule, export: 'doubleOrThrow' } });
+    registerDoubleOrThrow(rt);
     const bad = rt.tensor([3], 'f32', [1, -1, 2]);
     const out = rt.tensor([3], 'f32');
     const t1 = rt.submit({ kernel: 'double_or_throw', args: { x: bad, y: out }, name: 'doubler' });
@@ -111,7 +93,7 @@ test('a kernel that throws inside a worker fails its task; dependents fail namin
 test('a failed task nobody awaits is no unhandled rejection, and its error stays readable', async () => {
   const rt = await cpuRuntime();
   try {
-    rt.registerKernel(doubleDef, { cpu: { module: customModule, export: 'doubleOrThrow' } });
+    registerDoubleOrThrow(rt);
     const t = rt.submit({
       kernel: 'double_or_throw',
       args: { x: rt.tensor([1], 'f32', [-5]), y: rt.tensor([1], 'f32') },

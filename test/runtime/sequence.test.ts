@@ -5,21 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { isTandemError, type ErrorCode } from '../../src/core/errors.js';
-import type { KernelDef } from '../../src/kernels/kernel.js';
 import type { Tensor } from '../../src/memory/tensor.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import type { SequenceStep } from '../../src/runtime/sequence.js';
-import { cpuRuntime, randomValues } from './helpers.js';
+import { cpuRuntime, expectCode, randomValues, registerDoubleOrThrow } from './helpers.js';
 
-function code(c: ErrorCode, pattern?: RegExp): (e: unknown) => boolean {
-  return (e: unknown) => {
-    assert.ok(isTandemError(e), `expected a TandemError, got ${String(e)}`);
-    assert.equal(e.code, c, e.message);
-    if (pattern) assert.match(e.message, pattern);
-    return true;
-  };
-}
+const code = expectCode;
 
 const M = 7;
 const K = 5;
@@ -111,21 +102,10 @@ test('a sequence is ordered with the tasks around it by its tensors', async () =
   }
 });
 
-const doubleDef: KernelDef = {
-  name: 'double_or_throw',
-  args: [
-    { name: 'x', mode: 'r' },
-    { name: 'y', mode: 'w' },
-  ],
-  validate: () => undefined,
-  cost: (a) => ({ flops: a['x']!.bytes / 8, bytes: 2 * a['x']!.bytes }),
-};
-const customModule = new URL('./fixtures/custom-kernels.js', import.meta.url).href;
-
 test('a step that fails fails the sequence with its error; dependents fail naming the sequence', async () => {
   const rt = await cpuRuntime();
   try {
-    rt.registerKernel(doubleDef, { cpu: { module: customModule, export: 'doubleOrThrow' } });
+    registerDoubleOrThrow(rt);
     const x = rt.tensor([3], 'f32', [1, 2, 3]);
     const bad = rt.tensor([3], 'f32', [1, -1, 2]);
     const mid = rt.tensor([3], 'f32');
@@ -223,7 +203,7 @@ test('a sequence through a share view is charged to its group', async () => {
 test('a prepared sequence runs again on new inputs; after a failed run it fails as its dependent', async () => {
   const rt = await cpuRuntime();
   try {
-    rt.registerKernel(doubleDef, { cpu: { module: customModule, export: 'doubleOrThrow' } });
+    registerDoubleOrThrow(rt);
     const x = rt.tensor([4], 'f32', [1, 2, 3, 4]);
     const y = rt.tensor([4], 'f32');
     const p = rt.prepareSequence({

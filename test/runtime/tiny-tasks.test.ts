@@ -5,21 +5,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { isTandemError } from '../../src/core/errors.js';
-import type { KernelDef } from '../../src/kernels/kernel.js';
 import type { Observer, TaskEvent } from '../../src/obs/observer.js';
 import type { TaskHandle } from '../../src/runtime/task.js';
-import { cpuRuntime } from './helpers.js';
-
-const customModule = new URL('./fixtures/custom-kernels.js', import.meta.url).href;
-const doubleDef: KernelDef = {
-  name: 'double_or_throw',
-  args: [
-    { name: 'x', mode: 'r' },
-    { name: 'y', mode: 'w' },
-  ],
-  validate: () => undefined,
-  cost: (a) => ({ flops: a['x']!.bytes / 4, bytes: 2 * a['x']!.bytes }),
-};
+import { cpuRuntime, registerDoubleOrThrow } from './helpers.js';
 
 function recorder(): Observer & { ends: TaskEvent[]; starts: number } {
   const o = {
@@ -101,7 +89,7 @@ test('names, tags and device constraints survive to the trace; done works before
 test('a failed task fails its explicit dependents, before and after it failed, naming it', async () => {
   const rt = await cpuRuntime();
   try {
-    rt.registerKernel(doubleDef, { cpu: { module: customModule, export: 'doubleOrThrow' } });
+    registerDoubleOrThrow(rt);
     const bad = rt.submit({
       kernel: 'double_or_throw',
       name: 'bad',
