@@ -93,16 +93,15 @@ for (const scheduler of ['eager', 'prio']) {
 
 // On a second memory node (a computing sim GPU) too: a tensor a sequence reads before writing must be
 // copied there, which a single host node cannot tell from a plain write.
-for (const where of ['cpu', 'sim gpu'] as const)
+for (const where of ['cpu eager', 'cpu ws', 'cpu dmdas', 'sim gpu'] as const)
   test(`random programs cut into sequences (some of them large) equal sequential execution (${where})`, async () => {
-    const rt =
-      where === 'cpu'
-        ? await cpuRuntime()
-        : await Runtime.create({
-            backends: [simBackend({ devices: [{ id: 'sim0', type: 'gpu', depth: 64, launchUs: 0 }] })],
-            calibrate: false,
-            log: () => undefined,
-          });
+    const rt = where.startsWith('cpu')
+      ? await cpuRuntime({ scheduler: where.slice(4) })
+      : await Runtime.create({
+          backends: [simBackend({ devices: [{ id: 'sim0', type: 'gpu', depth: 64, launchUs: 0 }] })],
+          calibrate: false,
+          log: () => undefined,
+        });
     try {
       for (let seed = 1; seed <= 4; seed++) {
         // 24 tensors: a sequence of up to 40 ops touches more than 16 distinct tensors (the set path).
