@@ -11,7 +11,11 @@
  *   reports as the host's share on a GPU); "total" adds the completions until the runtime is idle;
  * - a batch-1 scoring forward (`GptInference.last`, 128 tokens, top-5): the lane's batch-1 path.
  *
+ * With `--backend cpu` the same runs go to the CPU backend's worker threads, which do compute (the
+ * width-48 kernels take microseconds): the host cost as a real backend adds it, messages included.
+ *
  *   node dist/bench/nn-host-ab.js --base /path/to/other/dist [--rounds 9] [--steps 12] [--batch 16]
+ *     [--backend sim|cpu]
  */
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -30,8 +34,11 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '9' },
     steps: { type: 'string', default: '12' },
     batch: { type: 'string', default: '16' },
+    backend: { type: 'string', default: 'sim' },
   },
 });
+const onCpu = values.backend === 'cpu';
+const device = onCpu ? 'cpu' : 'sim0';
 const rounds = Number(values.rounds);
 const steps = Number(values.steps);
 const batch = Number(values.batch);
@@ -71,15 +78,19 @@ interface Figures {
 }
 
 async function measure(b: Build): Promise<Figures> {
-  const sim = b.sim.simBackend({
-    devices: [{ id: 'sim0', type: 'gpu', depth: 256, launchUs: 0 }],
-    compute: false,
+  const backend = onCpu
+    ? 'cpu'
+    : b.sim.simBackend({ devices: [{ id: 'sim0', type: 'gpu', depth: 256, launchUs: 0 }], compute: false });
+  const rt = await b.runtime.Runtime.create({
+    backends: [backend],
+    calibrate: false,
+    log: () => undefined,
+    ...(onCpu ? { options: { cpu: { threads: 1 } } } : {}),
   });
-  const rt = await b.runtime.Runtime.create({ backends: [sim], calibrate: false, log: () => undefined });
   try {
     let tasks = 0;
     const counter = { onTaskEnd: (): void => void tasks++ };
-    const nn = new b.nn.Nn(rt, { precision: 'bf16', device: 'sim0', seed: 1 });
+    const nn = new b.nn.Nn(rt, { precision: onCpu ? 'f32' : 'bf16', device, seed: 1 });
     const config = b.nn.gptConfig('gpt2', { width: 48, vocab: 512, paddedVocab: 512, context: SCORE_SEQ });
     const model = new b.nn.Gpt(nn, config);
     const opt = new b.nn.AdamW(nn, model.parameters(), { lr: 3e-4, weightDecay: 0.1, maxNorm: 1 });
@@ -114,7 +125,7 @@ async function measure(b: Build): Promise<Figures> {
     }
     const inf = new b.inference.GptInference(model);
     const seqs = [Array.from({ length: SCORE_SEQ }, (_, j) => (j * 7919) % config.vocab)];
-    const score = (): Promise<unknown> => inf.last(seqs, { kind: 'topk', k: 5 }, { device: 'sim0' });
+    const score = (): Promise<unknown> => inf.last(seqs, { kind: 'topk', k: 5 }, { device });
     for (let i = 0; i < 5; i++) await score();
     tasks = 0;
     rt.addObserver(counter);
