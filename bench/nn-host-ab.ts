@@ -9,13 +9,14 @@
  *   per step as GPT-2 124M (the width is cut to 48 so the host-side initialisation stays cheap; task
  *   counts do not depend on it). "submit" is the step's own code up to `zeroGrad` (what nn-gpt2.ts
  *   reports as the host's share on a GPU); "total" adds the completions until the runtime is idle;
+ *   This build trains in sequence mode (Nn `sequences`) unless `--train-sequences off`;
  * - a batch-1 scoring forward (`GptInference.last`, 128 tokens, top-5): the lane's batch-1 path.
  *
  * With `--backend cpu` the same runs go to the CPU backend's worker threads, which do compute (the
  * width-48 kernels take microseconds): the host cost as a real backend adds it, messages included.
  *
  *   node dist/bench/nn-host-ab.js --base /path/to/other/dist [--rounds 9] [--steps 12] [--batch 16]
- *     [--backend sim|cpu]
+ *     [--backend sim|cpu] [--train-sequences on|off]
  */
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -35,9 +36,11 @@ const { values } = parseArgs({
     steps: { type: 'string', default: '12' },
     batch: { type: 'string', default: '16' },
     backend: { type: 'string', default: 'sim' },
+    'train-sequences': { type: 'string', default: 'on' },
   },
 });
 const onCpu = values.backend === 'cpu';
+const trainSequences = values['train-sequences'] !== 'off';
 const device = onCpu ? 'cpu' : 'sim0';
 const rounds = Number(values.rounds);
 const steps = Number(values.steps);
@@ -90,7 +93,13 @@ async function measure(b: Build): Promise<Figures> {
   try {
     let tasks = 0;
     const counter = { onTaskEnd: (): void => void tasks++ };
-    const nn = new b.nn.Nn(rt, { precision: onCpu ? 'f32' : 'bf16', device, seed: 1 });
+    // Sequence mode for training where the build has it (an older build ignores the option).
+    const nn = new b.nn.Nn(rt, {
+      precision: onCpu ? 'f32' : 'bf16',
+      device,
+      seed: 1,
+      sequences: trainSequences,
+    });
     const config = b.nn.gptConfig('gpt2', { width: 48, vocab: 512, paddedVocab: 512, context: SCORE_SEQ });
     const model = new b.nn.Gpt(nn, config);
     const opt = new b.nn.AdamW(nn, model.parameters(), { lr: 3e-4, weightDecay: 0.1, maxNorm: 1 });

@@ -11,6 +11,7 @@ import { TandemError } from '../core/errors.js';
 import type { Scalars } from '../devices/device.js';
 import type { Tensor } from '../memory/tensor.js';
 import type { Runtime } from '../runtime/runtime.js';
+import type { SequenceStep } from '../runtime/sequence.js';
 import type { TaskHandle } from '../runtime/task.js';
 import { Var, type VarHost } from './var.js';
 
@@ -27,7 +28,16 @@ export interface NnOptions {
   readonly seed?: number;
   /** Labels put on every task (a service job's id: its trace and the device it ran on find them). */
   readonly tags?: Readonly<Record<string, string>>;
+  /** Collect kernels into runtime sequences (see `Nn.sequences`); default off. */
+  readonly sequences?: boolean;
 }
+
+/**
+ * In sequence mode, tensors whose release waits for the collected kernels are held back up to this many
+ * bytes; past it the kernels so far go out as a sequence and the tensors are freed (the memory a step
+ * holds beyond a task per kernel stays bounded).
+ */
+export const SEQUENCE_HOLD_BYTES = 256 * 2 ** 20;
 
 interface TapeNode {
   readonly output: Var;
@@ -84,6 +94,17 @@ export class Nn implements VarHost {
   waitFor: readonly TaskHandle[] | null = null;
   /** The last task submitted through this context (null before the first). */
   lastTask: TaskHandle | null = null;
+  /**
+   * Sequence mode: kernels are collected and go to the runtime as one sequence task at the next flush
+   * (the end of a backward pass or of an optimizer step, any read): the runtime's per-task host work is
+   * paid once per sequence instead of once per kernel (runtime/sequence.ts). Tensors freed meanwhile are
+   * held until then (at most SEQUENCE_HOLD_BYTES). Not while `waitFor` is set: those kernels go one by
+   * one, as pipeline stages order passes by task handles.
+   */
+  sequences: boolean;
+  private pending: SequenceStep[] = [];
+  private readonly held = new Set<Tensor>();
+  private heldBytes = 0;
   private tape: TapeNode[] = [];
   /** Intermediate values made since the last backward or release: freed by them. */
   private made: Var[] = [];
@@ -104,6 +125,7 @@ export class Nn implements VarHost {
     this.precision = precision;
     this.device = options.device;
     this.tags = options.tags;
+    this.sequences = options.sequences ?? false;
     this.seed = options.seed ?? 1;
     this.nextSeed = this.seed;
   }
@@ -144,17 +166,67 @@ export class Nn implements VarHost {
     return this.rt.tensor(shape, dtype);
   }
 
-  submit(kernel: string, args: Readonly<Record<string, Tensor>>, scalars: Scalars = {}): TaskHandle {
+  /**
+   * Submits a kernel: as its own task, or in sequence mode collected for the next `flush` (then null is
+   * returned; `lastTask` is the sequence once it is submitted).
+   */
+  submit(kernel: string, args: Readonly<Record<string, Tensor>>, scalars: Scalars = {}): TaskHandle | null {
+    if (this.sequences && this.waitFor === null) {
+      this.pending.push({ kernel, args, scalars });
+      return null;
+    }
+    this.flush();
     const deps = this.waitFor;
     this.lastTask = this.rt.submit({
       kernel,
       args,
       scalars,
-      ...(this.device === undefined ? {} : { device: this.device }),
-      ...(this.priority === undefined ? {} : { priority: this.priority }),
+      ...this.placement(),
       ...(deps === null || deps.length === 0 ? {} : { deps }),
     });
     return this.lastTask;
+  }
+
+  /** Frees `t` once the kernels collected so far are submitted (at once when none are pending). */
+  free(t: Tensor): void {
+    if (t.freed || this.held.has(t)) return;
+    if (this.pending.length === 0) {
+      this.rt.free(t);
+      return;
+    }
+    this.held.add(t);
+    this.heldBytes += t.bytes;
+    if (this.heldBytes >= SEQUENCE_HOLD_BYTES) this.flush();
+  }
+
+  /**
+   * Sequence mode: submits the collected kernels as one runtime sequence, then frees the tensors held
+   * back for them. Called at the end of a backward pass and of an optimizer step, before every read and
+   * before a parameter's gradient is reported ready; a no-op with nothing collected.
+   */
+  flush(): void {
+    if (this.pending.length > 0) {
+      const steps = this.pending;
+      this.pending = [];
+      this.lastTask = this.rt.submitSequence({
+        steps,
+        name: `nn (${steps.length} kernels)`,
+        ...this.placement(),
+      });
+    }
+    if (this.held.size > 0) {
+      for (const t of this.held) if (!t.freed) this.rt.free(t);
+      this.held.clear();
+      this.heldBytes = 0;
+    }
+  }
+
+  private placement(): { device?: string; priority?: number; tags?: Readonly<Record<string, string>> } {
+    return {
+      ...(this.device === undefined ? {} : { device: this.device }),
+      ...(this.priority === undefined ? {} : { priority: this.priority }),
+      ...(this.tags === undefined ? {} : { tags: this.tags }),
+    };
   }
 
   /** A parameter: a leaf with a gradient, initialised from `values` (numbers, encoded to the dtype). */
@@ -192,7 +264,7 @@ export class Nn implements VarHost {
     if (requiresGrad) {
       this.tape.push({ output: out, backward, saved, params: inputs.filter((v) => v.kind === 'parameter') });
       for (const v of inputs) v.uses++;
-    } else for (const t of saved) this.rt.free(t);
+    } else for (const t of saved) this.free(t);
     return out;
   }
 
@@ -239,8 +311,8 @@ export class Nn implements VarHost {
       tensors,
       accumulate,
       finish: () => {
-        for (const [v, t] of redirect) if (!this.adoptGrad(v, t)) this.rt.free(t);
-        for (const t of scratch) this.rt.free(t);
+        for (const [v, t] of redirect) if (!this.adoptGrad(v, t)) this.free(t);
+        for (const t of scratch) this.free(t);
       },
     };
   }
@@ -253,7 +325,7 @@ export class Nn implements VarHost {
   adoptGrad(v: Var, grad: Tensor): boolean {
     if (!v.requiresGrad) return false;
     if (v.kind === 'intermediate' && v.uses === 1 && (v.grad === null || !v.gradWritten)) {
-      if (v.grad !== null && v.grad !== grad) this.rt.free(v.grad);
+      if (v.grad !== null && v.grad !== grad) this.free(v.grad);
       v.grad = grad;
       v.gradWritten = true;
       this.handedOver.add(grad);
@@ -277,7 +349,7 @@ export class Nn implements VarHost {
     return {
       tensor: t,
       finish: () => {
-        if (!(v.requiresGrad && this.adoptGrad(v, t))) this.rt.free(t);
+        if (!(v.requiresGrad && this.adoptGrad(v, t))) this.free(t);
       },
     };
   }
@@ -315,7 +387,7 @@ export class Nn implements VarHost {
   }
 
   private freeLoss(v: Var): void {
-    if (!v.data.freed) this.rt.free(v.data);
+    if (!v.data.freed) this.free(v.data);
   }
 
   /** The Var backward() is running from (the fused loss kernels check they are it). */
@@ -405,7 +477,7 @@ export class Nn implements VarHost {
         const seed = this.gradTarget(root)!;
         this.submit('fill', { y: seed.tensor }, { value: this.lossScale });
       } else {
-        if (root.grad !== null && root.grad !== seedGrad) this.rt.free(root.grad);
+        if (root.grad !== null && root.grad !== seedGrad) this.free(root.grad);
         root.grad = seedGrad;
         root.gradWritten = true;
       }
@@ -422,7 +494,10 @@ export class Nn implements VarHost {
           for (const p of node.params) {
             const left = usesLeft.get(p)! - 1;
             usesLeft.set(p, left);
-            if (left === 0) ready(p);
+            if (left === 0) {
+              this.flush(); // the gradient's kernels must be submitted before anyone reads it
+              ready(p);
+            }
           }
         for (const t of node.saved) this.freeOnce(t, freed);
         if (out.grad !== null && !this.handedOver.delete(out.grad)) this.freeOnce(out.grad, freed);
@@ -435,6 +510,7 @@ export class Nn implements VarHost {
     } finally {
       this.root = null;
       this.handedOver.clear();
+      this.flush();
     }
   }
 
@@ -442,7 +518,7 @@ export class Nn implements VarHost {
   release(...keep: Var[]): void {
     for (const v of this.keptLosses) if (!keep.includes(v)) this.freeLoss(v);
     this.keptLosses = this.keptLosses.filter((v) => keep.includes(v));
-    for (const node of this.tape) for (const t of node.saved) this.rt.free(t);
+    for (const node of this.tape) for (const t of node.saved) this.free(t);
     this.tape = this.tape.filter((n) => keep.includes(n.output));
     const freed = new Set<Tensor>();
     this.made = this.made.filter((v) => {
@@ -451,6 +527,7 @@ export class Nn implements VarHost {
       if (v.grad !== null) this.freeOnce(v.grad, freed);
       return false;
     });
+    this.flush();
   }
 
   private releaseMade(made: readonly Var[], freed: Set<Tensor>): void {
@@ -464,7 +541,7 @@ export class Nn implements VarHost {
   private freeOnce(t: Tensor, freed: Set<Tensor>): void {
     if (freed.has(t) || t.freed) return;
     freed.add(t);
-    this.rt.free(t);
+    this.free(t);
   }
 
   /** Forgets every parameter gradient (the next contribution overwrites: no fill task). */
@@ -473,6 +550,7 @@ export class Nn implements VarHost {
   }
 
   async readTensor(t: Tensor): Promise<Float64Array> {
+    this.flush();
     return toNumbers(t.dtype, await this.rt.read(t));
   }
 }

@@ -42,8 +42,8 @@ export async function evaluateClassifier(
     lossSum += (await loss.item()) * n;
     seen += n;
     nn.release();
-    nn.rt.free(x.data);
-    nn.rt.free(y.data);
+    nn.free(x.data);
+    nn.free(y.data);
   }
   return { accuracy: correct / seen, loss: lossSum / seen, count: seen };
 }
@@ -67,8 +67,8 @@ export async function evaluateGpt(
     const loss = nn.noGrad(() => model.loss(ids, targets));
     sum += await loss.item();
     nn.release();
-    nn.rt.free(ids.data);
-    nn.rt.free(targets.data);
+    nn.free(ids.data);
+    nn.free(targets.data);
   }
   return sum / n;
 }

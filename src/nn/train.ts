@@ -49,6 +49,11 @@ export interface TrainSpec {
    * (Fashion-MNIST in bf16: 94 MB) until dispose(). Default off.
    */
   readonly imagesOnDevice?: boolean;
+  /**
+   * Submit each pass's kernels as runtime sequences (Nn.sequences: the runtime's per-task host work
+   * paid per sequence, not per kernel). Default off.
+   */
+  readonly sequences?: boolean;
 }
 
 export interface StepReport {
@@ -178,6 +183,7 @@ export class Trainer {
       seed: spec.seed ?? 1,
       ...(spec.device === undefined ? {} : { device: spec.device }),
       ...(spec.tags === undefined ? {} : { tags: spec.tags }),
+      ...(spec.sequences === undefined ? {} : { sequences: spec.sequences }),
     });
     this.built = buildModel(this.nn, spec);
     const isGpt = this.built.kind === 'gpt';
@@ -304,7 +310,7 @@ export class Trainer {
   /** After a step's update is queued: frees its inputs and forgets its gradients. */
   endStep(): void {
     this.optimizer.zeroGrad();
-    for (const v of this.pendingInputs.splice(0)) this.rt.free(v.data);
+    for (const v of this.pendingInputs.splice(0)) this.nn.free(v.data);
   }
 
   /** Frees what the trainer holds on the devices besides the model: optimizer state, resident images. */

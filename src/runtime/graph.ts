@@ -3,7 +3,7 @@
  * write-after-write, plus explicit ones. A tensor remembers its last writer and the readers since.
  */
 import type { AccessMode } from '../kernels/kernel.js';
-import type { Task } from './task.js';
+import { DISTINCT_TENSORS, type Task } from './task.js';
 
 export function readsFrom(mode: AccessMode): boolean {
   return mode !== 'w';
@@ -27,13 +27,14 @@ export interface PredecessorSink {
 export function collectPredecessors(task: Task, explicit: readonly Task[], sink: PredecessorSink): void {
   for (let i = 0; i < explicit.length; i++) sink.addPredecessor(task, explicit[i]!);
   const tensors = task.tensors;
-  const firsts = firstOccurrences(tensors);
-  // Large tasks whose tensors are all distinct (sequences) skip the per-tensor scans below.
-  const distinct = firsts !== null && !firsts.repeats;
+  const known = (task.flags & DISTINCT_TENSORS) !== 0;
+  const firsts = known ? null : firstOccurrences(tensors);
+  // Tasks whose tensors are all distinct (sequences, or a large task found so) skip the scans below.
+  const distinct = known || (firsts !== null && !firsts.repeats);
   for (let i = 0; i < tensors.length; i++) {
     const t = tensors[i]!;
     // The same tensor passed twice: the union of its modes counts, recorded once.
-    if (firsts === null ? tensors.indexOf(t) < i : !firsts.first[i]) continue;
+    if (!known && (firsts === null ? tensors.indexOf(t) < i : !firsts.first[i])) continue;
     let mode = task.modes[i]!;
     if (!distinct)
       for (let k = i + 1; k < tensors.length; k++) {

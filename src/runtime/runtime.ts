@@ -43,7 +43,7 @@ import { createPolicy } from './policies/index.js';
 import type { SchedulerPolicy, WorkerSlot } from './policies/policy.js';
 import type { PlacedWork, TaskHandle, TaskKernel } from './task.js';
 import { Communicator, placedKernel, type CommunicatorOptions } from './collectives.js';
-import { Task, unfinished } from './task.js';
+import { DISTINCT_TENSORS, Task, unfinished } from './task.js';
 import { validateSubmit, type SubmitRequest } from './submit.js';
 import {
   PreparedSequence,
@@ -247,10 +247,11 @@ export class Runtime {
   private memoryGate(task: Task, w: WorkerSlot): 'ok' | 'wait' {
     const node = w.node;
     let need = 0;
-    const firsts = firstOccurrences(task.tensors);
+    const firsts = task.flags & DISTINCT_TENSORS ? null : firstOccurrences(task.tensors);
     for (let i = 0; i < task.tensors.length; i++) {
       const t = task.tensors[i]!;
-      const first = firsts === null ? task.tensors.indexOf(t) === i : firsts.first[i];
+      const first =
+        task.flags & DISTINCT_TENSORS || (firsts === null ? task.tensors.indexOf(t) === i : firsts.first[i]);
       if (first && !t.replicas[node.index]?.buffer) need += t.bytes;
     }
     if (need === 0) return 'ok';
@@ -473,6 +474,7 @@ export class Runtime {
       share,
     );
     task.cost = seq.cost;
+    task.flags |= DISTINCT_TENSORS;
     task.eligible = this.sequenceEligible(seq, constraint);
     this.executor.submit(task, deps);
     return task;

@@ -183,8 +183,11 @@ export function buildSequence(host: SequenceHost, req: SequenceRequest): BuiltSe
     readFirst[j] && written[j] ? 'rw' : written[j] ? 'w' : 'r',
   );
   const impls = new Map<string, unknown>();
+  // Only kinds with an open device: a list of every step per kind is built for each.
+  const open = new Set<string>();
+  for (const d of host.devices) open.add(d.info.kind);
   for (const kind of registered[0]!.impls.keys()) {
-    if (!registered.every((k) => k.impls.has(kind))) continue;
+    if (!open.has(kind) || !registered.every((k) => k.impls.has(kind))) continue;
     const steps = registered.map((k, s) => ({
       op: k.def.name,
       impl: k.impls.get(kind),

@@ -30,6 +30,9 @@ export function queuePeaks(d: Device): DevicePeaks {
   };
 }
 
+/** Above this many tensors a task's footprint is their count and bytes, not every shape. */
+const FOOTPRINT_MAX_TENSORS = 64;
+
 /** Tasks without tensors (barriers, noop) share one shape per op: no string building per task. */
 const bareShapes = new Map<string, TaskShape>();
 
@@ -45,11 +48,19 @@ export function taskShape(task: Task): TaskShape {
   }
   let fp = '';
   let dtype = 'f32';
-  for (let i = 0; i < task.tensors.length; i++) {
-    const t = task.tensors[i]!;
-    if (i === 0) dtype = t.dtype;
-    fp += `${i ? ',' : ''}${t.dtype}:${t.shape.join('x')}`;
-  }
+  if (task.tensors.length > FOOTPRINT_MAX_TENSORS) {
+    // A sequence carries all its steps' tensors: its count and total bytes name it well enough, and
+    // spelling out a thousand shapes per task would cost more than the task.
+    let bytes = 0;
+    for (const t of task.tensors) bytes += t.bytes;
+    dtype = task.tensors[0]!.dtype;
+    fp = `${task.tensors.length} tensors:${bytes}B`;
+  } else
+    for (let i = 0; i < task.tensors.length; i++) {
+      const t = task.tensors[i]!;
+      if (i === 0) dtype = t.dtype;
+      fp += `${i ? ',' : ''}${t.dtype}:${t.shape.join('x')}`;
+    }
   const flops = task.cost?.flops ?? 0;
   const bytes = task.cost?.bytes ?? 0;
   return {

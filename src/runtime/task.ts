@@ -83,6 +83,8 @@ export const LAUNCHED = 1;
 export const FORWARDED_FOLLOWER = 2;
 /** Its dispatched-but-unfinished predecessors sit in more than one queue. */
 export const FORWARD_MIXED = 4;
+/** Its tensors are distinct (a sequence's union): no duplicate scans over them. */
+export const DISTINCT_TENSORS = 8;
 
 /** The promise of `done` and its settle functions, made only when someone asks for `done`. */
 interface Completion {

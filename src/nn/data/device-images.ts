@@ -35,8 +35,8 @@ export class DeviceImages {
     // Gather one row now, so the table's upload happens here rather than inside the first step.
     const probe = nn.input(new Int32Array(1), [1, 1], 'i32');
     const row = nn.noGrad(() => embedding(nn, probe, this.table, this.zero));
-    nn.rt.free(row.data);
-    nn.rt.free(probe.data);
+    nn.free(row.data);
+    nn.free(probe.data);
   }
 
   /** imageBatch's batch `index` (same seeded shuffle), gathered on the device. */
@@ -57,6 +57,6 @@ export class DeviceImages {
 
   /** Frees the table (the set is not used after this). */
   dispose(): void {
-    for (const v of [this.table, this.zero]) if (!v.data.freed) this.nn.rt.free(v.data);
+    for (const v of [this.table, this.zero]) if (!v.data.freed) this.nn.free(v.data);
   }
 }

@@ -50,7 +50,7 @@ export function reshape(nn: Nn, x: Var, shape: readonly number[]): Var {
     const back = nn.tensor(x.shape, x.dtype);
     nn.submit('copy', { x: g, y: back });
     nn.submit('axpy', { x: back, y: dx.tensor }, { alpha: 1 });
-    nn.rt.free(back);
+    nn.free(back);
   });
 }
 

@@ -62,7 +62,7 @@ export function linear(nn: Nn, x: Var, w: Var, b: Var | null, act?: Activation):
             { transA: true, beta: dw.accumulate ? 1 : 0 },
           );
       }
-      if (dpre !== g) nn.rt.free(dpre);
+      if (dpre !== g) nn.free(dpre);
     },
     pre === null ? [] : [pre],
   );
@@ -112,7 +112,7 @@ export function mlp(nn: Nn, x: Var, w1: Var, b1: Var, w2: Var, b2: Var, act: Act
       const dx = nn.gradTarget(x);
       if (dx !== null)
         nn.submit('gemm', { a: dpre, b: w1.data, c: dx.tensor }, { beta: dx.accumulate ? 1 : 0 });
-      nn.rt.free(dpre);
+      nn.free(dpre);
     },
     [pre, h],
   );

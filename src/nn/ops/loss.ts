@@ -34,7 +34,7 @@ export function crossEntropy(nn: Nn, logits: Var, targets: Var, vocab?: number):
   );
   const loss = nn.tensor([1], nn.statDtype);
   nn.submit('reduce', { x: losses, y: loss }, { op: 'mean', all: true });
-  nn.rt.free(losses);
+  nn.free(losses);
   const out = nn.result(loss, [logits], () => {
     if (nn.backwardRoot !== out)
       throw new TandemError(

@@ -29,7 +29,7 @@ function normBackward(nn: Nn, g: Tensor, x: Var, w: Var, b: Var, { mean, rstd }:
     { accumulate: j.accumulate, accumulateDx: dx?.accumulate ?? false },
   );
   j.finish();
-  if (dx === null) nn.rt.free(dxTensor);
+  if (dx === null) nn.free(dxTensor);
 }
 
 export function layerNorm(nn: Nn, x: Var, w: Var, b: Var, eps = EPS): Var {

@@ -84,7 +84,7 @@ export class AdamW extends Optimizer {
   /** Frees the moments and master weights (the optimizer is not used after this). */
   dispose(): void {
     for (const s of this.state.values())
-      for (const t of [s.m, s.v, s.master]) if (t !== null) this.nn.rt.free(t);
+      for (const t of [s.m, s.v, s.master]) if (t !== null) this.nn.free(t);
     this.state.clear();
     this.freeNorms();
   }

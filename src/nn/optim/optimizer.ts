@@ -39,6 +39,11 @@ export abstract class Optimizer {
       this.applyUpdate(options);
       return;
     }
+    this.stepWithoutNorm(options);
+    this.nn.flush();
+  }
+
+  private stepWithoutNorm(options: StepOptions): void {
     // Without clipping or a non-finite skip the kernels ignore the norm's value: no Σ g² pass (a fill
     // and one launch per parameter, each step), a zero in its place; gradNorm() computes it on demand.
     this.dropNorm();
@@ -100,7 +105,7 @@ export abstract class Optimizer {
   }
 
   private dropNorm(): void {
-    if (this.norm !== null && this.ownsNorm) this.nn.rt.free(this.norm);
+    if (this.norm !== null && this.ownsNorm) this.nn.free(this.norm);
     this.norm = null;
     this.ownsNorm = true;
   }
@@ -110,6 +115,7 @@ export abstract class Optimizer {
     if (this.norm === null) this.computeNorm();
     this.steps++;
     for (const p of this.live()) this.update(p, this.norm!, options);
+    this.nn.flush(); // sequence mode: the step's updates go out now
   }
 
   protected abstract update(p: Var, norm: Tensor, options: StepOptions): void;
@@ -126,7 +132,7 @@ export abstract class Optimizer {
   /** Frees the norm tensors (dispose() of an optimizer that is not used after it). */
   protected freeNorms(): void {
     this.dropNorm();
-    if (this.unusedNorm !== null) this.nn.rt.free(this.unusedNorm);
+    if (this.unusedNorm !== null) this.nn.free(this.unusedNorm);
     this.unusedNorm = null;
   }
 
