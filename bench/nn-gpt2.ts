@@ -4,7 +4,10 @@
  * device call. Prints one JSON line per batch size: tokens/s (B·T / median step), MFU against 989
  * TFLOP/s, peak device memory, and the host's share: the time the main thread spent submitting a step
  * against the step's time.
+ * `--sequences` trains in sequence mode (Nn `sequences`: each pass's kernels as a few runtime sequence
+ * tasks), to compare the host's share with and without in one call.
  *   node dist/bench/nn-gpt2.js [--preset gpt2] [--batch 64,16] [--steps 30] [--precision bf16] [--device cuda0]
+ *     [--sequences]
  */
 import { Runtime, type Observer, type TaskEvent } from 'tandem';
 import { AdamW, Gpt, GradScaler, Nn, gptConfig, gptFlopsPerToken, type Precision } from 'tandem/nn';
@@ -18,6 +21,7 @@ const { values } = parse(process.argv.slice(2), {
   device: { type: 'string', default: 'cuda0' },
   'seq-len': { type: 'string' },
   profile: { type: 'boolean' },
+  sequences: { type: 'boolean' },
 });
 const steps = intOption(values['steps'], 'steps', 30);
 const warmup = Math.min(10, Math.floor(steps / 3));
@@ -33,6 +37,7 @@ try {
       precision: values['precision'] as Precision,
       device: String(values['device']),
       seed: 1,
+      sequences: values['sequences'] === true,
     });
     const config = gptConfig(String(values['preset']));
     const t = values['seq-len'] === undefined ? config.context : Number(values['seq-len']);
@@ -107,6 +112,7 @@ try {
         side: 'tandem',
         preset: values['preset'],
         precision: values['precision'],
+        sequences: values['sequences'] === true,
         batch,
         seqLen: t,
         params: model.parameterCount(),

@@ -61,6 +61,9 @@ fi
 if [[ $steps == *" bench "* ]]; then
   timeout 200 node dist/bench/nn-gpt2.js --batch 16,64 --steps 30 > "$OUT/gpt2-tandem.jsonl" 2>&1
   log "gpt2 tandem rc=$?: $(grep -o '"batch":[0-9]*\|"tokensPerSecond":[0-9.]*\|"peakGiB":[0-9.]*\|"hostShare":[0-9.]*' "$OUT/gpt2-tandem.jsonl" | tr '\n' ' ')"
+  # The same with the passes as runtime sequences (the host's share at B=16 is issue 15's figure).
+  timeout 200 node dist/bench/nn-gpt2.js --batch 16,64 --steps 30 --sequences > "$OUT/gpt2-tandem-seq.jsonl" 2>&1
+  log "gpt2 tandem sequences rc=$?: $(grep -o '"batch":[0-9]*\|"tokensPerSecond":[0-9.]*\|"peakGiB":[0-9.]*\|"hostShare":[0-9.]*' "$OUT/gpt2-tandem-seq.jsonl" | tr '\n' ' ')"
   timeout 60 node dist/bench/nn-gpt2.js --batch 64 --steps 14 --precision f16 > "$OUT/gpt2-tandem-f16.jsonl" 2>&1
   log "gpt2 tandem fp16 (loss scaling) rc=$?: $(grep -o '"tokensPerSecond":[0-9.]*' "$OUT/gpt2-tandem-f16.jsonl")"
   timeout 60 node dist/bench/nn-gpt2.js --batch 64 --steps 14 --profile > "$OUT/gpt2-profile.jsonl" 2>&1
