@@ -249,7 +249,7 @@ export class Executor implements PredecessorSink {
   private dispatch(task: Task, w: WorkerSlot): void {
     task.state = 'dispatched';
     task.worker = w;
-    w.inflight++;
+    w.inflight += queueWeight(task, w);
     if (task.tensors.length === 0) {
       this.launch(task, w, NO_ARGS);
       return;
@@ -514,7 +514,7 @@ export class Executor implements PredecessorSink {
     const us = tt.endUs - tt.startUs;
     const w = task.worker;
     if (w) {
-      w.inflight--;
+      w.inflight -= queueWeight(task, w);
       for (const t of task.tensors) t.replica(w.node.index).users--;
       if (!error && this.models) this.models.record(task, w, us);
       const share = task.share;
@@ -627,3 +627,12 @@ export function dependencyError(task: Task, failed: Task): TandemError {
 }
 
 export type { SchedTask };
+
+/**
+ * What a task counts for against its queue's depth: its launches. A sequence of 700 kernels is 700
+ * launches in the device's queue, and a GPU driver blocks the thread that launches into a full queue.
+ */
+function queueWeight(task: Task, w: WorkerSlot): number {
+  const impl = task.kernel.impls.get(w.device.info.kind);
+  return impl instanceof SequenceImpl ? impl.steps.length : 1;
+}
