@@ -277,10 +277,16 @@ export class ModelRepository {
       v.state = 'ready';
     } catch (e) {
       v.state = 'failed';
+      // A RangeError is a size the host cannot allocate (a config's dims, not its weights file).
       v.error =
         e instanceof TandemError
           ? e
-          : new TandemError('TANDEM_ERR_BAD_CHECKPOINT', `loading ${reg.name} v${reg.version}: ${String(e)}`);
+          : e instanceof RangeError
+            ? new TandemError('TANDEM_ERR_LIMIT', `loading ${reg.name} v${reg.version}: ${e.message}`)
+            : new TandemError(
+                'TANDEM_ERR_BAD_CHECKPOINT',
+                `loading ${reg.name} v${reg.version}: ${String(e)}`,
+              );
       this.o.log?.('warn', `model ${reg.name} v${reg.version}: ${v.error.message}`);
     }
   }

@@ -11,10 +11,11 @@
  * loadParameters, or seeded initialisation.
  */
 import { bytesPerElement } from '../../../core/dtype.js';
-import { TandemError } from '../../../core/errors.js';
+import { TandemError, formatBytes } from '../../../core/errors.js';
 import { numel } from '../../../core/shape.js';
 import { loadParameters } from '../../../nn/checkpoint.js';
 import { Nn } from '../../../nn/context.js';
+import { gptParameterCount } from '../../../nn/memory.js';
 import { GptInference } from '../../../nn/inference/index.js';
 import { Gpt } from '../../../nn/models/gpt.js';
 import type { Runtime } from '../../../runtime/runtime.js';
@@ -212,6 +213,23 @@ function topOf(row: Float32Array, k: number): Array<{ token: number; logit: numb
   return idx.map((i) => ({ token: i, logit: row[i]! }));
 }
 
+/**
+ * Refuses a config whose weights alone exceed the largest device that may serve it, before anything
+ * is allocated: the dims are open-ended integers, and `context: 1e9` or `width: 1e6` would otherwise
+ * try to allocate them (a RangeError, or the host's memory exhausted).
+ */
+function requireWeightsFit(cfg: GptServeConfig, rt: ServiceRuntime, kind: string | undefined): void {
+  const bytes = gptParameterCount(cfg.arch) * bytesPerElement(cfg.precision);
+  const devices = rt.devices.filter((d) => kind === undefined || d.info.kind === kind);
+  const largest = Math.max(0, ...devices.map((d) => d.info.memoryBytes));
+  if (devices.length > 0 && !(bytes <= largest))
+    throw new TandemError(
+      'TANDEM_ERR_OUT_OF_MEMORY',
+      `gpt config: the weights need ${formatBytes(bytes)} in ${cfg.precision}, the largest${kind === undefined ? '' : ` ${kind}`} device here has ${formatBytes(largest)}`,
+      { weightBytes: bytes, deviceBytes: largest },
+    );
+}
+
 export const gptModelFactory: ModelFactory = {
   kind: 'gpt',
   description:
@@ -221,6 +239,7 @@ export const gptModelFactory: ModelFactory = {
     const cfg = parseGptConfig(spec.config);
     const full = rt as unknown as Runtime;
     const device = engineDevice(rt, spec.placement);
+    requireWeightsFit(cfg, rt, device);
     const nn = new Nn(full, {
       precision: cfg.precision,
       seed: cfg.seed,
