@@ -32,6 +32,13 @@ const EXAMPLE_BODY = {
   seed: 7,
 };
 
+/** A model name as quoted in a message: a client's 100 kB "name" is not echoed back whole. */
+function namePreview(name: string): string {
+  return name.length <= 80
+    ? JSON.stringify(name)
+    : `${JSON.stringify(name.slice(0, 80))}… (${name.length} characters)`;
+}
+
 function errorType(status: number): string {
   if (status === 401 || status === 403) return 'authentication_error';
   if (status === 429) return 'rate_limit_error';
@@ -84,7 +91,7 @@ export function completionsRoutes(opts: CompletionsRouteOptions) {
           const name = requestedModel(req.body);
           const model = await opts.lookup(name);
           if (model === undefined)
-            throw new TandemError('TANDEM_ERR_NOT_FOUND', `no model named ${JSON.stringify(name)}`, {
+            throw new TandemError('TANDEM_ERR_NOT_FOUND', `no model named ${namePreview(name)}`, {
               param: 'model',
             });
           if (!isGenerative(model))
