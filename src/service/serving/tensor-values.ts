@@ -5,6 +5,7 @@
  * (the model's `outputEncoding`).
  */
 import { endianness } from 'node:os';
+import { TandemError } from '../../core/errors.js';
 
 export type ValuesEncoding = 'json' | 'base64';
 
@@ -39,13 +40,27 @@ export class TensorValues {
   constructor(
     readonly values: Float32Array | Float64Array,
     private readonly encoding: ValuesEncoding,
+    /** The output's name, for the message when its values cannot be written as JSON numbers. */
+    private readonly name = '',
   ) {}
 
-  /** The JSON form: an array of numbers, or base64 of little-endian float32. */
+  /**
+   * The JSON form: an array of numbers, or base64 of little-endian float32. JSON has no NaN or
+   * Infinity (JSON.stringify writes null), so non-finite values as numbers throw TANDEM_ERR_UNSTABLE
+   * (422) for this answer alone; base64 and binary answers carry them as they are.
+   */
   toJSON(): number[] | string {
-    return this.encoding === 'json'
-      ? Array.from(this.values)
-      : float32LEBytes(this.values).toString('base64');
+    if (this.encoding !== 'json') return float32LEBytes(this.values).toString('base64');
+    const v = this.values;
+    for (let i = 0; i < v.length; i++) {
+      if (v[i]! - v[i]! !== 0)
+        throw new TandemError(
+          'TANDEM_ERR_UNSTABLE',
+          `output${this.name ? ` '${this.name}'` : ''} is not finite (data[${i}] = ${v[i]}); JSON numbers cannot carry it (binaryOutputs or outputEncoding base64 can)`,
+          { output: this.name, index: i },
+        );
+    }
+    return Array.from(v);
   }
 
   /** The binary form: little-endian float32 bytes. */

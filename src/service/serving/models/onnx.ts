@@ -211,13 +211,18 @@ class OnnxServedModel implements ServedModel<OnnxItem, OnnxOutputs> {
       const item: OnnxOutputs = {};
       for (const [name, t] of Object.entries(out))
         item[name] = this.batchable
-          ? this.slice(t, n, k)
-          : { shape: [...t.dims], data: new TensorValues(t.data, this.outputEncoding) };
+          ? this.slice(name, t, n, k)
+          : { shape: [...t.dims], data: new TensorValues(t.data, this.outputEncoding, name) };
       return item;
     });
   }
 
-  private slice(t: OutputTensor, n: number, k: number): { shape: number[]; data: TensorValues } {
+  private slice(
+    name: string,
+    t: OutputTensor,
+    n: number,
+    k: number,
+  ): { shape: number[]; data: TensorValues } {
     if (t.dims[0] !== n)
       throw new TandemError(
         'TANDEM_ERR_SHAPE',
@@ -226,7 +231,7 @@ class OnnxServedModel implements ServedModel<OnnxItem, OnnxOutputs> {
     const per = t.data.length / n;
     return {
       shape: t.dims.slice(1),
-      data: new TensorValues(t.data.subarray(k * per, (k + 1) * per), this.outputEncoding),
+      data: new TensorValues(t.data.subarray(k * per, (k + 1) * per), this.outputEncoding, name),
     };
   }
 

@@ -1,0 +1,259 @@
+/**
+ * Hostile inputs through the interactive lane on the real CPU runtime, the cases a sweep found
+ * answered wrongly (each was a 200 with nulls, a 500 or a 422 with the wrong code): float32 overflow and
+ * NaN/Inf in tensor inputs, fractions for an integer input, outputs JSON cannot carry (one request of a
+ * batch of two), a model file whose node its op cannot read, string graph inputs, GPT configs too large
+ * for any device, and OpenAI stream options that make no sense. Each is a stable code and status, and
+ * the lane serves good requests, checked against a float64 reference, after them.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { parseOnnxModel } from '../../src/onnx/model.js';
+import { evaluateReference } from '../../src/onnx/reference.js';
+import { encodeModel, servedMlpModel } from '../onnx/build-model.js';
+import { cpuTestService, type TestService } from './helpers.js';
+import { errorCode, infer, registerModel, type InjectAnswer } from './serving-helpers.js';
+
+async function uploadOnnx(s: TestService, bytes: Uint8Array): Promise<string> {
+  const up = await s.svc.app.inject({
+    method: 'POST',
+    url: '/v1/models/uploads',
+    headers: { ...s.auth(), 'content-type': 'application/octet-stream' },
+    payload: Buffer.from(bytes),
+  });
+  assert.equal(up.statusCode, 201, up.body);
+  return (up.json() as { upload: string }).upload;
+}
+
+async function registerOnnx(
+  s: TestService,
+  name: string,
+  bytes: Uint8Array,
+  extra: Record<string, unknown> = {},
+): Promise<InjectAnswer> {
+  return registerModel(s, {
+    name,
+    kind: 'onnx',
+    upload: await uploadOnnx(s, bytes),
+    placement: { kinds: ['cpu'] },
+    ...extra,
+  });
+}
+
+function fails(res: InjectAnswer, status: number, code: string, text?: RegExp): void {
+  assert.equal(res.statusCode, status, res.body);
+  assert.equal(errorCode(res), code, res.body);
+  if (text) assert.match(res.body, text);
+}
+
+/** Random values in [-2, 2) from `seed` (xorshift), never all zeros. */
+function randomValues(n: number, seed: number): number[] {
+  let x = (seed * 2654435761) >>> 0 || 1;
+  return Array.from({ length: n }, () => {
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    return (x % 40_000) / 10_000 - 2;
+  });
+}
+
+const f32Base64 = (values: number[]): string =>
+  Buffer.from(Float32Array.from(values).buffer).toString('base64');
+
+void test(
+  'lane: hostile tensor values, outputs JSON cannot carry, malformed model files',
+  { timeout: 60_000 },
+  async (t) => {
+    const s = await cpuTestService(t);
+    if (!s) return;
+    t.after(() => s.close());
+    const mlp = servedMlpModel();
+    assert.equal((await registerOnnx(s, 'mlp', mlp)).statusCode, 201);
+    const good = async (seed: number): Promise<void> => {
+      const x = randomValues(5 * 4, seed);
+      const res = await infer(s, 'mlp', { inputs: { x: { shape: [5, 4], data: x } } });
+      assert.equal(res.statusCode, 200, res.body);
+      const want = evaluateReference(parseOnnxModel(mlp), { x: { dims: [1, 5, 4], data: x } }).y!;
+      const got = (res.json() as { outputs: { y: { data: number[] } } }).outputs.y.data;
+      got.forEach((v, i) => assert.ok(Math.abs(v - want.data[i]!) < 1e-6, `y[${i}] ${v} vs ${want.data[i]}`));
+    };
+    await good(1);
+
+    // A JSON number past float32's range was Infinity in the model's input (a 200 of nulls).
+    const x = randomValues(4, 2);
+    fails(
+      await infer(s, 'mlp', { inputs: { x: { shape: [1, 4], data: [1e300, ...x.slice(1)] } } }),
+      400,
+      'TANDEM_ERR_DTYPE',
+      /data\[0\] \(1e\+300\) does not fit in float32/,
+    );
+    // NaN and ±Inf are refused in base64 and binary data as they are in JSON arrays.
+    fails(
+      await infer(s, 'mlp', {
+        inputs: { x: { shape: [1, 4], data: f32Base64([x[0]!, NaN, x[2]!, x[3]!]) } },
+      }),
+      400,
+      'TANDEM_ERR_INVALID_ARGUMENT',
+      /data\[1\] is NaN, not a finite number/,
+    );
+    const json = Buffer.from(JSON.stringify({ inputs: { x: { shape: [1, 4], binaryDataSize: 16 } } }));
+    const bin = await s.svc.app.inject({
+      method: 'POST',
+      url: '/v1/models/mlp/infer',
+      headers: {
+        ...s.auth(),
+        'content-type': 'application/octet-stream',
+        'inference-header-content-length': String(json.length),
+      },
+      payload: Buffer.concat([json, Buffer.from(Float32Array.from([x[0]!, x[1]!, -Infinity, x[3]!]).buffer)]),
+    });
+    fails(bin as InjectAnswer, 400, 'TANDEM_ERR_INVALID_ARGUMENT', /data\[2\] is -Infinity/);
+    await good(3);
+
+    // An integer (int64) input: a fraction or an integer past 2^53 is refused, not rounded or narrowed.
+    const castModel = encodeModel({
+      nodes: [{ op: 'Cast', inputs: ['i'], outputs: ['y'], attrs: [{ name: 'to', i: 1, type: 2 }] }],
+      inputs: [{ name: 'i', type: 7, dims: ['N', 3] }],
+      outputs: [{ name: 'y', dims: ['N', 3] }],
+    });
+    assert.equal((await registerOnnx(s, 'cast', castModel)).statusCode, 201);
+    fails(
+      await infer(s, 'cast', { inputs: { i: { shape: [3], data: [4, 1.5, 2] } } }),
+      400,
+      'TANDEM_ERR_DTYPE',
+    );
+    fails(
+      await infer(s, 'cast', { inputs: { i: { shape: [3], data: [2 ** 60, 1, 2] } } }),
+      400,
+      'TANDEM_ERR_DTYPE',
+    );
+    const ints = await infer(s, 'cast', { inputs: { i: { shape: [3], data: [7, -3, 12] } } });
+    assert.equal(ints.statusCode, 200, ints.body);
+    assert.deepEqual((ints.json() as { outputs: { y: { data: number[] } } }).outputs.y.data, [7, -3, 12]);
+
+    // exp(100) overflows float32: as JSON numbers it was null in a 200; now 422 for that request alone,
+    // while the other request of the same batch is answered.
+    const expModel = encodeModel({
+      nodes: [{ op: 'Exp', inputs: ['x'], outputs: ['y'] }],
+      inputs: [{ name: 'x', dims: ['N', 4] }],
+      outputs: [{ name: 'y', dims: ['N', 4] }],
+    });
+    const batched = { batching: { maxBatchSize: 2, maxQueueDelayUs: 2_000_000 } };
+    assert.equal((await registerOnnx(s, 'exp', expModel, batched)).statusCode, 201);
+    const xs = randomValues(4, 4);
+    const [over, ok] = await Promise.all([
+      infer(s, 'exp', { inputs: { x: { shape: [4], data: [xs[0]!, 100, xs[2]!, xs[3]!] } } }),
+      infer(s, 'exp', { inputs: { x: { shape: [4], data: xs } } }),
+    ]);
+    fails(over!, 422, 'TANDEM_ERR_UNSTABLE', /output 'y' is not finite \(data\[1\] = Infinity\)/);
+    assert.equal(over!.headers['x-tandem-batch-size'], '2');
+    assert.equal(ok!.statusCode, 200, ok!.body);
+    assert.equal(ok!.headers['x-tandem-batch-size'], '2');
+    (ok!.json() as { outputs: { y: { data: number[] } } }).outputs.y.data.forEach((v, i) =>
+      assert.ok(Math.abs(v - Math.exp(xs[i]!)) <= 1e-6 * Math.exp(xs[i]!), `exp(${xs[i]}) = ${v}`),
+    );
+    // A binary answer carries the infinity as it is.
+    const asBinary = await s.svc.app.inject({
+      method: 'POST',
+      url: '/v1/models/exp/infer',
+      headers: s.auth(),
+      payload: { inputs: { x: { shape: [4], data: [xs[0]!, 100, xs[2]!, xs[3]!] } }, binaryOutputs: true },
+    });
+    assert.equal(asBinary.statusCode, 200, asBinary.body);
+    const bytes = asBinary.rawPayload.subarray(Number(asBinary.headers['inference-header-content-length']));
+    assert.equal(bytes.readFloatLE(4), Infinity);
+    const metrics = await s.svc.app.inject({ url: '/metrics', headers: s.auth() });
+    assert.ok(
+      metrics.body.includes(
+        'tandem_model_failures_total{model="exp",version="1",code="TANDEM_ERR_UNSTABLE"} 1',
+      ),
+      'the failure is counted once, under its code',
+    );
+
+    // A node with no inputs: registered (shapes bind per request), then a 422 naming the node, not a 500.
+    const relu0 = encodeModel({
+      nodes: [{ op: 'Relu', inputs: [], outputs: ['y'] }],
+      inputs: [{ name: 'x', dims: ['N', 4] }],
+      outputs: [{ name: 'y', dims: ['N', 4] }],
+    });
+    assert.equal((await registerOnnx(s, 'relu0', relu0)).statusCode, 201);
+    fails(
+      await infer(s, 'relu0', { inputs: { x: { shape: [4], data: randomValues(4, 5) } } }),
+      422,
+      'TANDEM_ERR_BAD_DATA',
+      /Relu node 'n0' \(0 inputs\) is malformed/,
+    );
+    // A string input was accepted and fed numbers; now refused at registration, nothing kept.
+    const strings = encodeModel({
+      nodes: [{ op: 'Identity', inputs: ['x'], outputs: ['y'] }],
+      inputs: [{ name: 'x', type: 8, dims: ['N', 4] }],
+      outputs: [{ name: 'y', dims: ['N', 4] }],
+    });
+    fails(await registerOnnx(s, 'strings', strings), 422, 'TANDEM_ERR_UNSUPPORTED', /element type string/);
+    fails(
+      await infer(s, 'strings', { inputs: { x: { shape: [4], data: [1, 2, 3, 4] } } }),
+      404,
+      'TANDEM_ERR_NOT_FOUND',
+    );
+    await good(6);
+  },
+);
+
+void test(
+  'lane: GPT configs too large for any device; OpenAI stream options',
+  { timeout: 60_000 },
+  async (t) => {
+    const s = await cpuTestService(t);
+    if (!s) return;
+    t.after(() => s.close());
+    // The dims are open-ended integers: context 1e9 was a 422 BAD_CHECKPOINT "RangeError" after trying to
+    // allocate it; width 1e6 would have tried 10^13 parameters.
+    for (const config of [
+      { preset: 'gpt-micro', context: 1_000_000_000_000 },
+      { preset: 'gpt-micro', width: 1_000_000 },
+    ]) {
+      fails(
+        await registerModel(s, { name: 'huge', kind: 'gpt', config }),
+        507,
+        'TANDEM_ERR_OUT_OF_MEMORY',
+        /the weights need .* TiB in bf16, the largest (cpu )?device here has/,
+      );
+    }
+    const reg = await registerModel(s, {
+      name: 'micro',
+      kind: 'gpt',
+      config: { preset: 'gpt-micro', precision: 'f32', seed: 3 },
+    });
+    assert.equal(reg.statusCode, 201, reg.body);
+    const complete = async (body: Record<string, unknown>): Promise<InjectAnswer> =>
+      (await s.svc.app.inject({
+        method: 'POST',
+        url: '/v1/completions',
+        headers: s.auth(),
+        payload: body,
+      })) as InjectAnswer;
+    const base = { model: 'micro', prompt: [5, 17, 200], max_tokens: 3, temperature: 0 };
+    for (const [extra, text] of [
+      [{ stream_options: { include_usage: true } }, /only allowed with stream: true/],
+      [{ stream: true, stream_options: 'usage' }, /must be an object/],
+      [{ stream: true, stream_options: { include_usage: 'yes' } }, /include_usage must be a boolean/],
+    ] as const) {
+      const res = await complete({ ...base, ...extra });
+      fails(res, 400, 'TANDEM_ERR_INVALID_ARGUMENT', text);
+      assert.equal((res.json() as { error: { param: string } }).error.param, 'stream_options');
+    }
+    // An unknown 100 kB model name: 404, its name not echoed back whole.
+    const long = await complete({ ...base, model: 'm'.repeat(100_000) });
+    fails(long, 404, 'TANDEM_ERR_NOT_FOUND', /\(100000 characters\)/);
+    assert.ok(long.body.length < 500, `${long.body.length} bytes answered`);
+    // Good requests still answer: greedy, so the same tokens twice.
+    const a = await complete(base);
+    const b = await complete({ ...base, stream: true, stream_options: { include_usage: true } });
+    assert.equal(a.statusCode, 200, a.body);
+    assert.equal(b.statusCode, 200, b.body);
+    assert.equal((a.json() as { usage: { completion_tokens: number } }).usage.completion_tokens, 3);
+    assert.match(b.body, /"usage":\{"prompt_tokens":3,"completion_tokens":3,"total_tokens":6\}/);
+  },
+);
