@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import { TandemError } from '../core/errors.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { latestCheckpoint, loadCheckpoint, saveCheckpoint } from '../nn/checkpoint.js';
+import { latestCheckpoint, loadCheckpoint, prepareCheckpointDir, saveCheckpoint } from '../nn/checkpoint.js';
 import { brownCorpusTokens } from '../nn/data/corpus.js';
 import { loadFashionMnist } from '../nn/data/idx.js';
 import { readTokenFile } from '../nn/data/tokens.js';
@@ -175,6 +175,7 @@ export async function trainCommand(model: string, o: TrainOptions): Promise<numb
       from = await loadCheckpoint(trainer, file);
       if (!json) process.stderr.write(`resuming from ${file} at step ${from}\n`);
     }
+    if (o.checkpoint !== undefined) prepareCheckpointDir(o.checkpoint);
     const every = o.checkpointEvery ?? 0;
     const progress = stepProgress(json, trainer.spec.steps);
     f.listen();

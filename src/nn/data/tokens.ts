@@ -20,8 +20,15 @@ export interface TokenBatch {
 export function readTokenFile(path: string, dtype: TokenFileDtype = 'u16'): Uint32Array | Uint16Array {
   let size: number;
   try {
-    size = statSync(path).size;
-  } catch {
+    const st = statSync(path);
+    if (!st.isFile())
+      throw new TandemError(
+        'TANDEM_ERR_BAD_DATA',
+        `token file ${path} is ${st.isDirectory() ? 'a directory' : 'not a regular file'}, not a file of token ids`,
+      );
+    size = st.size;
+  } catch (e) {
+    if (e instanceof TandemError) throw e;
     throw new TandemError('TANDEM_ERR_BAD_DATA', `token file ${path} does not exist or cannot be read`);
   }
   const width = dtype === 'u16' ? 2 : 4;
