@@ -14,7 +14,7 @@ import { encodeModel, servedMlpModel } from '../onnx/build-model.js';
 import { cpuTestService, type TestService } from './helpers.js';
 import { errorCode, infer, registerModel, type InjectAnswer } from './serving-helpers.js';
 
-async function uploadOnnx(s: TestService, bytes: Uint8Array): Promise<string> {
+async function upload(s: TestService, bytes: Uint8Array): Promise<string> {
   const up = await s.svc.app.inject({
     method: 'POST',
     url: '/v1/models/uploads',
@@ -34,7 +34,7 @@ async function registerOnnx(
   return registerModel(s, {
     name,
     kind: 'onnx',
-    upload: await uploadOnnx(s, bytes),
+    upload: await upload(s, bytes),
     placement: { kinds: ['cpu'] },
     ...extra,
   });
@@ -257,3 +257,33 @@ void test(
     assert.match(b.body, /"usage":\{"prompt_tokens":3,"completion_tokens":3,"total_tokens":6\}/);
   },
 );
+
+void test('lane: a bad weights file is named by its model and version, not by its path on the server', async (t) => {
+  const s = await cpuTestService(t);
+  if (!s) return;
+  t.after(() => s.close());
+  // A safetensors header whose length field is 2^63: the reader's message named the file under the data
+  // directory (also in details.file), which the client saw.
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(2n ** 63n);
+  const junk = Buffer.concat([len, Buffer.from('{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}')]);
+  const res = await registerModel(s, {
+    name: 'junk',
+    kind: 'mlp',
+    config: { sizes: [784, 16, 10] },
+    upload: await upload(s, junk),
+  });
+  fails(
+    res,
+    422,
+    'TANDEM_ERR_BAD_CHECKPOINT',
+    /safetensors: the weights of junk v1: header length 9223372036854775808/,
+  );
+  assert.ok(!res.body.includes(s.dir), res.body);
+  assert.equal(
+    (res.json() as { error: { details: { reason: string } } }).error.details.reason,
+    'header-too-large',
+  );
+  const ok = await registerModel(s, { name: 'fine', kind: 'mlp', config: { sizes: [784, 16, 10] } });
+  assert.equal(ok.statusCode, 201, ok.body);
+});

@@ -89,6 +89,18 @@ const DEFAULT_PLACEMENT: ModelPlacement = {
   preferIdle: false,
 };
 
+/**
+ * The error a client sees for a version's weights file, with the file's path on the server (under the
+ * data directory) replaced by `label`: the reader names the path it failed on, which the server's log
+ * keeps, but a tenant has no business learning the server's directory layout.
+ */
+function withoutServerPath(e: TandemError, path: string, label: string): TandemError {
+  if (!e.message.includes(path) && e.details['file'] !== path) return e;
+  const { file: _file, ...details } = e.details;
+  const message = e.message.startsWith(`${e.code}: `) ? e.message.slice(e.code.length + 2) : e.message;
+  return new TandemError(e.code, message.split(path).join(label), details, { cause: e });
+}
+
 export class ModelRepository {
   private readonly files: ModelFiles;
   private readonly byName = new Map<string, Map<number, ModelVersion>>();
@@ -278,7 +290,7 @@ export class ModelRepository {
     } catch (e) {
       v.state = 'failed';
       // A RangeError is a size the host cannot allocate (a config's dims, not its weights file).
-      v.error =
+      const err =
         e instanceof TandemError
           ? e
           : e instanceof RangeError
@@ -287,7 +299,15 @@ export class ModelRepository {
                 'TANDEM_ERR_BAD_CHECKPOINT',
                 `loading ${reg.name} v${reg.version}: ${String(e)}`,
               );
-      this.o.log?.('warn', `model ${reg.name} v${reg.version}: ${v.error.message}`);
+      this.o.log?.('warn', `model ${reg.name} v${reg.version}: ${err.message}`);
+      v.error =
+        reg.weights === null
+          ? err
+          : withoutServerPath(
+              err,
+              this.files.path(reg.weights),
+              `the weights of ${reg.name} v${reg.version}`,
+            );
     }
   }
 
