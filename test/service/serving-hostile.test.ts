@@ -287,3 +287,30 @@ void test('lane: a bad weights file is named by its model and version, not by it
   const ok = await registerModel(s, { name: 'fine', kind: 'mlp', config: { sizes: [784, 16, 10] } });
   assert.equal(ok.statusCode, 201, ok.body);
 });
+
+void test('lane: the option pricer registers with the default placement; an overflowing price fails alone', async (t) => {
+  const s = await cpuTestService(t);
+  if (!s) return;
+  t.after(() => s.close());
+  // The default placement (cuda, webgpu, cpu) was refused: "option-pricer runs on cpu or cuda, not webgpu".
+  const reg = await registerModel(s, {
+    name: 'pricer',
+    kind: 'option-pricer',
+    batching: { maxBatchSize: 2, maxQueueDelayUs: 2_000_000 },
+  });
+  assert.equal(reg.statusCode, 201, reg.body);
+  assert.deepEqual((reg.json() as { placement: { kinds: string[] } }).placement.kinds, ['cuda', 'cpu']);
+  // A spot of 1e300 was a 200 with price and stdError null; the other option of its batch is priced.
+  const terms = { right: 'call', strike: 100, rate: 0.05, vol: 0.2, maturity: 1, paths: 200_000, seed: 7 };
+  const [over, ok] = await Promise.all([
+    infer(s, 'pricer', { inputs: { ...terms, spot: 1e300 } }),
+    infer(s, 'pricer', { inputs: { ...terms, spot: 100 } }),
+  ]);
+  fails(over!, 422, 'TANDEM_ERR_UNSTABLE', /the price is not finite/);
+  assert.equal(over!.headers['x-tandem-batch-size'], '2');
+  assert.equal(ok!.statusCode, 200, ok!.body);
+  assert.equal(ok!.headers['x-tandem-batch-size'], '2');
+  const { price, stdError } = (ok!.json() as { outputs: { price: number; stdError: number } }).outputs;
+  // Black–Scholes call, S = K = 100, r = 0.05, σ = 0.2, T = 1: 10.4506.
+  assert.ok(Math.abs(price - 10.4506) < 5 * stdError, `price ${price} ± ${stdError}`);
+});

@@ -89,6 +89,14 @@ const DEFAULT_PLACEMENT: ModelPlacement = {
   preferIdle: false,
 };
 
+/** The default placement, kept to the kinds the factory can run on. */
+function defaultPlacement(factory: ModelFactory): ModelPlacement {
+  const only = factory.deviceKinds;
+  return only === undefined
+    ? DEFAULT_PLACEMENT
+    : { ...DEFAULT_PLACEMENT, kinds: DEFAULT_PLACEMENT.kinds.filter((k) => only.includes(k)) };
+}
+
 /**
  * The error a client sees for a version's weights file, with the file's path on the server (under the
  * data directory) replaced by `label`: the reader names the path it failed on, which the server's log
@@ -201,7 +209,7 @@ export class ModelRepository {
       version,
       kind: r.kind,
       config: r.config ?? {},
-      placement: r.placement ?? DEFAULT_PLACEMENT,
+      placement: r.placement ?? defaultPlacement(factory),
       batching: { ...DEFAULT_BATCHING, ...r.batching },
       weights,
       source:
