@@ -1,10 +1,11 @@
 /**
  * Hostile inputs through the interactive lane on the real CPU runtime, the cases a sweep found
- * answered wrongly (each was a 200 with nulls, a 500 or a 422 with the wrong code): float32 overflow and
- * NaN/Inf in tensor inputs, fractions for an integer input, outputs JSON cannot carry (one request of a
- * batch of two), a model file whose node its op cannot read, string graph inputs, GPT configs too large
- * for any device, and OpenAI stream options that make no sense. Each is a stable code and status, and
- * the lane serves good requests, checked against a float64 reference, after them.
+ * answered wrongly (a 200 with nulls, a 500, a wrong code, or seconds of the event loop): float32
+ * overflow and NaN/Inf in tensor inputs, fractions for an integer input, outputs JSON cannot carry (one
+ * request of a batch of two), a model file whose node its op cannot read, string graph inputs, GPT
+ * configs too large for any device, texts far past the context, OpenAI stream options that make no
+ * sense, a weights file's server path in its error, and an option price that overflows. Each is a
+ * stable code and status, and the lane serves good requests (checked against a reference) after them.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -244,6 +245,24 @@ void test(
       fails(res, 400, 'TANDEM_ERR_INVALID_ARGUMENT', text);
       assert.equal((res.json() as { error: { param: string } }).error.param, 'stream_options');
     }
+    // A 16 MB text for a 32-position model was encoded whole (seconds of the event loop for 90 MB) before
+    // its length was checked: now its UTF-8 length bounds its tokens from below first.
+    const text = 'the quick brown fox jumps over the lazy dog. '.repeat((16 * 2 ** 20) / 45);
+    const scored = await infer(s, 'micro', { inputs: { text } });
+    fails(
+      scored,
+      400,
+      'TANDEM_ERR_LIMIT',
+      /the text is at least \d+ tokens; 1 to 32 \(the context\) allowed/,
+    );
+    fails(
+      await complete({ ...base, prompt: text.slice(0, 2 ** 14) }),
+      400,
+      'TANDEM_ERR_LIMIT',
+      /at least 16384 tokens/,
+    );
+    const short = await infer(s, 'micro', { inputs: { text: 'abc', topK: 3 } });
+    assert.equal(short.statusCode, 200, short.body);
     // An unknown 100 kB model name: 404, its name not echoed back whole.
     const long = await complete({ ...base, model: 'm'.repeat(100_000) });
     fails(long, 404, 'TANDEM_ERR_NOT_FOUND', /\(100000 characters\)/);

@@ -6,6 +6,7 @@
  */
 import { TandemError } from '../../../core/errors.js';
 import type { SamplingOptions } from '../../../nn/inference/index.js';
+import { tokensAtLeast } from './codec.js';
 import type { Generator } from './generative.js';
 
 export interface CompletionRequest {
@@ -53,6 +54,13 @@ function promptTokens(raw: unknown, gen: Generator): number[] {
     if (gen.codec === null)
       throw invalid('this model has no tokenizer: give the prompt as an array of token ids', 'prompt');
     if (p.length === 0) throw invalid('prompt is empty', 'prompt');
+    const atLeast = tokensAtLeast(gen.codec, p);
+    if (atLeast > gen.maxLength)
+      throw new TandemError(
+        'TANDEM_ERR_LIMIT',
+        `prompt (at least ${atLeast} tokens) exceeds the model's ${gen.maxLength} positions`,
+        { param: 'prompt' },
+      );
     return gen.codec.encode(p);
   }
   if (Array.isArray(p) && p.every((t) => typeof t === 'number')) {

@@ -21,7 +21,7 @@ import { Gpt } from '../../../nn/models/gpt.js';
 import type { Runtime } from '../../../runtime/runtime.js';
 import type { ServiceRuntime } from '../../jobs/job-type.js';
 import type { BatchContext, ModelFactory, ModelPlacement, ModelSpec } from '../model.js';
-import { type TextCodec, loadCodec } from '../generation/codec.js';
+import { type TextCodec, loadCodec, tokensAtLeast } from '../generation/codec.js';
 import { GenerationEngine } from '../generation/engine.js';
 import type { GenerativeModel, Generator } from '../generation/generative.js';
 import { GPT_CONFIG_SCHEMA, type GptServeConfig, parseGptConfig } from './gpt-config.js';
@@ -136,6 +136,13 @@ class ServedGpt implements GenerativeModel {
     } else if (typeof o['text'] === 'string') {
       const codec = this.generator.codec;
       if (codec === null) throw invalid(`model ${this.name} has no tokenizer: give tokens`);
+      const atLeast = tokensAtLeast(codec, o['text']);
+      if (atLeast > this.cfg.arch.context)
+        throw new TandemError(
+          'TANDEM_ERR_LIMIT',
+          `the text is at least ${atLeast} tokens; 1 to ${this.cfg.arch.context} (the context) allowed`,
+          { tokens: atLeast, limit: this.cfg.arch.context },
+        );
       tokens = codec.encode(o['text']);
     } else throw invalid('inputs need tokens (an array of token ids) or text');
     const a = this.cfg.arch;
