@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parseOnnxModel } from '../../src/onnx/model.js';
 import { evaluateReference } from '../../src/onnx/reference.js';
-import { encodeModel, servedMlpModel } from '../onnx/build-model.js';
+import { encodeModel, int64Tensor, servedMlpModel } from '../onnx/build-model.js';
 import { cpuTestService, type TestService } from './helpers.js';
 import { errorCode, infer, registerModel, type InjectAnswer } from './serving-helpers.js';
 
@@ -332,4 +332,45 @@ void test('lane: the option pricer registers with the default placement; an over
   const { price, stdError } = (ok!.json() as { outputs: { price: number; stdError: number } }).outputs;
   // Black–Scholes call, S = K = 100, r = 0.05, σ = 0.2, T = 1: 10.4506.
   assert.ok(Math.abs(price - 10.4506) < 5 * stdError, `price ${price} ± ${stdError}`);
+});
+
+void test('lane: a graph that expands a request past the device or past a JSON answer', async (t) => {
+  const s = await cpuTestService(t);
+  if (!s) return;
+  t.after(() => s.close());
+  // y = x expanded to [1, a, b]: the request is one number, the answer a·b.
+  const expand = (a: number, b: number): Uint8Array =>
+    encodeModel({
+      nodes: [{ op: 'Expand', inputs: ['x', 's'], outputs: ['y'] }],
+      inputs: [{ name: 'x', dims: ['N', 1, 1] }],
+      outputs: [{ name: 'y', dims: ['N', 'a', 'b'] }],
+      initializers: [int64Tensor('s', [3], [1, a, b])],
+    });
+  // 10^10 floats: was a 500 DEPENDENCY_FAILED (of the output's read); the node's own error is the answer.
+  assert.equal((await registerOnnx(s, 'vast', expand(100_000, 100_000))).statusCode, 201);
+  fails(
+    await infer(s, 'vast', { inputs: { x: { shape: [1, 1], data: [0.5] } } }),
+    507,
+    'TANDEM_ERR_OUT_OF_MEMORY',
+    /onnx: Expand:n0 failed: cannot allocate/,
+  );
+  // 2^24 + 2^16 numbers: past what one JSON answer holds (V8's string limit); binary carries them.
+  const [a, b] = [4100, 4108];
+  assert.equal((await registerOnnx(s, 'wide', expand(a, b))).statusCode, 201);
+  fails(
+    await infer(s, 'wide', { inputs: { x: { shape: [1, 1], data: [0.75] } } }),
+    400,
+    'TANDEM_ERR_LIMIT',
+    /output 'y' has 16842800 values, more than a JSON answer holds .*binaryOutputs/,
+  );
+  const bin = await s.svc.app.inject({
+    method: 'POST',
+    url: '/v1/models/wide/infer',
+    headers: s.auth(),
+    payload: { inputs: { x: { shape: [1, 1], data: [0.75] } }, binaryOutputs: true },
+  });
+  assert.equal(bin.statusCode, 200, bin.body.slice(0, 300));
+  const bytes = bin.rawPayload.subarray(Number(bin.headers['inference-header-content-length']));
+  assert.equal(bytes.length, a * b * 4);
+  for (const i of [0, 12345, a * b - 1]) assert.equal(bytes.readFloatLE(i * 4), 0.75);
 });

@@ -36,6 +36,9 @@ export function float32FromLE(bytes: Uint8Array, opts: { view?: boolean } = {}):
   return out;
 }
 
+/** The most values an output is written with as JSON numbers (base64: four times as many). */
+export const MAX_JSON_NUMBERS = 1 << 24;
+
 export class TensorValues {
   constructor(
     readonly values: Float32Array | Float64Array,
@@ -50,8 +53,17 @@ export class TensorValues {
    * (422) for this answer alone; base64 and binary answers carry them as they are.
    */
   toJSON(): number[] | string {
-    if (this.encoding !== 'json') return float32LEBytes(this.values).toString('base64');
     const v = this.values;
+    // A JSON answer is one string, which V8 caps at 2^29 characters: ~2^24 numbers, ~2^26 in base64.
+    // Past that the answer cannot be written (and a JS array of 10^8 numbers costs GBs on the way).
+    const most = this.encoding === 'json' ? MAX_JSON_NUMBERS : MAX_JSON_NUMBERS * 4;
+    if (v.length > most)
+      throw new TandemError(
+        'TANDEM_ERR_LIMIT',
+        `output${this.name ? ` '${this.name}'` : ''} has ${v.length} values, more than a JSON answer holds (${most} as ${this.encoding === 'json' ? 'numbers' : 'base64'}); ask binaryOutputs`,
+        { output: this.name, values: v.length, limit: most },
+      );
+    if (this.encoding !== 'json') return float32LEBytes(v).toString('base64');
     for (let i = 0; i < v.length; i++) {
       if (v[i]! - v[i]! !== 0)
         throw new TandemError(

@@ -163,7 +163,9 @@ class OnnxServedModel implements ServedModel<OnnxItem, OnnxOutputs> {
           idx.forEach((i, k) => (results[i] = outs[k]!));
         } catch (err) {
           const e =
-            err instanceof TandemError ? err : new TandemError('TANDEM_ERR_INTERNAL', `onnx: ${String(err)}`);
+            err instanceof TandemError
+              ? rootCause(err)
+              : new TandemError('TANDEM_ERR_INTERNAL', `onnx: ${String(err)}`);
           for (const i of idx) results[i] = e;
         }
       }),
@@ -238,6 +240,23 @@ class OnnxServedModel implements ServedModel<OnnxItem, OnnxOutputs> {
   async unload(): Promise<void> {
     this.exec.close();
   }
+}
+
+/**
+ * The error of the node that failed, not of the read that depended on it: a graph that expands a
+ * request into more than the device holds failed as DEPENDENCY_FAILED (HTTP 500) of the output's read,
+ * where the cause is OUT_OF_MEMORY (507) of the node's task.
+ */
+function rootCause(err: TandemError): TandemError {
+  let e = err;
+  let failed = '';
+  while (e.code === 'TANDEM_ERR_DEPENDENCY_FAILED' && e.cause instanceof TandemError) {
+    failed = typeof e.details['failedName'] === 'string' ? e.details['failedName'] : failed;
+    e = e.cause;
+  }
+  if (e === err) return err;
+  const message = e.message.startsWith(`${e.code}: `) ? e.message.slice(e.code.length + 2) : e.message;
+  return new TandemError(e.code, `onnx: ${failed || 'a step'} failed: ${message}`, e.details, { cause: err });
 }
 
 export const onnxFactory: ModelFactory = {
