@@ -9,7 +9,7 @@
 import { copyFileSync, renameSync } from 'node:fs';
 import type { Registry } from 'prom-client';
 import { join } from 'node:path';
-import { TandemError } from '../../core/errors.js';
+import { TandemError, withPathHidden } from '../../core/errors.js';
 import type { HardwareKind } from '../../devices/device.js';
 import { latestCheckpoint } from '../../nn/checkpoint.js';
 import type { Observer } from '../../obs/observer.js';
@@ -95,18 +95,6 @@ function defaultPlacement(factory: ModelFactory): ModelPlacement {
   return only === undefined
     ? DEFAULT_PLACEMENT
     : { ...DEFAULT_PLACEMENT, kinds: DEFAULT_PLACEMENT.kinds.filter((k) => only.includes(k)) };
-}
-
-/**
- * The error a client sees for a version's weights file, with the file's path on the server (under the
- * data directory) replaced by `label`: the reader names the path it failed on, which the server's log
- * keeps, but a tenant has no business learning the server's directory layout.
- */
-function withoutServerPath(e: TandemError, path: string, label: string): TandemError {
-  if (!e.message.includes(path) && e.details['file'] !== path) return e;
-  const { file: _file, ...details } = e.details;
-  const message = e.message.startsWith(`${e.code}: `) ? e.message.slice(e.code.length + 2) : e.message;
-  return new TandemError(e.code, message.split(path).join(label), details, { cause: e });
 }
 
 export class ModelRepository {
@@ -311,11 +299,7 @@ export class ModelRepository {
       v.error =
         reg.weights === null
           ? err
-          : withoutServerPath(
-              err,
-              this.files.path(reg.weights),
-              `the weights of ${reg.name} v${reg.version}`,
-            );
+          : withPathHidden(err, this.files.path(reg.weights), `the weights of ${reg.name} v${reg.version}`);
     }
   }
 
