@@ -222,6 +222,34 @@ void test(
         /the weights need .* TiB in bf16, the largest (cpu )?device here has/,
       );
     }
+    // A KV cache that cannot be allocated (4096 sequences of 65536 positions: 4 TiB in bf16) failed every
+    // completion with a 500 DEPENDENCY_FAILED; a cache too small for one sequence, every one with a 400.
+    fails(
+      await registerModel(s, {
+        name: 'huge',
+        kind: 'gpt',
+        config: {
+          preset: 'gpt-micro',
+          context: 65_536,
+          width: 2048,
+          heads: 16,
+          generation: { maxSequences: 4096 },
+        },
+      }),
+      507,
+      'TANDEM_ERR_OUT_OF_MEMORY',
+      /the KV cache of 4096 sequences of 65536 positions \(4\.0 TiB\) need more than/,
+    );
+    fails(
+      await registerModel(s, {
+        name: 'huge',
+        kind: 'gpt',
+        config: { preset: 'gpt-micro', generation: { maxCacheMiB: 0.001 } },
+      }),
+      400,
+      'TANDEM_ERR_INVALID_ARGUMENT',
+      /generation\.maxCacheMiB holds no sequence of 32 positions/,
+    );
     const reg = await registerModel(s, {
       name: 'micro',
       kind: 'gpt',

@@ -11,7 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { TandemError } from '../../../core/errors.js';
+import { TandemError, failedStep } from '../../../core/errors.js';
 import { toTandemError } from '../errors.js';
 import type { ServedModel } from '../../serving/model.js';
 import { parseCompletionRequest, requestedModel } from '../../serving/generation/completion-request.js';
@@ -160,7 +160,7 @@ export function completionsRoutes(opts: CompletionsRouteOptions) {
           reply.raw.end('data: [DONE]\n\n');
           return reply;
         } catch (e) {
-          const err = toTandemError(e);
+          const err = failedStep(toTandemError(e), 'generation');
           if (!streaming) return sendOpenAiError(reply, err);
           // Mid-stream: an error event (if anyone is still listening), then the end.
           if (!reply.raw.writableEnded) reply.raw.end(`data: ${JSON.stringify(openAiError(err))}\n\n`);

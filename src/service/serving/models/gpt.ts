@@ -16,7 +16,7 @@ import { numel } from '../../../core/shape.js';
 import { loadParameters } from '../../../nn/checkpoint.js';
 import { Nn } from '../../../nn/context.js';
 import { gptParameterCount } from '../../../nn/memory.js';
-import { GptInference } from '../../../nn/inference/index.js';
+import { GptInference, KvCache } from '../../../nn/inference/index.js';
 import { Gpt } from '../../../nn/models/gpt.js';
 import type { Runtime } from '../../../runtime/runtime.js';
 import type { ServiceRuntime } from '../../jobs/job-type.js';
@@ -221,19 +221,37 @@ function topOf(row: Float32Array, k: number): Array<{ token: number; logit: numb
 }
 
 /**
- * Refuses a config whose weights alone exceed the largest device that may serve it, before anything
- * is allocated: the dims are open-ended integers, and `context: 1e9` or `width: 1e6` would otherwise
- * try to allocate them (a RangeError, or the host's memory exhausted).
+ * Refuses, before anything is allocated, a config whose weights and KV cache (maxSequences sequences of
+ * maxLength positions, or what maxCacheMiB holds) exceed the largest device that may serve it: the dims
+ * are open-ended integers (`context: 1e9` was a RangeError, one that fits a typed array but not the
+ * host would take its memory), and a cache that cannot be allocated failed every completion with a 500.
  */
-function requireWeightsFit(cfg: GptServeConfig, rt: ServiceRuntime, kind: string | undefined): void {
-  const bytes = gptParameterCount(cfg.arch) * bytesPerElement(cfg.precision);
+function requireFits(cfg: GptServeConfig, rt: ServiceRuntime, kind: string | undefined): void {
+  const weights = gptParameterCount(cfg.arch) * bytesPerElement(cfg.precision);
+  const g = cfg.generation;
+  const perSlot = KvCache.bytes(cfg.arch, cfg.precision, { slots: 1, positions: g.maxLength });
+  if (g.maxCacheBytes !== undefined && g.maxCacheBytes < perSlot)
+    throw new TandemError(
+      'TANDEM_ERR_INVALID_ARGUMENT',
+      `gpt config: generation.maxCacheMiB holds no sequence of ${g.maxLength} positions (${formatBytes(perSlot)} each)`,
+    );
+  const slots = Math.min(g.maxSequences, Math.floor((g.maxCacheBytes ?? Infinity) / perSlot));
+  const cache = slots * perSlot;
   const devices = rt.devices.filter((d) => kind === undefined || d.info.kind === kind);
   const largest = Math.max(0, ...devices.map((d) => d.info.memoryBytes));
-  if (devices.length > 0 && !(bytes <= largest))
+  const where = `the largest${kind === undefined ? '' : ` ${kind}`} device here has ${formatBytes(largest)}`;
+  if (devices.length === 0) return;
+  if (!(weights <= largest))
     throw new TandemError(
       'TANDEM_ERR_OUT_OF_MEMORY',
-      `gpt config: the weights need ${formatBytes(bytes)} in ${cfg.precision}, the largest${kind === undefined ? '' : ` ${kind}`} device here has ${formatBytes(largest)}`,
-      { weightBytes: bytes, deviceBytes: largest },
+      `gpt config: the weights need ${formatBytes(weights)} in ${cfg.precision}, ${where}`,
+      { weightBytes: weights, deviceBytes: largest },
+    );
+  if (!(weights + cache <= largest))
+    throw new TandemError(
+      'TANDEM_ERR_OUT_OF_MEMORY',
+      `gpt config: the weights (${formatBytes(weights)}) and the KV cache of ${slots} sequences of ${g.maxLength} positions (${formatBytes(cache)}) need more than ${where}; lower generation.maxSequences or set generation.maxCacheMiB`,
+      { weightBytes: weights, cacheBytes: cache, deviceBytes: largest },
     );
 }
 
@@ -246,7 +264,7 @@ export const gptModelFactory: ModelFactory = {
     const cfg = parseGptConfig(spec.config);
     const full = rt as unknown as Runtime;
     const device = engineDevice(rt, spec.placement);
-    requireWeightsFit(cfg, rt, device);
+    requireFits(cfg, rt, device);
     const nn = new Nn(full, {
       precision: cfg.precision,
       seed: cfg.seed,

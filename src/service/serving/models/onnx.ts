@@ -5,7 +5,7 @@
  * ONNX or uses something Tandem does not run is refused when the model is registered, so the service
  * keeps serving its other models.
  */
-import { TandemError } from '../../../core/errors.js';
+import { TandemError, failedStep } from '../../../core/errors.js';
 import { OnnxExecutor, type InputTensor, type OutputTensor } from '../../../onnx/executor.js';
 import { isFloatType, numelOf } from '../../../onnx/host-tensor.js';
 import { loadOnnxFile, type OnnxModel } from '../../../onnx/model.js';
@@ -164,7 +164,7 @@ class OnnxServedModel implements ServedModel<OnnxItem, OnnxOutputs> {
         } catch (err) {
           const e =
             err instanceof TandemError
-              ? rootCause(err)
+              ? failedStep(err, 'onnx')
               : new TandemError('TANDEM_ERR_INTERNAL', `onnx: ${String(err)}`);
           for (const i of idx) results[i] = e;
         }
@@ -240,23 +240,6 @@ class OnnxServedModel implements ServedModel<OnnxItem, OnnxOutputs> {
   async unload(): Promise<void> {
     this.exec.close();
   }
-}
-
-/**
- * The error of the node that failed, not of the read that depended on it: a graph that expands a
- * request into more than the device holds failed as DEPENDENCY_FAILED (HTTP 500) of the output's read,
- * where the cause is OUT_OF_MEMORY (507) of the node's task.
- */
-function rootCause(err: TandemError): TandemError {
-  let e = err;
-  let failed = '';
-  while (e.code === 'TANDEM_ERR_DEPENDENCY_FAILED' && e.cause instanceof TandemError) {
-    failed = typeof e.details['failedName'] === 'string' ? e.details['failedName'] : failed;
-    e = e.cause;
-  }
-  if (e === err) return err;
-  const message = e.message.startsWith(`${e.code}: `) ? e.message.slice(e.code.length + 2) : e.message;
-  return new TandemError(e.code, `onnx: ${failed || 'a step'} failed: ${message}`, e.details, { cause: err });
 }
 
 export const onnxFactory: ModelFactory = {
