@@ -75,12 +75,17 @@ export class TokenLoader {
         { tokens: tokens.length, needed: need },
       );
     if (options.vocab !== undefined) {
-      for (let i = 0; i < tokens.length; i++)
-        if (tokens[i]! >= options.vocab)
+      // Negative, fractional or NaN ids (an in-memory stream of any number type) were read as ids
+      // anyway: -1 made the loss NaN, NaN became id 0.
+      const vocab = options.vocab;
+      for (let i = 0; i < tokens.length; i++) {
+        const id = tokens[i]!;
+        if (!(id >= 0 && id < vocab && Number.isInteger(id)))
           throw new TandemError(
             'TANDEM_ERR_BAD_DATA',
-            `tokens: id ${tokens[i]} at ${i} is outside the vocabulary of ${options.vocab}`,
+            `tokens: id ${id} at ${i} is outside the vocabulary of ${vocab}`,
           );
+      }
     }
   }
 
