@@ -132,10 +132,34 @@ export async function modelsRegisterCommand(name: string, opts: RegisterOptions)
   return 0;
 }
 
+/**
+ * The size of the file `--weights` names, checked before anything is sent: a missing file was an
+ * internal error (a bare ENOENT), and a directory read as a stream failed the fetch, which told the user
+ * the service could not be reached.
+ */
+function weightsFileSize(file: string): number {
+  let st: ReturnType<typeof statSync>;
+  try {
+    st = statSync(file);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new TandemError(
+      'TANDEM_ERR_INVALID_ARGUMENT',
+      `--weights ${file}: ${code === 'ENOENT' ? 'no such file' : `cannot be read (${code ?? (e as Error).message})`}`,
+    );
+  }
+  if (!st.isFile())
+    throw new TandemError(
+      'TANDEM_ERR_INVALID_ARGUMENT',
+      `--weights ${file}: ${st.isDirectory() ? 'is a directory' : 'is not a regular file'}; give the .safetensors or .onnx file`,
+    );
+  return st.size;
+}
+
 /** Streams a weights file to POST /v1/models/uploads; returns the upload id. */
 async function uploadFile(opts: ClientOptions, file: string): Promise<string> {
   const cfg = clientConfig({ url: opts.url, key: opts.key });
-  const size = statSync(file).size;
+  const size = weightsFileSize(file);
   let res: Response;
   try {
     res = await fetch(`${cfg.url}/v1/models/uploads`, {
@@ -154,7 +178,11 @@ async function uploadFile(opts: ClientOptions, file: string): Promise<string> {
       `cannot reach the service at ${cfg.url}: ${(e as Error).message}`,
     );
   }
-  const answer = (await res.json()) as { upload?: string; error?: { code: string; message: string } };
+  // A proxy's HTML error page is not JSON: its status still says what happened.
+  const answer = (await res.json().catch(() => ({}))) as {
+    upload?: string;
+    error?: { code: string; message: string };
+  };
   if (!res.ok || answer.upload === undefined)
     throw new TandemError(
       (answer.error?.code ?? 'TANDEM_ERR_INTERNAL') as ErrorCode,

@@ -7,9 +7,10 @@
 import { join } from 'node:path';
 import { TandemError } from '../core/errors.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { latestCheckpoint, loadCheckpoint, saveCheckpoint } from '../nn/checkpoint.js';
-import { brownCorpusTokens } from '../nn/data/corpus.js';
+import { latestCheckpoint, loadCheckpoint, prepareCheckpointDir, saveCheckpoint } from '../nn/checkpoint.js';
+import { brownCorpusFor } from '../nn/data/corpus.js';
 import { loadFashionMnist } from '../nn/data/idx.js';
+import { gptConfig } from '../nn/models/gpt.js';
 import { readTokenFile } from '../nn/data/tokens.js';
 import { evaluateClassifier, evaluateGpt } from '../nn/evaluate.js';
 import { Trainer, type ModelName, type StepReport, type TrainData, type TrainSpec } from '../nn/train.js';
@@ -40,10 +41,16 @@ export interface TrainOptions {
 
 const FASHION_DIR = '/usr/share/datasets/fashion-mnist';
 
-export async function loadData(model: ModelName, data: string | undefined): Promise<TrainData> {
+export async function loadData(
+  model: ModelName,
+  data: string | undefined,
+  preset?: string,
+): Promise<TrainData> {
   if (model === 'gpt') {
     if (data === undefined || data === 'brown') {
-      const c = await brownCorpusTokens(join(OUTPUT_DIR, 'data'));
+      // A byte-level preset (gpt-micro) reads the corpus as bytes: GPT-2 ids are past its vocabulary.
+      const vocab = preset === undefined ? 50257 : gptConfig(preset).vocab;
+      const c = await brownCorpusFor(vocab, join(OUTPUT_DIR, 'data'));
       return { kind: 'tokens', train: c.train, val: c.val };
     }
     return { kind: 'tokens', train: readTokenFile(data) };
@@ -159,7 +166,7 @@ async function evaluate(trainer: Trainer, data: TrainData, batches: number): Pro
 export async function trainCommand(model: string, o: TrainOptions): Promise<number> {
   const json = o.json === true;
   return trainFrame(json, async (f) => {
-    const data = await loadData(model as ModelName, o.data);
+    const data = await loadData(model as ModelName, o.data, o.preset);
     const rt = await f.open({
       ...(backendsFor(o.device) ? { backends: backendsFor(o.device)! } : {}),
       summary: !json,
@@ -175,6 +182,7 @@ export async function trainCommand(model: string, o: TrainOptions): Promise<numb
       from = await loadCheckpoint(trainer, file);
       if (!json) process.stderr.write(`resuming from ${file} at step ${from}\n`);
     }
+    if (o.checkpoint !== undefined) prepareCheckpointDir(o.checkpoint);
     const every = o.checkpointEvery ?? 0;
     const progress = stepProgress(json, trainer.spec.steps);
     f.listen();
@@ -225,7 +233,7 @@ export async function evalCommand(model: string, o: TrainOptions): Promise<numbe
       throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', 'eval needs --checkpoint <dir>');
     const file = latestCheckpoint(o.checkpoint);
     if (file === null) throw new TandemError('TANDEM_ERR_BAD_CHECKPOINT', `no checkpoint in ${o.checkpoint}`);
-    const data = await loadData(model as ModelName, o.data);
+    const data = await loadData(model as ModelName, o.data, o.preset);
     const rt = await f.open({
       ...(backendsFor(o.device) ? { backends: backendsFor(o.device)! } : {}),
       summary: !json,

@@ -37,7 +37,7 @@ export async function parallelTrainCommand(model: string, o: TrainOptions): Prom
       );
     const rt = await f.open({ backends: ['cpu', 'cuda'], summary: !json });
     const devices = pickGpus(rt.devices, plan.gpus);
-    const data = await loadData(model as ModelName, o.data);
+    const data = await loadData(model as ModelName, o.data, o.preset);
     const progress = stepProgress(json, spec.steps);
     f.listen();
     let last: { loss: number; throughput: number; unit: string } | null = null;

@@ -108,6 +108,37 @@ export function asTandemError(e: unknown, code: ErrorCode, context: string): Tan
   return new TandemError(code, `${context}: ${msg}`, {}, { cause: e });
 }
 
+/**
+ * `e` with a server-side file path replaced by `label` in its message and dropped from details.file:
+ * readers name the file they failed on, which the server's log keeps, but a service client (a tenant)
+ * has no business learning the data directory's layout. `e` itself when it does not mention `path`.
+ */
+export function withPathHidden(e: TandemError, path: string, label: string): TandemError {
+  if (!e.message.includes(path) && e.details['file'] !== path) return e;
+  const { file: _file, ...details } = e.details;
+  const message = e.message.startsWith(`${e.code}: `) ? e.message.slice(e.code.length + 2) : e.message;
+  return new TandemError(e.code, message.split(path).join(label), details, { cause: e });
+}
+
+/**
+ * The error of the task that failed, not of the one that depended on it: a read whose producer could
+ * not allocate its output fails as DEPENDENCY_FAILED (HTTP 500), where the cause is OUT_OF_MEMORY (507)
+ * of the producer. `err` itself when it is not a dependency failure with a TandemError cause.
+ */
+export function failedStep(err: TandemError, context: string): TandemError {
+  let e = err;
+  let failed = '';
+  while (e.code === 'TANDEM_ERR_DEPENDENCY_FAILED' && e.cause instanceof TandemError) {
+    failed = typeof e.details['failedName'] === 'string' ? e.details['failedName'] : failed;
+    e = e.cause;
+  }
+  if (e === err) return err;
+  const message = e.message.startsWith(`${e.code}: `) ? e.message.slice(e.code.length + 2) : e.message;
+  return new TandemError(e.code, `${context}: ${failed || 'a step'} failed: ${message}`, e.details, {
+    cause: err,
+  });
+}
+
 export function formatBytes(n: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
   let v = n;

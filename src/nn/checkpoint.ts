@@ -36,6 +36,34 @@ export function checkpointFile(dir: string, step: number): string {
   return join(dir, `step-${String(step).padStart(8, '0')}.safetensors`);
 }
 
+/**
+ * Creates the checkpoint directory (and its parents) or says why it cannot: called before a run starts,
+ * so a path that is a file, or not writable, is refused at once rather than after the training it was
+ * to keep (TANDEM_ERR_INVALID_ARGUMENT naming the path and the system's reason).
+ */
+export function prepareCheckpointDir(dir: string): void {
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code ?? '';
+    const why =
+      code === 'EEXIST' || code === 'ENOTDIR'
+        ? 'a file (not a directory) is in the way'
+        : code === 'EACCES' || code === 'EPERM' || code === 'EROFS'
+          ? 'it is not writable'
+          : (e as Error).message;
+    throw new TandemError(
+      'TANDEM_ERR_INVALID_ARGUMENT',
+      `checkpoint directory ${dir} cannot be created: ${why}`,
+      {
+        dir,
+        ...(code ? { errno: code } : {}),
+      },
+      { cause: e },
+    );
+  }
+}
+
 /** The newest checkpoint file in `dir`, or null. */
 export function latestCheckpoint(dir: string): string | null {
   let best: [number, string] | null = null;
@@ -115,7 +143,7 @@ export async function saveCheckpoint(trainer: Trainer, dir: string, step: number
     tensors.set(`optim.${name}.exp_avg_sq`, await snapshot(rt, s.v));
     if (s.master !== null) tensors.set(`optim.${name}.master`, await snapshot(rt, s.master));
   }
-  mkdirSync(dir, { recursive: true });
+  prepareCheckpointDir(dir);
   const path = checkpointFile(dir, step);
   await saveSafetensors(path, tensors, {
     durable: true,
@@ -136,13 +164,29 @@ export async function saveCheckpoint(trainer: Trainer, dir: string, step: number
   return path;
 }
 
+/** A JSON metadata entry of a checkpoint; a damaged one is BAD_CHECKPOINT, not a SyntaxError. */
+function metaJson(
+  path: string,
+  meta: Readonly<Record<string, string>>,
+  key: string,
+  fallback: unknown,
+): unknown {
+  const raw = meta[key];
+  if (raw === undefined) return fallback;
+  try {
+    return JSON.parse(raw) as unknown;
+  } catch {
+    throw bad(`${path}: metadata ${key} is not valid JSON`, { key });
+  }
+}
+
 /** Restores a checkpoint into a trainer built from a compatible spec; returns the steps it had done. */
 export async function loadCheckpoint(trainer: Trainer, path: string): Promise<number> {
   const file = await loadSafetensors(path);
   const meta = file.metadata;
   if (meta['format'] !== FORMAT)
     throw bad(`${path} is not a Tandem training checkpoint (format ${meta['format'] ?? 'missing'})`);
-  const spec = JSON.parse(meta['spec'] ?? '{}') as Partial<Trainer['spec']>;
+  const spec = metaJson(path, meta, 'spec', {}) as Partial<Trainer['spec']>;
   for (const k of ['model', 'preset', 'precision'] as const)
     if ((spec[k] ?? null) !== (trainer.spec[k] ?? null))
       throw bad(`${path} was written for ${k} ${String(spec[k])}, this run uses ${String(trainer.spec[k])}`);
@@ -160,7 +204,7 @@ export async function loadCheckpoint(trainer: Trainer, path: string): Promise<nu
     throw bad(`${path}: metadata step ${meta['step']} is not a step count`);
   trainer.optimizer.steps = Number(meta['optimizerSteps'] ?? step);
   trainer.seekData(Number(meta['dataPosition'] ?? step));
-  trainer.restoreScaler(JSON.parse(meta['lossScale'] ?? 'null') as unknown);
+  trainer.restoreScaler(metaJson(path, meta, 'lossScale', null));
   trainer.stepsDone = step;
   return step;
 }

@@ -8,7 +8,7 @@ import { TandemError } from '../core/errors.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { Nn, type Precision } from './context.js';
 import { DeviceImages } from './data/device-images.js';
-import { type ImageSet, imageBatch } from './data/images.js';
+import { type ImageSet, checkImageSet, imageBatch } from './data/images.js';
 import { TokenLoader } from './data/tokens.js';
 import { Cnn, Mlp, type Classifier } from './models/classifiers.js';
 import { Gpt, gptConfig, gptFlopsPerToken, type GptConfig } from './models/gpt.js';
@@ -118,6 +118,13 @@ export type TrainData =
 type Built =
   { readonly kind: 'classifier'; readonly model: Classifier } | { readonly kind: 'gpt'; readonly model: Gpt };
 
+/** The pixels a classifier takes and the classes it scores. */
+function classifierShape(m: Classifier): { pixels: number; classes: number } {
+  if (m instanceof Mlp) return { pixels: m.config.sizes[0]!, classes: m.config.sizes.at(-1)! };
+  const c = m as Cnn;
+  return { pixels: c.size * c.size, classes: c.classes };
+}
+
 export function buildModel(nn: Nn, spec: Pick<TrainSpec, 'model' | 'preset' | 'gpt'>): Built {
   switch (spec.model) {
     case 'mlp':
@@ -214,6 +221,10 @@ export class Trainer {
       });
     } else {
       this.tokens = null;
+      if (data.kind === 'images' && this.built.kind === 'classifier') {
+        const { pixels, classes } = classifierShape(this.built.model);
+        checkImageSet(data.train, pixels, classes);
+      }
       if (data.kind === 'images' && data.train.count < this.dataRows)
         throw new TandemError(
           'TANDEM_ERR_BAD_DATA',

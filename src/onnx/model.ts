@@ -151,7 +151,17 @@ function valueInfo(v: ValueInfoProto): ValueInfo {
     );
   }
   const dims = tt.shape ? (tt.shape.dim ?? []).map(dimOf) : null;
-  return { name, type: elemTypeOf(tt.elemType ?? 0, `graph value '${name}'`), dims };
+  const type = elemTypeOf(tt.elemType ?? 0, `graph value '${name}'`);
+  // Refused here, at load, rather than read as numbers later: a served model would otherwise accept
+  // numbers for a string input and answer as if they were its data.
+  if (type === 'string' || type === 'complex64' || type === 'complex128') {
+    throw new TandemError(
+      'TANDEM_ERR_UNSUPPORTED',
+      `onnx: graph value '${name}' has element type ${type}, which Tandem does not support`,
+      { value: name, type },
+    );
+  }
+  return { name, type, dims };
 }
 
 type DimProto = { dimParam?: string | null; dimValue?: Int64; value?: string };

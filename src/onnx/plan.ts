@@ -114,7 +114,31 @@ function hostEvaluate(
         { op: call.node.opType, node: call.node.name },
       );
     }
-    throw err;
+    throw malformedNode(call, err);
+  }
+}
+
+/**
+ * What an op's inference or evaluation threw that is not a TandemError: the node is not what the op
+ * expects (too few inputs, an attribute of the wrong kind) and the op tripped over it. Named as the
+ * file's fault (BAD_DATA, node) instead of surfacing as an internal error (HTTP 500) of the service.
+ */
+function malformedNode(call: OpCall, err: unknown): TandemError {
+  if (err instanceof TandemError) return err;
+  const { opType, name, inputs } = call.node;
+  return new TandemError(
+    'TANDEM_ERR_BAD_DATA',
+    `onnx: ${opType} node '${name}' (${inputs.length} inputs) is malformed: ${err instanceof Error ? err.message : String(err)}`,
+    { op: opType, node: name, reason: 'node' },
+    { cause: err },
+  );
+}
+
+function inferNode(impl: OpImpl, call: OpCall): ReturnType<OpImpl['infer']> {
+  try {
+    return impl.infer(call);
+  } catch (err) {
+    throw malformedNode(call, err);
   }
 }
 
@@ -178,7 +202,7 @@ export function bindPlan(
         { op: node.opType, node: node.name },
       );
     }
-    const specs = impl.infer(call);
+    const specs = inferNode(impl, call);
     const outputs = specs.map((s) => ({ type: s.type, dims: s.dims, constant: false }));
     node.outputs.forEach((o, i) => {
       if (o !== '' && outputs[i]) values.set(o, outputs[i]!);

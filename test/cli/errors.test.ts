@@ -5,6 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { closest, deviceParser, editDistance, suggestion } from '../../src/cli/cli-options.js';
@@ -88,4 +90,55 @@ void test('a command that fails after opening devices exits non-zero promptly', 
   if (r.code === 0) return t.skip('a CUDA device is present here, so the run succeeded: nothing failed');
   assert.equal(r.code, 2, r.stderr);
   assert.match(r.stderr, /TANDEM_ERR_NO_DEVICE/);
+});
+
+void test('tandem train with a directory as --data or a file as --checkpoint: a clear code before any step', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tandem-train-paths-'));
+  // 4096 random token ids below gpt-micro's vocabulary of 256: data that trains.
+  let x = 12345;
+  const ids = Uint16Array.from({ length: 4096 }, () => {
+    x = (x * 1103515245 + 12345) >>> 0;
+    return x >>> 24;
+  });
+  const tokens = join(dir, 'tokens.u16');
+  writeFileSync(tokens, Buffer.from(ids.buffer));
+  const train = [
+    'train',
+    'gpt',
+    '--preset',
+    'gpt-micro',
+    '--batch',
+    '2',
+    '--steps',
+    '2',
+    '--device',
+    'cpu',
+    '--json',
+  ];
+  const cases: ReadonlyArray<readonly [string[], string, RegExp]> = [
+    // Was TANDEM_ERR_INTERNAL "EISDIR: illegal operation on a directory".
+    [['--data', dir], 'TANDEM_ERR_BAD_DATA', /token file .* is a directory/],
+    // Was TANDEM_ERR_INTERNAL "EEXIST" from mkdir, after every step had been trained.
+    [
+      ['--data', tokens, '--checkpoint', tokens],
+      'TANDEM_ERR_INVALID_ARGUMENT',
+      /checkpoint directory .* cannot be created: a file \(not a directory\) is in the way/,
+    ],
+  ];
+  for (const [extra, code, text] of cases) {
+    const r = await runCli([...train, ...extra], { timeoutMs: 60_000 });
+    assert.equal(r.code, 2, `${extra.join(' ')}: ${r.stdout} ${r.stderr}`);
+    const doc = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as {
+      error: { code: string; message: string };
+    };
+    assert.equal(doc.error.code, code, doc.error.message);
+    assert.match(doc.error.message, text);
+    assert.ok(!r.stdout.includes('"event":"step"'), `no step ran: ${r.stdout.slice(0, 300)}`);
+  }
+  // The same data and a fresh directory train and keep a checkpoint.
+  const ok = await runCli([...train, '--data', tokens, '--checkpoint', join(dir, 'ck')], {
+    timeoutMs: 60_000,
+  });
+  assert.equal(ok.code, 0, ok.stderr);
+  assert.match(ok.stdout, /"event":"step","step":2/);
 });

@@ -82,6 +82,21 @@ void test('tandem models register/list/unload and tandem infer', { timeout: 120_
     assert.match(bad.stdout + bad.stderr, /TANDEM_ERR_SHAPE/);
     const missing = await runCli(['infer', 'nope', '--input', input, '--json'], { env });
     assert.match(missing.stdout + missing.stderr, /TANDEM_ERR_NOT_FOUND/);
+    // A --weights path that is no file: was an internal error (ENOENT), or for a directory "cannot reach
+    // the service" (the fetch of its stream failed).
+    for (const [path, text] of [
+      [join(dir, 'absent.onnx'), /--weights .*absent\.onnx: no such file/],
+      [dir, /--weights .*: is a directory/],
+    ] as const) {
+      const r = await runCli(
+        ['models', 'register', 'cli-onnx', '--kind', 'onnx', '--weights', path, '--json'],
+        { env },
+      );
+      assert.equal(r.code, 2, r.stdout + r.stderr);
+      const e = (JSON.parse(r.stdout) as { error: { code: string; message: string } }).error;
+      assert.equal(e.code, 'TANDEM_ERR_INVALID_ARGUMENT');
+      assert.match(e.message, text);
+    }
 
     const list = await runCli(['models', 'list'], { env });
     assert.equal(list.code, 0, list.stderr);

@@ -14,6 +14,7 @@ import {
   latestCheckpoint,
   loadCheckpoint,
   loadParameters,
+  prepareCheckpointDir,
   saveCheckpoint,
   saveParameters,
 } from '../../src/nn/checkpoint.js';
@@ -121,10 +122,46 @@ void describe('checkpoints', () => {
       loadCheckpoint(other, path),
       (e) => isTandemError(e, 'TANDEM_ERR_BAD_CHECKPOINT') && /precision/.test(e.message),
     );
+    // Metadata that is not JSON where JSON is expected: was a SyntaxError (an internal error).
+    for (const key of ['spec', 'lossScale']) {
+      const n = Number(bytes.readBigUInt64LE(0));
+      const header = JSON.parse(bytes.subarray(8, 8 + n).toString()) as {
+        __metadata__: Record<string, string>;
+      };
+      header.__metadata__[key] = '{"model": "gpt", "preset":';
+      const text = Buffer.from(JSON.stringify(header));
+      const len = Buffer.alloc(8);
+      len.writeBigUInt64LE(BigInt(text.length));
+      const damaged = join(dir, `meta-${key}.safetensors`);
+      writeFileSync(damaged, Buffer.concat([len, text, bytes.subarray(8 + n)]));
+      await assert.rejects(
+        loadCheckpoint(t, damaged),
+        (e) =>
+          isTandemError(e, 'TANDEM_ERR_BAD_CHECKPOINT') &&
+          e.message.includes(`metadata ${key} is not valid JSON`),
+      );
+    }
     const small = new Gpt(new Nn(rt, { precision: 'f32' }), gptConfig('gpt-micro', { layers: 3 }));
     await assert.rejects(
       loadParameters(small, path),
       (e) => isTandemError(e, 'TANDEM_ERR_BAD_CHECKPOINT') && /h\.2\./.test(e.message),
     );
+  });
+
+  it('a checkpoint directory that is a file: INVALID_ARGUMENT before a run, and when saving', async () => {
+    // Before: the CLI trained every step, then failed with an internal EEXIST from mkdir.
+    const file = join(dir, 'not-a-dir');
+    writeFileSync(file, 'x');
+    for (const target of [file, join(file, 'below')])
+      assert.throws(
+        () => prepareCheckpointDir(target),
+        (e) =>
+          isTandemError(e, 'TANDEM_ERR_INVALID_ARGUMENT') &&
+          /a file \(not a directory\) is in the way/.test(e.message),
+      );
+    const t = new Trainer(rt, { ...spec, steps: 1 }, data);
+    await assert.rejects(saveCheckpoint(t, file, 1), (e) => isTandemError(e, 'TANDEM_ERR_INVALID_ARGUMENT'));
+    prepareCheckpointDir(join(dir, 'fresh', 'deeper'));
+    assert.equal(latestCheckpoint(join(dir, 'fresh', 'deeper')), null);
   });
 });

@@ -81,6 +81,44 @@ void describe('bad training input', () => {
     );
   });
 
+  it('negative, fractional or NaN token ids; image sets whose sizes or labels do not fit: BAD_DATA', () => {
+    // Before: -1 and a label of 99 trained into a NaN loss (reported UNSTABLE), NaN was read as id 0,
+    // and a count past the data trained on batches read past the arrays' ends.
+    for (const bad of [-1, 2.5, NaN]) {
+      const ids = Float64Array.from({ length: 200 }, (_, i) => (i * 37) % 256);
+      ids[150] = bad;
+      assert.throws(
+        () => new TokenLoader(ids, { batch: 2, time: 8, vocab: 256 }),
+        (e) => isTandemError(e, 'TANDEM_ERR_BAD_DATA') && e.message.includes(`id ${bad} at 150`),
+      );
+    }
+    const images = (count: number, stored = count) => ({
+      count,
+      height: 28,
+      width: 28,
+      images: Float32Array.from({ length: stored * 784 }, (_, i) => ((i * 7919) % 1000) / 1000),
+      labels: Int32Array.from({ length: stored }, (_, i) => (i * 3) % 10),
+    });
+    const mlp = { model: 'mlp' as const, steps: 1, batch: 4 };
+    const cases: Array<[string, ReturnType<typeof images>, RegExp]> = [
+      ['a count past the data', images(1000, 16), /fewer than 1000 images of 784 pixels/],
+      [
+        'a label past the classes',
+        { ...images(16), labels: Int32Array.from({ length: 16 }, (_, i) => (i === 9 ? 10 : 1)) },
+        /label 10 of image 9/,
+      ],
+      ['a negative label', { ...images(16), labels: new Int32Array(16).fill(-3) }, /label -3 of image 0/],
+      ['another image size', { ...images(16), height: 32, width: 32 }, /32×32, the model takes 784 pixels/],
+    ];
+    for (const [what, train, text] of cases)
+      assert.throws(
+        () => new Trainer(rt, mlp, { kind: 'images', train }),
+        (e) => isTandemError(e, 'TANDEM_ERR_BAD_DATA') && text.test(e.message),
+        what,
+      );
+    new Trainer(rt, mlp, { kind: 'images', train: images(16) }); // the same, well formed, is accepted
+  });
+
   it('unknown model, preset, non-positive steps: TANDEM_ERR_INVALID_ARGUMENT', () => {
     const data = { kind: 'tokens', train: new Uint8Array(10_000) } as const;
     for (const spec of [

@@ -11,6 +11,7 @@ import { describe, it } from 'node:test';
 import { TandemError } from '../../src/core/errors.js';
 import { loadOnnxFile, parseOnnxModel } from '../../src/onnx/model.js';
 import { bindPlan } from '../../src/onnx/plan.js';
+import { ONNX_OPS } from '../../src/onnx/ops/table.js';
 import { evaluateReference } from '../../src/onnx/reference.js';
 import { ocrAssetsDir } from '../../src/onnx/ocr.js';
 import { seededRandom } from '../../src/core/seeded-random.js';
@@ -106,6 +107,51 @@ describe('onnx loader: malformed files', () => {
       );
       assert.match(e.message, want);
     }
+  });
+
+  it('refuses string and complex graph values at load (not read as numbers later)', () => {
+    for (const type of [8, 14]) {
+      const bytes = encodeModel({
+        nodes: [{ op: 'Identity', inputs: ['x'], outputs: ['y'] }],
+        inputs: [{ name: 'x', type, dims: ['N', 4] }],
+        outputs: [{ name: 'y', dims: ['N', 4] }],
+      });
+      assert.match(rejects(() => parseOnnxModel(bytes), 'TANDEM_ERR_UNSUPPORTED').message, /graph value 'x'/);
+    }
+  });
+
+  it('a node with fewer inputs than its op reads: BAD_DATA naming the node, for every operator', () => {
+    // Before: several ops' shape inference read a missing input and threw a TypeError, which the
+    // served onnx kind answered as a 500 TANDEM_ERR_INTERNAL.
+    const typeErrors: string[] = [];
+    for (const op of Object.keys(ONNX_OPS)) {
+      const m = parseOnnxModel(
+        encodeModel({
+          nodes: [{ op, inputs: [], outputs: ['y'] }],
+          inputs: [{ name: 'x', dims: [2, 3, 4, 5] }],
+          outputs: [{ name: 'y', dims: ['O'] }],
+        }),
+      );
+      try {
+        bindPlan(m, new Map([['x', { type: 'float', dims: [2, 3, 4, 5] }]]));
+      } catch (e) {
+        if (!(e instanceof TandemError)) typeErrors.push(`${op}: ${String(e)}`);
+      }
+    }
+    assert.deepEqual(typeErrors, []);
+    const relu0 = parseOnnxModel(
+      encodeModel({
+        nodes: [{ op: 'Relu', inputs: [], outputs: ['y'] }],
+        inputs: [{ name: 'x', dims: ['N', 4] }],
+        outputs: [{ name: 'y', dims: ['N', 4] }],
+      }),
+    );
+    const e = rejects(
+      () => bindPlan(relu0, new Map([['x', { type: 'float', dims: [2, 4] }]])),
+      'TANDEM_ERR_BAD_DATA',
+      'node',
+    );
+    assert.match(e.message, /Relu node 'n0' \(0 inputs\) is malformed/);
   });
 
   it('checks input shapes and dtypes against the declared ones (symbolic dims bind to anything)', () => {

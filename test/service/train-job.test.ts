@@ -4,7 +4,7 @@
  * checkpoint, from which a new job resumes; bad parameters are refused at submit with stable codes.
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { cpuTestService, waitForJob } from './helpers.js';
@@ -123,4 +123,55 @@ void test('train job: bad parameters are refused at submit', async (t) => {
   } finally {
     await s.close();
   }
+});
+
+void test('train job: a byte-level preset trains on the corpus; a wrong or damaged checkpoint to resume', async (t) => {
+  const s = await cpuTestService(t);
+  if (!s) return;
+  t.after(() => s.close());
+  const submit = async (params: Record<string, unknown>): Promise<string> => {
+    const res: { statusCode: number; body: string; json(): unknown } = await s.svc.app.inject({
+      method: 'POST',
+      url: '/v1/jobs',
+      headers: s.auth(),
+      payload: { type: 'train', params },
+    });
+    assert.equal(res.statusCode, 202, res.body);
+    return (res.json() as { id: string }).id;
+  };
+  // gpt-micro (a vocabulary of 256) on the default brown data: failed at its first step ("id 464 is
+  // outside the vocabulary of 256": the corpus was GPT-2 tokens); now the corpus's bytes.
+  const micro = await submit({ model: 'gpt', preset: 'gpt-micro', batch: 2, steps: 3, device: 'cpu' });
+  const done = await waitForJob(s, micro, s.admin, 60_000);
+  assert.equal(done.state, 'succeeded', JSON.stringify(done.error));
+  const out = (await s.svc.app.inject({ url: `/v1/jobs/${micro}/result`, headers: s.auth() })).json() as {
+    result: { steps: number; loss: number; checkpoint: string };
+  };
+  // Uniform over 256 bytes is ln 256 = 5.55: a loss near it, finite.
+  assert.ok(out.result.loss > 3 && out.result.loss < 6.5, `loss ${out.result.loss}`);
+  // Resuming it as another model, then from a truncated copy: BAD_CHECKPOINT naming the job's
+  // checkpoint, not its path under the data directory.
+  const failure = async (params: Record<string, unknown>): Promise<{ code: string; message: string }> => {
+    const j = await waitForJob(s, await submit(params), s.admin, 60_000);
+    assert.equal(j.state, 'failed');
+    return j.error!;
+  };
+  const wrong = await failure({ model: 'gpt', preset: 'gpt-mini', resumeFrom: micro, steps: 4 });
+  assert.equal(wrong.code, 'TANDEM_ERR_BAD_CHECKPOINT');
+  assert.match(
+    wrong.message,
+    new RegExp(
+      `the checkpoint of job ${micro} \\(step-00000003\\.safetensors\\) was written for preset gpt-micro`,
+    ),
+  );
+  assert.ok(!wrong.message.includes(s.dir), wrong.message);
+  const file = out.result.checkpoint;
+  writeFileSync(file, readFileSync(file).subarray(0, 100));
+  const cut = await failure({ model: 'gpt', preset: 'gpt-micro', resumeFrom: micro, steps: 4, batch: 2 });
+  assert.equal(cut.code, 'TANDEM_ERR_BAD_CHECKPOINT');
+  assert.match(
+    cut.message,
+    /safetensors: the checkpoint of job .* runs past the end of the file \(100 bytes\)/,
+  );
+  assert.ok(!cut.message.includes(s.dir), cut.message);
 });

@@ -51,6 +51,27 @@ export function brownCorpusBytes(files = 20): Uint8Array {
   );
 }
 
+/**
+ * The Brown corpus for a model of `vocab` tokens, split 90/10 by document as brownCorpusTokens: its
+ * UTF-8 bytes for a byte-level vocabulary (256: gpt-micro, whose ids GPT-2 tokens overflow), GPT-2
+ * tokens otherwise.
+ */
+export async function brownCorpusFor(
+  vocab: number,
+  cacheDir: string,
+): Promise<{ readonly train: ArrayLike<number>; readonly val: ArrayLike<number> }> {
+  if (vocab !== 256) return brownCorpusTokens(cacheDir);
+  const dir = brownDir();
+  const files = readdirSync(dir)
+    .filter((f) => /^c[a-r]\d\d$/.test(f))
+    .sort();
+  if (files.length === 0) throw new TandemError('TANDEM_ERR_BAD_DATA', `no Brown corpus files in ${dir}`);
+  const cut = Math.floor(files.length * 0.9);
+  const bytesOf = (names: string[]): Uint8Array =>
+    new TextEncoder().encode(names.map((f) => untagBrown(readFileSync(join(dir, f), 'utf8'))).join('\n'));
+  return { train: bytesOf(files.slice(0, cut)), val: bytesOf(files.slice(cut)) };
+}
+
 export interface CorpusTokens {
   readonly train: Uint16Array;
   readonly val: Uint16Array;

@@ -1,4 +1,5 @@
 /** Labelled image sets in memory (Fashion-MNIST and the like) and seeded batches of them. */
+import { TandemError } from '../../core/errors.js';
 import { unitAt } from '../../core/seeded-random.js';
 
 export interface ImageSet {
@@ -8,6 +9,25 @@ export interface ImageSet {
   readonly count: number;
   readonly height: number;
   readonly width: number;
+}
+
+/**
+ * Throws TANDEM_ERR_BAD_DATA unless `set` holds `count` images of `pixels` values and a label in
+ * [0, classes) for each: a count past the data read past the arrays' ends (batches of undefined), and a
+ * label past the classes made the loss NaN (reported as an unstable run, not as bad data).
+ */
+export function checkImageSet(set: ImageSet, pixels: number, classes: number): void {
+  const bad = (message: string): TandemError => new TandemError('TANDEM_ERR_BAD_DATA', `images: ${message}`);
+  if (!Number.isInteger(set.count) || set.count < 0) throw bad(`count ${set.count} is not a count`);
+  if (set.height * set.width !== pixels)
+    throw bad(`images are ${set.height}×${set.width}, the model takes ${pixels} pixels`);
+  if (set.images.length < set.count * pixels)
+    throw bad(`${set.images.length} values hold fewer than ${set.count} images of ${pixels} pixels`);
+  if (set.labels.length < set.count) throw bad(`${set.labels.length} labels for ${set.count} images`);
+  for (let i = 0; i < set.count; i++) {
+    const l = set.labels[i]!;
+    if (!(l >= 0 && l < classes)) throw bad(`label ${l} of image ${i} is not a class in [0, ${classes})`);
+  }
 }
 
 /**

@@ -20,8 +20,15 @@ export interface TokenBatch {
 export function readTokenFile(path: string, dtype: TokenFileDtype = 'u16'): Uint32Array | Uint16Array {
   let size: number;
   try {
-    size = statSync(path).size;
-  } catch {
+    const st = statSync(path);
+    if (!st.isFile())
+      throw new TandemError(
+        'TANDEM_ERR_BAD_DATA',
+        `token file ${path} is ${st.isDirectory() ? 'a directory' : 'not a regular file'}, not a file of token ids`,
+      );
+    size = st.size;
+  } catch (e) {
+    if (e instanceof TandemError) throw e;
     throw new TandemError('TANDEM_ERR_BAD_DATA', `token file ${path} does not exist or cannot be read`);
   }
   const width = dtype === 'u16' ? 2 : 4;
@@ -68,12 +75,17 @@ export class TokenLoader {
         { tokens: tokens.length, needed: need },
       );
     if (options.vocab !== undefined) {
-      for (let i = 0; i < tokens.length; i++)
-        if (tokens[i]! >= options.vocab)
+      // Negative, fractional or NaN ids (an in-memory stream of any number type) were read as ids
+      // anyway: -1 made the loss NaN, NaN became id 0.
+      const vocab = options.vocab;
+      for (let i = 0; i < tokens.length; i++) {
+        const id = tokens[i]!;
+        if (!(id >= 0 && id < vocab && Number.isInteger(id)))
           throw new TandemError(
             'TANDEM_ERR_BAD_DATA',
-            `tokens: id ${tokens[i]} at ${i} is outside the vocabulary of ${options.vocab}`,
+            `tokens: id ${id} at ${i} is outside the vocabulary of ${vocab}`,
           );
+      }
     }
   }
 

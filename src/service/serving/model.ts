@@ -77,6 +77,12 @@ export interface ModelFactory {
   readonly description: string;
   readonly configSchema: JsonSchema;
   /**
+   * The device kinds its batches can run on, when not all: a registration without a placement gets the
+   * default order with only these (the option pricer has no WebGPU kernel, so the default of cuda,
+   * webgpu, cpu refused it).
+   */
+  readonly deviceKinds?: readonly HardwareKind[];
+  /**
    * Loads the weights (or initialises them from the config's seed when the spec has none) onto the
    * runtime. Throws TandemError: BAD_CHECKPOINT for a weights file that is not valid or does not match
    * the config, INVALID_ARGUMENT for a bad config, OUT_OF_MEMORY when it does not fit.

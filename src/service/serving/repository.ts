@@ -9,7 +9,7 @@
 import { copyFileSync, renameSync } from 'node:fs';
 import type { Registry } from 'prom-client';
 import { join } from 'node:path';
-import { TandemError } from '../../core/errors.js';
+import { TandemError, withPathHidden } from '../../core/errors.js';
 import type { HardwareKind } from '../../devices/device.js';
 import { latestCheckpoint } from '../../nn/checkpoint.js';
 import type { Observer } from '../../obs/observer.js';
@@ -88,6 +88,14 @@ const DEFAULT_PLACEMENT: ModelPlacement = {
   kinds: ['cuda', 'webgpu', 'cpu'] as HardwareKind[],
   preferIdle: false,
 };
+
+/** The default placement, kept to the kinds the factory can run on. */
+function defaultPlacement(factory: ModelFactory): ModelPlacement {
+  const only = factory.deviceKinds;
+  return only === undefined
+    ? DEFAULT_PLACEMENT
+    : { ...DEFAULT_PLACEMENT, kinds: DEFAULT_PLACEMENT.kinds.filter((k) => only.includes(k)) };
+}
 
 export class ModelRepository {
   private readonly files: ModelFiles;
@@ -189,7 +197,7 @@ export class ModelRepository {
       version,
       kind: r.kind,
       config: r.config ?? {},
-      placement: r.placement ?? DEFAULT_PLACEMENT,
+      placement: r.placement ?? defaultPlacement(factory),
       batching: { ...DEFAULT_BATCHING, ...r.batching },
       weights,
       source:
@@ -277,11 +285,21 @@ export class ModelRepository {
       v.state = 'ready';
     } catch (e) {
       v.state = 'failed';
-      v.error =
+      // A RangeError is a size the host cannot allocate (a config's dims, not its weights file).
+      const err =
         e instanceof TandemError
           ? e
-          : new TandemError('TANDEM_ERR_BAD_CHECKPOINT', `loading ${reg.name} v${reg.version}: ${String(e)}`);
-      this.o.log?.('warn', `model ${reg.name} v${reg.version}: ${v.error.message}`);
+          : e instanceof RangeError
+            ? new TandemError('TANDEM_ERR_LIMIT', `loading ${reg.name} v${reg.version}: ${e.message}`)
+            : new TandemError(
+                'TANDEM_ERR_BAD_CHECKPOINT',
+                `loading ${reg.name} v${reg.version}: ${String(e)}`,
+              );
+      this.o.log?.('warn', `model ${reg.name} v${reg.version}: ${err.message}`);
+      v.error =
+        reg.weights === null
+          ? err
+          : withPathHidden(err, this.files.path(reg.weights), `the weights of ${reg.name} v${reg.version}`);
     }
   }
 

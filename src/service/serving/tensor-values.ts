@@ -5,6 +5,7 @@
  * (the model's `outputEncoding`).
  */
 import { endianness } from 'node:os';
+import { TandemError } from '../../core/errors.js';
 
 export type ValuesEncoding = 'json' | 'base64';
 
@@ -35,17 +36,43 @@ export function float32FromLE(bytes: Uint8Array, opts: { view?: boolean } = {}):
   return out;
 }
 
+/** The most values an output is written with as JSON numbers (base64: four times as many). */
+export const MAX_JSON_NUMBERS = 1 << 24;
+
 export class TensorValues {
   constructor(
     readonly values: Float32Array | Float64Array,
     private readonly encoding: ValuesEncoding,
+    /** The output's name, for the message when its values cannot be written as JSON numbers. */
+    private readonly name = '',
   ) {}
 
-  /** The JSON form: an array of numbers, or base64 of little-endian float32. */
+  /**
+   * The JSON form: an array of numbers, or base64 of little-endian float32. JSON has no NaN or
+   * Infinity (JSON.stringify writes null), so non-finite values as numbers throw TANDEM_ERR_UNSTABLE
+   * (422) for this answer alone; base64 and binary answers carry them as they are.
+   */
   toJSON(): number[] | string {
-    return this.encoding === 'json'
-      ? Array.from(this.values)
-      : float32LEBytes(this.values).toString('base64');
+    const v = this.values;
+    // A JSON answer is one string, which V8 caps at 2^29 characters: ~2^24 numbers, ~2^26 in base64.
+    // Past that the answer cannot be written (and a JS array of 10^8 numbers costs GBs on the way).
+    const most = this.encoding === 'json' ? MAX_JSON_NUMBERS : MAX_JSON_NUMBERS * 4;
+    if (v.length > most)
+      throw new TandemError(
+        'TANDEM_ERR_LIMIT',
+        `output${this.name ? ` '${this.name}'` : ''} has ${v.length} values, more than a JSON answer holds (${most} as ${this.encoding === 'json' ? 'numbers' : 'base64'}); ask binaryOutputs`,
+        { output: this.name, values: v.length, limit: most },
+      );
+    if (this.encoding !== 'json') return float32LEBytes(v).toString('base64');
+    for (let i = 0; i < v.length; i++) {
+      if (v[i]! - v[i]! !== 0)
+        throw new TandemError(
+          'TANDEM_ERR_UNSTABLE',
+          `output${this.name ? ` '${this.name}'` : ''} is not finite (data[${i}] = ${v[i]}); JSON numbers cannot carry it (binaryOutputs or outputEncoding base64 can)`,
+          { output: this.name, index: i },
+        );
+    }
+    return Array.from(v);
   }
 
   /** The binary form: little-endian float32 bytes. */

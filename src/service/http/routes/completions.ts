@@ -11,7 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { TandemError } from '../../../core/errors.js';
+import { TandemError, failedStep } from '../../../core/errors.js';
 import { toTandemError } from '../errors.js';
 import type { ServedModel } from '../../serving/model.js';
 import { parseCompletionRequest, requestedModel } from '../../serving/generation/completion-request.js';
@@ -31,6 +31,13 @@ const EXAMPLE_BODY = {
   temperature: 0.8,
   seed: 7,
 };
+
+/** A model name as quoted in a message: a client's 100 kB "name" is not echoed back whole. */
+function namePreview(name: string): string {
+  return name.length <= 80
+    ? JSON.stringify(name)
+    : `${JSON.stringify(name.slice(0, 80))}… (${name.length} characters)`;
+}
 
 function errorType(status: number): string {
   if (status === 401 || status === 403) return 'authentication_error';
@@ -84,7 +91,7 @@ export function completionsRoutes(opts: CompletionsRouteOptions) {
           const name = requestedModel(req.body);
           const model = await opts.lookup(name);
           if (model === undefined)
-            throw new TandemError('TANDEM_ERR_NOT_FOUND', `no model named ${JSON.stringify(name)}`, {
+            throw new TandemError('TANDEM_ERR_NOT_FOUND', `no model named ${namePreview(name)}`, {
               param: 'model',
             });
           if (!isGenerative(model))
@@ -153,7 +160,7 @@ export function completionsRoutes(opts: CompletionsRouteOptions) {
           reply.raw.end('data: [DONE]\n\n');
           return reply;
         } catch (e) {
-          const err = toTandemError(e);
+          const err = failedStep(toTandemError(e), 'generation');
           if (!streaming) return sendOpenAiError(reply, err);
           // Mid-stream: an error event (if anyone is still listening), then the end.
           if (!reply.raw.writableEnded) reply.raw.end(`data: ${JSON.stringify(openAiError(err))}\n\n`);

@@ -139,8 +139,18 @@ async function infer(
   }
   const s0 = performance.now();
   const answer = { model: name, version: ver, outputs: out.output };
-  const binary = req.body.binaryOutputs === true ? binaryAnswer(answer) : undefined;
-  const body = binary ? binary.body : JSON.stringify(answer);
+  let binary: ReturnType<typeof binaryAnswer> | undefined;
+  let body: string | Buffer;
+  try {
+    binary = req.body.binaryOutputs === true ? binaryAnswer(answer) : undefined;
+    body = binary ? binary.body : JSON.stringify(answer);
+  } catch (e) {
+    // An output JSON cannot carry (tensor-values.ts: NaN or ±Inf as numbers): this answer fails alone.
+    if (!(e instanceof TandemError)) throw e;
+    repo.metrics?.request(name, ver, tenant.name, out.queueUs, e.code);
+    v.stats.request(performance.now() - t0, true);
+    return sendError(reply.header('x-tandem-batch-size', String(out.batchSize)), e);
+  }
   const serializeMs = performance.now() - s0;
   repo.metrics?.request(name, ver, tenant.name, out.queueUs, null);
   v.stats.request(performance.now() - t0, false);

@@ -6,11 +6,11 @@
  * job is cancelled or stopped at its deadline, so the last one is kept. Cancellation takes effect at the
  * next step boundary.
  */
-import { join } from 'node:path';
-import { TandemError } from '../../../core/errors.js';
+import { basename, join } from 'node:path';
+import { TandemError, withPathHidden } from '../../../core/errors.js';
 import type { Runtime } from '../../../runtime/runtime.js';
 import { latestCheckpoint, loadCheckpoint, saveCheckpoint } from '../../../nn/checkpoint.js';
-import { brownCorpusTokens } from '../../../nn/data/corpus.js';
+import { brownCorpusFor } from '../../../nn/data/corpus.js';
 import { loadFashionMnist } from '../../../nn/data/idx.js';
 import { GPT_PRESETS, gptConfig } from '../../../nn/models/gpt.js';
 import { gptMemoryPlan, planBytes } from '../../../nn/memory.js';
@@ -210,7 +210,8 @@ export function trainJob(dataDir: string): AnyJobType {
       const data: TrainData =
         p.dataset === 'brown'
           ? await (async () => {
-              const c = await brownCorpusTokens(join(dataDir, 'datasets'));
+              // A byte-level preset (gpt-micro) reads the corpus as bytes: GPT-2 ids are past its vocabulary.
+              const c = await brownCorpusFor(gptConfig(p.preset).vocab, join(dataDir, 'datasets'));
               return { kind: 'tokens' as const, train: c.train, val: c.val };
             })()
           : await (async () => {
@@ -259,7 +260,11 @@ export function trainJob(dataDir: string): AnyJobType {
             'TANDEM_ERR_NOT_FOUND',
             `train: job ${p.resumeFrom} left no checkpoint to resume from`,
           );
-        from = await loadCheckpoint(trainer, file);
+        from = await loadCheckpoint(trainer, file).catch((e: unknown) => {
+          throw e instanceof TandemError
+            ? withPathHidden(e, file, `the checkpoint of job ${p.resumeFrom} (${basename(file)})`)
+            : e;
+        });
       }
       let saved = from;
       let lastLoss: number | null = null;

@@ -14,13 +14,24 @@ export interface TextCodec {
   readonly name: CodecName;
   /** The end-of-text token generation stops at, if the vocabulary has one. */
   readonly eot: number | null;
+  /**
+   * The most UTF-8 bytes one token stands for, so that ceil(bytes / this) bounds a text's token count
+   * from below without encoding it (a 90 MB text took seconds of the event loop to be told it is long).
+   */
+  readonly maxTokenBytes: number;
   encode(text: string): number[];
   decode(tokens: readonly number[]): string;
+}
+
+/** At least this many tokens: the text's UTF-8 length over the longest token's. */
+export function tokensAtLeast(codec: TextCodec, text: string): number {
+  return Math.ceil(Buffer.byteLength(text, 'utf8') / codec.maxTokenBytes);
 }
 
 const bytesCodec: TextCodec = {
   name: 'bytes',
   eot: null,
+  maxTokenBytes: 1,
   encode: (text) => [...new TextEncoder().encode(text)],
   decode: (tokens) => new TextDecoder('utf-8').decode(Uint8Array.from(tokens)),
 };
@@ -29,9 +40,15 @@ async function gpt2Codec(): Promise<TextCodec> {
   const m = await import('gpt-tokenizer/encoding/r50k_base');
   // Text is text: "<|endoftext|>" inside a prompt is encoded as characters, never as the special token.
   const plain = { disallowedSpecial: new Set<string>() };
+  // Measured over the vocabulary once (a token that is part of a character decodes to U+FFFD, 3 bytes:
+  // an overestimate, which only loosens the bound).
+  let maxTokenBytes = 1;
+  for (let id = 0; id < GPT2_EOT; id++)
+    maxTokenBytes = Math.max(maxTokenBytes, Buffer.byteLength(m.decode([id]), 'utf8'));
   return {
     name: 'gpt2',
     eot: GPT2_EOT,
+    maxTokenBytes,
     encode: (text) => m.encode(text, plain),
     decode: (tokens) => m.decode([...tokens]),
   };

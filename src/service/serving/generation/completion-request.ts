@@ -6,6 +6,7 @@
  */
 import { TandemError } from '../../../core/errors.js';
 import type { SamplingOptions } from '../../../nn/inference/index.js';
+import { tokensAtLeast } from './codec.js';
 import type { Generator } from './generative.js';
 
 export interface CompletionRequest {
@@ -53,6 +54,13 @@ function promptTokens(raw: unknown, gen: Generator): number[] {
     if (gen.codec === null)
       throw invalid('this model has no tokenizer: give the prompt as an array of token ids', 'prompt');
     if (p.length === 0) throw invalid('prompt is empty', 'prompt');
+    const atLeast = tokensAtLeast(gen.codec, p);
+    if (atLeast > gen.maxLength)
+      throw new TandemError(
+        'TANDEM_ERR_LIMIT',
+        `prompt (at least ${atLeast} tokens) exceeds the model's ${gen.maxLength} positions`,
+        { param: 'prompt' },
+      );
     return gen.codec.encode(p);
   }
   if (Array.isArray(p) && p.every((t) => typeof t === 'number')) {
@@ -97,8 +105,17 @@ export function parseCompletionRequest(body: Record<string, unknown>, gen: Gener
   const stream = body['stream'] ?? false;
   if (typeof stream !== 'boolean') throw invalid('stream must be a boolean', 'stream');
   const so = body['stream_options'];
-  const includeUsage =
-    typeof so === 'object' && so !== null && (so as Record<string, unknown>)['include_usage'] === true;
+  let includeUsage = false;
+  if (so !== undefined && so !== null) {
+    // As OpenAI's own server: options of a stream, only with one, and include_usage a boolean.
+    if (typeof so !== 'object' || Array.isArray(so))
+      throw invalid('stream_options must be an object {include_usage?: boolean}', 'stream_options');
+    if (!stream) throw invalid('stream_options is only allowed with stream: true', 'stream_options');
+    const iu = (so as Record<string, unknown>)['include_usage'];
+    if (iu !== undefined && iu !== null && typeof iu !== 'boolean')
+      throw invalid('stream_options.include_usage must be a boolean', 'stream_options');
+    includeUsage = iu === true;
+  }
   const sampling: SamplingOptions = {
     temperature,
     ...(topP < 1 ? { topP } : {}),

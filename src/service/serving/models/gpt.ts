@@ -11,16 +11,17 @@
  * loadParameters, or seeded initialisation.
  */
 import { bytesPerElement } from '../../../core/dtype.js';
-import { TandemError } from '../../../core/errors.js';
+import { TandemError, formatBytes } from '../../../core/errors.js';
 import { numel } from '../../../core/shape.js';
 import { loadParameters } from '../../../nn/checkpoint.js';
 import { Nn } from '../../../nn/context.js';
-import { GptInference } from '../../../nn/inference/index.js';
+import { gptParameterCount } from '../../../nn/memory.js';
+import { GptInference, KvCache } from '../../../nn/inference/index.js';
 import { Gpt } from '../../../nn/models/gpt.js';
 import type { Runtime } from '../../../runtime/runtime.js';
 import type { ServiceRuntime } from '../../jobs/job-type.js';
 import type { BatchContext, ModelFactory, ModelPlacement, ModelSpec } from '../model.js';
-import { type TextCodec, loadCodec } from '../generation/codec.js';
+import { type TextCodec, loadCodec, tokensAtLeast } from '../generation/codec.js';
 import { GenerationEngine } from '../generation/engine.js';
 import type { GenerativeModel, Generator } from '../generation/generative.js';
 import { GPT_CONFIG_SCHEMA, type GptServeConfig, parseGptConfig } from './gpt-config.js';
@@ -135,6 +136,13 @@ class ServedGpt implements GenerativeModel {
     } else if (typeof o['text'] === 'string') {
       const codec = this.generator.codec;
       if (codec === null) throw invalid(`model ${this.name} has no tokenizer: give tokens`);
+      const atLeast = tokensAtLeast(codec, o['text']);
+      if (atLeast > this.cfg.arch.context)
+        throw new TandemError(
+          'TANDEM_ERR_LIMIT',
+          `the text is at least ${atLeast} tokens; 1 to ${this.cfg.arch.context} (the context) allowed`,
+          { tokens: atLeast, limit: this.cfg.arch.context },
+        );
       tokens = codec.encode(o['text']);
     } else throw invalid('inputs need tokens (an array of token ids) or text');
     const a = this.cfg.arch;
@@ -213,6 +221,41 @@ function topOf(row: Float32Array, k: number): Array<{ token: number; logit: numb
   return idx.map((i) => ({ token: i, logit: row[i]! }));
 }
 
+/**
+ * Refuses, before anything is allocated, a config whose weights and KV cache (maxSequences sequences of
+ * maxLength positions, or what maxCacheMiB holds) exceed the largest device that may serve it: the dims
+ * are open-ended integers (`context: 1e9` was a RangeError, one that fits a typed array but not the
+ * host would take its memory), and a cache that cannot be allocated failed every completion with a 500.
+ */
+function requireFits(cfg: GptServeConfig, rt: ServiceRuntime, kind: string | undefined): void {
+  const weights = gptParameterCount(cfg.arch) * bytesPerElement(cfg.precision);
+  const g = cfg.generation;
+  const perSlot = KvCache.bytes(cfg.arch, cfg.precision, { slots: 1, positions: g.maxLength });
+  if (g.maxCacheBytes !== undefined && g.maxCacheBytes < perSlot)
+    throw new TandemError(
+      'TANDEM_ERR_INVALID_ARGUMENT',
+      `gpt config: generation.maxCacheMiB holds no sequence of ${g.maxLength} positions (${formatBytes(perSlot)} each)`,
+    );
+  const slots = Math.min(g.maxSequences, Math.floor((g.maxCacheBytes ?? Infinity) / perSlot));
+  const cache = slots * perSlot;
+  const devices = rt.devices.filter((d) => kind === undefined || d.info.kind === kind);
+  const largest = Math.max(0, ...devices.map((d) => d.info.memoryBytes));
+  const where = `the largest${kind === undefined ? '' : ` ${kind}`} device here has ${formatBytes(largest)}`;
+  if (devices.length === 0) return;
+  if (!(weights <= largest))
+    throw new TandemError(
+      'TANDEM_ERR_OUT_OF_MEMORY',
+      `gpt config: the weights need ${formatBytes(weights)} in ${cfg.precision}, ${where}`,
+      { weightBytes: weights, deviceBytes: largest },
+    );
+  if (!(weights + cache <= largest))
+    throw new TandemError(
+      'TANDEM_ERR_OUT_OF_MEMORY',
+      `gpt config: the weights (${formatBytes(weights)}) and the KV cache of ${slots} sequences of ${g.maxLength} positions (${formatBytes(cache)}) need more than ${where}; lower generation.maxSequences or set generation.maxCacheMiB`,
+      { weightBytes: weights, cacheBytes: cache, deviceBytes: largest },
+    );
+}
+
 export const gptModelFactory: ModelFactory = {
   kind: 'gpt',
   description:
@@ -222,6 +265,7 @@ export const gptModelFactory: ModelFactory = {
     const cfg = parseGptConfig(spec.config);
     const full = rt as unknown as Runtime;
     const device = engineDevice(rt, spec.placement);
+    requireFits(cfg, rt, device);
     const nn = new Nn(full, {
       precision: cfg.precision,
       seed: cfg.seed,

@@ -5,7 +5,7 @@
  * ONNX or uses something Tandem does not run is refused when the model is registered, so the service
  * keeps serving its other models.
  */
-import { TandemError } from '../../../core/errors.js';
+import { TandemError, failedStep } from '../../../core/errors.js';
 import { OnnxExecutor, type InputTensor, type OutputTensor } from '../../../onnx/executor.js';
 import { isFloatType, numelOf } from '../../../onnx/host-tensor.js';
 import { loadOnnxFile, type OnnxModel } from '../../../onnx/model.js';
@@ -163,7 +163,9 @@ class OnnxServedModel implements ServedModel<OnnxItem, OnnxOutputs> {
           idx.forEach((i, k) => (results[i] = outs[k]!));
         } catch (err) {
           const e =
-            err instanceof TandemError ? err : new TandemError('TANDEM_ERR_INTERNAL', `onnx: ${String(err)}`);
+            err instanceof TandemError
+              ? failedStep(err, 'onnx')
+              : new TandemError('TANDEM_ERR_INTERNAL', `onnx: ${String(err)}`);
           for (const i of idx) results[i] = e;
         }
       }),
@@ -211,13 +213,18 @@ class OnnxServedModel implements ServedModel<OnnxItem, OnnxOutputs> {
       const item: OnnxOutputs = {};
       for (const [name, t] of Object.entries(out))
         item[name] = this.batchable
-          ? this.slice(t, n, k)
-          : { shape: [...t.dims], data: new TensorValues(t.data, this.outputEncoding) };
+          ? this.slice(name, t, n, k)
+          : { shape: [...t.dims], data: new TensorValues(t.data, this.outputEncoding, name) };
       return item;
     });
   }
 
-  private slice(t: OutputTensor, n: number, k: number): { shape: number[]; data: TensorValues } {
+  private slice(
+    name: string,
+    t: OutputTensor,
+    n: number,
+    k: number,
+  ): { shape: number[]; data: TensorValues } {
     if (t.dims[0] !== n)
       throw new TandemError(
         'TANDEM_ERR_SHAPE',
@@ -226,7 +233,7 @@ class OnnxServedModel implements ServedModel<OnnxItem, OnnxOutputs> {
     const per = t.data.length / n;
     return {
       shape: t.dims.slice(1),
-      data: new TensorValues(t.data.subarray(k * per, (k + 1) * per), this.outputEncoding),
+      data: new TensorValues(t.data.subarray(k * per, (k + 1) * per), this.outputEncoding, name),
     };
   }
 

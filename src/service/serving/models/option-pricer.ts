@@ -131,6 +131,19 @@ function cpuOnly(rt: ServiceRuntime, device: string | undefined): boolean {
   return true;
 }
 
+/**
+ * A price the float arithmetic could not hold (a spot of 1e300, or vol 10 over 100 years: e^600) is
+ * NaN or ±Inf, which JSON writes as null in a 200; it fails alone, as the classifiers' overflow does.
+ */
+function finiteOrUnstable(p: BatchPrice): BatchPrice | TandemError {
+  if (Number.isFinite(p.price) && Number.isFinite(p.stdError)) return p;
+  return new TandemError(
+    'TANDEM_ERR_UNSTABLE',
+    `the price is not finite (price ${p.price}, stdError ${p.stdError}): the terms overflow the arithmetic`,
+    { price: String(p.price), stdError: String(p.stdError) },
+  );
+}
+
 class OptionPricer implements ServedModel<McSpec, BatchPrice> {
   readonly kind = 'option-pricer';
   readonly inputSchema = INPUT_SCHEMA;
@@ -148,10 +161,11 @@ class OptionPricer implements ServedModel<McSpec, BatchPrice> {
     return parseOption(inputs, this.cfg);
   }
 
-  runBatch(items: readonly McSpec[], ctx: BatchContext): Promise<BatchPrice[]> {
+  async runBatch(items: readonly McSpec[], ctx: BatchContext): Promise<Array<BatchPrice | TandemError>> {
     // One launch on a GPU; on the CPU a task per worker (a launch there is one core's loop).
     const tasks = cpuOnly(ctx.rt, ctx.device) ? Math.min(items.length, availableParallelism()) : 1;
-    return priceEuropeanBatch(ctx.rt, items, { device: ctx.device, tags: ctx.tags, tasks });
+    const prices = await priceEuropeanBatch(ctx.rt, items, { device: ctx.device, tags: ctx.tags, tasks });
+    return prices.map(finiteOrUnstable);
   }
 
   unload(): Promise<void> {
@@ -164,6 +178,7 @@ export const optionPricerFactory: ModelFactory = {
   description:
     'European options by Monte Carlo (Philox streams), many prices fused into one launch per batch',
   configSchema: paramsSchema(CONFIG_FIELDS),
+  deviceKinds: ['cpu', 'cuda'],
   create(spec: ModelSpec, _rt: ServiceRuntime): Promise<ServedModel> {
     try {
       const bad = spec.placement.kinds.find((k) => k !== 'cpu' && k !== 'cuda');
