@@ -75,6 +75,10 @@ export function addTrainCommands(program: Command, setCode: SetExitCode): void {
         .argParser(intParser(0, 1e9)),
     )
     .option('--resume', 'continue from the checkpoint in --checkpoint')
+    .option(
+      '--sequences',
+      "submit each pass's kernels as a few runtime sequence tasks (less host work per step)",
+    )
     .addOption(
       new Option(
         '--gpus <n>',

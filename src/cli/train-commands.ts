@@ -32,6 +32,7 @@ export interface TrainOptions {
   readonly warmup?: number;
   readonly checkpointEvery?: number;
   readonly resume?: boolean;
+  readonly sequences?: boolean;
   readonly evalBatches: number;
   readonly gpus?: number;
   readonly parallel?: 'data' | 'zero1' | 'pipeline';
@@ -71,6 +72,7 @@ export function specOf(model: ModelName, o: TrainOptions): TrainSpec {
     ...(o.lr === undefined ? {} : { lr: o.lr }),
     warmupSteps: o.warmup ?? 0,
     seed: o.seed,
+    ...(o.sequences === true ? { sequences: true } : {}),
   };
 }
 
