@@ -1,7 +1,8 @@
 /**
  * `tandem train … --gpus N --parallel MODE`: the flags are in `train --help`, a bad mode is a usage
  * error with the closest match, an impossible request is refused before any data or device loads
- * (stable codes, exit 2), and asking for more GPUs than the machine has names the ones it has.
+ * (stable codes, exit 2), and asking for more GPUs than the machine has names the ones it has;
+ * --sequences trains to the same losses.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -61,3 +62,18 @@ void test(
     assert.notEqual(r.code, 0);
   },
 );
+
+void test('train --sequences: the same losses as a task per kernel (CPU)', { timeout: 120_000 }, async () => {
+  const losses = async (extra: string[]): Promise<number[]> => {
+    const args = ['train', 'gpt', '--preset', 'gpt-micro', '--steps', '3', '--batch', '2', '--seq-len', '16'];
+    const r = await runCli([...args, '--device', 'cpu', '--json', ...extra], { timeoutMs: 100_000 });
+    assert.equal(r.code, 0, r.stderr);
+    const steps = r.stdout
+      .split('\n')
+      .filter((l) => l.startsWith('{"event":"step"'))
+      .map((l) => (JSON.parse(l) as { loss: number }).loss);
+    assert.equal(steps.length, 3, r.stdout);
+    return steps;
+  };
+  assert.deepEqual(await losses(['--sequences']), await losses([]));
+});
