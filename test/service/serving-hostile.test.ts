@@ -369,6 +369,16 @@ void test('lane: the option pricer registers with the default placement; an over
   const { price, stdError } = (ok!.json() as { outputs: { price: number; stdError: number } }).outputs;
   // Black–Scholes call, S = K = 100, r = 0.05, σ = 0.2, T = 1: 10.4506.
   assert.ok(Math.abs(price - 10.4506) < 5 * stdError, `price ${price} ± ${stdError}`);
+  // A placement whose kinds this server lacks is refused, not served on its CPU (no silent fallback).
+  const gpuOnly = await registerModel(s, {
+    name: 'pricer-gpu',
+    kind: 'option-pricer',
+    placement: { kinds: ['cuda'] },
+  });
+  fails(gpuOnly, 400, 'TANDEM_ERR_DEVICE_ABSENT', /placement allows cuda; this server has cpu/);
+  const listed = await s.svc.app.inject({ url: '/v1/models', headers: s.auth() });
+  assert.ok(!listed.body.includes('pricer-gpu'), 'the refused model is not registered');
+  assert.equal((await infer(s, 'pricer', { inputs: { ...terms, spot: 100 } })).statusCode, 200);
 });
 
 void test('lane: a graph that expands a request past the device or past a JSON answer', async (t) => {

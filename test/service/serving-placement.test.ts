@@ -6,9 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { isTandemError } from '../../src/core/errors.js';
 import type { TaskEvent } from '../../src/obs/observer.js';
 import type { ServiceRuntime } from '../../src/service/jobs/job-type.js';
-import { JobDeviceUse, placeBatch } from '../../src/service/serving/placement.js';
+import { JobDeviceUse, placeBatch, requirePlacement } from '../../src/service/serving/placement.js';
 
 const devices = (...ids: [string, string][]) =>
   ({ devices: ids.map(([id, kind]) => ({ info: { id, kind } })) }) as unknown as ServiceRuntime;
@@ -35,11 +36,14 @@ void test('placement: first present kind; preferIdle moves off devices that jobs
   const rt = devices(['cuda0', 'cuda'], ['cpu0', 'cpu']);
   const use = new JobDeviceUse();
   assert.equal(placeBatch({ kinds: ['webgpu', 'cuda', 'cpu'] }, rt, use), 'cuda');
-  assert.equal(
-    placeBatch({ kinds: ['webgpu'] }, rt, use),
-    undefined,
-    'no listed kind present: the scheduler places',
+  assert.equal(placeBatch({ kinds: ['webgpu'] }, rt, use), undefined, 'no listed kind present');
+  assert.throws(
+    () => requirePlacement({ kinds: ['webgpu'] }, rt, use),
+    (e: unknown) =>
+      isTandemError(e, 'TANDEM_ERR_DEVICE_ABSENT') &&
+      /allows webgpu; this server has cuda, cpu/.test(e.message),
   );
+  assert.equal(requirePlacement({ kinds: ['webgpu', 'cpu'] }, rt, use), 'cpu');
   const idleFirst = { kinds: ['cuda', 'cpu'] as const, preferIdle: true };
   assert.equal(placeBatch(idleFirst, rt, use), 'cuda');
   // The lane's own batches do not make a device busy.

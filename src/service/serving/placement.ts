@@ -4,6 +4,7 @@
  * devices jobs use is learned from the runtime's task events: a task tagged with a job id marks its
  * device busy while it runs and for a short while after (the gap between a training step's kernels).
  */
+import { TandemError } from '../../core/errors.js';
 import type { HardwareKind } from '../../devices/device.js';
 import type { Observer, TaskEvent } from '../../obs/observer.js';
 import type { ServiceRuntime } from '../jobs/job-type.js';
@@ -38,7 +39,7 @@ export class JobDeviceUse implements Observer {
 /**
  * The device kind a batch goes to (rt.submit's `device`): the first listed kind present, or with
  * preferIdle the first present kind with a device no job is using (else the first present). Undefined
- * when none of the kinds is present: the scheduler then places the batch's tasks itself.
+ * when none of the kinds is present (see `requirePlacement`).
  */
 export function placeBatch(
   rule: ModelPlacement,
@@ -60,4 +61,24 @@ export function placeBatch(
     if (idle) return kind;
   }
   return first;
+}
+
+/**
+ * `placeBatch`, or TANDEM_ERR_DEVICE_ABSENT naming the kinds the server has when none of the rule's is
+ * present: a rule says which kinds may serve the model, so a CUDA-only model is refused on a server
+ * without CUDA rather than served on its CPU (no silent fallback).
+ */
+export function requirePlacement(
+  rule: ModelPlacement,
+  rt: ServiceRuntime,
+  use: JobDeviceUse | null,
+): HardwareKind {
+  const kind = placeBatch(rule, rt, use);
+  if (kind !== undefined) return kind;
+  const present = [...new Set(rt.devices.map((d) => d.info.kind))];
+  throw new TandemError(
+    'TANDEM_ERR_DEVICE_ABSENT',
+    `the model's placement allows ${rule.kinds.join(', ')}; this server has ${present.join(', ') || 'no device'}`,
+    { kinds: [...rule.kinds], present },
+  );
 }

@@ -21,7 +21,7 @@ import { ModelFiles, type Registration } from './model-files.js';
 import { ModelStats, type ModelStatsView } from './model-stats.js';
 import type { ModelFactory, ModelPlacement, ServedModel } from './model.js';
 import { ServingMetrics } from './metrics.js';
-import { JobDeviceUse, placeBatch } from './placement.js';
+import { JobDeviceUse, requirePlacement } from './placement.js';
 
 /** The runtime as the repository needs it: what models use, plus observers for the placement rule. */
 export type RepositoryRuntime = ServiceRuntime & {
@@ -256,6 +256,7 @@ export class ModelRepository {
     const reg = v.reg;
     v.state = 'loading';
     try {
+      requirePlacement(reg.placement, rt, null);
       const model = await factory.create(
         {
           name: reg.name,
@@ -272,7 +273,7 @@ export class ModelRepository {
       const batcher = new DynamicBatcher<unknown, unknown>(cfg, (items, id) =>
         model.runBatch(items, {
           rt,
-          device: placeBatch(reg.placement, rt, this.use),
+          device: requirePlacement(reg.placement, rt, this.use),
           tags: { ...tags, batch: String(id) },
         }),
       );
