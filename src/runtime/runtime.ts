@@ -50,9 +50,8 @@ import {
   SEQUENCE_REQUEST_DEF,
   buildSequence,
   requestFields,
-  sequenceStepImpl,
+  sequenceEligible,
   type BuiltSequence,
-  type SequenceCall,
   type SequenceHost,
   type SequenceRequest,
 } from './sequence.js';
@@ -475,7 +474,7 @@ export class Runtime {
     );
     task.cost = seq.cost;
     task.flags |= DISTINCT_TENSORS;
-    task.eligible = this.sequenceEligible(seq, constraint);
+    task.eligible = sequenceEligible(seq, constraint, this.workers, this.lost);
     this.executor.submit(task, deps);
     return task;
   }
@@ -486,28 +485,6 @@ export class Runtime {
     checkTensor: (t: unknown, what: string): asserts t is Tensor => this.checkTensor(t, what),
     modesOf: (def, scalars) => this.modesOf(def, scalars),
   };
-
-  /** Workers that implement every step of a sequence (and, where a device decides per call, take each). */
-  private sequenceEligible(seq: BuiltSequence, constraint: string | null): readonly number[] {
-    const out: number[] = [];
-    for (const w of this.workers) {
-      const info = w.device.info;
-      const impl = seq.kernel.impls.get(info.kind);
-      if (impl === undefined || this.lost.has(info.id)) continue;
-      if (constraint && constraint !== info.kind && constraint !== info.id) continue;
-      const supports = w.device.supports?.bind(w.device);
-      const takes = (c: SequenceCall, s: number): boolean =>
-        supports!(
-          c.op,
-          c.tensors.map((t) => t.desc),
-          c.scalars,
-          sequenceStepImpl(impl, s),
-        );
-      if (supports && !seq.calls.every(takes)) continue;
-      out.push(w.index);
-    }
-    return out;
-  }
 
   /**
    * This runtime seen through share group `share` (made on first use; `weight` replaces its weight):

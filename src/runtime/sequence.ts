@@ -17,6 +17,7 @@ import type { Tensor } from '../memory/tensor.js';
 import { readsFrom, writesTo } from './graph.js';
 import type { RegisteredKernel } from './kernel-registry.js';
 import { validateSubmit, type SubmitRequest } from './submit.js';
+import type { WorkerSlot } from './policies/policy.js';
 import type { ShareGroup } from './shares.js';
 import type { TaskHandle, TaskKernel } from './task.js';
 
@@ -219,4 +220,34 @@ function sequenceDef(modes: readonly AccessMode[]): KernelDef {
     validate: () => undefined,
     cost: () => ({ flops: 0, bytes: 0 }),
   };
+}
+
+/**
+ * The workers a sequence may run on: their kind implements every step, their device is not lost, the
+ * constraint allows them, and a device that decides per call (`supports`) takes every step.
+ */
+export function sequenceEligible(
+  seq: BuiltSequence,
+  constraint: string | null,
+  workers: readonly WorkerSlot[],
+  lost: ReadonlyMap<string, unknown>,
+): readonly number[] {
+  const out: number[] = [];
+  for (const w of workers) {
+    const info = w.device.info;
+    const impl = seq.kernel.impls.get(info.kind);
+    if (impl === undefined || lost.has(info.id)) continue;
+    if (constraint && constraint !== info.kind && constraint !== info.id) continue;
+    const supports = w.device.supports?.bind(w.device);
+    const takes = (c: SequenceCall, s: number): boolean =>
+      supports!(
+        c.op,
+        c.tensors.map((t) => t.desc),
+        c.scalars,
+        sequenceStepImpl(impl, s),
+      );
+    if (supports && !seq.calls.every(takes)) continue;
+    out.push(w.index);
+  }
+  return out;
 }
