@@ -12,7 +12,7 @@
  */
 import { TandemError } from '../core/errors.js';
 import type { Scalars, ScalarValue } from '../devices/device.js';
-import type { AccessMode, ArgSpec, Cost, KernelDef } from '../kernels/kernel.js';
+import type { AccessMode, Cost, KernelDef } from '../kernels/kernel.js';
 import type { Tensor } from '../memory/tensor.js';
 import { readsFrom, writesTo } from './graph.js';
 import type { RegisteredKernel } from './kernel-registry.js';
@@ -145,9 +145,18 @@ export function buildSequence(host: SequenceHost, req: SequenceRequest): BuiltSe
     } catch (e) {
       throw prefixed(e, `submitSequence step ${s}`);
     }
-    for (const key of REQUEST_ONLY)
-      if (key in step)
-        throw bad(`submitSequence: step ${s} sets ${key}; it belongs to the sequence, not to a step`);
+    const asRequest = step as SubmitRequest;
+    if (
+      asRequest.device !== undefined ||
+      asRequest.deps !== undefined ||
+      asRequest.priority !== undefined ||
+      asRequest.share !== undefined ||
+      asRequest.tags !== undefined ||
+      asRequest.name !== undefined
+    ) {
+      const key = REQUEST_ONLY.find((k) => asRequest[k] !== undefined);
+      throw bad(`submitSequence: step ${s} sets ${key}; it belongs to the sequence, not to a step`);
+    }
     let v: ReturnType<typeof validateSubmit>;
     try {
       // A step is a submit request without the request-level fields (refused above): validated as given.
@@ -197,8 +206,8 @@ export function buildSequence(host: SequenceHost, req: SequenceRequest): BuiltSe
     }));
     impls.set(kind, new SequenceImpl(steps));
   }
-  const def = sequenceDef(modes);
-  return { kernel: { def, impls }, tensors, modes, cost: { flops, bytes }, calls };
+  // The task's modes are given with it: the definition only names the op (no argument list to build).
+  return { kernel: { def: SEQUENCE_REQUEST_DEF, impls }, tensors, modes, cost: { flops, bytes }, calls };
 }
 
 /** Fields of a submit request that only the sequence as a whole may set. */
@@ -209,17 +218,6 @@ function prefixed(e: unknown, where: string): unknown {
   if (!(e instanceof TandemError)) return e;
   const message = e.message.startsWith(`${e.code}: `) ? e.message.slice(e.code.length + 2) : e.message;
   return new TandemError(e.code, `${where}: ${message}`, { ...e.details, step: where }, { cause: e });
-}
-
-/** The sequence's definition: positional arguments with their outside modes (already validated). */
-function sequenceDef(modes: readonly AccessMode[]): KernelDef {
-  const args: ArgSpec[] = modes.map((mode, i) => ({ name: `t${i}`, mode }));
-  return {
-    name: '__sequence',
-    args,
-    validate: () => undefined,
-    cost: () => ({ flops: 0, bytes: 0 }),
-  };
 }
 
 /**
