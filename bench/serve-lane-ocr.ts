@@ -29,7 +29,10 @@ const VARIANTS = [
   // With delay 0 the 16 clients settle into two cohorts (batches of ~11 and ~5, one uploading while
   // the other runs); a 10 ms delay lets a batch wait for more of them.
   { name: 'ocr-on-d10', batching: { maxBatchSize: 16, maxQueueDelayUs: 10_000 } },
-] as const;
+  // Each run's kernels as runtime sequences (the executor's `sequences`): less host work per batch.
+  { name: 'ocr-off-seq', batching: { maxBatchSize: 1, maxQueueDelayUs: 0 }, sequences: true },
+  { name: 'ocr-on-seq', batching: { maxBatchSize: 16, maxQueueDelayUs: 0 }, sequences: true },
+] as const satisfies ReadonlyArray<{ name: string; batching: object; sequences?: boolean }>;
 const LEVELS = [1, 16];
 
 async function upload(lane: Lane, file: string): Promise<string> {
@@ -96,7 +99,11 @@ export async function runOcrLaneBench(
       upload: await upload(lane, file),
       // The probability map comes back as base64 float32: as JSON numbers one 640x640 map is ~8 MB of
       // text (~0.1-0.4 s of JSON.stringify per request on the shared event loop), which would measure JSON.
-      config: { maxBatchSize: 16, outputEncoding: 'base64' },
+      config: {
+        maxBatchSize: 16,
+        outputEncoding: 'base64',
+        ...('sequences' in v ? { sequences: true } : {}),
+      },
       placement: { kinds: [o.device] },
       batching: v.batching,
     });
@@ -116,8 +123,8 @@ export async function runOcrLaneBench(
     names
       .map((n): [string, LoadReport] => [n, at(n, 16)])
       .reduce((x, y) => (x[1].inferPerSec >= y[1].inferPerSec ? x : y));
-  const [offName, off] = best('ocr-off', 'ocr-off-i2');
-  const [onName, on] = best('ocr-on', 'ocr-on-i2', 'ocr-on-d10');
+  const [offName, off] = best('ocr-off', 'ocr-off-i2', 'ocr-off-seq');
+  const [onName, on] = best('ocr-on', 'ocr-on-i2', 'ocr-on-d10', 'ocr-on-seq');
   const meanBatch = (r: LoadReport) => {
     let n = 0;
     let s = 0;

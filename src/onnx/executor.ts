@@ -8,6 +8,7 @@ import { fromNumbers, toNumbers, type DType, type HostArray } from '../core/dtyp
 import { TandemError } from '../core/errors.js';
 import type { Tensor } from '../memory/tensor.js';
 import type { Runtime } from '../runtime/runtime.js';
+import type { SequenceStep } from '../runtime/sequence.js';
 import type { TaskHandle } from '../runtime/task.js';
 import { hostTensor, isFloatType, roundTo, type ElemType } from './host-tensor.js';
 import type { OnnxModel } from './model.js';
@@ -15,7 +16,7 @@ import type { LowerTarget } from './ops/types.js';
 import { bindPlan, type BoundInput, type Plan, type PlannedValue } from './plan.js';
 import { profileFromEnv, StepProfiler, type OnnxProfile } from './profile.js';
 
-export type OnnxRuntime = Pick<Runtime, 'tensor' | 'submit' | 'read' | 'write' | 'free'>;
+export type OnnxRuntime = Pick<Runtime, 'tensor' | 'submit' | 'submitSequence' | 'read' | 'write' | 'free'>;
 
 /** One input as the caller gives it: dims and values in row-major order. */
 export interface InputTensor {
@@ -41,7 +42,17 @@ export interface RunOptions {
    * `lastProfile`. Also on when TANDEM_ONNX_PROFILE=1.
    */
   readonly profile?: boolean;
+  /**
+   * Submit the run's kernels as runtime sequences (a few tasks instead of one per kernel): the runtime's
+   * per-task host work is paid per sequence. Intermediates the run would free early are held until their
+   * sequence is submitted (at most ONNX_SEQUENCE_HOLD_BYTES, then the kernels so far go out). Not with
+   * `profile`, which times each step's own tasks. Default off.
+   */
+  readonly sequences?: boolean;
 }
+
+/** Bytes of intermediates a run in sequence mode holds back before it submits the kernels so far. */
+export const ONNX_SEQUENCE_HOLD_BYTES = 256 * 2 ** 20;
 
 export interface OutputTensor {
   readonly type: ElemType;
@@ -171,6 +182,34 @@ export class OnnxExecutor {
       return t;
     };
     const handles: TaskHandle[] = [];
+    // Sequence mode: kernels collected here, intermediates freed once the kernels reading them are out.
+    const sequences = opts.sequences === true && !profiler;
+    let steps: SequenceStep[] = [];
+    const held: Tensor[] = [];
+    let heldBytes = 0;
+    const flush = (): void => {
+      if (steps.length > 0) {
+        const out = steps;
+        steps = [];
+        this.rt.submitSequence({
+          steps: out,
+          name: `onnx (${out.length} kernels)`,
+          ...(opts.device === undefined ? {} : { device: opts.device }),
+          ...(opts.tags === undefined ? {} : { tags: opts.tags }),
+        });
+      }
+      for (const t of held.splice(0)) this.rt.free(t);
+      heldBytes = 0;
+    };
+    const free = (t: Tensor): void => {
+      if (steps.length === 0) {
+        this.rt.free(t);
+        return;
+      }
+      held.push(t);
+      heldBytes += t.bytes;
+      if (heldBytes >= ONNX_SEQUENCE_HOLD_BYTES) flush();
+    };
     try {
       for (let k = 0; k < plan.steps.length; k++) {
         const step = plan.steps[k]!;
@@ -203,6 +242,10 @@ export class OnnxExecutor {
             return t;
           },
           submit: (kernel, args, scalars) => {
+            if (sequences) {
+              steps.push({ kernel, args, scalars: scalars ?? {} });
+              return;
+            }
             const h = this.rt.submit({
               kernel,
               args,
@@ -215,12 +258,12 @@ export class OnnxExecutor {
           },
         };
         step.impl.lower!(step.call, target, step.outputs);
-        for (const t of scratch) this.rt.free(t);
+        for (const t of scratch) free(t);
         for (const n of new Set(step.node.inputs)) {
           if (n !== '' && plan.lastReader.get(n) === k && !outputs.has(n)) {
             const t = live.get(n);
             if (t) {
-              if (!kept.has(t)) this.rt.free(t);
+              if (!kept.has(t)) free(t);
               live.delete(n);
             }
           }
@@ -232,6 +275,7 @@ export class OnnxExecutor {
           handles.length = 0;
         }
       }
+      flush();
       const result: Record<string, OutputTensor> = {};
       for (const o of this.model.outputs) {
         const v = plan.values.get(o.name)!;
@@ -248,6 +292,9 @@ export class OnnxExecutor {
       if (profiler) this.lastProfile = profiler.result();
       return result;
     } finally {
+      // A run that threw: its collected kernels never go out, so what they held can go at once.
+      steps = [];
+      for (const t of held.splice(0)) this.rt.free(t);
       for (const t of live.values()) if (!kept.has(t)) this.rt.free(t);
     }
   }

@@ -52,5 +52,17 @@ describe(
       // A harness that passes nothing proves nothing: the device path must carry most of the passes.
       assert.ok(s.passedOnDevice >= 150, `only ${s.passedOnDevice} tests ran on device kernels`);
     });
+
+    it('passes the same tests with the kernels submitted as runtime sequences', async () => {
+      const tasks = await runNodeTests(rt, root!, { device: 'cpu' });
+      const seq = await runNodeTests(rt, root!, { device: 'cpu', sequences: true });
+      const passed = (x: typeof tasks): string[] =>
+        x.outcomes.filter((o) => o.status === 'passed').map((o) => o.name);
+      assert.deepEqual(passed(seq), passed(tasks));
+      assert.deepEqual(
+        seq.outcomes.filter((o) => o.status === 'failed').map((o) => `${o.name}: ${o.detail}`),
+        [],
+      );
+    });
   },
 );

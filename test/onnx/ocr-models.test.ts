@@ -52,6 +52,20 @@ describe(
           // A second run reuses the cached plan and uploaded weights and must give the same values.
           const again = Object.values(await exec.run({ x: { dims, data: x } }, { device: 'cpu' }))[0]!;
           assert.deepEqual(Array.from(again.data), Array.from(out.data));
+          // As runtime sequences: the same kernels in the same order, far fewer tasks, the same values.
+          let tasks = 0;
+          const counter = { onTaskEnd: (): void => void tasks++ };
+          rt.addObserver(counter);
+          let seq;
+          try {
+            seq = Object.values(
+              await exec.run({ x: { dims, data: x } }, { device: 'cpu', sequences: true }),
+            )[0]!;
+          } finally {
+            rt.removeObserver(counter);
+          }
+          assert.deepEqual(Array.from(seq.data), Array.from(out.data));
+          assert.ok(tasks > 0 && tasks <= 6, `${tasks} tasks in sequence mode`);
         } finally {
           exec.close();
         }

@@ -45,6 +45,11 @@ export const onnxConfigSchema: JsonSchema = {
       default: 'f32',
       description: 'compute dtype of float values on GPUs (f16/bf16 lose accuracy)',
     },
+    sequences: {
+      type: 'boolean',
+      default: false,
+      description: "submit each run's kernels as a few runtime sequence tasks (less host work per batch)",
+    },
     outputEncoding: {
       enum: ['json', 'base64'],
       default: 'json',
@@ -58,10 +63,11 @@ function config(spec: ModelSpec): {
   maxBatchSize: number;
   floatDType: 'f32' | 'f16' | 'bf16';
   outputEncoding: ValuesEncoding;
+  sequences: boolean;
 } {
   const c = spec.config;
   for (const k of Object.keys(c))
-    if (k !== 'maxBatchSize' && k !== 'floatDType' && k !== 'outputEncoding')
+    if (k !== 'maxBatchSize' && k !== 'floatDType' && k !== 'outputEncoding' && k !== 'sequences')
       throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `onnx config: unknown key '${k}'`);
   const maxBatchSize = c.maxBatchSize ?? 16;
   if (
@@ -83,7 +89,10 @@ function config(spec: ModelSpec): {
       'TANDEM_ERR_INVALID_ARGUMENT',
       'onnx config: outputEncoding must be json or base64',
     );
-  return { maxBatchSize, floatDType, outputEncoding };
+  const sequences = c.sequences ?? false;
+  if (typeof sequences !== 'boolean')
+    throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', 'onnx config: sequences must be a boolean');
+  return { maxBatchSize, floatDType, outputEncoding, sequences };
 }
 
 /** Every node's operator must be one Tandem runs: checked at registration, not at the first request. */
@@ -118,6 +127,7 @@ class OnnxServedModel implements ServedModel<OnnxItem, OnnxOutputs> {
     private readonly floatDType: 'f32' | 'f16' | 'bf16',
     maxBatchSize: number,
     private readonly outputEncoding: ValuesEncoding = 'json',
+    private readonly sequences = false,
   ) {
     this.batchable = isBatchable(model);
     this.maxBatchSize = this.batchable ? maxBatchSize : 1;
@@ -204,6 +214,7 @@ class OnnxServedModel implements ServedModel<OnnxItem, OnnxOutputs> {
         device: ctx.device,
         tags: ctx.tags,
         floatDType: this.floatDType,
+        sequences: this.sequences,
       });
     } finally {
       // The executor has copied the inputs by the time its run settles.
@@ -264,6 +275,7 @@ export const onnxFactory: ModelFactory = {
       cfg.floatDType,
       cfg.maxBatchSize,
       cfg.outputEncoding,
+      cfg.sequences,
     );
   },
 };
