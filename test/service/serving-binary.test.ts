@@ -11,7 +11,7 @@ import { evaluateReference } from '../../src/onnx/reference.js';
 import { servedMlpModel } from '../onnx/build-model.js';
 import { MAX_INFER_BODY_BYTES } from '../../src/service/http/routes/models.js';
 import { cpuTestService, type TestService } from './helpers.js';
-import { errorCode, infer, mustRegister, type InjectAnswer } from './serving-helpers.js';
+import { errorCode, infer, mustRegister, uploadModelFile, type InjectAnswer } from './serving-helpers.js';
 
 const mlp = servedMlpModel();
 
@@ -68,17 +68,10 @@ void test(
     const s = await cpuTestService(t);
     if (!s) return;
     t.after(() => s.close());
-    const up = await s.svc.app.inject({
-      method: 'POST',
-      url: '/v1/models/uploads',
-      headers: { ...s.auth(), 'content-type': 'application/octet-stream' },
-      payload: Buffer.from(mlp),
-    });
-    assert.equal(up.statusCode, 201, up.body);
     await mustRegister(s, {
       name: 'mlp',
       kind: 'onnx',
-      upload: (up.json() as { upload: string }).upload,
+      upload: await uploadModelFile(s, mlp),
       placement: { kinds: ['cpu'] },
     });
     const x = Float32Array.from({ length: 5 * 4 }, (_, i) => Math.sin(i * 1.3 + 0.2) * 2);
@@ -198,16 +191,10 @@ void test(
     // Body buffers are reused once a request is answered: rounds of concurrent requests, each with its
     // own values, each answered with its own reference (an aliased buffer would mix them up). The
     // batcher holds each round's 8 requests queued together (a long delay, batches of 8).
-    const up2 = await s.svc.app.inject({
-      method: 'POST',
-      url: '/v1/models/uploads',
-      headers: { ...s.auth(), 'content-type': 'application/octet-stream' },
-      payload: Buffer.from(mlp),
-    });
     await mustRegister(s, {
       name: 'mlp8',
       kind: 'onnx',
-      upload: (up2.json() as { upload: string }).upload,
+      upload: await uploadModelFile(s, mlp),
       placement: { kinds: ['cpu'] },
       batching: { maxBatchSize: 8, maxQueueDelayUs: 2_000_000 },
     });

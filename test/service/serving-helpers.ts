@@ -22,6 +22,18 @@ export async function registerModel(
   })) as InjectAnswer;
 }
 
+/** Uploads a model file (`POST /v1/models/uploads`); returns the upload id a registration names. */
+export async function uploadModelFile(s: TestService, bytes: Uint8Array): Promise<string> {
+  const res = await s.svc.app.inject({
+    method: 'POST',
+    url: '/v1/models/uploads',
+    headers: { ...s.auth(), 'content-type': 'application/octet-stream' },
+    payload: Buffer.from(bytes),
+  });
+  assert.equal(res.statusCode, 201, res.body);
+  return (res.json() as { upload: string }).upload;
+}
+
 export async function mustRegister(
   s: TestService,
   body: Record<string, unknown>,

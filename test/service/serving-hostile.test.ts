@@ -13,18 +13,7 @@ import { parseOnnxModel } from '../../src/onnx/model.js';
 import { evaluateReference } from '../../src/onnx/reference.js';
 import { encodeModel, int64Tensor, servedMlpModel } from '../onnx/build-model.js';
 import { cpuTestService, type TestService } from './helpers.js';
-import { errorCode, infer, registerModel, type InjectAnswer } from './serving-helpers.js';
-
-async function upload(s: TestService, bytes: Uint8Array): Promise<string> {
-  const up = await s.svc.app.inject({
-    method: 'POST',
-    url: '/v1/models/uploads',
-    headers: { ...s.auth(), 'content-type': 'application/octet-stream' },
-    payload: Buffer.from(bytes),
-  });
-  assert.equal(up.statusCode, 201, up.body);
-  return (up.json() as { upload: string }).upload;
-}
+import { errorCode, infer, registerModel, uploadModelFile, type InjectAnswer } from './serving-helpers.js';
 
 async function registerOnnx(
   s: TestService,
@@ -35,7 +24,7 @@ async function registerOnnx(
   return registerModel(s, {
     name,
     kind: 'onnx',
-    upload: await upload(s, bytes),
+    upload: await uploadModelFile(s, bytes),
     placement: { kinds: ['cpu'] },
     ...extra,
   });
@@ -327,7 +316,7 @@ void test('lane: a bad weights file is named by its model and version, not by it
     name: 'junk',
     kind: 'mlp',
     config: { sizes: [784, 16, 10] },
-    upload: await upload(s, junk),
+    upload: await uploadModelFile(s, junk),
   });
   fails(
     res,

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { saveSafetensors } from '../../src/nn/safetensors.js';
-import { cpuTestService, testService, waitForJob, type TestService } from './helpers.js';
+import { cpuTestService, testService, waitForJob } from './helpers.js';
 import { MAX_INFER_BODY_BYTES } from '../../src/service/http/routes/models.js';
 import {
   errorCode,
@@ -19,6 +19,7 @@ import {
   randomImage,
   registerModel,
   serverTiming,
+  uploadModelFile,
 } from './serving-helpers.js';
 
 function rand(n: number, seed: number, scale: number): Float32Array {
@@ -50,17 +51,6 @@ function reference(w: Record<string, Float32Array>, x: readonly number[], hidden
   return e.map((v) => v / sum);
 }
 
-async function upload(s: TestService, bytes: Buffer): Promise<string> {
-  const res = await s.svc.app.inject({
-    method: 'POST',
-    url: '/v1/models/uploads',
-    headers: { ...s.auth(), 'content-type': 'application/octet-stream' },
-    payload: bytes,
-  });
-  assert.equal(res.statusCode, 201, res.body);
-  return (res.json() as { upload: string }).upload;
-}
-
 void test(
   'models: uploaded weights match a float64 reference; bad inputs; bad weights; unload; restart',
   { timeout: 120_000 },
@@ -83,7 +73,7 @@ void test(
         'fc2.weight': { dtype: 'f32', shape: [10, hidden], data: w['fc2.weight'] },
         'fc2.bias': { dtype: 'f32', shape: [10], data: w['fc2.bias'] },
       });
-      const id = await upload(s, readFileSync(file));
+      const id = await uploadModelFile(s, readFileSync(file));
       const reg = await registerModel(s, {
         name: 'small',
         kind: 'mlp',
@@ -163,7 +153,7 @@ void test(
       const junk = await registerModel(s, {
         name: 'junk',
         kind: 'mlp',
-        upload: await upload(s, Buffer.from('not a safetensors file at all')),
+        upload: await uploadModelFile(s, Buffer.from('not a safetensors file at all')),
       });
       assert.equal(junk.statusCode, 422, junk.body);
       assert.equal(errorCode(junk), 'TANDEM_ERR_BAD_CHECKPOINT');
@@ -171,7 +161,7 @@ void test(
         name: 'wrong',
         kind: 'mlp',
         config: { sizes: [784, 64, 10] },
-        upload: await upload(s, readFileSync(file)),
+        upload: await uploadModelFile(s, readFileSync(file)),
       });
       assert.equal(errorCode(mismatch), 'TANDEM_ERR_BAD_CHECKPOINT', mismatch.body);
       assert.equal(

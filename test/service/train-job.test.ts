@@ -7,9 +7,21 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { cpuTestService, waitForJob } from './helpers.js';
+import { cpuTestService, waitForJob, type TestService } from './helpers.js';
 
 const small = { model: 'gpt', preset: 'gpt-mini', batch: 2, seqLen: 16 };
+
+/** Submits a train job (202 expected); returns its id. */
+async function submitTrain(s: TestService, params: Record<string, unknown>): Promise<string> {
+  const res = await s.svc.app.inject({
+    method: 'POST',
+    url: '/v1/jobs',
+    headers: s.auth(),
+    payload: { type: 'train', params },
+  });
+  assert.equal(res.statusCode, 202, res.body);
+  return (res.json() as { id: string }).id;
+}
 
 void test(
   'train job: runs, reports its steps and loss, keeps a checkpoint; cancel keeps one; resume continues',
@@ -18,16 +30,7 @@ void test(
     const s = await cpuTestService(t);
     if (!s) return;
     try {
-      const submit = async (params: Record<string, unknown>): Promise<string> => {
-        const res: { statusCode: number; body: string; json(): unknown } = await s.svc.app.inject({
-          method: 'POST',
-          url: '/v1/jobs',
-          headers: s.auth(),
-          payload: { type: 'train', params },
-        });
-        assert.equal(res.statusCode, 202, res.body);
-        return (res.json() as { id: string }).id;
-      };
+      const submit = (params: Record<string, unknown>): Promise<string> => submitTrain(s, params);
       const id = await submit({ ...small, steps: 4, checkpointEvery: 2 });
       const done = await waitForJob(s, id, s.admin, 200_000);
       assert.equal(done.state, 'succeeded', JSON.stringify(done.error));
@@ -129,16 +132,7 @@ void test('train job: a byte-level preset trains on the corpus; a wrong or damag
   const s = await cpuTestService(t);
   if (!s) return;
   t.after(() => s.close());
-  const submit = async (params: Record<string, unknown>): Promise<string> => {
-    const res: { statusCode: number; body: string; json(): unknown } = await s.svc.app.inject({
-      method: 'POST',
-      url: '/v1/jobs',
-      headers: s.auth(),
-      payload: { type: 'train', params },
-    });
-    assert.equal(res.statusCode, 202, res.body);
-    return (res.json() as { id: string }).id;
-  };
+  const submit = (params: Record<string, unknown>): Promise<string> => submitTrain(s, params);
   // gpt-micro (a vocabulary of 256) on the default brown data: failed at its first step ("id 464 is
   // outside the vocabulary of 256": the corpus was GPT-2 tokens); now the corpus's bytes.
   const micro = await submit({ model: 'gpt', preset: 'gpt-micro', batch: 2, steps: 3, device: 'cpu' });
