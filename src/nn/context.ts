@@ -11,7 +11,7 @@ import { TandemError } from '../core/errors.js';
 import type { Scalars } from '../devices/device.js';
 import type { Tensor } from '../memory/tensor.js';
 import type { Runtime } from '../runtime/runtime.js';
-import type { SequenceStep } from '../runtime/sequence.js';
+import { SequenceCollector } from '../runtime/sequence-collector.js';
 import type { TaskHandle } from '../runtime/task.js';
 import { Var, type VarHost } from './var.js';
 
@@ -31,13 +31,6 @@ export interface NnOptions {
   /** Collect kernels into runtime sequences (see `Nn.sequences`); default off. */
   readonly sequences?: boolean;
 }
-
-/**
- * In sequence mode, tensors whose release waits for the collected kernels are held back up to this many
- * bytes; past it the kernels so far go out as a sequence and the tensors are freed (the memory a step
- * holds beyond a task per kernel stays bounded).
- */
-export const SEQUENCE_HOLD_BYTES = 256 * 2 ** 20;
 
 interface TapeNode {
   readonly output: Var;
@@ -98,13 +91,11 @@ export class Nn implements VarHost {
    * Sequence mode: kernels are collected and go to the runtime as one sequence task at the next flush
    * (the end of a backward pass or of an optimizer step, any read): the runtime's per-task host work is
    * paid once per sequence instead of once per kernel (runtime/sequence.ts). Tensors freed meanwhile are
-   * held until then (at most SEQUENCE_HOLD_BYTES). Not while `waitFor` is set: those kernels go one by
+   * held until then (runtime/sequence-collector.ts). Not while `waitFor` is set: those kernels go one by
    * one, as pipeline stages order passes by task handles.
    */
   sequences: boolean;
-  private pending: SequenceStep[] = [];
-  private readonly held = new Set<Tensor>();
-  private heldBytes = 0;
+  private readonly collector: SequenceCollector;
   private tape: TapeNode[] = [];
   /** Intermediate values made since the last backward or release: freed by them. */
   private made: Var[] = [];
@@ -126,6 +117,7 @@ export class Nn implements VarHost {
     this.device = options.device;
     this.tags = options.tags;
     this.sequences = options.sequences ?? false;
+    this.collector = new SequenceCollector(rt, () => this.placement(), 'nn');
     this.seed = options.seed ?? 1;
     this.nextSeed = this.seed;
   }
@@ -172,7 +164,7 @@ export class Nn implements VarHost {
    */
   submit(kernel: string, args: Readonly<Record<string, Tensor>>, scalars: Scalars = {}): TaskHandle | null {
     if (this.sequences && this.waitFor === null) {
-      this.pending.push({ kernel, args, scalars });
+      this.collector.push({ kernel, args, scalars });
       return null;
     }
     this.flush();
@@ -189,14 +181,7 @@ export class Nn implements VarHost {
 
   /** Frees `t` once the kernels collected so far are submitted (at once when none are pending). */
   free(t: Tensor): void {
-    if (t.freed || this.held.has(t)) return;
-    if (this.pending.length === 0) {
-      this.rt.free(t);
-      return;
-    }
-    this.held.add(t);
-    this.heldBytes += t.bytes;
-    if (this.heldBytes >= SEQUENCE_HOLD_BYTES) this.flush();
+    this.collector.free(t);
   }
 
   /**
@@ -205,20 +190,7 @@ export class Nn implements VarHost {
    * before a parameter's gradient is reported ready; a no-op with nothing collected.
    */
   flush(): void {
-    if (this.pending.length > 0) {
-      const steps = this.pending;
-      this.pending = [];
-      this.lastTask = this.rt.submitSequence({
-        steps,
-        name: `nn (${steps.length} kernels)`,
-        ...this.placement(),
-      });
-    }
-    if (this.held.size > 0) {
-      for (const t of this.held) if (!t.freed) this.rt.free(t);
-      this.held.clear();
-      this.heldBytes = 0;
-    }
+    this.lastTask = this.collector.flush() ?? this.lastTask;
   }
 
   private placement(): { device?: string; priority?: number; tags?: Readonly<Record<string, string>> } {

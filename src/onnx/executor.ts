@@ -8,7 +8,7 @@ import { fromNumbers, toNumbers, type DType, type HostArray } from '../core/dtyp
 import { TandemError } from '../core/errors.js';
 import type { Tensor } from '../memory/tensor.js';
 import type { Runtime } from '../runtime/runtime.js';
-import type { SequenceStep } from '../runtime/sequence.js';
+import { SequenceCollector } from '../runtime/sequence-collector.js';
 import type { TaskHandle } from '../runtime/task.js';
 import { hostTensor, isFloatType, roundTo, type ElemType } from './host-tensor.js';
 import type { OnnxModel } from './model.js';
@@ -45,14 +45,11 @@ export interface RunOptions {
   /**
    * Submit the run's kernels as runtime sequences (a few tasks instead of one per kernel): the runtime's
    * per-task host work is paid per sequence. Intermediates the run would free early are held until their
-   * sequence is submitted (at most ONNX_SEQUENCE_HOLD_BYTES, then the kernels so far go out). Not with
-   * `profile`, which times each step's own tasks. Default off.
+   * sequence is submitted (runtime/sequence-collector.ts). Not with `profile`, which times each step's
+   * own tasks. Default off.
    */
   readonly sequences?: boolean;
 }
-
-/** Bytes of intermediates a run in sequence mode holds back before it submits the kernels so far. */
-export const ONNX_SEQUENCE_HOLD_BYTES = 256 * 2 ** 20;
 
 export interface OutputTensor {
   readonly type: ElemType;
@@ -184,32 +181,15 @@ export class OnnxExecutor {
     const handles: TaskHandle[] = [];
     // Sequence mode: kernels collected here, intermediates freed once the kernels reading them are out.
     const sequences = opts.sequences === true && !profiler;
-    let steps: SequenceStep[] = [];
-    const held: Tensor[] = [];
-    let heldBytes = 0;
-    const flush = (): void => {
-      if (steps.length > 0) {
-        const out = steps;
-        steps = [];
-        this.rt.submitSequence({
-          steps: out,
-          name: `onnx (${out.length} kernels)`,
-          ...(opts.device === undefined ? {} : { device: opts.device }),
-          ...(opts.tags === undefined ? {} : { tags: opts.tags }),
-        });
-      }
-      for (const t of held.splice(0)) this.rt.free(t);
-      heldBytes = 0;
-    };
-    const free = (t: Tensor): void => {
-      if (steps.length === 0) {
-        this.rt.free(t);
-        return;
-      }
-      held.push(t);
-      heldBytes += t.bytes;
-      if (heldBytes >= ONNX_SEQUENCE_HOLD_BYTES) flush();
-    };
+    const collector = new SequenceCollector(
+      this.rt,
+      () => ({
+        ...(opts.device === undefined ? {} : { device: opts.device }),
+        ...(opts.tags === undefined ? {} : { tags: opts.tags }),
+      }),
+      'onnx',
+    );
+    const free = (t: Tensor): void => collector.free(t);
     try {
       for (let k = 0; k < plan.steps.length; k++) {
         const step = plan.steps[k]!;
@@ -243,7 +223,7 @@ export class OnnxExecutor {
           },
           submit: (kernel, args, scalars) => {
             if (sequences) {
-              steps.push({ kernel, args, scalars: scalars ?? {} });
+              collector.push({ kernel, args, scalars: scalars ?? {} });
               return;
             }
             const h = this.rt.submit({
@@ -275,7 +255,7 @@ export class OnnxExecutor {
           handles.length = 0;
         }
       }
-      flush();
+      collector.flush();
       const result: Record<string, OutputTensor> = {};
       for (const o of this.model.outputs) {
         const v = plan.values.get(o.name)!;
@@ -293,8 +273,7 @@ export class OnnxExecutor {
       return result;
     } finally {
       // A run that threw: its collected kernels never go out, so what they held can go at once.
-      steps = [];
-      for (const t of held.splice(0)) this.rt.free(t);
+      collector.drop();
       for (const t of live.values()) if (!kept.has(t)) this.rt.free(t);
     }
   }

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Tensor } from '../../src/memory/tensor.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
+import { SequenceCollector } from '../../src/runtime/sequence-collector.js';
 import type { SequenceStep } from '../../src/runtime/sequence.js';
 import { cpuRuntime, expectCode, randomValues, registerDoubleOrThrow } from './helpers.js';
 
@@ -247,6 +248,40 @@ test('a prepared sequence runs again on new inputs; after a failed run it fails 
     const q = rt.prepareSequence({ steps: [{ kernel: 'scale', args: { x: z }, scalars: { alpha: 2 } }] });
     rt.free(z);
     assert.throws(() => rt.submitPrepared(q), code('TANDEM_ERR_INVALID_ARGUMENT', /freed/));
+  } finally {
+    await rt.close();
+  }
+});
+
+test('a collector holds frees back until its calls are out, and submits when it holds too much', async () => {
+  const rt = await cpuRuntime();
+  try {
+    // Hold under 100 bytes: one 16-float tensor (64) stays held, two (128) pass it.
+    const c = new SequenceCollector(rt, () => ({ device: 'cpu' }), 'test', 100);
+    const x = rt.tensor([16], 'f32', randomValues(16, 3));
+    const y = rt.tensor([16], 'f32');
+    c.push({ kernel: 'copy', args: { x, y } });
+    c.free(x); // y's copy still reads x: held, not freed
+    assert.equal(x.freed, false);
+    assert.equal(c.pending, 1);
+    const z = rt.tensor([16], 'f32', randomValues(16, 4));
+    c.push({ kernel: 'scale', args: { x: z }, scalars: { alpha: 2 } });
+    c.free(z); // 128 bytes held: the calls go out, then both are freed
+    assert.equal(c.pending, 0);
+    assert.ok(x.freed && z.freed);
+    assert.deepEqual(Array.from(await rt.read(y)), Array.from(Float32Array.from(randomValues(16, 3))));
+    // Nothing pending: a free is immediate; a dropped pass submits nothing and frees what it held.
+    const w = rt.tensor([4], 'f32', [1, 2, 3, 4]);
+    c.free(w);
+    assert.ok(w.freed);
+    const u = rt.tensor([4], 'f32', [1, 2, 3, 4]);
+    const v = rt.tensor([4], 'f32', [5, 5, 5, 5]);
+    c.push({ kernel: 'copy', args: { x: u, y: v } });
+    c.free(u);
+    c.drop();
+    assert.ok(u.freed);
+    assert.deepEqual(Array.from(await rt.read(v)), [5, 5, 5, 5]);
+    assert.equal(c.flush(), null);
   } finally {
     await rt.close();
   }

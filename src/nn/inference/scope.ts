@@ -11,7 +11,8 @@ import type { DType, HostArray } from '../../core/dtype.js';
 import type { Scalars } from '../../devices/device.js';
 import type { Tensor } from '../../memory/tensor.js';
 import type { Runtime } from '../../runtime/runtime.js';
-import type { PreparedSequence, SequenceStep } from '../../runtime/sequence.js';
+import type { PreparedSequence } from '../../runtime/sequence.js';
+import { SequenceCollector } from '../../runtime/sequence-collector.js';
 
 /** The part of the runtime inference uses (the service hands models a narrowed runtime). */
 export type InferenceRuntime = Pick<
@@ -29,13 +30,15 @@ export interface RunPlace {
 export class Scope {
   private readonly made: Tensor[] = [];
   /** Kernels collected for the next sequence (sequence mode only). */
-  private steps: SequenceStep[] = [];
+  private readonly collector: SequenceCollector;
 
   constructor(
     readonly rt: InferenceRuntime,
     private readonly place: RunPlace,
     private readonly sequence = false,
-  ) {}
+  ) {
+    this.collector = new SequenceCollector(rt, () => this.where(), 'forward');
+  }
 
   tensor(shape: readonly number[], dtype: DType): Tensor {
     const t = this.rt.tensor(shape, dtype);
@@ -52,7 +55,7 @@ export class Scope {
 
   run(kernel: string, args: Readonly<Record<string, Tensor>>, scalars: Scalars = {}): void {
     if (this.sequence) {
-      this.steps.push({ kernel, args, scalars });
+      this.collector.push({ kernel, args, scalars });
       return;
     }
     this.rt.submit({ kernel, args, scalars, ...this.where() });
@@ -60,16 +63,12 @@ export class Scope {
 
   /** Submits the kernels collected so far as one sequence (sequence mode; a no-op otherwise). */
   flush(): void {
-    if (this.steps.length === 0) return;
-    const steps = this.steps;
-    this.steps = [];
-    this.rt.submitSequence({ steps, name: `forward (${steps.length} kernels)`, ...this.where() });
+    this.collector.flush();
   }
 
   /** The kernels collected so far as a prepared sequence (sequence mode), to be run again and again. */
   prepare(name: string): PreparedSequence {
-    const steps = this.steps;
-    this.steps = [];
+    const steps = this.collector.take();
     const device = this.place.device;
     return this.rt.prepareSequence({ steps, name, ...(device === undefined ? {} : { device }) });
   }
@@ -87,7 +86,7 @@ export class Scope {
 
   /** Frees what the scope made; kernels collected but not flushed (a pass that threw) are dropped. */
   release(): void {
-    this.steps = [];
+    this.collector.drop();
     for (const t of this.made.splice(0)) this.rt.free(t);
   }
 
