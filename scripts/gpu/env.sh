@@ -8,6 +8,11 @@ export PATH=/tmp:$PATH
 # dist/ travels xz'd in .gpu when it is not carried itself (pack.sh).
 [ -d dist ] || { [ -f .gpu/dist.tar.xz ] && xz -dc .gpu/dist.tar.xz | tar -xf -; }
 [ -e node_modules ] || ln -s .gpu/node_modules node_modules
+# The service's production dependencies (Fastify, onnx-proto, ...; pack.sh): the package root imports
+# them, so every script needs them; unpacked once per carried copy.
+if [ -f .gpu/svc.tar.xz ] && [ ! -f .gpu/node_modules/.svc-unpacked ]; then
+  xz -dc .gpu/svc.tar.xz | tar -xf - -C .gpu/node_modules && touch .gpu/node_modules/.svc-unpacked
+fi
 # dawn.node travels xz'd (the carry limit); unpack it once beside the original.
 for f in .gpu/node_modules/webgpu/dist/linux-x64/*.node.xz; do [ -f "$f" ] && [ ! -f "${f%.xz}" ] && xz -dk "$f"; done
 export LD_LIBRARY_PATH=/usr/local/cuda-13.0/targets/x86_64-linux/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}

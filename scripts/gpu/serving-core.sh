@@ -9,7 +9,6 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 rm -f node_modules
 source scripts/gpu/env.sh
-[ -f .gpu/svc.tar.xz ] && xz -dc .gpu/svc.tar.xz | tar -xf - -C .gpu/node_modules
 summary=()
 log() { summary+=("$1"); echo "[$(date -u +%T)] $1"; }
 t0=$(date +%s)

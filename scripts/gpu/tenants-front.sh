@@ -9,7 +9,6 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 rm -f node_modules
 source scripts/gpu/env.sh
-[ -f .gpu/svc.tar.xz ] && xz -dc .gpu/svc.tar.xz | tar -xf - -C .gpu/node_modules
 # Vulkan and EGL loaders for Dawn (see bench/webgpu-h200.sh), so every backend loads.
 if [ -d /usr/local/nvidia ] && ! ldconfig -p | grep -q 'libvulkan.so.1'; then
   for f in .gl/*.deb; do dpkg -x "$f" /; done

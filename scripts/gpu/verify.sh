@@ -6,7 +6,6 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 rm -f node_modules
 source scripts/gpu/env.sh
-[ -f .gpu/svc.tar.xz ] && xz -dc .gpu/svc.tar.xz | tar -xf - -C .gpu/node_modules
 echo "== GPU tests and the seed example"; bash scripts/gpu/run.sh tests example 2>&1 | tail -4
 for d in full normal; do
   echo "== 10^6-path price as a durable job through the API (durability $d)"
