@@ -4,10 +4,11 @@
  * device call. Prints one JSON line per batch size: tokens/s (B·T / median step), MFU against 989
  * TFLOP/s, peak device memory, and the host's share: the time the main thread spent submitting a step
  * against the step's time.
- * `--sequences` trains in sequence mode (Nn `sequences`: each pass's kernels as a few runtime sequence
- * tasks), to compare the host's share with and without in one call.
+ * `--sequences on|off` sets Nn's sequence mode (each pass's kernels as a few runtime sequence tasks; Nn's
+ * default is off, the Trainer's for a GPT on CUDA on), to compare the host's share with and without in one call. The token batches are made
+ * before the timed loop (the host's share is Tandem's submit, not the bench's random numbers).
  *   node dist/bench/nn-gpt2.js [--preset gpt2] [--batch 64,16] [--steps 30] [--precision bf16] [--device cuda0]
- *     [--sequences]
+ *     [--sequences on|off]
  */
 import { Runtime, type Observer, type TaskEvent } from 'tandem';
 import { AdamW, Gpt, GradScaler, Nn, gptConfig, gptFlopsPerToken, type Precision } from 'tandem/nn';
@@ -21,11 +22,22 @@ const { values } = parse(process.argv.slice(2), {
   device: { type: 'string', default: 'cuda0' },
   'seq-len': { type: 'string' },
   profile: { type: 'boolean' },
-  sequences: { type: 'boolean' },
+  sequences: { type: 'string' },
 });
 const steps = intOption(values['steps'], 'steps', 30);
+const sequencesFlag = values['sequences'];
+if (sequencesFlag !== undefined && sequencesFlag !== 'on' && sequencesFlag !== 'off')
+  throw new Error(`--sequences: expected on or off, got ${sequencesFlag}`);
 const warmup = Math.min(10, Math.floor(steps / 3));
 const H200_PEAK = 989e12;
+
+/** Time the devices' completion pollers spent in callbacks so far (CUDA exposes it; others 0). */
+function completionCallbackMs(rt: Runtime): number {
+  let ms = 0;
+  for (const d of rt.devices)
+    ms += (d as { poller?: { stats?: { callbackMs?: number } } }).poller?.stats?.callbackMs ?? 0;
+  return ms;
+}
 
 const rt = await Runtime.create({
   backends: [String(values['device']).replace(/\d+$/, '')],
@@ -37,7 +49,7 @@ try {
       precision: values['precision'] as Precision,
       device: String(values['device']),
       seed: 1,
-      sequences: values['sequences'] === true,
+      ...(sequencesFlag === undefined ? {} : { sequences: sequencesFlag === 'on' }),
     });
     const config = gptConfig(String(values['preset']));
     const t = values['seq-len'] === undefined ? config.context : Number(values['seq-len']);
@@ -55,6 +67,8 @@ try {
         seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
         return seed % config.vocab;
       });
+    // Eight batches of inputs and targets made up front, used in turn (as a loader's batches would be).
+    const batches = Array.from({ length: 8 }, () => ({ ids: randomTokens(), targets: randomTokens() }));
     // --profile: device time per op over the timed steps (the task spans the runtime reports).
     const perOp = new Map<string, { us: number; count: number }>();
     const profiler: Observer = {
@@ -71,13 +85,19 @@ try {
     const hostMs: number[] = [];
     let last = performance.now();
     let lossValue = NaN;
+    // Completion-side host time over the timed steps (CUDA: the poller's callbacks, where the runtime
+    // finishes tasks and launches the work they release); with the submit time, issue 15's "submit and
+    // bookkeeping" per step.
+    let callbackMsAtWarmup = 0;
     // The previous step's loss is read after this step is queued, so the device never waits for the host.
     let previous: Awaited<ReturnType<typeof model.loss>> | null = null;
     for (let i = 0; i < steps; i++) {
       if (values['profile'] === true && i === warmup) rt.addObserver(profiler);
+      if (i === warmup) callbackMsAtWarmup = completionCallbackMs(rt);
       const h0 = performance.now();
-      const ids = nn.input(randomTokens(), [batch, t], 'i32');
-      const targets = nn.input(randomTokens(), [batch * t], 'i32');
+      const data = batches[i % batches.length]!;
+      const ids = nn.input(data.ids, [batch, t], 'i32');
+      const targets = nn.input(data.targets, [batch * t], 'i32');
       if (scaler !== null) nn.lossScale = scaler.scale;
       const loss = model.loss(ids, targets);
       await loss.backward();
@@ -99,6 +119,7 @@ try {
       if (i >= warmup) stepMs.push(now - last);
       last = now;
     }
+    const callbackMsPerStep = (completionCallbackMs(rt) - callbackMsAtWarmup) / (steps - warmup);
     if (previous !== null) lossValue = await previous.item();
     rt.removeObserver(profiler);
     stepMs.sort((a, b) => a - b);
@@ -112,7 +133,7 @@ try {
         side: 'tandem',
         preset: values['preset'],
         precision: values['precision'],
-        sequences: values['sequences'] === true,
+        sequences: nn.sequences,
         batch,
         seqLen: t,
         params: model.parameterCount(),
@@ -122,6 +143,8 @@ try {
         peakGiB: usage ? usage.peakBytes / 2 ** 30 : null,
         hostSubmitMs: host,
         hostShare: host / median,
+        completionMsPerStep: callbackMsPerStep,
+        hostBusyShare: (host + callbackMsPerStep) / median,
         finalLoss: lossValue,
       }),
     );
