@@ -18,10 +18,23 @@ export interface CollectorRuntime {
 /** Held-back bytes after which the collected calls are submitted (the default of every user). */
 export const SEQUENCE_HOLD_BYTES = 256 * 2 ** 20;
 
+/**
+ * Growing chunks: the first `first` calls after a flush go out as soon as they are collected, then
+ * twice as many, and so on up to `max`. A layer that records a whole pass before it flushes (nn's
+ * forward and backward) would otherwise leave an idle device waiting for the host's recording of the
+ * pass; small chunks first start it early, larger ones later keep the per-task cost low.
+ */
+export interface SequenceChunks {
+  readonly first: number;
+  readonly max: number;
+}
+
 export class SequenceCollector {
   private steps: SequenceStep[] = [];
   private readonly held = new Set<Tensor>();
   private heldBytes = 0;
+  /** Collected calls at which the next chunk goes out (Infinity without chunks). */
+  private nextChunk: number;
 
   constructor(
     private readonly rt: CollectorRuntime,
@@ -29,7 +42,10 @@ export class SequenceCollector {
     private readonly request: () => Omit<SequenceRequest, 'steps' | 'name'>,
     private readonly label: string,
     private readonly holdBytes = SEQUENCE_HOLD_BYTES,
-  ) {}
+    private readonly chunks: SequenceChunks | null = null,
+  ) {
+    this.nextChunk = chunks?.first ?? Infinity;
+  }
 
   /** Calls collected and not yet submitted. */
   get pending(): number {
@@ -38,6 +54,11 @@ export class SequenceCollector {
 
   push(step: SequenceStep): void {
     this.steps.push(step);
+    if (this.steps.length >= this.nextChunk) {
+      const next = Math.min(this.nextChunk * 2, this.chunks!.max);
+      this.flush();
+      this.nextChunk = next;
+    }
   }
 
   /** Frees `t` now when nothing is pending, else once the pending calls are submitted. */
@@ -54,6 +75,7 @@ export class SequenceCollector {
 
   /** Submits the collected calls as one sequence (null when there were none), then frees what was held. */
   flush(): TaskHandle | null {
+    this.nextChunk = this.chunks?.first ?? Infinity;
     let task: TaskHandle | null = null;
     if (this.steps.length > 0) {
       const steps = this.steps;
@@ -70,6 +92,7 @@ export class SequenceCollector {
 
   /** Hands over the collected calls (for `rt.prepareSequence`) instead of submitting them. */
   take(): SequenceStep[] {
+    this.nextChunk = this.chunks?.first ?? Infinity;
     const steps = this.steps;
     this.steps = [];
     return steps;
@@ -77,6 +100,7 @@ export class SequenceCollector {
 
   /** Forgets the collected calls without submitting them (their pass failed) and frees what they held. */
   drop(): void {
+    this.nextChunk = this.chunks?.first ?? Infinity;
     this.steps = [];
     this.releaseHeld();
   }

@@ -286,3 +286,35 @@ test('a collector holds frees back until its calls are out, and submits when it 
     await rt.close();
   }
 });
+
+test('a collector with chunks submits 2, 4, 4 calls as they come, and starts over after a flush', async () => {
+  const rt = await cpuRuntime();
+  try {
+    const submitted: number[] = [];
+    const counting = {
+      submitSequence: (req: Parameters<Runtime['submitSequence']>[0]) => {
+        submitted.push(req.steps.length);
+        return rt.submitSequence(req);
+      },
+      free: (t: Tensor) => rt.free(t),
+    };
+    const c = new SequenceCollector(counting, () => ({ device: 'cpu' }), 'test', 2 ** 30, {
+      first: 2,
+      max: 4,
+    });
+    const x = rt.tensor([8], 'f64', randomValues(8, 5));
+    const scale = (): void => c.push({ kernel: 'scale', args: { x }, scalars: { alpha: 2 } });
+    for (let i = 0; i < 11; i++) scale();
+    assert.deepEqual(submitted, [2, 4, 4]);
+    assert.equal(c.pending, 1);
+    c.flush();
+    for (let i = 0; i < 3; i++) scale();
+    assert.deepEqual(submitted, [2, 4, 4, 1, 2]);
+    c.flush();
+    // Every call ran once, in order: x doubled 14 times.
+    const expected = randomValues(8, 5).map((v) => v * 2 ** 14);
+    assert.deepEqual(Array.from((await rt.read(x)) as Float64Array), Array.from(expected));
+  } finally {
+    await rt.close();
+  }
+});
