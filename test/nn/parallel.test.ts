@@ -204,6 +204,23 @@ void describe('ZeRO-1 on the CPU', () => {
   );
 });
 
+void describe('data parallel and ZeRO-1 in sequence mode (kernels collected, collectives submitted directly)', () => {
+  void it(
+    'equal the whole-batch run without sequences: every collective sees its inputs written',
+    { timeout: 120_000 },
+    async () => {
+      const data = images(48, 21);
+      const ref = await single(mlp, data);
+      for (const mode of ['data', 'zero1'] as const) {
+        const r = await parallel({ ...mlp, sequences: true }, data, ['cpu0#0', 'cpu0#1'], mode, 64 * 1024);
+        assert.ok(r.replicas.trainers.every((t) => t.nn.sequences));
+        sameRun(r, ref, 1e-12, `${mode} with sequences`);
+        r.replicas.dispose();
+      }
+    },
+  );
+});
+
 void describe('ZeRO-1 in bf16', () => {
   void it(
     'gpt-micro bf16 (f32 masters in the pieces): the same losses and parameters as data parallelism',

@@ -103,7 +103,7 @@ export class Zero1 implements GradReduction {
       const piece = nn.tensor([e - a], dtype);
       const flat = this.flatView(nn, p.data);
       nn.submit('onnx_slice', { x: flat, y: piece }, { starts: `${a - start}`, ends: `${e - start}` });
-      if (flat !== p.data) nn.rt.free(flat);
+      if (flat !== p.data) nn.free(flat);
       rb.pieces.push({
         param: i,
         from: a - start,
@@ -136,9 +136,10 @@ export class Zero1 implements GradReduction {
           );
         const flat = this.flatView(t.nn, p.grad);
         t.nn.submit('onnx_concat', { x: flat, y: rb.gradFlat }, { axis: 0, offset: this.offsets[k]![j]! });
-        if (flat !== p.grad) t.nn.rt.free(flat);
+        if (flat !== p.grad) t.nn.free(flat);
       });
     });
+    this.flushAll();
     this.replicas.comm.reduceScatter(
       this.state.map((s) => s[k]!.gradFlat),
       this.state.map((s) => s[k]!.gradShard),
@@ -165,6 +166,7 @@ export class Zero1 implements GradReduction {
       this.optimizers[r]!.computeNorm();
     });
     // Each rank summed the squares of its slice; their sum is the whole gradient's.
+    this.flushAll();
     this.replicas.comm.allReduce(
       this.optimizers.map((o) => o.normTensor!),
       'sum',
@@ -175,6 +177,7 @@ export class Zero1 implements GradReduction {
         for (const p of rb.pieces)
           t.nn.submit('onnx_concat', { x: p.v.data, y: rb.paramShard }, { axis: 0, offset: p.at });
     });
+    this.flushAll();
     this.replicas.buckets.forEach((_, k) =>
       this.replicas.comm.allGather(
         this.state.map((s) => s[k]!.paramShard),
@@ -195,14 +198,23 @@ export class Zero1 implements GradReduction {
           const tmp = t.nn.tensor([p.data.size], p.dtype);
           t.nn.submit('onnx_slice', { x: flat, y: tmp }, slice);
           t.nn.submit('copy', { x: tmp, y: p.data });
-          t.nn.rt.free(tmp);
+          t.nn.free(tmp);
         });
       });
     });
     for (const o of this.optimizers) o.zeroGrad();
     for (const rb of this.state.flat()) for (const p of rb.pieces) p.v.grad = null;
+    this.flushAll();
     for (const g of scratch) trainers[0]!.rt.free(g);
     await Promise.resolve();
+  }
+
+  /**
+   * Sequence mode: the kernels each replica has collected go to the runtime before a collective that
+   * reads or writes their tensors is submitted (the runtime orders tasks by submission).
+   */
+  private flushAll(): void {
+    for (const t of this.replicas.trainers) t.nn.flush();
   }
 
   /** Bytes of optimizer state (moments, masters) each rank holds: what ZeRO-1 divides by N. */
