@@ -67,6 +67,7 @@ const { values, positionals } = parse(process.argv.slice(2), {
   torch: { type: 'string' },
   batches: { type: 'string' },
   'evals-per-epoch': { type: 'string' },
+  sequences: { type: 'string' },
 });
 const mode = positionals[0] ?? 'train';
 const model = String(values['model']);
@@ -137,6 +138,9 @@ const testLimit =
   values['test-limit'] === undefined ? undefined : intOption(values['test-limit'], 'test-limit', 0);
 const train = slice(sets.train, trainLimit);
 const test = slice(sets.test, testLimit);
+const sequencesFlag = values['sequences'];
+if (sequencesFlag !== undefined && sequencesFlag !== 'on' && sequencesFlag !== 'off')
+  throw new Error(`--sequences: expected on or off, got ${String(sequencesFlag)}`);
 const dataSeconds = (performance.now() - t0) / 1000;
 const stepsPerEpoch = Math.floor(train.count / batch);
 const specFor = (
@@ -156,6 +160,8 @@ const specFor = (
   weightDecay: 0.01,
   maxNorm: 0,
   imagesOnDevice,
+  // --sequences on|off: Nn's sequence mode (the Trainer's default for these models: off).
+  ...(sequencesFlag === undefined ? {} : { sequences: sequencesFlag === 'on' }),
 });
 
 const classifier = (t: Trainer): Mlp | Cnn => {

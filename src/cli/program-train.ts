@@ -77,7 +77,11 @@ export function addTrainCommands(program: Command, setCode: SetExitCode): void {
     .option('--resume', 'continue from the checkpoint in --checkpoint')
     .option(
       '--sequences',
-      "submit each pass's kernels as a few runtime sequence tasks (less host work per step)",
+      "submit each pass's kernels as a few runtime sequence tasks (less host work per step; the default for gpt on CUDA)",
+    )
+    .option(
+      '--no-sequences',
+      'submit a task per kernel (the default for mlp and cnn, and on the CPU and WebGPU)',
     )
     .addOption(
       new Option(

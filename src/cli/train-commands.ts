@@ -72,7 +72,7 @@ export function specOf(model: ModelName, o: TrainOptions): TrainSpec {
     ...(o.lr === undefined ? {} : { lr: o.lr }),
     warmupSteps: o.warmup ?? 0,
     seed: o.seed,
-    ...(o.sequences === true ? { sequences: true } : {}),
+    ...(o.sequences === undefined ? {} : { sequences: o.sequences }),
   };
 }
 

@@ -11,7 +11,11 @@ import { TandemError } from '../core/errors.js';
 import type { Scalars } from '../devices/device.js';
 import type { Tensor } from '../memory/tensor.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { SequenceCollector } from '../runtime/sequence-collector.js';
+import {
+  SEQUENCE_HOLD_BYTES,
+  SequenceCollector,
+  type SequenceChunks,
+} from '../runtime/sequence-collector.js';
 import type { TaskHandle } from '../runtime/task.js';
 import { Var, type VarHost } from './var.js';
 
@@ -28,9 +32,12 @@ export interface NnOptions {
   readonly seed?: number;
   /** Labels put on every task (a service job's id: its trace and the device it ran on find them). */
   readonly tags?: Readonly<Record<string, string>>;
-  /** Collect kernels into runtime sequences (see `Nn.sequences`); default off. */
+  /** Collect kernels into runtime sequences (see `Nn.sequences`); default off (the Trainer's: `TrainSpec`). */
   readonly sequences?: boolean;
 }
+
+/** A pass's kernels go out in chunks of 8, 16, ... 256 (see SequenceChunks). */
+const NN_CHUNKS: SequenceChunks = { first: 8, max: 256 };
 
 interface TapeNode {
   readonly output: Var;
@@ -91,7 +98,9 @@ export class Nn implements VarHost {
    * Sequence mode: kernels are collected and go to the runtime as one sequence task at the next flush
    * (the end of a backward pass or of an optimizer step, any read): the runtime's per-task host work is
    * paid once per sequence instead of once per kernel (runtime/sequence.ts). Tensors freed meanwhile are
-   * held until then (runtime/sequence-collector.ts). Not while `waitFor` is set: those kernels go one by
+   * held until then (runtime/sequence-collector.ts). Within a pass they also go out in growing chunks
+   * (8, 16, ... 256 kernels), so an idle device starts while the host still records. Not while `waitFor`
+   * is set: those kernels go one by
    * one, as pipeline stages order passes by task handles.
    */
   sequences: boolean;
@@ -117,7 +126,7 @@ export class Nn implements VarHost {
     this.device = options.device;
     this.tags = options.tags;
     this.sequences = options.sequences ?? false;
-    this.collector = new SequenceCollector(rt, () => this.placement(), 'nn');
+    this.collector = new SequenceCollector(rt, () => this.placement(), 'nn', SEQUENCE_HOLD_BYTES, NN_CHUNKS);
     this.seed = options.seed ?? 1;
     this.nextSeed = this.seed;
   }

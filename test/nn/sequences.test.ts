@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { ImageSet } from '../../src/nn/data/images.js';
-import { Trainer, type TrainData, type TrainSpec } from '../../src/nn/train.js';
+import { Nn } from '../../src/nn/context.js';
+import { Trainer, sequencesByDefault, type TrainData, type TrainSpec } from '../../src/nn/train.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { cpuRuntime, randomValues } from '../runtime/helpers.js';
 
@@ -84,4 +85,16 @@ test('cnn on images: sequence mode trains to the same bits', async () => {
   const spec: TrainSpec = { model: 'cnn', steps: 3, batch: 8, precision: 'f32', lr: 1e-3, seed: 2 };
   const data: TrainData = { kind: 'images', train: set };
   sameRuns(await train({ ...spec, sequences: true }, data), await train(spec, data));
+});
+
+test('sequence mode: off by default in Nn; the Trainer turns it on for a GPT on CUDA only', () => {
+  assert.equal(sequencesByDefault('gpt', 'cuda0'), true);
+  assert.equal(sequencesByDefault('gpt', 'cuda3'), true);
+  assert.equal(sequencesByDefault('gpt', 'cpu0'), false);
+  assert.equal(sequencesByDefault('gpt', 'webgpu0'), false);
+  assert.equal(sequencesByDefault('gpt', undefined), false);
+  assert.equal(sequencesByDefault('cnn', 'cuda0'), false);
+  assert.equal(sequencesByDefault('mlp', 'cuda0'), false);
+  assert.equal(new Nn(rt, { device: 'cuda0' }).sequences, false);
+  assert.equal(new Nn(rt, { device: 'cpu0', sequences: true }).sequences, true);
 });
