@@ -110,12 +110,38 @@ export interface LaunchTiming {
   readonly endUs: number;
 }
 
+/** One step of a prepared sequence, as `ExecQueue.replay` receives it. */
+export interface ReplayStep {
+  readonly op: string;
+  readonly impl: unknown;
+  readonly args: readonly LaunchArg[];
+  readonly scalars: Scalars;
+}
+
+/** A run of a prepared sequence (Runtime.submitPrepared) offered to a queue as one unit. */
+export interface ReplayRequest {
+  /** The same object on every run of one prepared sequence (and only of it). */
+  readonly key: object;
+  readonly taskId: number;
+  /** The launch id of the last step (what a step-by-step launch would have used for it). */
+  readonly lastStepId: number;
+  readonly steps: readonly ReplayStep[];
+  /** As LaunchRequest.after, for the first step. */
+  readonly after: readonly number[];
+}
+
 /** An in-order execution queue: a CPU worker thread, a CUDA compute stream, a WebGPU queue. */
 export interface ExecQueue {
   readonly id: string;
   /** How many launches may be outstanding at once. */
   readonly depth: number;
   launch(req: LaunchRequest, done: (err: Error | null, timing?: LaunchTiming) => void): void;
+  /**
+   * Optional: runs a prepared sequence's steps as one recorded unit (a CUDA graph replayed with one
+   * call). Returns false to decline — the first run of a sequence, steps that cannot be recorded —
+   * and the runtime then launches the steps one by one; when it returns true, `done` runs once.
+   */
+  replay?(req: ReplayRequest, done: (err: Error | null) => void): boolean;
 }
 
 export interface DeviceCaps {

@@ -18,6 +18,7 @@ import {
   FORWARDED_FOLLOWER,
   includesTask,
   LAUNCHED,
+  PREPARED_RUN,
   nth,
   withTask,
   type Task,
@@ -330,6 +331,7 @@ export class Executor implements PredecessorSink {
     const steps = seq.steps;
     // The runtime reserved the ids after the task's for its steps (unique among all launches).
     const firstStepId = task.id + 1;
+    if (task.flags & PREPARED_RUN && w.queue.replay && this.replay(task, w, args, seq, firstStepId)) return;
     let left = steps.length;
     let firstError: Error | null = null;
     let startUs = Infinity;
@@ -370,6 +372,35 @@ export class Executor implements PredecessorSink {
       }
       prev[0] = firstStepId + s;
     }
+  }
+
+  /**
+   * A prepared sequence's run offered to its queue as one unit (CUDA: a graph replayed with one call);
+   * false when the queue declines it (then its steps go one by one).
+   */
+  private replay(
+    task: Task,
+    w: WorkerSlot,
+    args: LaunchArg[],
+    seq: SequenceImpl,
+    firstStepId: number,
+  ): boolean {
+    const steps = seq.steps.map((step) => ({
+      op: step.op,
+      impl: step.impl,
+      args: step.args.map((i) => args[i]!),
+      scalars: step.scalars,
+    }));
+    return w.queue.replay!(
+      {
+        key: seq,
+        taskId: task.id,
+        lastStepId: firstStepId + steps.length - 1,
+        steps,
+        after: this.afterIds(task),
+      },
+      (err) => this.finishLaunch(task, err, undefined),
+    );
   }
 
   /**

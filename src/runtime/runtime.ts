@@ -43,7 +43,7 @@ import { createPolicy } from './policies/index.js';
 import type { SchedulerPolicy, WorkerSlot } from './policies/policy.js';
 import type { PlacedWork, TaskHandle, TaskKernel } from './task.js';
 import { Communicator, placedKernel, type CommunicatorOptions } from './collectives.js';
-import { DISTINCT_TENSORS, Task, unfinished } from './task.js';
+import { DISTINCT_TENSORS, PREPARED_RUN, Task, unfinished } from './task.js';
 import { validateSubmit, type SubmitRequest } from './submit.js';
 import {
   PreparedSequence,
@@ -410,7 +410,7 @@ export class Runtime {
     const v = validateSubmit(this, SEQUENCE_REQUEST_DEF, requestFields(req, true));
     const share = req.share === undefined ? fallback : this.shares.resolve(req.share);
     const name = req.name ?? `sequence of ${req.steps.length}`;
-    return this.startSequence(seq, name, v.priority, v.constraint, req.tags, share, v.deps);
+    return this.startSequence(seq, name, v.priority, v.constraint, req.tags, share, v.deps, false);
   }
 
   /**
@@ -445,7 +445,7 @@ export class Runtime {
         'submitPrepared: not a sequence prepared by this runtime',
       );
     for (const t of p.built.tensors) this.checkTensor(t, `submitPrepared(${p.name})`);
-    return this.startSequence(p.built, p.name, p.priority, p.constraint, tags ?? p.tags, p.share, []);
+    return this.startSequence(p.built, p.name, p.priority, p.constraint, tags ?? p.tags, p.share, [], true);
   }
 
   private startSequence(
@@ -456,6 +456,7 @@ export class Runtime {
     tags: Readonly<Record<string, string>> | undefined,
     share: ShareGroup | null,
     deps: readonly Task[],
+    prepared: boolean,
   ): Task {
     const id = this.nextTaskId++;
     // The steps' own launch ids follow the task's (see Executor.launchSequence).
@@ -473,7 +474,7 @@ export class Runtime {
       share,
     );
     task.cost = seq.cost;
-    task.flags |= DISTINCT_TENSORS;
+    task.flags |= prepared ? DISTINCT_TENSORS | PREPARED_RUN : DISTINCT_TENSORS;
     task.eligible = sequenceEligible(seq, constraint, this.workers, this.lost);
     this.executor.submit(task, deps);
     return task;

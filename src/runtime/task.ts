@@ -85,6 +85,8 @@ export const FORWARDED_FOLLOWER = 2;
 export const FORWARD_MIXED = 4;
 /** Its tensors are distinct (a sequence's union): no duplicate scans over them. */
 export const DISTINCT_TENSORS = 8;
+/** A run of a prepared sequence (submitPrepared): the same steps again, which a queue may replay. */
+export const PREPARED_RUN = 16;
 
 /** The promise of `done` and its settle functions, made only when someone asks for `done`. */
 interface Completion {

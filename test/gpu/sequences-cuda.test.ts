@@ -3,7 +3,9 @@
  * (program launches through the launch batcher, cuBLASLt calls between them), so a random program cut
  * into sequences must equal sequential execution; GPT scoring through kept plans (the same device
  * addresses every run) must give the per-kernel path's logits; and training in sequence mode must
- * follow the task-per-kernel run. Skipped without CUDA.
+ * follow the task-per-kernel run. A prepared sequence run again at the same addresses is replayed as a
+ * CUDA graph from its third run (devices/cuda/sequence-graphs.ts): each run with new inputs must equal a
+ * float64 reference, and the plans above must still equal the per-kernel path. Skipped without CUDA.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
@@ -17,6 +19,7 @@ import { Gpt, gptConfig } from '../../src/nn/models/gpt.js';
 import { Trainer, type TrainData, type TrainSpec } from '../../src/nn/train.js';
 import { Runtime } from '../../src/runtime/runtime.js';
 import type { SequenceStep } from '../../src/runtime/sequence.js';
+import type { CudaDevice } from '../../src/devices/cuda/cuda-device.js';
 import { randomValues } from '../runtime/helpers.js';
 
 const rt = await Runtime.create({
@@ -29,6 +32,12 @@ const hasCuda = rt.devices.some((d) => d.info.kind === 'cuda');
 const reason = rt.backends.find((b) => b.kind === 'cuda')?.reason ?? 'no CUDA device';
 if (!hasCuda) console.log(`# skip: ${reason}`);
 after(() => rt.close());
+
+/** cuda0's counts of prepared sequences captured and replayed as CUDA graphs. */
+function graphStats(): { captured: number; replayed: number; declined: number; refused: number } {
+  const d = rt.devices.find((x) => x.info.id === 'cuda0') as unknown as CudaDevice;
+  return { ...d.sequenceGraphs.stats };
+}
 
 function maxRelDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   assert.equal(a.length, b.length);
@@ -91,7 +100,8 @@ void describe('sequences on cuda0', { skip: hasCuda ? false : reason }, () => {
     const planned = new GptInference(model);
     const perKernel = new GptInference(model, undefined, false);
     const rnd = seededRandom(11);
-    for (let round = 0; round < 3; round++)
+    const before = graphStats();
+    for (let round = 0; round < 5; round++)
       for (const lens of [[32], [5, 17, 9]]) {
         const seqs = lens.map((l) => Array.from({ length: l }, () => Math.floor(rnd() * 97)));
         const a = await planned.lastLogits(seqs, { device: 'cuda0' });
@@ -103,6 +113,64 @@ void describe('sequences on cuda0', { skip: hasCuda ? false : reason }, () => {
           );
       }
     planned.dispose();
+    const after = graphStats();
+    console.log(`# GPT plans: ${JSON.stringify({ before, after })}`);
+    // Rounds 3-5 of each shape replay its recorded graph (unless the plan's kernels cannot be captured).
+    assert.ok(
+      after.replayed - before.replayed >= 6 || after.refused > before.refused,
+      `no graph replays: ${JSON.stringify(after)}`,
+    );
+  });
+
+  void it('a prepared sequence run with new inputs each time (replayed as a CUDA graph) equals float64', async () => {
+    const n = 40;
+    const a = rt.tensor([n, n], 'f32', randomValues(n * n, 1));
+    const b = rt.tensor([n, n], 'f32', randomValues(n * n, 2));
+    const c = rt.tensor([n, n], 'f32');
+    const y = rt.tensor([n, n], 'f32', randomValues(n * n, 3));
+    // c = a·b; c *= 0.5; y += 2·c; a *= 0.25 (a step that writes an input the next run overwrites)
+    const prepared = rt.prepareSequence({
+      device: 'cuda0',
+      steps: [
+        { kernel: 'gemm', args: { a, b, c } },
+        { kernel: 'scale', args: { x: c }, scalars: { alpha: 0.5 } },
+        { kernel: 'axpy', args: { x: c, y }, scalars: { alpha: 2 } },
+        { kernel: 'scale', args: { x: a }, scalars: { alpha: 0.25 } },
+      ],
+    });
+    const before = graphStats();
+    let yRef = Float64Array.from(randomValues(n * n, 3), (v) => Math.fround(v));
+    for (let run = 0; run < 6; run++) {
+      const av = Float64Array.from(randomValues(n * n, 10 + run), (v) => Math.fround(v));
+      const bv = Float64Array.from(randomValues(n * n, 20 + run), (v) => Math.fround(v));
+      await rt.write(a, Float32Array.from(av));
+      await rt.write(b, Float32Array.from(bv));
+      await rt.write(c, new Float32Array(n * n).fill(Number.NaN)); // poisoned: the gemm must write all of c
+      await rt.submitPrepared(prepared).done;
+      const next = new Float64Array(n * n);
+      for (let i = 0; i < n; i++)
+        for (let j = 0; j < n; j++) {
+          let s = 0;
+          for (let p = 0; p < n; p++) s += av[i * n + p]! * bv[p * n + j]!;
+          next[i * n + j] = yRef[i * n + j]! + 2 * 0.5 * s;
+        }
+      yRef = next;
+      const gotY = await rt.read(y);
+      assert.ok(maxRelDiff(gotY, yRef) < 1e-4, `run ${run}: y ${maxRelDiff(gotY, yRef)}`);
+      const gotA = await rt.read(a);
+      assert.ok(
+        maxRelDiff(
+          gotA,
+          av.map((v) => v * 0.25),
+        ) < 1e-6,
+        `run ${run}: a`,
+      );
+    }
+    const after = graphStats();
+    console.log(`# prepared gemm/scale/axpy: ${JSON.stringify({ before, after })}`);
+    assert.equal(after.captured - before.captured, 1, JSON.stringify(after));
+    assert.equal(after.replayed - before.replayed, 5, JSON.stringify(after));
+    for (const t of [a, b, c, y]) rt.free(t);
   });
 
   void it('training gpt-micro in sequence mode follows the task-per-kernel run', async () => {

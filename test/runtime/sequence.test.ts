@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { ExecQueue, LaunchTiming, ReplayRequest } from '../../src/devices/device.js';
 import type { Tensor } from '../../src/memory/tensor.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { SequenceCollector } from '../../src/runtime/sequence-collector.js';
@@ -314,6 +315,74 @@ test('a collector with chunks submits 2, 4, 4 calls as they come, and starts ove
     // Every call ran once, in order: x doubled 14 times.
     const expected = randomValues(8, 5).map((v) => v * 2 ** 14);
     assert.deepEqual(Array.from((await rt.read(x)) as Float64Array), Array.from(expected));
+  } finally {
+    await rt.close();
+  }
+});
+
+/**
+ * The executor's side of ExecQueue.replay (CUDA graphs implement it; the CPU has none): a queue that
+ * declines a prepared sequence's first run and then runs the steps itself, chained, reporting once.
+ */
+function replayingQueue(inner: ExecQueue, offered: ReplayRequest[], accepted: ReplayRequest[]): ExecQueue {
+  const seen = new Set<object>();
+  return {
+    id: inner.id,
+    depth: inner.depth,
+    launch: (req, done) => inner.launch(req, done),
+    replay(req: ReplayRequest, done: (err: Error | null) => void): boolean {
+      offered.push(req);
+      if (!seen.has(req.key)) {
+        seen.add(req.key);
+        return false;
+      }
+      accepted.push(req);
+      let left = req.steps.length;
+      let first: Error | null = null;
+      req.steps.forEach((step, s) =>
+        inner.launch(
+          {
+            taskId: req.lastStepId - req.steps.length + 1 + s,
+            op: step.op,
+            impl: step.impl,
+            args: step.args,
+            scalars: step.scalars,
+            after: s === 0 ? [...req.after] : [req.lastStepId - req.steps.length + s],
+          },
+          (err: Error | null, _t?: LaunchTiming) => {
+            first ??= err;
+            if (--left === 0) done(first);
+          },
+        ),
+      );
+      return true;
+    },
+  };
+}
+
+test('prepared runs are offered to a queue that replays (declined first), fresh sequences are not', async () => {
+  const rt = await cpuRuntime({ options: { cpu: { threads: 1 } } });
+  try {
+    const offered: ReplayRequest[] = [];
+    const accepted: ReplayRequest[] = [];
+    for (const w of rt.workers)
+      (w as { queue: ExecQueue }).queue = replayingQueue(w.queue, offered, accepted);
+    const { a, b, c, y, steps } = chain(rt, 31);
+    await rt.submitSequence({ steps }).done;
+    assert.equal(offered.length, 0, 'a fresh sequence is launched step by step');
+    const prepared = rt.prepareSequence({ steps });
+    for (let run = 0; run < 4; run++) {
+      const want = await reference(rt, a, b, y); // y + 3 · 0.5 · a·b from y as it is now
+      await rt.write(c, new Float64Array(M * N).fill(Number.NaN));
+      await rt.submitPrepared(prepared).done;
+      const got = (await rt.read(y)) as Float64Array;
+      got.forEach((v, i) =>
+        assert.ok(Math.abs(v - want[i]!) <= 1e-12 * (1 + Math.abs(want[i]!)), `run ${run}, y[${i}]`),
+      );
+    }
+    assert.equal(offered.length, 4);
+    assert.equal(accepted.length, 3, 'the first run is declined, the next three replayed');
+    assert.ok(offered.every((r) => r.key === offered[0]!.key && r.steps.length === steps.length));
   } finally {
     await rt.close();
   }

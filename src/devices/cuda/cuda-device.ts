@@ -24,6 +24,7 @@ import { LaunchBatcher } from './launch-batcher.js';
 import { Launcher } from './launcher.js';
 import { CudaBuffer, CudaMemoryNode } from './memory-node.js';
 import type { ProgramCache } from './program-cache.js';
+import { SequenceGraphs } from './sequence-graphs.js';
 
 /** CUresults after which the context is unusable until reset (illegal address, launch failure, ...). */
 const STICKY = new Set([700, 702, 714, 715, 716, 717, 718, 719, 720, 999]);
@@ -59,6 +60,8 @@ export class CudaDevice implements Device {
   readonly batcher: LaunchBatcher;
   readonly transfers: HostTransfers;
   readonly programs: ProgramCache;
+  /** Prepared sequences replayed as CUDA graphs (ExecQueue.replay). */
+  readonly sequenceGraphs: SequenceGraphs;
   /** How many faults this device has recovered from. */
   faults = 0;
   private readonly failedTasks = new Set<number>();
@@ -90,9 +93,26 @@ export class CudaDevice implements Device {
       parts.view,
       parts.registerSabs,
     );
+    this.sequenceGraphs = new SequenceGraphs({
+      id: parts.id,
+      context: parts.context,
+      launcher: this.launcher,
+      poller: this.poller,
+      node: this.node,
+      flushLaunches: () => this.batcher.flush(),
+      dropEager: (buf) => this.transfers.dropEager(buf),
+      isFailed: (taskId) => this.failedTasks.has(taskId),
+      rememberFailure: (taskId) => this.rememberFailure(taskId),
+      isClosed: () => this.closed,
+    });
     openDevices++;
     this.queues = [
-      { id: `${parts.id}.compute`, depth: QUEUE_DEPTH, launch: (req, done) => this.launch(req, done) },
+      {
+        id: `${parts.id}.compute`,
+        depth: QUEUE_DEPTH,
+        launch: (req, done) => this.launch(req, done),
+        replay: (req, done) => this.sequenceGraphs.replay(req, done),
+      },
     ];
   }
 
@@ -341,6 +361,7 @@ export class CudaDevice implements Device {
     }
     this.closed = true;
     this.batcher.dropGraphs();
+    this.sequenceGraphs.dropAll();
     this.programs.clear(true);
     this.transfers.close();
     this.node.trim();

@@ -47,12 +47,18 @@ export class CudaGraph {
     d.check(d.api.cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_RELAXED), 'cuStreamBeginCapture_v2');
     try {
       body((impl, args, scalars) => {
-        device.launcher.run(impl, args, scalars, stream, () => {
+        const check = device.launcher.run(impl, args, scalars, stream, () => {
           throw new TandemError(
             'TANDEM_ERR_INVALID_ARGUMENT',
             'kernels that need scratch memory cannot be captured in a CUDA graph',
           );
         });
+        // A replay could not run the check (cuSOLVER reports a failed factorization in device memory).
+        if (check !== null)
+          throw new TandemError(
+            'TANDEM_ERR_INVALID_ARGUMENT',
+            'kernels that check their result after running cannot be captured in a CUDA graph',
+          );
         launches++;
       });
     } catch (e) {
