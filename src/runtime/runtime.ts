@@ -51,7 +51,6 @@ import {
   buildSequence,
   requestFields,
   sequenceEligible,
-  type BuiltSequence,
   type SequenceHost,
   type SequenceRequest,
 } from './sequence.js';
@@ -405,12 +404,8 @@ export class Runtime {
 
   /** `submitSequence`, charged to `fallback` when the request names no share group (share views). */
   submitSequenceCharged(req: SequenceRequest, fallback: ShareGroup | null): TaskHandle {
-    this.assertOpen();
-    const seq = buildSequence(this.sequenceHost, req);
-    const v = validateSubmit(this, SEQUENCE_REQUEST_DEF, requestFields(req, true));
-    const share = req.share === undefined ? fallback : this.shares.resolve(req.share);
-    const name = req.name ?? `sequence of ${req.steps.length}`;
-    return this.startSequence(seq, name, v.priority, v.constraint, req.tags, share, v.deps, false);
+    const { prepared, deps } = this.validateSequence(req, fallback, true);
+    return this.startSequence(prepared, prepared.tags, deps, false);
   }
 
   /**
@@ -429,11 +424,7 @@ export class Runtime {
         'TANDEM_ERR_INVALID_ARGUMENT',
         'prepareSequence: deps belong to a submission, not to a prepared sequence',
       );
-    const seq = buildSequence(this.sequenceHost, req);
-    const v = validateSubmit(this, SEQUENCE_REQUEST_DEF, requestFields(req, false));
-    const share = req.share === undefined ? fallback : this.shares.resolve(req.share);
-    const name = req.name ?? `sequence of ${req.steps.length}`;
-    return new PreparedSequence(this, seq, name, v.priority, v.constraint, req.tags, share);
+    return this.validateSequence(req, fallback, false).prepared;
   }
 
   /** Runs a prepared sequence again (`tags` replace its labels for this run); no step is revalidated. */
@@ -445,37 +436,50 @@ export class Runtime {
         'submitPrepared: not a sequence prepared by this runtime',
       );
     for (const t of p.built.tensors) this.checkTensor(t, `submitPrepared(${p.name})`);
-    return this.startSequence(p.built, p.name, p.priority, p.constraint, tags ?? p.tags, p.share, [], true);
+    return this.startSequence(p, tags ?? p.tags, [], true);
   }
 
+  /** Every step and the request-level fields validated: what a submission or a preparation starts from. */
+  private validateSequence(
+    req: SequenceRequest,
+    fallback: ShareGroup | null,
+    withDeps: boolean,
+  ): { prepared: PreparedSequence; deps: readonly Task[] } {
+    this.assertOpen();
+    const seq = buildSequence(this.sequenceHost, req);
+    const v = validateSubmit(this, SEQUENCE_REQUEST_DEF, requestFields(req, withDeps));
+    const share = req.share === undefined ? fallback : this.shares.resolve(req.share);
+    const name = req.name ?? `sequence of ${req.steps.length}`;
+    const prepared = new PreparedSequence(this, seq, name, v.priority, v.constraint, req.tags, share);
+    return { prepared, deps: v.deps };
+  }
+
+  /** `prepared` (a request just validated, or a prepared sequence run again) as a task. */
   private startSequence(
-    seq: BuiltSequence,
-    name: string,
-    priority: number,
-    constraint: string | null,
+    p: PreparedSequence,
     tags: Readonly<Record<string, string>> | undefined,
-    share: ShareGroup | null,
     deps: readonly Task[],
-    prepared: boolean,
+    preparedRun: boolean,
   ): Task {
+    const seq = p.built;
     const id = this.nextTaskId++;
     // The steps' own launch ids follow the task's (see Executor.launchSequence).
     this.nextTaskId += seq.calls.length;
     const task = new Task(
       id,
-      name,
+      p.name,
       seq.kernel,
       seq.tensors,
       seq.modes,
       NO_SCALARS,
-      priority,
-      constraint,
+      p.priority,
+      p.constraint,
       tags,
-      share,
+      p.share,
     );
     task.cost = seq.cost;
-    task.flags |= prepared ? DISTINCT_TENSORS | PREPARED_RUN : DISTINCT_TENSORS;
-    task.eligible = sequenceEligible(seq, constraint, this.workers, this.lost);
+    task.flags |= preparedRun ? DISTINCT_TENSORS | PREPARED_RUN : DISTINCT_TENSORS;
+    task.eligible = sequenceEligible(seq, p.constraint, this.workers, this.lost);
     this.executor.submit(task, deps);
     return task;
   }
