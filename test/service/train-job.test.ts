@@ -112,6 +112,7 @@ void test('train job: bad parameters are refused at submit', async (t) => {
       { model: 'gpt', preset: 'gpt-mini', seqLen: 4096 },
       { model: 'mlp', steps: 0 },
       { model: 'gpt', resumeFrom: '../../etc' },
+      { model: 'gpt', sequences: 'yes' },
     ];
     for (const params of bad) {
       const res: { statusCode: number; body: string; json(): unknown } = await s.svc.app.inject({
@@ -143,6 +144,20 @@ void test('train job: a byte-level preset trains on the corpus; a wrong or damag
   };
   // Uniform over 256 bytes is ln 256 = 5.55: a loss near it, finite.
   assert.ok(out.result.loss > 3 && out.result.loss < 6.5, `loss ${out.result.loss}`);
+  // The same run in sequence mode (off by default on the CPU): the same kernels in the same order.
+  const seq = await submit({
+    model: 'gpt',
+    preset: 'gpt-micro',
+    batch: 2,
+    steps: 3,
+    device: 'cpu',
+    sequences: true,
+  });
+  assert.equal((await waitForJob(s, seq, s.admin, 60_000)).state, 'succeeded');
+  const seqOut = (await s.svc.app.inject({ url: `/v1/jobs/${seq}/result`, headers: s.auth() })).json() as {
+    result: { loss: number };
+  };
+  assert.equal(seqOut.result.loss, out.result.loss);
   // Resuming it as another model, then from a truncated copy: BAD_CHECKPOINT naming the job's
   // checkpoint, not its path under the data directory.
   const failure = async (params: Record<string, unknown>): Promise<{ code: string; message: string }> => {

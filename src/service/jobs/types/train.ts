@@ -54,6 +54,8 @@ export interface TrainParams {
   /** pipeline: micro-batches per step (default 4 per GPU). */
   readonly microBatches?: number;
   readonly schedule?: ScheduleKind;
+  /** Each pass's kernels as a few runtime sequence tasks (TrainSpec.sequences; default by model and device). */
+  readonly sequences?: boolean;
 }
 
 const FASHION_DIR = '/usr/share/datasets/fashion-mnist';
@@ -87,6 +89,11 @@ export function trainJob(dataDir: string): AnyJobType {
         precision: { type: 'string', enum: ['f32', 'bf16', 'f16'], default: 'f32' },
         device: { type: 'string', default: 'auto', description: 'auto, cpu, cuda, webgpu or a device id' },
         lr: { type: 'number', exclusiveMinimum: 0, maximum: 10 },
+        sequences: {
+          type: 'boolean',
+          description:
+            "each pass's kernels as a few runtime sequence tasks, less host work per step (default: on for gpt on a CUDA device, else off)",
+        },
         warmupSteps: { type: 'integer', minimum: 0, default: 0 },
         seed: { type: 'integer', minimum: 0, maximum: 2147483647, default: 1 },
         checkpointEvery: {
@@ -186,6 +193,7 @@ export function trainJob(dataDir: string): AnyJobType {
         precision: (raw['precision'] as TrainParams['precision'] | undefined) ?? 'f32',
         device: String(raw['device'] ?? 'auto'),
         ...(raw['lr'] === undefined ? {} : { lr: Number(raw['lr']) }),
+        ...(raw['sequences'] === undefined ? {} : { sequences: raw['sequences'] === true }),
         warmupSteps: Number(raw['warmupSteps'] ?? 0),
         seed: Number(raw['seed'] ?? 1),
         checkpointEvery: Number(raw['checkpointEvery'] ?? 0),
@@ -227,6 +235,7 @@ export function trainJob(dataDir: string): AnyJobType {
         precision: p.precision,
         ...(device === undefined ? {} : { device }),
         ...(p.lr === undefined ? {} : { lr: p.lr }),
+        ...(p.sequences === undefined ? {} : { sequences: p.sequences }),
         warmupSteps: p.warmupSteps,
         seed: p.seed,
         tags: ctx.tags,
