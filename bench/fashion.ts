@@ -319,6 +319,11 @@ async function trainOnce(): Promise<void> {
       msPerStep: round(trainMs / steps, 3),
       startupSeconds: round(startupSeconds, 3),
       deviceBusyMsPerStep: round([...busyUs.values()].reduce((a, b) => a + b, 0) / 1000 / steps, 4),
+      // CUDA: kernels launched one by one and through the launch batcher's automatic graphs (captures
+      // of runs of 16 that repeated) — how the step's launches went out (undefined on other devices).
+      launchBatcher: (
+        rt.devices.find((d) => d.info.id === device) as { batcher?: { stats?: object } } | undefined
+      )?.batcher?.stats,
       busiestOps: [...busyUs]
         .sort((a, b) => b[1] - a[1])
         .slice(0, 8)
