@@ -13,6 +13,7 @@
 import { Runtime, type Observer, type TaskEvent } from 'tandem';
 import { AdamW, Gpt, GradScaler, Nn, gptConfig, gptFlopsPerToken, type Precision } from 'tandem/nn';
 import { intOption, parse } from '../src/cli/output.js';
+import { pollStats } from './poll-stats.js';
 
 const { values } = parse(process.argv.slice(2), {
   preset: { type: 'string', default: 'gpt2' },
@@ -34,8 +35,7 @@ const H200_PEAK = 989e12;
 /** Time the devices' completion pollers spent in callbacks so far (CUDA exposes it; others 0). */
 function completionCallbackMs(rt: Runtime): number {
   let ms = 0;
-  for (const d of rt.devices)
-    ms += (d as { poller?: { stats?: { callbackMs?: number } } }).poller?.stats?.callbackMs ?? 0;
+  for (const d of rt.devices) ms += pollStats(d)?.callbackMs ?? 0;
   return ms;
 }
 
@@ -69,7 +69,8 @@ try {
       });
     // Eight batches of inputs and targets made up front, used in turn (as a loader's batches would be).
     const batches = Array.from({ length: 8 }, () => ({ ids: randomTokens(), targets: randomTokens() }));
-    // --profile: device time per op over the timed steps (the task spans the runtime reports).
+    // --profile: time per op over the timed steps from the task spans the runtime reports — launch to
+    // completion as the host sees it, so in a GPU-bound run spans overlap and are not device time.
     const perOp = new Map<string, { us: number; count: number }>();
     const profiler: Observer = {
       onTaskEnd(e: TaskEvent) {

@@ -19,6 +19,7 @@ import { mcRows, mcScalars } from '../src/kernels/mc_common/def.js';
 import { addPartialRows, estimate, mcSpec, streamCount } from '../src/kernels/mc_common/engine.js';
 import { slowWithGc, watchGc } from './gc-watch.js';
 import { quantile } from './quantile.js';
+import { pollStats, type PollStats } from './poll-stats.js';
 
 const { priceOption, validateOptionParams } = risk;
 
@@ -41,20 +42,15 @@ const fmt = (l: number[]): string => {
   const s = [...l].sort((a, b) => a - b);
   return `p50 ${(q(s, 0.5) * 1e3).toFixed(1)} p90 ${(q(s, 0.9) * 1e3).toFixed(1)} p99 ${(q(s, 0.99) * 1e3).toFixed(1)} max ${(s[s.length - 1]! * 1e3).toFixed(0)} µs`;
 };
-type PollStats = { immediatePolls: number; timerPolls: number; spins: number };
-const pollStats = (): PollStats =>
-  (rt.devices[0] as { poller?: { stats?: PollStats } } | undefined)?.poller?.stats ?? {
-    immediatePolls: 0,
-    timerPolls: 0,
-    spins: 0,
-  };
+const NO_POLLS: PollStats = { immediatePolls: 0, timerPolls: 0, spins: 0, callbackMs: 0 };
+const pollStatsNow = (): PollStats => pollStats(rt.devices[0]) ?? NO_POLLS;
 
 /** Runs `body` `runs` times; prints the latency line with GC overlap and completion polls per run. */
 async function measure(label: string, body: (k: number) => Promise<void>): Promise<number[]> {
   for (let k = 0; k < 200; k++) await body(k);
   const lat: number[] = [];
   const spans: Array<[number, number]> = [];
-  const p0 = { ...pollStats() };
+  const p0 = { ...pollStatsNow() };
   const loop = monitorEventLoopDelay({ resolution: 1 });
   loop.enable();
   const gc = watchGc();
@@ -67,7 +63,7 @@ async function measure(label: string, body: (k: number) => Promise<void>): Promi
   }
   const g = gc.stop();
   loop.disable();
-  const p1 = pollStats();
+  const p1 = pollStatsNow();
   const worst = Math.max(1, Math.round(runs / 100));
   console.log(
     `${label.padEnd(6)} ${fmt(lat)}; slowest ${worst}: ${slowWithGc(spans, g.pauses, worst)} with GC ` +

@@ -13,6 +13,7 @@ import { risk } from 'tandem/workloads';
 import { mcRows, mcScalars } from '../src/kernels/mc_common/def.js';
 import { mcSpec, streamCount } from '../src/kernels/mc_common/engine.js';
 import { gcLine, slowWithGc, watchGc } from './gc-watch.js';
+import { pollStats } from './poll-stats.js';
 import { quantile } from './quantile.js';
 
 const { EXAMPLE_PORTFOLIO, portfolioVar, priceOption, validateOptionParams } = risk;
@@ -71,11 +72,8 @@ if (!status?.available) {
 console.log(`device ${rt.devices.map((d) => d.info.name).join(', ')}; node ${process.version}`);
 const base = { spot: 100, strike: 100, rate: 0.05, vol: 0.2, maturity: 1, device };
 // CUDA completion polling: how many polls came from setImmediate and how many waited on the 1 ms timer.
-type PollStats = { immediatePolls: number; timerPolls: number; spins: number };
-const pollStats = (): PollStats | null =>
-  (rt.devices[0] as { poller?: { stats?: PollStats } } | undefined)?.poller?.stats ?? null;
 const polls = (): string => {
-  const p = pollStats();
+  const p = pollStats(rt.devices[0]);
   return p ? ` [polls: ${p.immediatePolls} immediate, ${p.timerPolls} timer; ${p.spins} spins]` : '';
 };
 const tput: Record<string, number> = {};

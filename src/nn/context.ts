@@ -100,8 +100,7 @@ export class Nn implements VarHost {
    * paid once per sequence instead of once per kernel (runtime/sequence.ts). Tensors freed meanwhile are
    * held until then (runtime/sequence-collector.ts). Within a pass they also go out in growing chunks
    * (8, 16, ... 256 kernels), so an idle device starts while the host still records. Not while `waitFor`
-   * is set: those kernels go one by
-   * one, as pipeline stages order passes by task handles.
+   * is set: those kernels go one by one, as pipeline stages order passes by task handles.
    */
   sequences: boolean;
   private readonly collector: SequenceCollector;
