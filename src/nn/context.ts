@@ -11,6 +11,7 @@ import { TandemError } from '../core/errors.js';
 import type { Scalars } from '../devices/device.js';
 import type { Tensor } from '../memory/tensor.js';
 import type { Runtime } from '../runtime/runtime.js';
+import type { SequenceStep } from '../runtime/sequence.js';
 import {
   SEQUENCE_HOLD_BYTES,
   SequenceCollector,
@@ -59,6 +60,12 @@ export interface TapeSegment {
   readonly made: readonly Var[];
 }
 
+/** A step recorded for replay: its kernels in order, and the tensors it freed (they must outlive it). */
+export interface StepCapture {
+  readonly steps: SequenceStep[];
+  readonly kept: Set<Tensor>;
+}
+
 /** Where a gradient contribution goes: the tensor, and whether to add to what it holds. */
 export interface GradTarget {
   readonly tensor: Tensor;
@@ -104,6 +111,8 @@ export class Nn implements VarHost {
    */
   sequences: boolean;
   private readonly collector: SequenceCollector;
+  /** While a step is recorded for replay (StaticStep): its kernels, and what it freed (kept for it). */
+  private capture: StepCapture | null = null;
   private tape: TapeNode[] = [];
   /** Intermediate values made since the last backward or release: freed by them. */
   private made: Var[] = [];
@@ -142,6 +151,11 @@ export class Nn implements VarHost {
 
   /** A fresh seed for one initialiser or dropout mask (deterministic from the context's seed). */
   takeSeed(): number {
+    if (this.capture !== null)
+      throw new TandemError(
+        'TANDEM_ERR_UNSUPPORTED',
+        'a recorded step cannot draw random numbers (dropout): its replays would reuse the same mask; use dropout 0 or train without a static step',
+      );
     this.nextSeed = (Math.imul(this.nextSeed ^ 0x9e3779b9, 0x85ebca6b) + 0x6b43a9b5) >>> 0;
     return this.nextSeed;
   }
@@ -171,6 +185,12 @@ export class Nn implements VarHost {
    * returned; `lastTask` is the sequence once it is submitted).
    */
   submit(kernel: string, args: Readonly<Record<string, Tensor>>, scalars: Scalars = {}): TaskHandle | null {
+    if (this.capture !== null) {
+      if (this.waitFor !== null)
+        throw new TandemError('TANDEM_ERR_UNSUPPORTED', 'a recorded step cannot wait for other tasks (pipeline stages)');
+      this.capture.steps.push({ kernel, args, scalars });
+      return null;
+    }
     if (this.sequences && this.waitFor === null) {
       this.collector.push({ kernel, args, scalars });
       return null;
@@ -189,7 +209,9 @@ export class Nn implements VarHost {
 
   /** Frees `t` once the kernels collected so far are submitted (at once when none are pending). */
   free(t: Tensor): void {
-    this.collector.free(t);
+    // A recorded step's replays use every tensor it touched: what it frees lives as long as it does.
+    if (this.capture !== null) this.capture.kept.add(t);
+    else this.collector.free(t);
   }
 
   /**
@@ -198,10 +220,32 @@ export class Nn implements VarHost {
    * before a parameter's gradient is reported ready; a no-op with nothing collected.
    */
   flush(): void {
+    if (this.capture !== null) return; // the whole step is one sequence, prepared at the end
     this.lastTask = this.collector.flush() ?? this.lastTask;
   }
 
-  private placement(): { device?: string; priority?: number; tags?: Readonly<Record<string, string>> } {
+  /**
+   * Starts recording a step for replay (StaticStep.record): from now on kernels are collected into one
+   * list and freed tensors are kept, until endCapture hands both over. What was collected before goes
+   * out first.
+   */
+  beginCapture(): void {
+    if (this.capture !== null)
+      throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', 'a step is already being recorded on this context');
+    this.flush();
+    this.capture = { steps: [], kept: new Set() };
+  }
+
+  /** Ends the recording begun by beginCapture: its kernels, and the tensors it freed (now the caller's). */
+  endCapture(): StepCapture {
+    const c = this.capture;
+    if (c === null) throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', 'no step is being recorded');
+    this.capture = null;
+    return c;
+  }
+
+  /** The fields every task and sequence of this context carries: its device, priority and tags. */
+  placement(): { device?: string; priority?: number; tags?: Readonly<Record<string, string>> } {
     return {
       ...(this.device === undefined ? {} : { device: this.device }),
       ...(this.priority === undefined ? {} : { priority: this.priority }),
@@ -530,6 +574,11 @@ export class Nn implements VarHost {
   }
 
   async readTensor(t: Tensor): Promise<Float64Array> {
+    if (this.capture !== null)
+      throw new TandemError(
+        'TANDEM_ERR_UNSUPPORTED',
+        'a recorded step cannot read a value on the host (fp16 loss scaling, item()): its replays would not',
+      );
     this.flush();
     return toNumbers(t.dtype, await this.rt.read(t));
   }

@@ -4,6 +4,7 @@
  * submitted as one task graph; the loss of step k is read while step k + 1 is queued, so the devices
  * never wait for the host between steps), reports progress, stops on NaN, on a signal, or at the end.
  */
+import type { DType } from '../core/dtype.js';
 import { TandemError } from '../core/errors.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { Nn, type Precision } from './context.js';
@@ -16,6 +17,7 @@ import { classifierMemoryPlan, gptMemoryPlan, requireFits } from './memory.js';
 import { GradScaler, type GradScalerState } from './grad-scaler.js';
 import { AdamW, type AdamWOptions } from './optim/adamw.js';
 import { cosineWithWarmup } from './optim/schedule.js';
+import { StaticTraining } from './train-static.js';
 import type { Var } from './var.js';
 
 /** Activation elements per image kept by the CNN (28×28) and the default MLP, for the memory check. */
@@ -54,6 +56,12 @@ export interface TrainSpec {
    * paid per sequence, not per kernel). Default: `sequencesByDefault`.
    */
   readonly sequences?: boolean;
+  /**
+   * Record the first step and replay it for every later one (StaticStep: one task per step; a CUDA graph
+   * on a GPU), writing each batch into the recorded input tensors. bf16, f32 or f64 only (fp16's loss
+   * scaling decides on the host every step); no dropout. Default off.
+   */
+  readonly staticStep?: boolean;
 }
 
 /**
@@ -79,6 +87,19 @@ export interface StepReport {
   /** fp16: the loss scale the step used, and whether its update was skipped for an overflow. */
   readonly lossScale?: number;
   readonly skipped?: boolean;
+}
+
+/** One input tensor of a step as host data. */
+export interface HostInput {
+  readonly values: ArrayLike<number>;
+  readonly shape: readonly number[];
+  readonly dtype: DType;
+}
+
+/** A step's inputs as host arrays, and the loss the model makes from them once they are tensors. */
+export interface StepInputs {
+  readonly arrays: readonly HostInput[];
+  readonly loss: (inputs: readonly Var[]) => Var;
 }
 
 /** One batch of rows as host arrays (row-major: a row is a sequence or an image). */
@@ -195,6 +216,13 @@ export class Trainer {
         `train: batch must be a positive integer, got ${spec.batch}`,
       );
     this.dataRows = options.dataRows ?? spec.batch;
+    if (spec.staticStep === true && spec.precision === 'f16')
+      throw new TandemError(
+        'TANDEM_ERR_INVALID_ARGUMENT',
+        "train: staticStep needs precision bf16, f32 or f64 (fp16's loss scaling decides on the host every step)",
+      );
+    if (spec.staticStep === true && this.dataRows !== spec.batch)
+      throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', 'train: staticStep is not available with data parallelism');
     this.nn = new Nn(rt, {
       precision: spec.precision ?? 'f32',
       seed: spec.seed ?? 1,
@@ -211,7 +239,11 @@ export class Trainer {
       );
     const adamw = adamwOptions(spec);
     const lr = adamw.lr;
-    this.optimizer = new AdamW(this.nn, this.built.model.parameters(), adamw);
+    this.optimizer = new AdamW(this.nn, this.built.model.parameters(), {
+      ...adamw,
+      deviceScalars: spec.staticStep === true,
+    });
+    this.staticTraining = spec.staticStep === true ? new StaticTraining(this.nn, this.optimizer) : null;
     this.lrAt = cosineWithWarmup({
       maxLr: lr,
       minLr: lr * 0.1,
@@ -280,22 +312,26 @@ export class Trainer {
 
   /** Submits one step's forward (its backward and update follow); returns its loss (not yet computed). */
   submitStep(): Var {
-    if (this.deviceImages !== null) return this.submitDeviceImages();
-    return this.submitBatch(this.nextBatch());
+    return this.submitInputs(this.nextInputs());
   }
 
-  /** A batch gathered on the device from the resident training images (imagesOnDevice). */
-  private submitDeviceImages(): Var {
+  /**
+   * The next step's data as host arrays, and how the model makes the loss from them as inputs: the
+   * batch's tokens or pixels and labels, or (imagesOnDevice) the indices of its images on the device.
+   */
+  nextInputs(): StepInputs {
+    if (this.deviceImages === null) return this.inputsOf(this.nextBatch());
+    const images = this.deviceImages;
     const model = (this.built as { readonly model: Classifier }).model;
-    const b = this.deviceImages!.batch(
-      this.spec.batch,
-      this.imageIndex++,
-      this.spec.seed ?? 1,
-      model instanceof Mlp,
-    );
-    const loss = model.loss(b.x, b.y);
-    this.freeAfterStep(...b.inputs);
-    return loss;
+    const batch = this.spec.batch;
+    const { indices, labels } = images.indices(batch, this.imageIndex++, this.spec.seed ?? 1);
+    return {
+      arrays: [
+        { values: indices, shape: [batch, 1], dtype: 'i32' },
+        { values: labels, shape: [batch], dtype: 'i32' },
+      ],
+      loss: ([ids, y]) => model.loss(images.gather(ids!, model instanceof Mlp), y!),
+    };
   }
 
   /** The next batch from the data: spec.batch rows, or dataRows (data parallelism shards it). */
@@ -311,20 +347,34 @@ export class Trainer {
 
   /** Submits the forward pass and loss of `b` (any number of rows); returns the loss. */
   submitBatch(b: Batch): Var {
-    const nn = this.nn;
-    let loss: Var;
-    if (b.kind === 'tokens' && this.built.kind === 'gpt') {
-      const ids = nn.input(b.inputs, [b.rows, b.time], 'i32');
-      const targets = nn.input(b.targets, [b.rows * b.time], 'i32');
-      loss = this.built.model.loss(ids, targets);
-      this.freeAfterStep(ids, targets);
-    } else if (b.kind === 'images' && this.built.kind === 'classifier') {
-      const x = nn.input(b.images, [b.rows, 1, b.height, b.width]);
-      const y = nn.input(b.labels, [b.rows], 'i32');
-      loss = this.built.model.loss(x, y);
-      this.freeAfterStep(x, y);
-    } else
-      throw new TandemError('TANDEM_ERR_INTERNAL', `train: a ${b.kind} batch for model ${this.spec.model}`);
+    return this.submitInputs(this.inputsOf(b));
+  }
+
+  private inputsOf(b: Batch): StepInputs {
+    const built = this.built;
+    if (b.kind === 'tokens' && built.kind === 'gpt')
+      return {
+        arrays: [
+          { values: b.inputs, shape: [b.rows, b.time], dtype: 'i32' },
+          { values: b.targets, shape: [b.rows * b.time], dtype: 'i32' },
+        ],
+        loss: ([ids, targets]) => built.model.loss(ids!, targets!),
+      };
+    if (b.kind === 'images' && built.kind === 'classifier')
+      return {
+        arrays: [
+          { values: b.images, shape: [b.rows, 1, b.height, b.width], dtype: this.nn.dtype },
+          { values: b.labels, shape: [b.rows], dtype: 'i32' },
+        ],
+        loss: ([x, y]) => built.model.loss(x!, y!),
+      };
+    throw new TandemError('TANDEM_ERR_INTERNAL', `train: a ${b.kind} batch for model ${this.spec.model}`);
+  }
+
+  private submitInputs(s: StepInputs): Var {
+    const inputs = s.arrays.map((a) => this.nn.input(a.values, a.shape, a.dtype));
+    const loss = s.loss(inputs);
+    this.freeAfterStep(...inputs);
     return loss;
   }
 
@@ -336,11 +386,14 @@ export class Trainer {
 
   /** Frees what the trainer holds on the devices besides the model: optimizer state, resident images. */
   dispose(): void {
+    this.staticTraining?.dispose();
     this.optimizer.dispose();
     this.deviceImages?.dispose();
   }
 
   private pendingInputs: Var[] = [];
+  /** staticStep: the recorded step and its input tensors. */
+  private readonly staticTraining: StaticTraining | null;
   /** fp16 only: dynamic loss scaling with torch.amp.GradScaler's rules. */
   readonly scaler: GradScaler | null;
   private lastScale: { scale: number; skipped: boolean } | null = null;
@@ -388,10 +441,10 @@ export class Trainer {
     from = 0,
     atBoundary?: (stepsDone: number) => Promise<void>,
   ): Promise<StepReport | null> {
-    let previous: { it: number; loss: Var; start: number; lr: number } | null = null;
+    let previous: { it: number; loss: () => Promise<number>; start: number; lr: number } | null = null;
     let last: StepReport | null = null;
     const finish = async (p: NonNullable<typeof previous>, end: number): Promise<StepReport> => {
-      const value = await p.loss.item();
+      const value = await p.loss();
       if (!Number.isFinite(value))
         throw new TandemError('TANDEM_ERR_UNSTABLE', `train: the loss became ${value} at step ${p.it + 1}`, {
           step: p.it + 1,
@@ -414,11 +467,18 @@ export class Trainer {
       if (signal?.aborted) break;
       const start = performance.now();
       const lr = this.lrAt(it);
-      if (this.scaler !== null) this.nn.lossScale = this.scaler.scale;
-      const loss = this.submitStep();
-      await loss.backward();
-      await this.update(lr);
-      this.endStep();
+      let loss: () => Promise<number>;
+      if (this.staticTraining !== null) {
+        const queued = await this.staticTraining.submit(this.nextInputs(), lr);
+        loss = () => queued.loss;
+      } else {
+        if (this.scaler !== null) this.nn.lossScale = this.scaler.scale;
+        const v = this.submitStep();
+        await v.backward();
+        await this.update(lr);
+        this.endStep();
+        loss = () => v.item();
+      }
       this.stepsDone = it + 1;
       if (atBoundary) await atBoundary(it + 1);
       // Read the previous step's loss while this one runs.
@@ -426,7 +486,7 @@ export class Trainer {
       previous = { it, loss, start, lr };
     }
     if (previous !== null) {
-      await previous.loss.values();
+      await previous.loss().catch(() => undefined); // the step's end, for its time (finish reports errors)
       last = await finish(previous, performance.now());
     }
     return last;

@@ -38,7 +38,16 @@ export class CudaGraph {
     readonly launches: number,
   ) {}
 
-  static capture(device: GraphDevice, body: (launch: GraphLaunch) => void): CudaGraph {
+  /**
+   * Records `body`'s launches. `scratch` hands out device memory for kernels that need it: it must stay
+   * valid for as long as the graph may be replayed (the caller owns it; without `scratch` such kernels
+   * refuse to be captured).
+   */
+  static capture(
+    device: GraphDevice,
+    body: (launch: GraphLaunch) => void,
+    scratch?: (bytes: number) => number,
+  ): CudaGraph {
     const ctx = device.context;
     const d = ctx.driver;
     ctx.makeCurrent();
@@ -47,12 +56,19 @@ export class CudaGraph {
     d.check(d.api.cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_RELAXED), 'cuStreamBeginCapture_v2');
     try {
       body((impl, args, scalars) => {
-        const check = device.launcher.run(impl, args, scalars, stream, () => {
-          throw new TandemError(
-            'TANDEM_ERR_INVALID_ARGUMENT',
-            'kernels that need scratch memory cannot be captured in a CUDA graph',
-          );
-        });
+        const check = device.launcher.run(
+          impl,
+          args,
+          scalars,
+          stream,
+          scratch ??
+            (() => {
+              throw new TandemError(
+                'TANDEM_ERR_INVALID_ARGUMENT',
+                'kernels that need scratch memory cannot be captured in this CUDA graph',
+              );
+            }),
+        );
         // A replay could not run the check (cuSOLVER reports a failed factorization in device memory).
         if (check !== null)
           throw new TandemError(

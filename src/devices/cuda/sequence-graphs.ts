@@ -7,8 +7,9 @@
  *
  * A run is recorded the second time the same sequence comes with the same addresses (a sequence run
  * once is not worth a capture); a graph is used only while the addresses match exactly (a tensor moved
- * or re-allocated: recorded again) and the device has not been reset since. Sequences whose kernels
- * need scratch memory or otherwise cannot be captured are remembered and always launched step by step.
+ * or re-allocated: recorded again) and the device has not been reset since. Kernels that need scratch
+ * memory get their own, kept with the graph. Sequences that cannot be captured (a kernel that checks its
+ * result after running, a library that refuses capture) are remembered and always go step by step.
  */
 import type { ReplayRequest } from '../device.js';
 import { CudaGraph, type GraphDevice } from './graph.js';
@@ -20,6 +21,8 @@ const MAX_GRAPHS = 64;
 
 interface Recorded {
   readonly graph: CudaGraph;
+  /** Scratch memory its kernels were recorded with (a training step's norms, backward partials). */
+  readonly scratch: readonly CudaBuffer[];
   readonly addresses: Float64Array;
   readonly epoch: number;
 }
@@ -65,9 +68,9 @@ export class SequenceGraphs {
         this.seen.set(req.key, addresses);
         return this.decline();
       }
-      const graph = this.capture(req, addresses);
-      if (graph === null) return this.decline();
-      rec = { graph, addresses, epoch: d.node.epoch };
+      const captured = this.capture(req, addresses);
+      if (captured === null) return this.decline();
+      rec = { ...captured, addresses, epoch: d.node.epoch };
       this.graphs.set(req.key, rec);
       this.stats.captured++;
       if (this.graphs.size > MAX_GRAPHS) {
@@ -105,6 +108,21 @@ export class SequenceGraphs {
   private drop(key: object, rec: Recorded): void {
     this.graphs.delete(key);
     rec.graph.destroy();
+    this.releaseScratch(rec.scratch);
+  }
+
+  /**
+   * Scratch goes back to the pool once the compute stream has finished what is queued on it (a replay
+   * may still be running; copies on other streams could otherwise be handed its memory).
+   */
+  private releaseScratch(scratch: readonly CudaBuffer[]): void {
+    if (scratch.length === 0) return;
+    const d = this.device;
+    const free = (): void => {
+      for (const b of scratch) d.node.free(b);
+    };
+    if (d.isClosed()) free();
+    else d.poller.watch(d.context.streams.compute, free);
   }
 
   /** Every step's argument addresses in order; null when one is not usable here (the step path reports it). */
@@ -123,7 +141,10 @@ export class SequenceGraphs {
     return out;
   }
 
-  private capture(req: ReplayRequest, addresses: Float64Array): CudaGraph | null {
+  private capture(
+    req: ReplayRequest,
+    addresses: Float64Array,
+  ): { graph: CudaGraph; scratch: CudaBuffer[] } | null {
     const impls: CudaKernelImpl[] = [];
     for (const step of req.steps) {
       if (!isCudaKernelImpl(step.impl)) {
@@ -133,16 +154,28 @@ export class SequenceGraphs {
       impls.push(step.impl);
     }
     this.device.flushLaunches();
+    // Kernels that need scratch memory get their own, owned by the graph (freed when it is dropped).
+    const scratch: CudaBuffer[] = [];
     try {
-      return CudaGraph.capture(this.device, (launch) => {
-        let i = 0;
-        req.steps.forEach((step, s) => {
-          const args: CudaArg[] = step.args.map((a) => ({ ptr: addresses[i++]!, desc: a.desc }));
-          launch(impls[s]!, args, step.scalars);
-        });
-      });
+      const graph = CudaGraph.capture(
+        this.device,
+        (launch) => {
+          let i = 0;
+          req.steps.forEach((step, s) => {
+            const args: CudaArg[] = step.args.map((a) => ({ ptr: addresses[i++]!, desc: a.desc }));
+            launch(impls[s]!, args, step.scalars);
+          });
+        },
+        (bytes) => {
+          const b = this.device.node.alloc(bytes);
+          scratch.push(b);
+          return b.ptr;
+        },
+      );
+      return { graph, scratch };
     } catch {
-      // Scratch memory, a library that will not be captured, ...: this sequence goes step by step.
+      // A library that will not be captured, a check after running, ...: this sequence goes step by step.
+      this.releaseScratch(scratch);
       this.refuse(req.key);
       return null;
     }

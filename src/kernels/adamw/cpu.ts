@@ -1,28 +1,62 @@
-import type { CpuKernel } from '../../devices/cpu/kernel-api.js';
+import type { CpuArg, CpuKernel } from '../../devices/cpu/kernel-api.js';
+import type { Scalars } from '../../devices/device.js';
 import { forFloatChunks } from '../common/cpu-float.js';
-import { gradFactor } from '../optim_common/grad-transform.js';
-import { adamwConstants, adamwParams } from './params.js';
+import { type GradTransformScalars, gradFactor } from '../optim_common/grad-transform.js';
+import {
+  type AdamWConstants,
+  adamwConstants,
+  adamwHyperConstants,
+  adamwHyperParams,
+  adamwParams,
+} from './params.js';
+
+/** What one update needs: the gradient transform, the weight decay and the step's constants. */
+export interface AdamWUpdate {
+  readonly transform: GradTransformScalars & { readonly weightDecay: number };
+  readonly constants: AdamWConstants;
+}
+
+export type AdamWUpdateOf = (args: readonly CpuArg[], scalars: Scalars) => AdamWUpdate;
+
+/** adamw's and adamw_mixed's: every value from the scalars. */
+export function scalarUpdate(op: string): AdamWUpdateOf {
+  return (_args, scalars) => {
+    const p = adamwParams(op, scalars);
+    return { transform: p, constants: adamwConstants(p) };
+  };
+}
+
+/** The _hyper ops': lr and the bias corrections from the f64 tensor at `hyperIndex`. */
+export function hyperUpdate(op: string, hyperIndex: number): AdamWUpdateOf {
+  return (args, scalars) => {
+    const p = adamwHyperParams(op, scalars);
+    return { transform: p, constants: adamwHyperConstants(p, args[hyperIndex]!.data) };
+  };
+}
 
 /** AdamW on the CPU: float64 arithmetic on the loaded values, one rounding on store. */
-export const adamwCpu: CpuKernel = (args, scalars) => {
-  const params = adamwParams('adamw', scalars);
-  const factor = gradFactor(params, args[4]!.data[0]!);
-  if (factor === null) return;
-  const c = adamwConstants(params);
-  const decay = params.weightDecay !== 0 ? c.decay : 1;
-  const w = c.lerpWeight;
-  const small = Math.abs(w) < 0.5;
-  const negStep = -c.stepSize;
-  forFloatChunks(args.slice(0, 4), [true, true, true, true], [true, false, true, true], ([p, g, m, v], n) => {
-    for (let i = 0; i < n; i++) {
-      const gi = g![i]! * factor.scale * factor.clip;
-      const mi = m![i]!;
-      const diff = gi - mi;
-      const m1 = small ? mi + w * diff : gi - diff * (1 - w);
-      const v1 = v![i]! * c.beta2 + c.oneMinusBeta2 * gi * gi;
-      m![i] = m1;
-      v![i] = v1;
-      p![i] = p![i]! * decay + negStep * (m1 / (Math.sqrt(v1) / c.bias2Sqrt + c.eps));
-    }
-  });
-};
+export function adamwCpuWith(updateOf: AdamWUpdateOf): CpuKernel {
+  return (args, scalars) => {
+    const { transform, constants: c } = updateOf(args, scalars);
+    const factor = gradFactor(transform, args[4]!.data[0]!);
+    if (factor === null) return;
+    const decay = transform.weightDecay !== 0 ? c.decay : 1;
+    const w = c.lerpWeight;
+    const small = Math.abs(w) < 0.5;
+    const negStep = -c.stepSize;
+    forFloatChunks(args.slice(0, 4), [true, true, true, true], [true, false, true, true], ([p, g, m, v], n) => {
+      for (let i = 0; i < n; i++) {
+        const gi = g![i]! * factor.scale * factor.clip;
+        const mi = m![i]!;
+        const diff = gi - mi;
+        const m1 = small ? mi + w * diff : gi - diff * (1 - w);
+        const v1 = v![i]! * c.beta2 + c.oneMinusBeta2 * gi * gi;
+        m![i] = m1;
+        v![i] = v1;
+        p![i] = p![i]! * decay + negStep * (m1 / (Math.sqrt(v1) / c.bias2Sqrt + c.eps));
+      }
+    });
+  };
+}
+
+export const adamwCpu: CpuKernel = adamwCpuWith(scalarUpdate('adamw'));

@@ -8,7 +8,7 @@ import type { CudaArgDesc, CudaParam, CudaProgram } from '../../devices/cuda/ker
 import type { Scalars } from '../../devices/device.js';
 import { BLOCK_DIM, GRID_STRIDE, MATH_OVERLOADS, count, elementwiseGrid } from '../common/cuda.js';
 import { GRAD_CLIP_CUDA, gradClipParams } from '../optim_common/cuda.js';
-import { adamwConstants, adamwParams } from './params.js';
+import { adamwConstants, adamwHyperParams, adamwParams } from './params.js';
 
 const SOURCE = `${MATH_OVERLOADS}${GRAD_CLIP_CUDA}
 extern "C" __global__ void tdm_adamw(
@@ -19,8 +19,18 @@ extern "C" __global__ void tdm_adamw(
     W_t* __restrict__ w, const G_t* __restrict__ g, W_t* __restrict__ m, W_t* __restrict__ v,
     const N_t* __restrict__ norm,
 #endif
+#if HYPER
+    const double* __restrict__ hyper,
+#endif
     double decay, double lerpWeight, double beta2, double oneMinusBeta2, double negStepSize,
     double bias2Sqrt, double eps, double gradScale, double maxNorm, int skip, long long n) {
+#if HYPER
+  // decay holds the weight decay here; 1 - lr*wd in round-to-nearest steps, never fused into an fma,
+  // as the host forms it for adamw.
+  decay = __dsub_rn(1.0, __dmul_rn(hyper[0], decay));
+  negStepSize = -hyper[1];
+  bias2Sqrt = hyper[2];
+#endif
   double clipD;
   if (!tdm_grad_clip((double)ldN(norm, 0), gradScale, maxNorm, skip, &clipD)) return;
   const W_c scale = (W_c)gradScale, clip = (W_c)clipD;
@@ -45,8 +55,12 @@ extern "C" __global__ void tdm_adamw(
 }
 `;
 
-function program(mixed: boolean): CudaProgram {
-  const op = mixed ? 'adamw_mixed' : 'adamw';
+/**
+ * adamw (mixed: adamw_mixed) or, with `hyper`, adamw_hyper (adamw_mixed_hyper): the same program, the
+ * step's lr and bias corrections read from the f64 tensor after `norm` instead of passed by value.
+ */
+function program(mixed: boolean, hyper: boolean): CudaProgram {
+  const op = `${mixed ? 'adamw_mixed' : 'adamw'}${hyper ? '_hyper' : ''}`;
   const normIndex = mixed ? 5 : 4;
   return {
     kind: 'program',
@@ -58,16 +72,17 @@ function program(mixed: boolean): CudaProgram {
       N: args[normIndex]!.desc.dtype,
       ...(mixed ? { H: args[0]!.desc.dtype } : {}),
     }),
-    defines: () => ({ MIXED: mixed ? 1 : 0 }),
+    defines: () => ({ MIXED: mixed ? 1 : 0, HYPER: hyper ? 1 : 0 }),
     grid: (args) => elementwiseGrid(count(args[0]!)),
     block: () => BLOCK_DIM,
     params(args: readonly CudaArgDesc[], scalars: Scalars): CudaParam[] {
-      const s = adamwParams(op, scalars);
+      // With hyper the kernel forms decay from the weight decay and reads the rest (values unused here).
+      const s = hyper ? { ...adamwHyperParams(op, scalars), lr: 0, step: 1 } : adamwParams(op, scalars);
       const c = adamwConstants(s);
       const tensors: CudaParam[] = args.map((_, i) => ({ kind: 'ptr', arg: i }));
       return [
         ...tensors,
-        { kind: 'f64', value: c.decay },
+        { kind: 'f64', value: hyper ? s.weightDecay : c.decay },
         { kind: 'f64', value: c.lerpWeight },
         { kind: 'f64', value: c.beta2 },
         { kind: 'f64', value: c.oneMinusBeta2 },
@@ -81,5 +96,7 @@ function program(mixed: boolean): CudaProgram {
   };
 }
 
-export const adamwCuda = program(false);
-export const adamwMixedCuda = program(true);
+export const adamwCuda = program(false, false);
+export const adamwMixedCuda = program(true, false);
+export const adamwHyperCuda = program(false, true);
+export const adamwMixedHyperCuda = program(true, true);

@@ -1,5 +1,5 @@
 import type { KernelDef } from '../kernel.js';
-import { checkArgNames, requireFloat, requireSameDType, requireSameShape } from '../common/validate.js';
+import { type ArgDescs, checkArgNames, requireFloat, requireSameDType, requireSameShape } from '../common/validate.js';
 import { requireDType, requireScalarTensor } from '../optim_common/grad-transform.js';
 import { optimizerCost } from '../optim_common/cost.js';
 import { adamwParams } from './params.js';
@@ -20,11 +20,16 @@ export const adamwDef: KernelDef = {
   validate(args, scalars) {
     checkArgNames('adamw', adamwDef.args, args);
     adamwParams('adamw', scalars);
-    requireDType('adamw', 'p', args.p!, ['f32', 'f64']);
-    requireFloat('adamw', 'g', args.g!);
-    requireSameDType('adamw', ['p', 'm', 'v'], args);
-    requireSameShape('adamw', ['p', 'g', 'm', 'v'], args);
-    requireScalarTensor('adamw', 'norm', args.norm!);
+    checkAdamwTensors('adamw', args);
   },
   cost: (args) => optimizerCost(args, ['p', 'm', 'v'], ['g', 'norm'], 14),
 };
+
+/** adamw's tensors (shared with adamw_hyper): p f32/f64, m and v of its dtype, g any float, one shape. */
+export function checkAdamwTensors(op: string, args: ArgDescs): void {
+  requireDType(op, 'p', args.p!, ['f32', 'f64']);
+  requireFloat(op, 'g', args.g!);
+  requireSameDType(op, ['p', 'm', 'v'], args);
+  requireSameShape(op, ['p', 'g', 'm', 'v'], args);
+  requireScalarTensor(op, 'norm', args.norm!);
+}

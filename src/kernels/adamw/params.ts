@@ -90,3 +90,45 @@ export function lerp(start: number, end: number, weight: number): number {
   const diff = end - start;
   return Math.abs(weight) < 0.5 ? start + weight * diff : end - diff * (1 - weight);
 }
+
+/**
+ * adamw_hyper's scalars: AdamW's less the two a schedule changes every step (lr, step), which the op
+ * reads from its `hyper` tensor instead — a recorded training step (a CUDA graph) replays with new values.
+ */
+export const ADAMW_HYPER_SCALARS: readonly string[] = ADAMW_SCALARS.filter((s) => s !== 'lr' && s !== 'step');
+
+export type AdamWHyperParams = Omit<AdamWParams, 'lr' | 'step'>;
+
+export function adamwHyperParams(op: string, scalars: Scalars): AdamWHyperParams {
+  checkScalarNames(op, scalars, ADAMW_HYPER_SCALARS);
+  return {
+    beta1: rangeScalar(op, scalars, 'beta1', 0.9, 0, 1),
+    beta2: rangeScalar(op, scalars, 'beta2', 0.999, 0, 1),
+    eps: rangeScalar(op, scalars, 'eps', 1e-8, 0, Infinity),
+    weightDecay: rangeScalar(op, scalars, 'weightDecay', 0.01, 0, Infinity),
+    ...gradTransformScalars(op, scalars),
+  };
+}
+
+/** Elements of adamw_hyper's `hyper` tensor (f64): lr, lr/(1 − β1ᵗ), (1 − β2ᵗ)^0.5. */
+export const HYPER_LENGTH = 3;
+
+/** The `hyper` values of step `step` at rate `lr`: the same doubles adamwConstants forms. */
+export function adamwHyperValues(p: AdamWHyperParams, lr: number, step: number): [number, number, number] {
+  const c = adamwConstants({ ...p, lr, step });
+  return [lr, c.stepSize, c.bias2Sqrt];
+}
+
+/** The step's constants from `hyper` (decay = 1 − lr·wd formed here, as adamwConstants does). */
+export function adamwHyperConstants(p: AdamWHyperParams, hyper: ArrayLike<number>): AdamWConstants {
+  const lr = hyper[0]!;
+  return {
+    decay: 1 - lr * p.weightDecay,
+    lerpWeight: 1 - p.beta1,
+    beta2: p.beta2,
+    oneMinusBeta2: 1 - p.beta2,
+    stepSize: hyper[1]!,
+    bias2Sqrt: hyper[2]!,
+    eps: p.eps,
+  };
+}

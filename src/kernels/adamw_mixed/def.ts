@@ -1,5 +1,5 @@
 import type { KernelDef } from '../kernel.js';
-import { checkArgNames, requireFloat, requireSameShape } from '../common/validate.js';
+import { type ArgDescs, checkArgNames, requireFloat, requireSameShape } from '../common/validate.js';
 import { optimizerCost } from '../optim_common/cost.js';
 import { requireDType, requireScalarTensor } from '../optim_common/grad-transform.js';
 import { adamwParams } from '../adamw/params.js';
@@ -21,11 +21,16 @@ export const adamwMixedDef: KernelDef = {
   validate(args, scalars) {
     checkArgNames('adamw_mixed', adamwMixedDef.args, args);
     adamwParams('adamw_mixed', scalars);
-    requireDType('adamw_mixed', 'p', args.p!, ['f16', 'bf16']);
-    requireFloat('adamw_mixed', 'g', args.g!);
-    for (const name of ['m', 'v', 'master']) requireDType('adamw_mixed', name, args[name]!, ['f32']);
-    requireSameShape('adamw_mixed', ['p', 'g', 'm', 'v', 'master'], args);
-    requireScalarTensor('adamw_mixed', 'norm', args.norm!);
+    checkAdamwMixedTensors('adamw_mixed', args);
   },
   cost: (args) => optimizerCost(args, ['master', 'm', 'v', 'p'], ['g', 'norm'], 14),
 };
+
+/** adamw_mixed's tensors (shared with adamw_mixed_hyper): p f16/bf16, m, v and master f32, one shape. */
+export function checkAdamwMixedTensors(op: string, args: ArgDescs): void {
+  requireDType(op, 'p', args.p!, ['f16', 'bf16']);
+  requireFloat(op, 'g', args.g!);
+  for (const name of ['m', 'v', 'master']) requireDType(op, name, args[name]!, ['f32']);
+  requireSameShape(op, ['p', 'g', 'm', 'v', 'master'], args);
+  requireScalarTensor(op, 'norm', args.norm!);
+}

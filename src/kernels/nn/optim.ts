@@ -3,7 +3,11 @@ import { type DType, epsilon } from '../../core/dtype.js';
 import type { Scalars } from '../../devices/device.js';
 import type { ConformanceCase } from '../case-types.js';
 import { adamwCpu } from '../adamw/cpu.js';
-import { adamwCuda, adamwMixedCuda } from '../adamw/cuda.js';
+import { adamwCuda, adamwHyperCuda, adamwMixedCuda, adamwMixedHyperCuda } from '../adamw/cuda.js';
+import { adamwHyperParams, adamwHyperValues } from '../adamw/params.js';
+import { adamwHyperCpu, adamwMixedHyperCpu } from '../adamw_hyper/cpu.js';
+import { adamwHyperDef, adamwMixedHyperDef } from '../adamw_hyper/def.js';
+import { adamwHyperReference, adamwMixedHyperReference } from '../adamw_hyper/reference.js';
 import { adamwWebGpu } from '../adamw/webgpu.js';
 import { adamwDef } from '../adamw/def.js';
 import { adamwReference } from '../adamw/reference.js';
@@ -162,6 +166,27 @@ function adamwCases(): ConformanceCase[] {
   return out;
 }
 
+/**
+ * The _hyper ops over the same variants: each variant's lr and step become the `hyper` tensor's values
+ * (as the optimizer writes them), the other scalars stay.
+ */
+function adamwHyperCases(): ConformanceCase[] {
+  const out: ConformanceCase[] = [];
+  for (const c of adamwCases()) {
+    const { lr, step, ...rest } = c.scalars as Record<string, number | boolean>;
+    const op = c.op === 'adamw' ? 'adamw_hyper' : 'adamw_mixed_hyper';
+    const values = adamwHyperValues(adamwHyperParams(op, rest), Number(lr), Number(step));
+    out.push({
+      ...c,
+      name: c.name.replace(c.op, op),
+      op,
+      args: { ...c.args, hyper: { shape: [3], dtype: 'f64', values } },
+      scalars: rest,
+    });
+  }
+  return out;
+}
+
 function sgdCases(): ConformanceCase[] {
   const out: ConformanceCase[] = [];
   const pairs: readonly (readonly [DType, DType])[] = [
@@ -194,15 +219,19 @@ function sgdCases(): ConformanceCase[] {
 
 export const optimGroup: OpGroup = {
   name: 'optim',
-  defs: [sumsqDef, adamwDef, adamwMixedDef, sgdDef],
+  defs: [sumsqDef, adamwDef, adamwMixedDef, adamwHyperDef, adamwMixedHyperDef, sgdDef],
   impls: [
     { op: 'sumsq', backend: 'cpu', impl: sumsqCpu },
     { op: 'adamw', backend: 'cpu', impl: adamwCpu },
     { op: 'adamw_mixed', backend: 'cpu', impl: adamwMixedCpu },
+    { op: 'adamw_hyper', backend: 'cpu', impl: adamwHyperCpu },
+    { op: 'adamw_mixed_hyper', backend: 'cpu', impl: adamwMixedHyperCpu },
     { op: 'sgd', backend: 'cpu', impl: sgdCpu },
     { op: 'sumsq', backend: 'cuda', impl: sumsqCuda },
     { op: 'adamw', backend: 'cuda', impl: adamwCuda },
     { op: 'adamw_mixed', backend: 'cuda', impl: adamwMixedCuda },
+    { op: 'adamw_hyper', backend: 'cuda', impl: adamwHyperCuda },
+    { op: 'adamw_mixed_hyper', backend: 'cuda', impl: adamwMixedHyperCuda },
     { op: 'sgd', backend: 'cuda', impl: sgdCuda },
     { op: 'sumsq', backend: 'webgpu', impl: sumsqWebGpu },
     { op: 'adamw', backend: 'webgpu', impl: adamwWebGpu },
@@ -212,7 +241,9 @@ export const optimGroup: OpGroup = {
     sumsq: sumsqReference,
     adamw: adamwReference,
     adamw_mixed: adamwMixedReference,
+    adamw_hyper: adamwHyperReference,
+    adamw_mixed_hyper: adamwMixedHyperReference,
     sgd: sgdReference,
   },
-  cases: () => [...sumsqCases(), ...adamwCases(), ...sgdCases()],
+  cases: () => [...sumsqCases(), ...adamwCases(), ...adamwHyperCases(), ...sgdCases()],
 };

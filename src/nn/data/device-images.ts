@@ -42,17 +42,24 @@ export class DeviceImages {
   /** imageBatch's batch `index` (same seeded shuffle), gathered on the device. */
   batch(batch: number, index: number, seed: number, flat: boolean): DeviceBatch {
     const nn = this.nn;
+    const { indices, labels } = this.indices(batch, index, seed);
+    const ids = nn.input(indices, [batch, 1], 'i32');
+    const y = nn.input(labels, [batch], 'i32');
+    return { x: this.gather(ids, flat), y, inputs: [ids, y] };
+  }
+
+  /** The image indices (i32, as [batch, 1]) and labels (i32 [batch]) of imageBatch's batch `index`. */
+  indices(batch: number, index: number, seed: number): { indices: Int32Array; labels: Int32Array } {
     const set = this.set;
     const indices = imageBatchIndices(set.count, batch, index, seed);
-    const ids = nn.input(indices, [batch, 1], 'i32');
-    const y = nn.input(
-      Int32Array.from(indices, (j) => set.labels[j]!),
-      [batch],
-      'i32',
-    );
-    const rows = embedding(nn, ids, this.table, this.zero);
-    const x = flat ? rows : reshape(nn, rows, [batch, 1, set.height, set.width]);
-    return { x, y, inputs: [ids, y] };
+    return { indices, labels: Int32Array.from(indices, (j) => set.labels[j]!) };
+  }
+
+  /** The images at `ids` (i32 [batch, 1]) gathered on the device: [batch, H·W] when `flat`, else NCHW. */
+  gather(ids: Var, flat: boolean): Var {
+    const set = this.set;
+    const rows = embedding(this.nn, ids, this.table, this.zero);
+    return flat ? rows : reshape(this.nn, rows, [ids.shape[0]!, 1, set.height, set.width]);
   }
 
   /** Frees the table (the set is not used after this). */

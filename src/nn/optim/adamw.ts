@@ -7,6 +7,7 @@ import { TandemError } from '../../core/errors.js';
 import type { Tensor } from '../../memory/tensor.js';
 import type { Nn } from '../context.js';
 import type { Var } from '../var.js';
+import { HYPER_LENGTH, adamwHyperValues } from '../../kernels/adamw/params.js';
 import { Optimizer, type StepOptions } from './optimizer.js';
 
 export interface AdamWOptions {
@@ -24,6 +25,12 @@ export interface AdamWOptions {
    * the parameter would).
    */
   readonly decayFor?: (p: Var) => boolean;
+  /**
+   * Keep the values that change every step — the learning rate and the bias corrections — in a device
+   * tensor the update kernels read (adamw_hyper), written by each step: a recorded step (StaticStep)
+   * then replays with the schedule's new rate. Same arithmetic as without. Default off.
+   */
+  readonly deviceScalars?: boolean;
 }
 
 interface State {
@@ -34,7 +41,12 @@ interface State {
 
 export class AdamW extends Optimizer {
   readonly lr: number;
-  private readonly o: Required<Omit<AdamWOptions, 'decayFor'>>;
+  private readonly o: Required<Omit<AdamWOptions, 'decayFor' | 'deviceScalars'>>;
+  /** deviceScalars: the f64 [lr, lr/(1−β1ᵗ), (1−β2ᵗ)^0.5] the update kernels read (HYPER_LENGTH). */
+  private readonly hyper: Tensor | null;
+  /** The last write into `hyper` (its failure is reported by the next step). */
+  private hyperWrite: Promise<void> | null = null;
+  private hyperError: unknown = null;
   private readonly decayFor: ((p: Var) => boolean) | null;
   private readonly state = new Map<Var, State>();
 
@@ -57,7 +69,33 @@ export class AdamW extends Optimizer {
     if (bad !== undefined || !(o.beta1 >= 0 && o.beta1 < 1) || !(o.beta2 >= 0 && o.beta2 < 1))
       throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `AdamW: ${bad ?? 'beta1 and beta2'} out of range`);
     this.lr = o.lr;
+    this.hyper = options.deviceScalars === true ? nn.tensor([HYPER_LENGTH], 'f64') : null;
     for (const p of params) this.state.set(p, this.makeState(p));
+  }
+
+  protected override get replayable(): boolean {
+    return this.hyper !== null;
+  }
+
+  protected override stepTaken(options: StepOptions): void {
+    if (this.hyper === null) return;
+    if (this.hyperError !== null) throw this.hyperError;
+    const o = this.o;
+    const values = adamwHyperValues(
+      { ...o, gradScale: 1, skipNonFinite: false },
+      options.lr ?? o.lr,
+      this.steps,
+    );
+    // Not awaited: the runtime orders the write after the last step's reads and before this one's.
+    const write = this.nn.rt.write(this.hyper, values);
+    this.hyperWrite = write.catch((e: unknown) => {
+      this.hyperError = e;
+    });
+  }
+
+  /** Resolves once the last write of the device scalars has been made (or failed; the next step throws). */
+  async settled(): Promise<void> {
+    await this.hyperWrite;
   }
 
   private makeState(p: Var): State {
@@ -86,6 +124,7 @@ export class AdamW extends Optimizer {
     for (const s of this.state.values())
       for (const t of [s.m, s.v, s.master]) if (t !== null) this.nn.free(t);
     this.state.clear();
+    if (this.hyper !== null && !this.hyper.freed) this.nn.free(this.hyper);
     this.freeNorms();
   }
 
@@ -98,6 +137,21 @@ export class AdamW extends Optimizer {
     const o = this.o;
     const decays = this.decayFor !== null ? this.decayFor(p) : !(o.decayMatricesOnly && p.shape.length < 2);
     const decay = decays ? o.weightDecay : 0;
+    if (this.hyper !== null) {
+      const scalars = {
+        beta1: o.beta1,
+        beta2: o.beta2,
+        eps: o.eps,
+        weightDecay: decay,
+        gradScale: options.gradScale ?? 1,
+        maxNorm: o.maxNorm,
+        skipNonFinite: options.skipNonFinite ?? false,
+      };
+      const args = { p: p.data, g: p.grad!, m: s.m, v: s.v, norm, hyper: this.hyper };
+      if (s.master === null) this.nn.submit('adamw_hyper', args, scalars);
+      else this.nn.submit('adamw_mixed_hyper', { ...args, master: s.master }, scalars);
+      return;
+    }
     const scalars = {
       lr: options.lr ?? o.lr,
       beta1: o.beta1,

@@ -3,6 +3,7 @@
  * so clipping and the fp16 overflow skip need no host read), the step count, and the loss-scale
  * factor to divide gradients by.
  */
+import { TandemError } from '../../core/errors.js';
 import type { Tensor } from '../../memory/tensor.js';
 import type { Nn } from '../context.js';
 import type { Var } from '../var.js';
@@ -52,7 +53,33 @@ export abstract class Optimizer {
       this.nn.submit('fill', { y: this.unusedNorm }, { value: 0 });
     }
     this.steps++;
+    this.stepTaken(options);
     for (const p of this.live()) this.update(p, this.unusedNorm, options);
+  }
+
+  /**
+   * After the step count advanced, before the updates are submitted: where an optimizer writes the
+   * values that change per step into device memory (AdamW with deviceScalars). Nothing by default.
+   */
+  protected stepTaken(_options: StepOptions): void {}
+
+  /** Whether replayStep can stand for step(): every per-step value reaches the kernels through memory. */
+  protected get replayable(): boolean {
+    return false;
+  }
+
+  /**
+   * For a replay of a recorded step (StaticStep): counts the step and writes its per-step values (the
+   * learning rate `options.lr`; the other options are the recorded step's), without submitting kernels.
+   */
+  replayStep(options: StepOptions = {}): void {
+    if (!this.replayable)
+      throw new TandemError(
+        'TANDEM_ERR_UNSUPPORTED',
+        `${this.constructor.name}: a recorded step can only be replayed with an optimizer whose per-step values live on the device (AdamW with deviceScalars)`,
+      );
+    this.steps++;
+    this.stepTaken(options);
   }
 
   /** Whether an update with these options reads the gradient norm (clipping, or the overflow skip). */
@@ -114,6 +141,7 @@ export abstract class Optimizer {
   applyUpdate(options: StepOptions = {}): void {
     if (this.norm === null) this.computeNorm();
     this.steps++;
+    this.stepTaken(options);
     for (const p of this.live()) this.update(p, this.norm!, options);
     this.nn.flush(); // sequence mode: the step's updates go out now
   }

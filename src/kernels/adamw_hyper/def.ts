@@ -1,0 +1,51 @@
+/**
+ * adamw_hyper and adamw_mixed_hyper: adamw and adamw_mixed with the two values a schedule changes every
+ * step — the learning rate and the step count — read from a device tensor `hyper` (f64: lr,
+ * lr/(1 − β1ᵗ), (1 − β2ᵗ)^0.5, formed on the host as adamw forms them) instead of scalars. A training
+ * step recorded once (nn's StaticStep, a CUDA graph on the GPU) replays with the next step's values
+ * written into `hyper`; the arithmetic is adamw's, bit for bit.
+ */
+import { numel, shapeStr } from '../../core/shape.js';
+import { TandemError } from '../../core/errors.js';
+import type { TensorDesc } from '../../devices/device.js';
+import type { KernelDef } from '../kernel.js';
+import { checkArgNames } from '../common/validate.js';
+import { optimizerCost } from '../optim_common/cost.js';
+import { adamwDef, checkAdamwTensors } from '../adamw/def.js';
+import { adamwMixedDef, checkAdamwMixedTensors } from '../adamw_mixed/def.js';
+import { HYPER_LENGTH, adamwHyperParams } from '../adamw/params.js';
+
+function requireHyper(op: string, desc: TensorDesc): void {
+  if (desc.dtype !== 'f64' || numel(desc.shape) !== HYPER_LENGTH)
+    throw new TandemError(
+      'TANDEM_ERR_SHAPE',
+      `${op}: hyper must be f64 with ${HYPER_LENGTH} elements (lr, lr/(1-beta1^t), (1-beta2^t)^0.5), got ${desc.dtype} ${shapeStr(desc.shape)}`,
+      { op, arg: 'hyper' },
+    );
+}
+
+const HYPER_ARG = { name: 'hyper', mode: 'r' } as const;
+
+export const adamwHyperDef: KernelDef = {
+  name: 'adamw_hyper',
+  args: [...adamwDef.args, HYPER_ARG],
+  validate(args, scalars) {
+    checkArgNames('adamw_hyper', adamwHyperDef.args, args);
+    adamwHyperParams('adamw_hyper', scalars);
+    checkAdamwTensors('adamw_hyper', args);
+    requireHyper('adamw_hyper', args.hyper!);
+  },
+  cost: (args) => optimizerCost(args, ['p', 'm', 'v'], ['g', 'norm', 'hyper'], 14),
+};
+
+export const adamwMixedHyperDef: KernelDef = {
+  name: 'adamw_mixed_hyper',
+  args: [...adamwMixedDef.args, HYPER_ARG],
+  validate(args, scalars) {
+    checkArgNames('adamw_mixed_hyper', adamwMixedHyperDef.args, args);
+    adamwHyperParams('adamw_mixed_hyper', scalars);
+    checkAdamwMixedTensors('adamw_mixed_hyper', args);
+    requireHyper('adamw_mixed_hyper', args.hyper!);
+  },
+  cost: (args) => optimizerCost(args, ['master', 'm', 'v', 'p'], ['g', 'norm', 'hyper'], 14),
+};

@@ -1,0 +1,73 @@
+/**
+ * The Trainer's steps as one recorded step replayed (TrainSpec.staticStep): the first step is recorded
+ * with StaticStep over input tensors made once; each later step writes its batch into those tensors,
+ * counts the optimizer's step (writing the schedule's rate into its device scalars) and submits the
+ * recorded step again. The loss tensor is the same every step, so its read is queued right after the
+ * step (before the next one can overwrite it) and awaited one step later.
+ */
+import { toNumbers } from '../core/dtype.js';
+import { TandemError } from '../core/errors.js';
+import type { Nn } from './context.js';
+import type { AdamW } from './optim/adamw.js';
+import { StaticStep } from './static-step.js';
+import type { StepInputs } from './train.js';
+import type { Var } from './var.js';
+
+export class StaticTraining {
+  private step: StaticStep<Var> | null = null;
+  private inputs: Var[] = [];
+
+  constructor(
+    private readonly nn: Nn,
+    private readonly optimizer: AdamW,
+  ) {}
+
+  /** Kernels in the recorded step (0 before the first). */
+  get kernels(): number {
+    return this.step?.kernels ?? 0;
+  }
+
+  /**
+   * Submits one step on `data` at learning rate `lr`; resolves once it is queued, with the promise of its
+   * loss (its read already queued; wrapped, as an async function would otherwise wait for it).
+   */
+  async submit(data: StepInputs, lr: number): Promise<{ readonly loss: Promise<number> }> {
+    const nn = this.nn;
+    let writes: Promise<void>[] = [];
+    if (this.step === null) {
+      this.inputs = data.arrays.map((a) => nn.input(a.values, a.shape, a.dtype));
+      const inputs = this.inputs;
+      this.step = await StaticStep.record(nn, async () => {
+        const loss = data.loss(inputs);
+        await loss.backward();
+        this.optimizer.step({ lr });
+        return loss;
+      });
+    } else {
+      writes = data.arrays.map((a, i) => {
+        const t = this.inputs[i]!.data;
+        if (a.values.length !== t.size)
+          throw new TandemError(
+            'TANDEM_ERR_SHAPE',
+            `static step: input ${i} has ${a.values.length} elements, the recorded step's ${t.size}`,
+          );
+        return nn.rt.write(t, a.values);
+      });
+      this.optimizer.replayStep({ lr });
+    }
+    this.step.run();
+    const loss = this.step.value.data;
+    const read = nn.rt.read(loss);
+    const value = Promise.all([read, ...writes]).then(([h]) => toNumbers(loss.dtype, h)[0]!);
+    // Awaited by the caller one step later; marked handled now so a failure before then is not fatal.
+    value.catch(() => undefined);
+    return { loss: value };
+  }
+
+  dispose(): void {
+    this.step?.dispose();
+    this.step = null;
+    for (const v of this.inputs) if (!v.data.freed) this.nn.free(v.data);
+    this.inputs = [];
+  }
+}

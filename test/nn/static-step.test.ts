@@ -1,0 +1,146 @@
+/**
+ * A training step recorded once and replayed (StaticStep, TrainSpec.staticStep) against the same
+ * training recorded step by step: same losses at every step, same weights and optimizer state after,
+ * with a schedule whose rate changes every step (AdamW's device scalars), on a GPT, the CNN and the MLP
+ * with images gathered on the device. And what a recorded step refuses.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { isTandemError } from '../../src/core/errors.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
+import { Nn } from '../../src/nn/context.js';
+import type { ImageSet } from '../../src/nn/data/images.js';
+import { Mlp } from '../../src/nn/models/classifiers.js';
+import { dropout } from '../../src/nn/ops/elementwise.js';
+import { AdamW } from '../../src/nn/optim/adamw.js';
+import { Sgd } from '../../src/nn/optim/sgd.js';
+import { StaticStep } from '../../src/nn/static-step.js';
+import { Trainer, type StepReport, type TrainData, type TrainSpec } from '../../src/nn/train.js';
+import { cpuRuntime, randomValues } from '../runtime/helpers.js';
+
+let rt: Runtime;
+before(async () => {
+  rt = await cpuRuntime();
+});
+after(async () => {
+  await rt.close();
+});
+
+function images(count: number, seed: number): TrainData {
+  const px = randomValues(count * 784, seed);
+  const set: ImageSet = {
+    images: Float32Array.from(px, (v) => (v + 1) / 2),
+    labels: Int32Array.from({ length: count }, (_, i) => (i * 7 + seed) % 10),
+    count,
+    height: 28,
+    width: 28,
+  };
+  return { kind: 'images', train: set };
+}
+
+function tokens(n: number, seed: number): TrainData {
+  return { kind: 'tokens', train: Int32Array.from(randomValues(n, seed), (v) => Math.floor((v + 1) * 100)) };
+}
+
+/** Losses, and every parameter and AdamW state tensor after the run. */
+async function train(spec: TrainSpec, data: TrainData): Promise<{ losses: number[]; state: number[][] }> {
+  const t = new Trainer(rt, spec, data);
+  const reports: StepReport[] = [];
+  await t.run((r) => reports.push(r));
+  const state: number[][] = [];
+  for (const p of t.optimizer.params) {
+    state.push(Array.from(await p.values()));
+    const s = t.optimizer.stateTensors(p);
+    for (const x of [s.m, s.v, s.master]) if (x !== null) state.push(Array.from(await rt.read(x), Number));
+  }
+  assert.equal(t.optimizer.steps, spec.steps);
+  t.dispose();
+  for (const p of t.optimizer.params) {
+    rt.free(p.data);
+    if (p.grad) rt.free(p.grad);
+  }
+  return { losses: reports.map((r) => r.loss), state };
+}
+
+async function sameAsStepByStep(spec: TrainSpec, data: TrainData): Promise<void> {
+  const plain = await train(spec, data);
+  const replayed = await train({ ...spec, staticStep: true }, data);
+  assert.equal(replayed.losses.length, spec.steps);
+  // The same kernels on the same values in the same order: exactly the same numbers.
+  assert.deepEqual(replayed.losses, plain.losses);
+  assert.equal(replayed.state.length, plain.state.length);
+  replayed.state.forEach((t, i) => assert.deepEqual(t, plain.state[i], `state tensor ${i}`));
+}
+
+void describe('a recorded training step replayed (StaticStep)', () => {
+  it('GPT f32 with warm-up and cosine decay: the same losses and state as step by step', async () => {
+    await sameAsStepByStep(
+      {
+        model: 'gpt',
+        preset: 'gpt-micro',
+        steps: 6,
+        batch: 2,
+        seqLen: 16,
+        lr: 3e-3,
+        warmupSteps: 2,
+        seed: 5,
+        device: 'cpu',
+      },
+      tokens(4000, 9),
+    );
+  });
+
+  it('GPT bf16 (f32 master weights and moments): the same', async () => {
+    await sameAsStepByStep(
+      { model: 'gpt', preset: 'gpt-micro', steps: 4, batch: 2, seqLen: 16, precision: 'bf16', seed: 2 },
+      tokens(4000, 3),
+    );
+  });
+
+  it('the CNN on host batches and the MLP on images kept on the device: the same', async () => {
+    await sameAsStepByStep({ model: 'cnn', steps: 3, batch: 8, seed: 4 }, images(40, 1));
+    await sameAsStepByStep({ model: 'mlp', steps: 5, batch: 8, seed: 4, imagesOnDevice: true }, images(40, 2));
+  });
+
+  it('refuses fp16, dropout, host reads and an optimizer without device scalars, and cleans up', async () => {
+    assert.throws(
+      () => new Trainer(rt, { model: 'mlp', steps: 2, batch: 8, precision: 'f16', staticStep: true }, images(16, 1)),
+      (e: unknown) => isTandemError(e) && e.code === 'TANDEM_ERR_INVALID_ARGUMENT' && /fp16/.test(e.message),
+    );
+    const nn = new Nn(rt, { seed: 1 });
+    const mlp = new Mlp(nn, { sizes: [4, 3] });
+    const x = nn.input(randomValues(8, 3), [2, 4]);
+    const y = nn.input([0, 2], [2], 'i32');
+    const live = rt.memoryUsage().reduce((s, u) => s + u.usedBytes, 0);
+    await assert.rejects(
+      StaticStep.record(nn, () => dropout(nn, mlp.logits(x), 0.5)),
+      (e: unknown) => isTandemError(e) && e.code === 'TANDEM_ERR_UNSUPPORTED' && /dropout/.test(e.message),
+    );
+    await assert.rejects(
+      StaticStep.record(nn, async () => mlp.logits(x).values()),
+      (e: unknown) => isTandemError(e) && e.code === 'TANDEM_ERR_UNSUPPORTED' && /read a value/.test(e.message),
+    );
+    nn.release();
+    // What the refused recordings made and freed was freed with them.
+    assert.equal(rt.memoryUsage().reduce((s, u) => s + u.usedBytes, 0), live);
+    const sgd = new Sgd(nn, mlp.parameters(), { lr: 0.1 });
+    assert.throws(
+      () => sgd.replayStep({ lr: 0.1 }),
+      (e: unknown) => isTandemError(e) && e.code === 'TANDEM_ERR_UNSUPPORTED' && /deviceScalars/.test(e.message),
+    );
+    const adamw = new AdamW(nn, mlp.parameters(), { deviceScalars: true });
+    const step = await StaticStep.record(nn, async () => {
+      const loss = mlp.loss(x, y);
+      await loss.backward();
+      adamw.step({ lr: 0.01 });
+      return loss;
+    });
+    assert.ok(step.kernels > 4, `${step.kernels} kernels recorded`);
+    await step.run().done;
+    adamw.replayStep({ lr: 0.005 });
+    await step.run().done;
+    assert.equal(adamw.steps, 2);
+    step.dispose();
+    assert.throws(() => step.run(), /disposed/);
+  });
+});
