@@ -68,6 +68,7 @@ const { values, positionals } = parse(process.argv.slice(2), {
   batches: { type: 'string' },
   'evals-per-epoch': { type: 'string' },
   sequences: { type: 'string' },
+  static: { type: 'string' },
 });
 const mode = positionals[0] ?? 'train';
 const model = String(values['model']);
@@ -141,6 +142,9 @@ const test = slice(sets.test, testLimit);
 const sequencesFlag = values['sequences'];
 if (sequencesFlag !== undefined && sequencesFlag !== 'on' && sequencesFlag !== 'off')
   throw new Error(`--sequences: expected on or off, got ${String(sequencesFlag)}`);
+const staticFlag = values['static'];
+if (staticFlag !== undefined && staticFlag !== 'on' && staticFlag !== 'off')
+  throw new Error(`--static: expected on or off, got ${String(staticFlag)}`);
 const dataSeconds = (performance.now() - t0) / 1000;
 const stepsPerEpoch = Math.floor(train.count / batch);
 const specFor = (
@@ -162,6 +166,8 @@ const specFor = (
   imagesOnDevice,
   // --sequences on|off: Nn's sequence mode (the Trainer's default for these models: off).
   ...(sequencesFlag === undefined ? {} : { sequences: sequencesFlag === 'on' }),
+  // --static on: the first step recorded and replayed (TrainSpec.staticStep; a CUDA graph on a GPU).
+  ...(staticFlag === 'on' ? { staticStep: true } : {}),
 });
 
 const classifier = (t: Trainer): Mlp | Cnn => {

@@ -8,12 +8,24 @@
  * default is off, the Trainer's for a GPT on CUDA on), to compare the host's share with and without in one call. The token batches are made
  * before the timed loop (the host's share is Tandem's submit, not the bench's random numbers).
  *   node dist/bench/nn-gpt2.js [--preset gpt2] [--batch 64,16] [--steps 30] [--precision bf16] [--device cuda0]
- *     [--sequences on|off]
+ *     [--sequences on|off] [--static on|off]
+ * `--static on` records the first step and replays it for every later one (StaticStep; a CUDA graph from
+ * the third step): per step the host writes the batch and the optimizer's device scalars and submits one
+ * task — issue 15's "replay the step as a CUDA graph".
  */
 import { Runtime, type Observer, type TaskEvent } from 'tandem';
-import { AdamW, Gpt, GradScaler, Nn, gptConfig, gptFlopsPerToken, type Precision } from 'tandem/nn';
+import {
+  AdamW,
+  Gpt,
+  GradScaler,
+  Nn,
+  StaticTraining,
+  gptConfig,
+  gptFlopsPerToken,
+  type Precision,
+} from 'tandem/nn';
 import { intOption, parse } from '../src/cli/output.js';
-import { pollStats } from './poll-stats.js';
+import { graphStats, pollStats } from './poll-stats.js';
 
 const { values } = parse(process.argv.slice(2), {
   preset: { type: 'string', default: 'gpt2' },
@@ -24,11 +36,15 @@ const { values } = parse(process.argv.slice(2), {
   'seq-len': { type: 'string' },
   profile: { type: 'boolean' },
   sequences: { type: 'string' },
+  static: { type: 'string' },
 });
 const steps = intOption(values['steps'], 'steps', 30);
 const sequencesFlag = values['sequences'];
 if (sequencesFlag !== undefined && sequencesFlag !== 'on' && sequencesFlag !== 'off')
   throw new Error(`--sequences: expected on or off, got ${sequencesFlag}`);
+const staticFlag = values['static'] ?? 'off';
+if (staticFlag !== 'on' && staticFlag !== 'off') throw new Error(`--static: expected on or off, got ${staticFlag}`);
+const staticStep = staticFlag === 'on';
 const warmup = Math.min(10, Math.floor(steps / 3));
 const H200_PEAK = 989e12;
 
@@ -60,7 +76,9 @@ try {
       weightDecay: 0.1,
       decayMatricesOnly: true,
       maxNorm: 1,
+      deviceScalars: staticStep,
     });
+    const replay = staticStep ? new StaticTraining(nn, opt) : null;
     let seed = 12345;
     const randomTokens = (): Int32Array =>
       Int32Array.from({ length: batch * t }, () => {
@@ -92,11 +110,31 @@ try {
     let callbackMsAtWarmup = 0;
     // The previous step's loss is read after this step is queued, so the device never waits for the host.
     let previous: Awaited<ReturnType<typeof model.loss>> | null = null;
+    let previousValue: Promise<number> | null = null;
     for (let i = 0; i < steps; i++) {
       if (values['profile'] === true && i === warmup) rt.addObserver(profiler);
       if (i === warmup) callbackMsAtWarmup = completionCallbackMs(rt);
       const h0 = performance.now();
       const data = batches[i % batches.length]!;
+      if (replay !== null) {
+        const queued = await replay.submit(
+          {
+            arrays: [
+              { values: data.ids, shape: [batch, t], dtype: 'i32' },
+              { values: data.targets, shape: [batch * t], dtype: 'i32' },
+            ],
+            loss: ([x, y]) => model.loss(x!, y!),
+          },
+          3e-4,
+        );
+        hostMs.push(performance.now() - h0);
+        if (previousValue !== null) lossValue = await previousValue;
+        previousValue = queued.loss;
+        const now = performance.now();
+        if (i >= warmup) stepMs.push(now - last);
+        last = now;
+        continue;
+      }
       const ids = nn.input(data.ids, [batch, t], 'i32');
       const targets = nn.input(data.targets, [batch * t], 'i32');
       if (scaler !== null) nn.lossScale = scaler.scale;
@@ -122,6 +160,7 @@ try {
     }
     const callbackMsPerStep = (completionCallbackMs(rt) - callbackMsAtWarmup) / (steps - warmup);
     if (previous !== null) lossValue = await previous.item();
+    if (previousValue !== null) lossValue = await previousValue;
     rt.removeObserver(profiler);
     stepMs.sort((a, b) => a - b);
     const median = stepMs[Math.floor(stepMs.length / 2)]!;
@@ -135,6 +174,8 @@ try {
         preset: values['preset'],
         precision: values['precision'],
         sequences: nn.sequences,
+        static: staticStep,
+        ...(replay === null ? {} : { staticKernels: replay.kernels, graphs: graphStats(rt) }),
         batch,
         seqLen: t,
         params: model.parameterCount(),
@@ -162,6 +203,7 @@ try {
         }));
       console.log(JSON.stringify({ batch, profile: top }));
     }
+    replay?.dispose();
     nn.release();
     opt.dispose();
     for (const p of model.parameters()) {

@@ -9,7 +9,8 @@
 # Environment: MODELS ("mlp cnn"), EPOCHS (5), DEVICE (cuda0), TORCH_DEVICE (cuda), PY (python3),
 # ARGS (extra arguments for both sides, e.g. "--train-limit 2048 --test-limit 1000" for a dry run),
 # EXTRA ("host": also the MLP with host-copied batches; add "sweep" for PyTorch CNN runs at SWEEP_LRS;
-# "seqoff": MODELS again with a task per kernel, --sequences off),
+# "seqoff": MODELS again with a task per kernel, --sequences off; "static": MODELS again with the
+# first step recorded and replayed as a CUDA graph, --static on),
 # NODE_DIR (/tmp: where Node is unpacked).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -88,6 +89,15 @@ if [[ " $EXTRA " == *" seqoff "* ]]; then
     timeout 150 node dist/bench/fashion.js train --model "$m" --device "$DEVICE" --data $DATA --epochs "$EPOCHS" \
       --sequences off --init $RUN/$m-init.safetensors --torch "$OUT/torch.jsonl" $ARGS > "$OUT/tandem-$m-seqoff.jsonl" 2>&1
     log "tandem $m --sequences off rc=$?: $(grep -o '"secondsToTarget":[^,]*,\|"msPerStep":[^,]*' "$OUT/tandem-$m-seqoff.jsonl" | tr '\n' ' ')"
+  done
+fi
+if [[ " $EXTRA " == *" static "* ]]; then
+  for m in $MODELS; do
+    # shellcheck disable=SC2086
+    timeout 150 node dist/bench/fashion.js train --model "$m" --device "$DEVICE" --data $DATA --epochs "$EPOCHS" \
+      --static on --init $RUN/$m-init.safetensors --torch "$OUT/torch.jsonl" $ARGS > "$OUT/tandem-$m-static.jsonl" 2>&1
+    log "tandem $m --static on rc=$?: $(grep -o '"secondsToTarget":[^,]*,\|"msPerStep":[^,]*\|"testAccuracy":[^,]*' "$OUT/tandem-$m-static.jsonl" | tail -3 | tr '\n' ' ')"
+    grep -v '^{' "$OUT/tandem-$m-static.jsonl" | tail -5
   done
 fi
 if [[ " $EXTRA " == *" sweep "* ]]; then

@@ -83,6 +83,10 @@ export function addTrainCommands(program: Command, setCode: SetExitCode): void {
       '--no-sequences',
       'submit a task per kernel (the default for mlp and cnn, and on the CPU and WebGPU)',
     )
+    .option(
+      '--static-step',
+      'record the first step and replay it for every later one: one task per step, a CUDA graph on a GPU (bf16 or f32; one device)',
+    )
     .addOption(
       new Option(
         '--gpus <n>',

@@ -33,6 +33,7 @@ export interface TrainOptions {
   readonly checkpointEvery?: number;
   readonly resume?: boolean;
   readonly sequences?: boolean;
+  readonly staticStep?: boolean;
   readonly evalBatches: number;
   readonly gpus?: number;
   readonly parallel?: 'data' | 'zero1' | 'pipeline';
@@ -73,6 +74,7 @@ export function specOf(model: ModelName, o: TrainOptions): TrainSpec {
     warmupSteps: o.warmup ?? 0,
     seed: o.seed,
     ...(o.sequences === undefined ? {} : { sequences: o.sequences }),
+    ...(o.staticStep === true ? { staticStep: true } : {}),
   };
 }
 

@@ -432,7 +432,9 @@ export class Nn implements VarHost {
       );
     try {
       this.runTape(this.tape, this.made, root, null);
-      this.keepLoss(root);
+      // A recorded step's loss is its own (read after every replay, freed with it), not one to release.
+      if (this.capture !== null) this.capture.kept.add(root.data);
+      else this.keepLoss(root);
     } finally {
       this.tape = [];
       this.made = [];

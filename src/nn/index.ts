@@ -20,6 +20,8 @@ export { Optimizer, type StepOptions } from './optim/optimizer.js';
 export { AdamW, type AdamWOptions } from './optim/adamw.js';
 export { Sgd, type SgdOptions } from './optim/sgd.js';
 export { cosineWithWarmup, type CosineSchedule } from './optim/schedule.js';
+export { StaticStep } from './static-step.js';
+export { StaticTraining } from './train-static.js';
 export { TokenLoader, readTokenFile, type TokenBatch, type TokenLoaderOptions } from './data/tokens.js';
 export { brownCorpusBytes, brownCorpusTokens, untagBrown, GPT2_EOT } from './data/corpus.js';
 export { epochOrder, imageBatch, type ImageSet } from './data/images.js';

@@ -10,6 +10,7 @@ import { isTandemError } from '../../src/core/errors.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { Nn } from '../../src/nn/context.js';
 import type { ImageSet } from '../../src/nn/data/images.js';
+import { evaluateClassifier } from '../../src/nn/evaluate.js';
 import { Mlp } from '../../src/nn/models/classifiers.js';
 import { dropout } from '../../src/nn/ops/elementwise.js';
 import { AdamW } from '../../src/nn/optim/adamw.js';
@@ -100,6 +101,25 @@ void describe('a recorded training step replayed (StaticStep)', () => {
   it('the CNN on host batches and the MLP on images kept on the device: the same', async () => {
     await sameAsStepByStep({ model: 'cnn', steps: 3, batch: 8, seed: 4 }, images(40, 1));
     await sameAsStepByStep({ model: 'mlp', steps: 5, batch: 8, seed: 4, imagesOnDevice: true }, images(40, 2));
+  });
+
+  it('survives an evaluation between two runs (nn.release frees the step, not its loss)', async () => {
+    const data = images(48, 6);
+    const spec: TrainSpec = { model: 'mlp', steps: 4, batch: 8, seed: 2 };
+    const plain = await train(spec, data);
+    const t = new Trainer(rt, { ...spec, staticStep: true }, data);
+    const losses: number[] = [];
+    const stop = new AbortController();
+    await t.run((r) => losses.push(r.loss), stop.signal, 0, (done) => {
+      if (done >= 2) stop.abort();
+      return Promise.resolve();
+    });
+    const built = t.built;
+    assert.equal(built.kind, 'classifier');
+    if (built.kind === 'classifier') await evaluateClassifier(t.nn, built.model, data.train as ImageSet, 8);
+    await t.run((r) => losses.push(r.loss), undefined, 2);
+    assert.deepEqual(losses, plain.losses);
+    t.dispose();
   });
 
   it('refuses fp16, dropout, host reads and an optimizer without device scalars, and cleans up', async () => {

@@ -113,6 +113,8 @@ void test('train job: bad parameters are refused at submit', async (t) => {
       { model: 'mlp', steps: 0 },
       { model: 'gpt', resumeFrom: '../../etc' },
       { model: 'gpt', sequences: 'yes' },
+      { model: 'gpt', staticStep: 'yes' },
+      { model: 'gpt', staticStep: true, precision: 'f16' },
     ];
     for (const params of bad) {
       const res: { statusCode: number; body: string; json(): unknown } = await s.svc.app.inject({
@@ -158,6 +160,20 @@ void test('train job: a byte-level preset trains on the corpus; a wrong or damag
     result: { loss: number };
   };
   assert.equal(seqOut.result.loss, out.result.loss);
+  // And with the first step recorded and replayed: the same numbers again.
+  const replayed = await submit({
+    model: 'gpt',
+    preset: 'gpt-micro',
+    batch: 2,
+    steps: 3,
+    device: 'cpu',
+    staticStep: true,
+  });
+  assert.equal((await waitForJob(s, replayed, s.admin, 60_000)).state, 'succeeded');
+  const replayedOut = (await s.svc.app.inject({ url: `/v1/jobs/${replayed}/result`, headers: s.auth() })).json() as {
+    result: { loss: number };
+  };
+  assert.equal(replayedOut.result.loss, out.result.loss);
   // Resuming it as another model, then from a truncated copy: BAD_CHECKPOINT naming the job's
   // checkpoint, not its path under the data directory.
   const failure = async (params: Record<string, unknown>): Promise<{ code: string; message: string }> => {

@@ -56,6 +56,8 @@ export interface TrainParams {
   readonly schedule?: ScheduleKind;
   /** Each pass's kernels as a few runtime sequence tasks (TrainSpec.sequences; default by model and device). */
   readonly sequences?: boolean;
+  /** Record the first step and replay it (TrainSpec.staticStep; one GPU, bf16 or f32). */
+  readonly staticStep?: boolean;
 }
 
 const FASHION_DIR = '/usr/share/datasets/fashion-mnist';
@@ -93,6 +95,11 @@ export function trainJob(dataDir: string): AnyJobType {
           type: 'boolean',
           description:
             "each pass's kernels as a few runtime sequence tasks, less host work per step (default: on for gpt on a CUDA device, else off)",
+        },
+        staticStep: {
+          type: 'boolean',
+          description:
+            'record the first step and replay it for every later one (a CUDA graph on a GPU; one device, bf16 or f32, no dropout)',
         },
         warmupSteps: { type: 'integer', minimum: 0, default: 0 },
         seed: { type: 'integer', minimum: 0, maximum: 2147483647, default: 1 },
@@ -178,7 +185,14 @@ export function trainJob(dataDir: string): AnyJobType {
             'TANDEM_ERR_UNSUPPORTED',
             'train: checkpoints (checkpointEvery, resumeFrom) are not kept by runs over several GPUs yet',
           );
+        if (raw['staticStep'] === true)
+          throw new TandemError('TANDEM_ERR_UNSUPPORTED', 'train: staticStep runs on one device (gpus 1)');
       }
+      if (raw['staticStep'] === true && raw['precision'] === 'f16')
+        throw new TandemError(
+          'TANDEM_ERR_INVALID_ARGUMENT',
+          "train: staticStep needs precision bf16 or f32 (fp16's loss scaling decides on the host every step)",
+        );
       return {
         model,
         preset,
@@ -194,6 +208,7 @@ export function trainJob(dataDir: string): AnyJobType {
         device: String(raw['device'] ?? 'auto'),
         ...(raw['lr'] === undefined ? {} : { lr: Number(raw['lr']) }),
         ...(raw['sequences'] === undefined ? {} : { sequences: raw['sequences'] === true }),
+        ...(raw['staticStep'] === undefined ? {} : { staticStep: raw['staticStep'] === true }),
         warmupSteps: Number(raw['warmupSteps'] ?? 0),
         seed: Number(raw['seed'] ?? 1),
         checkpointEvery: Number(raw['checkpointEvery'] ?? 0),
@@ -236,6 +251,7 @@ export function trainJob(dataDir: string): AnyJobType {
         ...(device === undefined ? {} : { device }),
         ...(p.lr === undefined ? {} : { lr: p.lr }),
         ...(p.sequences === undefined ? {} : { sequences: p.sequences }),
+        ...(p.staticStep === undefined ? {} : { staticStep: p.staticStep }),
         warmupSteps: p.warmupSteps,
         seed: p.seed,
         tags: ctx.tags,
