@@ -63,7 +63,18 @@ export interface TapeSegment {
 /** A step recorded for replay: its kernels in order, and the tensors it freed (they must outlive it). */
 export interface StepCapture {
   readonly steps: SequenceStep[];
+  /** Tensors the step freed and did not take again: they live as long as the recorded step. */
   readonly kept: Set<Tensor>;
+  /**
+   * Freed tensors by dtype and shape, handed out again by later allocations of the same recording: its
+   * kernels run in recorded order on one queue, so a later kernel may reuse what an earlier one's
+   * output was — the recorded step's memory stays near a step's peak instead of its total.
+   */
+  readonly spare: Map<string, Tensor[]>;
+}
+
+function spareKey(shape: readonly number[], dtype: DType): string {
+  return `${dtype}:${shape.join('x')}`;
 }
 
 /** Where a gradient contribution goes: the tensor, and whether to add to what it holds. */
@@ -177,6 +188,14 @@ export class Nn implements VarHost {
   // ---- tensors and kernels --------------------------------------------------------------------
 
   tensor(shape: readonly number[], dtype: DType = this.dtype): Tensor {
+    const c = this.capture;
+    if (c !== null) {
+      const t = c.spare.get(spareKey(shape, dtype))?.pop();
+      if (t !== undefined) {
+        c.kept.delete(t);
+        return t;
+      }
+    }
     return this.rt.tensor(shape, dtype);
   }
 
@@ -209,9 +228,17 @@ export class Nn implements VarHost {
 
   /** Frees `t` once the kernels collected so far are submitted (at once when none are pending). */
   free(t: Tensor): void {
-    // A recorded step's replays use every tensor it touched: what it frees lives as long as it does.
-    if (this.capture !== null) this.capture.kept.add(t);
-    else this.collector.free(t);
+    // A recorded step's replays use every tensor it touched: what it frees lives as long as it does,
+    // and later allocations of the same recording may take it again.
+    const c = this.capture;
+    if (c === null) this.collector.free(t);
+    else if (!t.freed && !c.kept.has(t)) {
+      c.kept.add(t);
+      const key = spareKey(t.shape, t.dtype);
+      const list = c.spare.get(key);
+      if (list === undefined) c.spare.set(key, [t]);
+      else list.push(t);
+    }
   }
 
   /**
@@ -233,7 +260,7 @@ export class Nn implements VarHost {
     if (this.capture !== null)
       throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', 'a step is already being recorded on this context');
     this.flush();
-    this.capture = { steps: [], kept: new Set() };
+    this.capture = { steps: [], kept: new Set(), spare: new Map() };
   }
 
   /** Ends the recording begun by beginCapture: its kernels, and the tensors it freed (now the caller's). */
@@ -298,7 +325,7 @@ export class Nn implements VarHost {
    */
   gradTarget(v: Var): GradTarget | null {
     if (!v.requiresGrad) return null;
-    if (v.grad === null) v.grad = this.rt.tensor(v.shape, v.dtype);
+    if (v.grad === null) v.grad = this.tensor(v.shape, v.dtype);
     const accumulate = v.gradWritten;
     v.gradWritten = true;
     return { tensor: v.grad, accumulate };
@@ -326,7 +353,7 @@ export class Nn implements VarHost {
         accumulate = t.accumulate;
         return t.tensor;
       }
-      const t = this.rt.tensor(shape, dtype);
+      const t = this.tensor(shape, dtype);
       if (v !== null && v.requiresGrad) redirect.push([v, t]);
       else scratch.push(t);
       return t;
@@ -369,7 +396,7 @@ export class Nn implements VarHost {
   overwriteTarget(v: Var): { tensor: Tensor; finish: () => void } {
     if (v.requiresGrad && !v.gradWritten)
       return { tensor: this.gradTarget(v)!.tensor, finish: () => undefined };
-    const t = this.rt.tensor(v.shape, v.dtype);
+    const t = this.tensor(v.shape, v.dtype);
     return {
       tensor: t,
       finish: () => {

@@ -2,8 +2,10 @@
  * A recorded training step replayed on a GPU (TrainSpec.staticStep): the prepared step is captured as a
  * CUDA graph on its second run — its kernels' scratch memory owned by the graph — and replayed from the
  * third, each replay after the batch and the optimizer's device scalars were written. It must follow the
- * same training run step by step (losses, f32 master weights and moments), for a GPT in bf16 with a
- * warm-up schedule and for the CNN on images gathered on the device. Skipped without CUDA.
+ * same training run step by step (losses, weights or f32 master weights, moments), for a GPT in f32 with
+ * a warm-up schedule and for the CNN in bf16 on images gathered on the device. (The GPT runs in f32: its
+ * embedding backward adds rows with atomics, whose order varies from run to run, and in bf16 a gradient
+ * can then round to the neighbouring value in either run alone.) Skipped without CUDA.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
@@ -82,17 +84,17 @@ async function compare(name: string, spec: TrainSpec, data: TrainData): Promise<
 }
 
 void describe('a recorded training step replayed as a CUDA graph', { skip: hasCuda ? false : reason }, () => {
-  void it('GPT bf16 with a warm-up schedule: the same losses, weights and moments as step by step', async () => {
+  void it('GPT f32 with a warm-up schedule: the same losses, weights and moments as step by step', async () => {
     const tokens = Int32Array.from(randomValues(200_000, 11), (v) => Math.floor((v + 1) * 25_000));
     await compare(
-      'gpt-mini bf16',
+      'gpt-mini f32',
       {
         model: 'gpt',
         preset: 'gpt-mini',
         steps: 8,
         batch: 4,
         seqLen: 128,
-        precision: 'bf16',
+        precision: 'f32',
         warmupSteps: 3,
         seed: 7,
         device: 'cuda0',
