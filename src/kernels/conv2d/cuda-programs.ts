@@ -92,21 +92,33 @@ extern "C" __global__ void tdm_conv_col2im(const X_c* __restrict__ col, X_t* __r
 }
 
 // One block per output channel: db[o] (+)= Σ_n Σ_p dy[n][o][p].
-extern "C" __global__ void tdm_conv_db(const X_t* __restrict__ dy, X_t* __restrict__ db, int N, int O, int P, int accumulate) {
+// db in two deterministic passes: block (o, s) sums channel o over images s, s + S, ... (rows of P
+// contiguous values, no division per element); then one thread per channel adds its S partials in order.
+// (One block per channel was 32 or 64 blocks on a 132-SM GPU: the Fashion CNN's backward spent more time
+// there than in its GEMMs.)
+extern "C" __global__ void tdm_conv_db_part(const X_t* __restrict__ dy, X_c* __restrict__ part, int N, int O, int P) {
   __shared__ X_c partial[${BLOCK}];
-  const int o = blockIdx.x;
+  const int o = blockIdx.x, s = blockIdx.y, S = gridDim.y;
   X_c acc = (X_c)0;
-  for (long long q = threadIdx.x; q < (long long)N * P; q += blockDim.x) {
-    const long long n = q / P;
-    acc += ldX(dy, (n * O + o) * P + (q - n * P));
+  for (int n = s; n < N; n += S) {
+    const long long row = ((long long)n * O + o) * P;
+    for (int p = threadIdx.x; p < P; p += blockDim.x) acc += ldX(dy, row + p);
   }
   partial[threadIdx.x] = acc;
   __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) partial[threadIdx.x] += partial[threadIdx.x + s];
+  for (int w = blockDim.x / 2; w > 0; w >>= 1) {
+    if (threadIdx.x < w) partial[threadIdx.x] += partial[threadIdx.x + w];
     __syncthreads();
   }
-  if (threadIdx.x == 0) stX(db, o, accumulate ? ldX(db, o) + partial[0] : partial[0]);
+  if (threadIdx.x == 0) part[(long long)o * S + s] = partial[0];
+}
+
+extern "C" __global__ void tdm_conv_db_final(const X_c* __restrict__ part, X_t* __restrict__ db, int O, int S, int accumulate) {
+  const int o = blockIdx.x * blockDim.x + threadIdx.x;
+  if (o >= O) return;
+  X_c sum = (X_c)0;
+  for (int s = 0; s < S; s++) sum += part[(long long)o * S + s];
+  stX(db, o, accumulate ? ldX(db, o) + sum : sum);
 }
 
 // dw (+)= the accumulator (have = 0: no image contributed, the gradient is 0).
@@ -205,11 +217,24 @@ export const COL2IM = program('tdm_conv_col2im', (l) => [
   ...dims(l.g),
   i64(l.total),
 ]);
-export const DB = program(
-  'tdm_conv_db',
-  (l) => [ptr(l.x), ptr(l.y), i32(l.g.n), i32(l.g.o), i32(l.g.ho * l.g.wo), i32(l.accumulate)],
-  (l) => [l.g.o, 1, 1],
+/** Image groups the bias gradient is split over (DB_PART's grid y): enough blocks to fill the GPU. */
+export function dbParts(n: number): number {
+  return Math.max(1, Math.min(n, 64));
+}
+/** Partial sums of dy per (channel, image group) into scratch `a`; `nb` carries the group count. */
+export const DB_PART = program(
+  'tdm_conv_db_part',
+  (l) => [ptr(l.x), addr(l.a), i32(l.g.n), i32(l.g.o), i32(l.g.ho * l.g.wo)],
+  (l) => [l.g.o, l.nb, 1],
 );
+/** db (+)= the sum of each channel's partials. */
+export const DB_FINAL = program('tdm_conv_db_final', (l) => [
+  addr(l.a),
+  ptr(l.y),
+  i32(l.g.o),
+  i32(l.nb),
+  i32(l.accumulate),
+]);
 export const DW_STORE = program('tdm_conv_dw_store', (l) => [
   addr(l.a),
   ptr(l.y),
@@ -217,6 +242,15 @@ export const DW_STORE = program('tdm_conv_dw_store', (l) => [
   i32(l.have),
   i64(l.total),
 ]);
+
+/**
+ * The GEMMs' precision: TF32 tensor cores for f16/bf16 tensors — their values (converted to f32 in the
+ * column buffers) have at most 10 mantissa bits and fit TF32 exactly, so the products are the f32
+ * GEMM's and only the f32 accumulation order differs; full f32 (f64) for f32 (f64) tensors.
+ */
+export function gemmPrecision(dtype: string): 'tf32' | 'default' {
+  return dtype === 'f16' || dtype === 'bf16' ? 'tf32' : 'default';
+}
 
 /** Column buffers are kept under this size: larger batches run in chunks of images. */
 export const COLUMN_BYTES = 256 * 2 ** 20;

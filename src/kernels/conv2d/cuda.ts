@@ -10,6 +10,7 @@ import {
   type ConvLaunch,
   IM2COL,
   TO_COMPUTE,
+  gemmPrecision,
   imagesPerChunk,
   launchScalars,
 } from './cuda-programs.js';
@@ -54,7 +55,7 @@ export function conv2dCudaWith(columnBytes = COLUMN_BYTES): CudaNative {
         ctx.launch(IM2COL, args, launchScalars({ ...base, n0, nb, a: col, total: k * nb * p }));
         ctx.gemm({
           dtype: gemmDtype,
-          precision: 'default',
+          precision: gemmPrecision(dtype),
           transA: false,
           transB: false,
           m: g.o,

@@ -9,13 +9,16 @@ import { boolScalar } from '../common/scalars.js';
 import {
   COL2IM,
   type ConvLaunch,
-  DB,
+  DB_FINAL,
+  DB_PART,
   DW_STORE,
   GATHER_DY,
   COLUMN_BYTES,
   IM2COL,
   TO_COMPUTE,
   imagesPerChunk,
+  dbParts,
+  gemmPrecision,
   launchScalars,
 } from '../conv2d/cuda-programs.js';
 import { convGeometry } from '../conv2d/geometry.js';
@@ -49,7 +52,10 @@ export function conv2dBackwardCudaWith(columnBytes = COLUMN_BYTES): CudaNative {
         accumulate,
         have: 0,
       };
-      ctx.launch(DB, args, launchScalars({ ...base, x: DY, y: DBT }));
+      const parts = dbParts(g.n);
+      const dbPart = ctx.scratch(g.o * parts * computeBytes);
+      ctx.launch(DB_PART, args, launchScalars({ ...base, x: DY, a: dbPart, nb: parts }));
+      ctx.launch(DB_FINAL, args, launchScalars({ ...base, a: dbPart, y: DBT, nb: parts, total: g.o }));
       let wc = args[W]!.ptr;
       if (dtype === 'f16' || dtype === 'bf16') {
         wc = ctx.scratch(g.o * k * 4);
@@ -61,7 +67,7 @@ export function conv2dBackwardCudaWith(columnBytes = COLUMN_BYTES): CudaNative {
       const dyt = g.n > 0 ? ctx.scratch(g.o * chunk * p * computeBytes) : 0;
       for (let n0 = 0; n0 < g.n; n0 += chunk) {
         const nb = Math.min(chunk, g.n - n0);
-        const gemm = { dtype: gemmDtype, precision: 'default', alpha: 1 } as const;
+        const gemm = { dtype: gemmDtype, precision: gemmPrecision(dtype), alpha: 1 } as const;
         ctx.launch(GATHER_DY, args, launchScalars({ ...base, x: DY, a: dyt, n0, nb, total: nb * g.o * p }));
         ctx.launch(IM2COL, args, launchScalars({ ...base, x: X, a: col, n0, nb, total: k * nb * p }));
         // dwAcc[O, K] (+)= dyt[O, nb·P] · col[K, nb·P]ᵀ
