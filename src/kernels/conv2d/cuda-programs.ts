@@ -42,6 +42,46 @@ extern "C" __global__ void tdm_conv_im2col(const X_t* __restrict__ x, X_c* __res
   }
 }
 
+// The same column buffer with one grid row (blockIdx.y) per buffer row (c, ki, kj), its tap worked out
+// once per block, and 32-bit index arithmetic over the row's nb·P columns: the element-wise version's
+// five 64-bit divisions per element made it the slowest part of a small convolution.
+extern "C" __global__ void tdm_conv_im2col_rows(const X_t* __restrict__ x, X_c* __restrict__ col, long long n0, int nb, ${DIMS}) {
+  const int P = HO * WO, cols = nb * P, row = blockIdx.y;
+  const int c = row / (KH * KW), r = row - c * (KH * KW), ki = r / KW, kj = r - ki * KW;
+  X_c* out = col + (long long)row * cols;
+  const long long image = (long long)C * H * W;
+  const long long base = n0 * image + (long long)c * H * W;
+  for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < cols; q += gridDim.x * blockDim.x) {
+    const int m = q / P, p = q - m * P, i = p / WO, j = p - i * WO;
+    const int h = i * S - PAD + ki, w = j * S - PAD + kj;
+    X_c v = (X_c)0;
+    if (h >= 0 && h < H && w >= 0 && w < W) v = ldX(x, base + m * image + h * W + w);
+    out[q] = v;
+  }
+}
+
+// gather_dy and conv_out with one grid row per channel o (32-bit arithmetic over nb·P columns).
+extern "C" __global__ void tdm_conv_gather_dy_rows(const X_t* __restrict__ dy, X_c* __restrict__ dyt, long long n0, int nb, int O, int P) {
+  const int cols = nb * P, o = blockIdx.y;
+  X_c* out = dyt + (long long)o * cols;
+  const long long base = (n0 * O + o) * (long long)P;
+  for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < cols; q += gridDim.x * blockDim.x) {
+    const int m = q / P, p = q - m * P;
+    out[q] = ldX(dy, base + (long long)m * O * P + p);
+  }
+}
+
+extern "C" __global__ void tdm_conv_out_rows(const X_c* __restrict__ yt, const X_t* __restrict__ b, X_t* __restrict__ y, long long n0, int nb, int O, int P) {
+  const int cols = nb * P, o = blockIdx.y;
+  const X_c* in = yt + (long long)o * cols;
+  const X_c bias = ldX(b, o);
+  const long long base = (n0 * O + o) * (long long)P;
+  for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < cols; q += gridDim.x * blockDim.x) {
+    const int m = q / P, p = q - m * P;
+    stX(y, base + (long long)m * O * P + p, in[q] + bias);
+  }
+}
+
 extern "C" __global__ void tdm_conv_to_compute(const X_t* __restrict__ src, X_c* __restrict__ dst, long long total) {
   ${GRID} dst[t] = ldX(src, t);
 }
@@ -189,6 +229,34 @@ export const IM2COL = program('tdm_conv_im2col', (l) => [
   ...dims(l.g),
   i64(l.total),
 ]);
+/**
+ * Grid of the *_ROWS programs: `rows` grid rows (≤ 65,535: ROWS_LIMIT) of blocks over `cols` columns.
+ * `l.total` carries the row count, `l.have` the column count (< 2^31).
+ */
+const rowsGrid = (l: ConvLaunch): readonly [number, number, number] => [
+  Math.max(1, Math.min(Math.ceil(l.have / BLOCK), 1024)),
+  l.total,
+  1,
+];
+/** Rows and columns the *_ROWS programs take (grid y, 32-bit column indices); others use the 1-D ones. */
+export function rowsFit(rows: number, cols: number): boolean {
+  return rows >= 1 && rows <= 65_535 && cols < 2 ** 31;
+}
+export const IM2COL_ROWS = program(
+  'tdm_conv_im2col_rows',
+  (l) => [ptr(l.x), addr(l.a), i64(l.n0), i32(l.nb), ...dims(l.g)],
+  rowsGrid,
+);
+export const GATHER_DY_ROWS = program(
+  'tdm_conv_gather_dy_rows',
+  (l) => [ptr(l.x), addr(l.a), i64(l.n0), i32(l.nb), i32(l.g.o), i32(l.g.ho * l.g.wo)],
+  rowsGrid,
+);
+export const CONV_OUT_ROWS = program(
+  'tdm_conv_out_rows',
+  (l) => [addr(l.a), ptr(l.bias), ptr(l.y), i64(l.n0), i32(l.nb), i32(l.g.o), i32(l.g.ho * l.g.wo)],
+  rowsGrid,
+);
 export const TO_COMPUTE = program('tdm_conv_to_compute', (l) => [ptr(l.x), addr(l.a), i64(l.total)]);
 export const CONV_OUT = program('tdm_conv_out', (l) => [
   addr(l.a),

@@ -7,12 +7,15 @@ import type { CudaNative } from '../../devices/cuda/kernel-api.js';
 import {
   COLUMN_BYTES,
   CONV_OUT,
+  CONV_OUT_ROWS,
   type ConvLaunch,
   IM2COL,
+  IM2COL_ROWS,
   TO_COMPUTE,
   gemmPrecision,
   imagesPerChunk,
   launchScalars,
+  rowsFit,
 } from './cuda-programs.js';
 import { convGeometry } from './geometry.js';
 
@@ -52,7 +55,10 @@ export function conv2dCudaWith(columnBytes = COLUMN_BYTES): CudaNative {
       const yt = ctx.scratch(g.o * chunk * p * computeBytes);
       for (let n0 = 0; n0 < g.n; n0 += chunk) {
         const nb = Math.min(chunk, g.n - n0);
-        ctx.launch(IM2COL, args, launchScalars({ ...base, n0, nb, a: col, total: k * nb * p }));
+        const rows = rowsFit(Math.max(k, g.o), nb * p);
+        if (rows)
+          ctx.launch(IM2COL_ROWS, args, launchScalars({ ...base, n0, nb, a: col, total: k, have: nb * p }));
+        else ctx.launch(IM2COL, args, launchScalars({ ...base, n0, nb, a: col, total: k * nb * p }));
         ctx.gemm({
           dtype: gemmDtype,
           precision: gemmPrecision(dtype),
@@ -67,7 +73,13 @@ export function conv2dCudaWith(columnBytes = COLUMN_BYTES): CudaNative {
           b: col,
           c: yt,
         });
-        ctx.launch(CONV_OUT, args, launchScalars({ ...base, n0, nb, a: yt, total: nb * g.o * p }));
+        if (rows)
+          ctx.launch(
+            CONV_OUT_ROWS,
+            args,
+            launchScalars({ ...base, n0, nb, a: yt, total: g.o, have: nb * p }),
+          );
+        else ctx.launch(CONV_OUT, args, launchScalars({ ...base, n0, nb, a: yt, total: nb * g.o * p }));
       }
     },
   };

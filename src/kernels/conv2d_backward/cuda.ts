@@ -13,13 +13,16 @@ import {
   DB_PART,
   DW_STORE,
   GATHER_DY,
+  GATHER_DY_ROWS,
   COLUMN_BYTES,
   IM2COL,
+  IM2COL_ROWS,
   TO_COMPUTE,
   imagesPerChunk,
   dbParts,
   gemmPrecision,
   launchScalars,
+  rowsFit,
 } from '../conv2d/cuda-programs.js';
 import { convGeometry } from '../conv2d/geometry.js';
 
@@ -68,8 +71,22 @@ export function conv2dBackwardCudaWith(columnBytes = COLUMN_BYTES): CudaNative {
       for (let n0 = 0; n0 < g.n; n0 += chunk) {
         const nb = Math.min(chunk, g.n - n0);
         const gemm = { dtype: gemmDtype, precision: gemmPrecision(dtype), alpha: 1 } as const;
-        ctx.launch(GATHER_DY, args, launchScalars({ ...base, x: DY, a: dyt, n0, nb, total: nb * g.o * p }));
-        ctx.launch(IM2COL, args, launchScalars({ ...base, x: X, a: col, n0, nb, total: k * nb * p }));
+        if (rowsFit(Math.max(k, g.o), nb * p)) {
+          const cols = nb * p;
+          ctx.launch(
+            GATHER_DY_ROWS,
+            args,
+            launchScalars({ ...base, x: DY, a: dyt, n0, nb, total: g.o, have: cols }),
+          );
+          ctx.launch(
+            IM2COL_ROWS,
+            args,
+            launchScalars({ ...base, x: X, a: col, n0, nb, total: k, have: cols }),
+          );
+        } else {
+          ctx.launch(GATHER_DY, args, launchScalars({ ...base, x: DY, a: dyt, n0, nb, total: nb * g.o * p }));
+          ctx.launch(IM2COL, args, launchScalars({ ...base, x: X, a: col, n0, nb, total: k * nb * p }));
+        }
         // dwAcc[O, K] (+)= dyt[O, nb·P] · col[K, nb·P]ᵀ
         ctx.gemm({
           ...gemm,
