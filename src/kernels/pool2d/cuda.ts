@@ -27,10 +27,21 @@ static __device__ __forceinline__ int window_argmax(const X_t* __restrict__ x, l
 }
 
 extern "C" __global__ void tdm_pool2d(const X_t* __restrict__ x, X_t* __restrict__ y, ${DIMS}, long long total) {
+  const bool narrow = total <= 2147483647LL;  // 32-bit index arithmetic (64-bit divisions cost more)
   for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < total; t += (long long)gridDim.x * blockDim.x) {
-    const int j = (int)(t % WO);
-    const int i = (int)((t / WO) % HO);
-    const long long plane = (t / ((long long)WO * HO)) * H * W;
+    int i, j;
+    long long nc;
+    if (narrow) {
+      const unsigned u = (unsigned)t, r = u / (unsigned)WO;
+      j = (int)(u - r * (unsigned)WO);
+      i = (int)(r % (unsigned)HO);
+      nc = r / (unsigned)HO;
+    } else {
+      j = (int)(t % WO);
+      i = (int)((t / WO) % HO);
+      nc = t / ((long long)WO * HO);
+    }
+    const long long plane = nc * H * W;
 #if OP == 0
     stX(y, t, ldX(x, plane + window_argmax(x, plane, H, W, HO, WO, K, S, PAD, i, j)));
 #else
@@ -44,10 +55,20 @@ extern "C" __global__ void tdm_pool2d(const X_t* __restrict__ x, X_t* __restrict
 }
 
 extern "C" __global__ void tdm_pool2d_backward(const X_t* __restrict__ x, const X_t* __restrict__ dy, X_t* __restrict__ dx, ${DIMS}, long long total) {
+  const bool narrow = total <= 2147483647LL;  // 32-bit index arithmetic (64-bit divisions cost more)
   for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < total; t += (long long)gridDim.x * blockDim.x) {
-    const int w = (int)(t % W);
-    const int h = (int)((t / W) % H);
-    const long long nc = t / ((long long)W * H);
+    int h, w;
+    long long nc;
+    if (narrow) {
+      const unsigned u = (unsigned)t, r = u / (unsigned)W;
+      w = (int)(u - r * (unsigned)W);
+      h = (int)(r % (unsigned)H);
+      nc = r / (unsigned)H;
+    } else {
+      w = (int)(t % W);
+      h = (int)((t / W) % H);
+      nc = t / ((long long)W * H);
+    }
     const long long plane = nc * H * W;
     // Windows i with i·S − PAD ≤ h < i·S − PAD + K, i.e. ⌈(h + PAD − K + 1)/S⌉ ≤ i ≤ ⌊(h + PAD)/S⌋.
     const int ilo = max(0, (h + PAD - K + S) / S), ihi = min(HO - 1, (h + PAD) / S);
