@@ -4,18 +4,17 @@
  * submitted as one task graph; the loss of step k is read while step k + 1 is queued, so the devices
  * never wait for the host between steps), reports progress, stops on NaN, on a signal, or at the end.
  */
-import type { DType } from '../core/dtype.js';
 import { TandemError } from '../core/errors.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { Nn, type Precision } from './context.js';
+import { Nn } from './context.js';
 import { DeviceImages } from './data/device-images.js';
 import { type ImageSet, checkImageSet, imageBatch } from './data/images.js';
 import { TokenLoader } from './data/tokens.js';
 import { Cnn, Mlp, type Classifier } from './models/classifiers.js';
-import { Gpt, gptConfig, gptFlopsPerToken, type GptConfig } from './models/gpt.js';
+import { gptFlopsPerToken } from './models/gpt.js';
 import { classifierMemoryPlan, gptMemoryPlan, requireFits } from './memory.js';
 import { GradScaler, type GradScalerState } from './grad-scaler.js';
-import { AdamW, type AdamWOptions } from './optim/adamw.js';
+import { AdamW } from './optim/adamw.js';
 import { cosineWithWarmup } from './optim/schedule.js';
 import { StaticTraining } from './train-static.js';
 import type { Var } from './var.js';
@@ -24,166 +23,28 @@ import type { Var } from './var.js';
 const CNN_ACTIVATIONS = 32 * 784 * 2 + 32 * 196 + 64 * 196 * 2 + 64 * 49 * 2 + 128 * 2 + 10;
 const MLP_ACTIVATIONS = 784 + 512 * 4 + 10;
 
-export type ModelName = 'mlp' | 'cnn' | 'gpt';
+export { type Batch, type HostInput, type StepInputs, type TrainData, shardBatch } from './train-data.js';
+import type { Batch, StepInputs, TrainData } from './train-data.js';
 
-export interface TrainSpec {
-  readonly model: ModelName;
-  /** GPT preset (gpt2, gpt-mini, gpt-micro, …). */
-  readonly preset?: string;
-  /** Changes to the GPT preset (more layers for a pipeline test, a wider toy). */
-  readonly gpt?: Partial<GptConfig>;
-  readonly steps: number;
-  readonly batch: number;
-  /** Sequence length for GPT (default: the preset's context). */
-  readonly seqLen?: number;
-  readonly precision?: Precision;
-  readonly device?: string;
-  readonly lr?: number;
-  readonly warmupSteps?: number;
-  readonly weightDecay?: number;
-  readonly maxNorm?: number;
-  readonly seed?: number;
-  /** Labels for every task (the service's job id). */
-  readonly tags?: Readonly<Record<string, string>>;
-  /**
-   * Image models: keep the training images on the device and gather each batch there (DeviceImages)
-   * instead of copying its pixels from the host every step. Costs the set's size in device memory
-   * (Fashion-MNIST in bf16: 94 MB) until dispose(). Default off.
-   */
-  readonly imagesOnDevice?: boolean;
-  /**
-   * Submit each pass's kernels as runtime sequences (Nn.sequences: the runtime's per-task host work
-   * paid per sequence, not per kernel). Default: `sequencesByDefault`.
-   */
-  readonly sequences?: boolean;
-  /**
-   * Record the first step and replay it for every later one (StaticStep: one task per step; a CUDA graph
-   * on a GPU), writing each batch into the recorded input tensors. bf16, f32 or f64 only (fp16's loss
-   * scaling decides on the host every step); no dropout. Default off.
-   */
-  readonly staticStep?: boolean;
-}
-
-/**
- * Sequence mode's default: on for a GPT on a CUDA device, where it was measured faster on the H200
- * (GPT-2 124M bf16: +13–21 % tokens/s at batch 16, +4 % at 64; bench/RESULTS.md), off otherwise: the
- * Fashion-MNIST CNN's step was 9–24 % slower with it there, and on the CPU backend a sequence would
- * serialize independent kernels that its workers run side by side.
- */
-export function sequencesByDefault(model: string, device: string | undefined): boolean {
-  return model === 'gpt' && device !== undefined && device.startsWith('cuda');
-}
-
-export interface StepReport {
-  readonly step: number;
-  readonly loss: number;
-  readonly lr: number;
-  /** Samples (images or tokens) per second over the last step. */
-  readonly throughput: number;
-  readonly unit: 'images' | 'tokens';
-  readonly stepMs: number;
-  /** Model FLOP utilisation against the device's bf16/f32 peak (GPT on GPUs), when known. */
-  readonly mfu: number | null;
-  /** fp16: the loss scale the step used, and whether its update was skipped for an overflow. */
-  readonly lossScale?: number;
-  readonly skipped?: boolean;
-}
-
-/** One input tensor of a step as host data. */
-export interface HostInput {
-  readonly values: ArrayLike<number>;
-  readonly shape: readonly number[];
-  readonly dtype: DType;
-}
-
-/** A step's inputs as host arrays, and the loss the model makes from them once they are tensors. */
-export interface StepInputs {
-  readonly arrays: readonly HostInput[];
-  readonly loss: (inputs: readonly Var[]) => Var;
-}
-
-/** One batch of rows as host arrays (row-major: a row is a sequence or an image). */
-export type Batch =
-  | {
-      readonly kind: 'tokens';
-      readonly rows: number;
-      readonly time: number;
-      readonly inputs: Int32Array;
-      readonly targets: Int32Array;
-    }
-  | {
-      readonly kind: 'images';
-      readonly rows: number;
-      readonly height: number;
-      readonly width: number;
-      readonly images: Float32Array;
-      readonly labels: Int32Array;
-    };
-
-/** Rank `rank`'s equal share of `b`'s rows, in order (the caller checked that ranks divides rows). */
-export function shardBatch(b: Batch, rank: number, ranks: number): Batch {
-  const rows = b.rows / ranks;
-  const from = rank * rows;
-  if (b.kind === 'tokens') {
-    const t = b.time;
-    return {
-      ...b,
-      rows,
-      inputs: b.inputs.subarray(from * t, (from + rows) * t),
-      targets: b.targets.subarray(from * t, (from + rows) * t),
-    };
-  }
-  const px = b.height * b.width;
-  return {
-    ...b,
-    rows,
-    images: b.images.subarray(from * px, (from + rows) * px),
-    labels: b.labels.subarray(from, from + rows),
-  };
-}
-
-export type TrainData =
-  | { readonly kind: 'images'; readonly train: ImageSet; readonly test?: ImageSet }
-  | { readonly kind: 'tokens'; readonly train: ArrayLike<number>; readonly val?: ArrayLike<number> };
-
-type Built =
-  { readonly kind: 'classifier'; readonly model: Classifier } | { readonly kind: 'gpt'; readonly model: Gpt };
-
-/** The pixels a classifier takes and the classes it scores. */
-function classifierShape(m: Classifier): { pixels: number; classes: number } {
-  if (m instanceof Mlp) return { pixels: m.config.sizes[0]!, classes: m.config.sizes.at(-1)! };
-  const c = m as Cnn;
-  return { pixels: c.size * c.size, classes: c.classes };
-}
-
-export function buildModel(nn: Nn, spec: Pick<TrainSpec, 'model' | 'preset' | 'gpt'>): Built {
-  switch (spec.model) {
-    case 'mlp':
-      return { kind: 'classifier', model: new Mlp(nn) };
-    case 'cnn':
-      return { kind: 'classifier', model: new Cnn(nn) };
-    case 'gpt':
-      return { kind: 'gpt', model: new Gpt(nn, gptConfig(spec.preset ?? 'gpt-mini', spec.gpt)) };
-    default:
-      throw new TandemError(
-        'TANDEM_ERR_INVALID_ARGUMENT',
-        `unknown model ${JSON.stringify(spec.model)}; known: mlp, cnn, gpt`,
-      );
-  }
-}
-
-/** The optimizer settings of a spec (GPT: nanoGPT's; classifiers: PyTorch's AdamW defaults). */
-export function adamwOptions(spec: TrainSpec): AdamWOptions & { readonly lr: number } {
-  const isGpt = spec.model === 'gpt';
-  return {
-    lr: spec.lr ?? (isGpt ? 6e-4 : 1e-3),
-    beta1: 0.9,
-    beta2: isGpt ? 0.95 : 0.999,
-    weightDecay: spec.weightDecay ?? (isGpt ? 0.1 : 0.01),
-    decayMatricesOnly: isGpt,
-    maxNorm: spec.maxNorm ?? (isGpt ? 1 : 0),
-  };
-}
+export {
+  type Built,
+  type ModelName,
+  type StepReport,
+  type TrainSpec,
+  adamwOptions,
+  buildModel,
+  classifierShape,
+  sequencesByDefault,
+} from './train-spec.js';
+import {
+  type Built,
+  type StepReport,
+  type TrainSpec,
+  adamwOptions,
+  buildModel,
+  classifierShape,
+  sequencesByDefault,
+} from './train-spec.js';
 
 export class Trainer {
   readonly nn: Nn;
@@ -222,7 +83,10 @@ export class Trainer {
         "train: staticStep needs precision bf16, f32 or f64 (fp16's loss scaling decides on the host every step)",
       );
     if (spec.staticStep === true && this.dataRows !== spec.batch)
-      throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', 'train: staticStep is not available with data parallelism');
+      throw new TandemError(
+        'TANDEM_ERR_INVALID_ARGUMENT',
+        'train: staticStep is not available with data parallelism',
+      );
     this.nn = new Nn(rt, {
       precision: spec.precision ?? 'f32',
       seed: spec.seed ?? 1,
