@@ -166,8 +166,9 @@ const specFor = (
   imagesOnDevice,
   // --sequences on|off: Nn's sequence mode (the Trainer's default for these models: off).
   ...(sequencesFlag === undefined ? {} : { sequences: sequencesFlag === 'on' }),
-  // --static on: the first step recorded and replayed (TrainSpec.staticStep; a CUDA graph on a GPU).
-  ...(staticFlag === 'on' ? { staticStep: true } : {}),
+  // --static on|off: the first step recorded and replayed (TrainSpec.staticStep; a CUDA graph on a GPU),
+  // the Trainer's default for these models on CUDA.
+  ...(staticFlag === undefined ? {} : { staticStep: staticFlag === 'on' }),
 });
 
 const classifier = (t: Trainer): Mlp | Cnn => {

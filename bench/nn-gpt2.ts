@@ -43,7 +43,8 @@ const sequencesFlag = values['sequences'];
 if (sequencesFlag !== undefined && sequencesFlag !== 'on' && sequencesFlag !== 'off')
   throw new Error(`--sequences: expected on or off, got ${sequencesFlag}`);
 const staticFlag = values['static'] ?? 'off';
-if (staticFlag !== 'on' && staticFlag !== 'off') throw new Error(`--static: expected on or off, got ${staticFlag}`);
+if (staticFlag !== 'on' && staticFlag !== 'off')
+  throw new Error(`--static: expected on or off, got ${staticFlag}`);
 const staticStep = staticFlag === 'on';
 const warmup = Math.min(10, Math.floor(steps / 3));
 const H200_PEAK = 989e12;

@@ -10,7 +10,8 @@
 # ARGS (extra arguments for both sides, e.g. "--train-limit 2048 --test-limit 1000" for a dry run),
 # EXTRA ("host": also the MLP with host-copied batches; add "sweep" for PyTorch CNN runs at SWEEP_LRS;
 # "seqoff": MODELS again with a task per kernel, --sequences off; "static": MODELS again with the
-# first step recorded and replayed as a CUDA graph, --static on),
+# first step recorded and replayed as a CUDA graph, --static on (the Trainer's default for them on
+# CUDA); "staticoff": MODELS again step by step, --static off),
 # NODE_DIR (/tmp: where Node is unpacked).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -98,6 +99,14 @@ if [[ " $EXTRA " == *" static "* ]]; then
       --static on --init $RUN/$m-init.safetensors --torch "$OUT/torch.jsonl" $ARGS > "$OUT/tandem-$m-static.jsonl" 2>&1
     log "tandem $m --static on rc=$?: $(grep -o '"secondsToTarget":[^,]*,\|"msPerStep":[^,]*\|"testAccuracy":[^,]*' "$OUT/tandem-$m-static.jsonl" | tail -3 | tr '\n' ' ')"
     grep -v '^{' "$OUT/tandem-$m-static.jsonl" | tail -5
+  done
+fi
+if [[ " $EXTRA " == *" staticoff "* ]]; then
+  for m in $MODELS; do
+    # shellcheck disable=SC2086
+    timeout 150 node dist/bench/fashion.js train --model "$m" --device "$DEVICE" --data $DATA --epochs "$EPOCHS" \
+      --static off --init $RUN/$m-init.safetensors --torch "$OUT/torch.jsonl" $ARGS > "$OUT/tandem-$m-staticoff.jsonl" 2>&1
+    log "tandem $m --static off rc=$?: $(grep -o '"secondsToTarget":[^,]*,\|"msPerStep":[^,]*' "$OUT/tandem-$m-staticoff.jsonl" | tr '\n' ' ')"
   done
 fi
 if [[ " $EXTRA " == *" sweep "* ]]; then

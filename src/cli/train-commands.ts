@@ -74,7 +74,7 @@ export function specOf(model: ModelName, o: TrainOptions): TrainSpec {
     warmupSteps: o.warmup ?? 0,
     seed: o.seed,
     ...(o.sequences === undefined ? {} : { sequences: o.sequences }),
-    ...(o.staticStep === true ? { staticStep: true } : {}),
+    ...(o.staticStep === undefined ? {} : { staticStep: o.staticStep }),
   };
 }
 

@@ -206,7 +206,10 @@ export class Nn implements VarHost {
   submit(kernel: string, args: Readonly<Record<string, Tensor>>, scalars: Scalars = {}): TaskHandle | null {
     if (this.capture !== null) {
       if (this.waitFor !== null)
-        throw new TandemError('TANDEM_ERR_UNSUPPORTED', 'a recorded step cannot wait for other tasks (pipeline stages)');
+        throw new TandemError(
+          'TANDEM_ERR_UNSUPPORTED',
+          'a recorded step cannot wait for other tasks (pipeline stages)',
+        );
       this.capture.steps.push({ kernel, args, scalars });
       return null;
     }
@@ -258,7 +261,10 @@ export class Nn implements VarHost {
    */
   beginCapture(): void {
     if (this.capture !== null)
-      throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', 'a step is already being recorded on this context');
+      throw new TandemError(
+        'TANDEM_ERR_INVALID_ARGUMENT',
+        'a step is already being recorded on this context',
+      );
     this.flush();
     this.capture = { steps: [], kept: new Set(), spare: new Map() };
   }

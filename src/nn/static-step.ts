@@ -48,7 +48,10 @@ export class StaticStep<T> {
     const keptList = [...kept];
     if (steps.length === 0) {
       for (const t of keptList) if (!t.freed) nn.rt.free(t);
-      throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', 'StaticStep.record: the step submitted no kernels');
+      throw new TandemError(
+        'TANDEM_ERR_INVALID_ARGUMENT',
+        'StaticStep.record: the step submitted no kernels',
+      );
     }
     let prepared: PreparedSequence;
     try {

@@ -43,7 +43,7 @@ export interface TrainSpec {
   /**
    * Record the first step and replay it for every later one (StaticStep: one task per step; a CUDA graph
    * on a GPU), writing each batch into the recorded input tensors. bf16, f32 or f64 only (fp16's loss
-   * scaling decides on the host every step); no dropout. Default off.
+   * scaling decides on the host every step); no dropout. Default: `staticStepByDefault`.
    */
   readonly staticStep?: boolean;
 }
@@ -56,6 +56,26 @@ export interface TrainSpec {
  */
 export function sequencesByDefault(model: string, device: string | undefined): boolean {
   return model === 'gpt' && device !== undefined && device.startsWith('cuda');
+}
+
+/**
+ * The recorded step's default: on for the MLP and the CNN on a CUDA device outside fp16, where it was
+ * measured faster on the H200 (Fashion-MNIST, batch 512, bf16: the MLP's step 0.46 vs 1.49 ms, the CNN's
+ * 1.90 vs 2.54 ms; bench/RESULTS.md) and their few megabytes of activations are nothing to keep; off for a
+ * GPT (its recorded step holds more memory: 34.7 vs 29.5 GiB for GPT-2 at batch 64, for 1 % more
+ * throughput; `staticStep: true` asks for it) and on the CPU and WebGPU.
+ */
+export function staticStepByDefault(
+  model: string,
+  device: string | undefined,
+  precision: string | undefined,
+): boolean {
+  return (
+    (model === 'mlp' || model === 'cnn') &&
+    device !== undefined &&
+    device.startsWith('cuda') &&
+    precision !== 'f16'
+  );
 }
 
 export interface StepReport {

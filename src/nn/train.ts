@@ -35,6 +35,7 @@ export {
   buildModel,
   classifierShape,
   sequencesByDefault,
+  staticStepByDefault,
 } from './train-spec.js';
 import {
   type Built,
@@ -44,6 +45,7 @@ import {
   buildModel,
   classifierShape,
   sequencesByDefault,
+  staticStepByDefault,
 } from './train-spec.js';
 
 export class Trainer {
@@ -77,12 +79,16 @@ export class Trainer {
         `train: batch must be a positive integer, got ${spec.batch}`,
       );
     this.dataRows = options.dataRows ?? spec.batch;
-    if (spec.staticStep === true && spec.precision === 'f16')
+    // Data parallelism (dataRows ≠ batch) shards each batch over replicas: not a recorded step.
+    const staticStep =
+      spec.staticStep ??
+      (this.dataRows === spec.batch && staticStepByDefault(spec.model, spec.device, spec.precision));
+    if (staticStep && spec.precision === 'f16')
       throw new TandemError(
         'TANDEM_ERR_INVALID_ARGUMENT',
         "train: staticStep needs precision bf16, f32 or f64 (fp16's loss scaling decides on the host every step)",
       );
-    if (spec.staticStep === true && this.dataRows !== spec.batch)
+    if (staticStep && this.dataRows !== spec.batch)
       throw new TandemError(
         'TANDEM_ERR_INVALID_ARGUMENT',
         'train: staticStep is not available with data parallelism',
@@ -105,9 +111,9 @@ export class Trainer {
     const lr = adamw.lr;
     this.optimizer = new AdamW(this.nn, this.built.model.parameters(), {
       ...adamw,
-      deviceScalars: spec.staticStep === true,
+      deviceScalars: staticStep,
     });
-    this.staticTraining = spec.staticStep === true ? new StaticTraining(this.nn, this.optimizer) : null;
+    this.staticTraining = staticStep ? new StaticTraining(this.nn, this.optimizer) : null;
     this.lrAt = cosineWithWarmup({
       maxLr: lr,
       minLr: lr * 0.1,

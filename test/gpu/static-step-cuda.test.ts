@@ -62,7 +62,7 @@ async function train(spec: TrainSpec, data: TrainData): Promise<{ losses: number
 }
 
 async function compare(name: string, spec: TrainSpec, data: TrainData): Promise<void> {
-  const plain = await train(spec, data);
+  const plain = await train({ ...spec, staticStep: false }, data);
   const before = graphStats();
   const replayed = await train({ ...spec, staticStep: true }, data);
   const after = graphStats();
@@ -114,7 +114,15 @@ void describe('a recorded training step replayed as a CUDA graph', { skip: hasCu
     };
     await compare(
       'cnn bf16',
-      { model: 'cnn', steps: 6, batch: 64, precision: 'bf16', seed: 3, device: 'cuda0', imagesOnDevice: true },
+      {
+        model: 'cnn',
+        steps: 6,
+        batch: 64,
+        precision: 'bf16',
+        seed: 3,
+        device: 'cuda0',
+        imagesOnDevice: true,
+      },
       { kind: 'images', train: set },
     );
   });

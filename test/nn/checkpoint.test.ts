@@ -95,6 +95,32 @@ void describe('checkpoints', () => {
     },
   );
 
+  it('with a recorded step (staticStep): a checkpoint at step 3 and its resumption follow the plain run', async () => {
+    const straight = await losses(new Trainer(rt, spec, data));
+    const recorded = { ...spec, staticStep: true };
+    const first = new Trainer(rt, recorded, data);
+    const stop = new AbortController();
+    const before = await losses(
+      first,
+      0,
+      async (s) => {
+        if (s === 3) {
+          await saveCheckpoint(first, join(dir, 'static'), s);
+          stop.abort();
+        }
+      },
+      stop.signal,
+    );
+    first.dispose();
+    assert.deepEqual(before, straight.slice(0, 3));
+    const file = latestCheckpoint(join(dir, 'static'))!;
+    const resumed = new Trainer(rt, recorded, data);
+    assert.equal(await loadCheckpoint(resumed, file), 3);
+    // The step recorded after the load replays from the loaded weights, moments and step count.
+    assert.deepEqual(await losses(resumed, 3), straight.slice(3));
+    resumed.dispose();
+  });
+
   it('parameters round-trip through a safetensors file bit for bit (bf16 too)', async () => {
     for (const precision of ['f32', 'bf16'] as const) {
       const a = new Gpt(new Nn(rt, { precision, seed: 1 }), gptConfig('gpt-micro'));

@@ -16,7 +16,13 @@ import { dropout } from '../../src/nn/ops/elementwise.js';
 import { AdamW } from '../../src/nn/optim/adamw.js';
 import { Sgd } from '../../src/nn/optim/sgd.js';
 import { StaticStep } from '../../src/nn/static-step.js';
-import { Trainer, type StepReport, type TrainData, type TrainSpec } from '../../src/nn/train.js';
+import {
+  Trainer,
+  staticStepByDefault,
+  type StepReport,
+  type TrainData,
+  type TrainSpec,
+} from '../../src/nn/train.js';
 import { cpuRuntime, randomValues } from '../runtime/helpers.js';
 
 let rt: Runtime;
@@ -100,7 +106,20 @@ void describe('a recorded training step replayed (StaticStep)', () => {
 
   it('the CNN on host batches and the MLP on images kept on the device: the same', async () => {
     await sameAsStepByStep({ model: 'cnn', steps: 3, batch: 8, seed: 4 }, images(40, 1));
-    await sameAsStepByStep({ model: 'mlp', steps: 5, batch: 8, seed: 4, imagesOnDevice: true }, images(40, 2));
+    await sameAsStepByStep(
+      { model: 'mlp', steps: 5, batch: 8, seed: 4, imagesOnDevice: true },
+      images(40, 2),
+    );
+  });
+
+  it('is the default for the MLP and the CNN on a CUDA device outside fp16, and only there', () => {
+    assert.equal(staticStepByDefault('cnn', 'cuda0', 'bf16'), true);
+    assert.equal(staticStepByDefault('mlp', 'cuda1', undefined), true);
+    assert.equal(staticStepByDefault('mlp', 'cuda0', 'f16'), false);
+    assert.equal(staticStepByDefault('gpt', 'cuda0', 'bf16'), false);
+    assert.equal(staticStepByDefault('cnn', 'cpu', 'f32'), false);
+    assert.equal(staticStepByDefault('cnn', 'webgpu0', 'f32'), false);
+    assert.equal(staticStepByDefault('cnn', undefined, 'f32'), false);
   });
 
   it('survives an evaluation between two runs (nn.release frees the step, not its loss)', async () => {
@@ -110,10 +129,15 @@ void describe('a recorded training step replayed (StaticStep)', () => {
     const t = new Trainer(rt, { ...spec, staticStep: true }, data);
     const losses: number[] = [];
     const stop = new AbortController();
-    await t.run((r) => losses.push(r.loss), stop.signal, 0, (done) => {
-      if (done >= 2) stop.abort();
-      return Promise.resolve();
-    });
+    await t.run(
+      (r) => losses.push(r.loss),
+      stop.signal,
+      0,
+      (done) => {
+        if (done >= 2) stop.abort();
+        return Promise.resolve();
+      },
+    );
     const built = t.built;
     assert.equal(built.kind, 'classifier');
     if (built.kind === 'classifier') await evaluateClassifier(t.nn, built.model, data.train as ImageSet, 8);
@@ -124,7 +148,12 @@ void describe('a recorded training step replayed (StaticStep)', () => {
 
   it('refuses fp16, dropout, host reads and an optimizer without device scalars, and cleans up', async () => {
     assert.throws(
-      () => new Trainer(rt, { model: 'mlp', steps: 2, batch: 8, precision: 'f16', staticStep: true }, images(16, 1)),
+      () =>
+        new Trainer(
+          rt,
+          { model: 'mlp', steps: 2, batch: 8, precision: 'f16', staticStep: true },
+          images(16, 1),
+        ),
       (e: unknown) => isTandemError(e) && e.code === 'TANDEM_ERR_INVALID_ARGUMENT' && /fp16/.test(e.message),
     );
     const nn = new Nn(rt, { seed: 1 });
@@ -138,15 +167,20 @@ void describe('a recorded training step replayed (StaticStep)', () => {
     );
     await assert.rejects(
       StaticStep.record(nn, async () => mlp.logits(x).values()),
-      (e: unknown) => isTandemError(e) && e.code === 'TANDEM_ERR_UNSUPPORTED' && /read a value/.test(e.message),
+      (e: unknown) =>
+        isTandemError(e) && e.code === 'TANDEM_ERR_UNSUPPORTED' && /read a value/.test(e.message),
     );
     nn.release();
     // What the refused recordings made and freed was freed with them.
-    assert.equal(rt.memoryUsage().reduce((s, u) => s + u.usedBytes, 0), live);
+    assert.equal(
+      rt.memoryUsage().reduce((s, u) => s + u.usedBytes, 0),
+      live,
+    );
     const sgd = new Sgd(nn, mlp.parameters(), { lr: 0.1 });
     assert.throws(
       () => sgd.replayStep({ lr: 0.1 }),
-      (e: unknown) => isTandemError(e) && e.code === 'TANDEM_ERR_UNSUPPORTED' && /deviceScalars/.test(e.message),
+      (e: unknown) =>
+        isTandemError(e) && e.code === 'TANDEM_ERR_UNSUPPORTED' && /deviceScalars/.test(e.message),
     );
     const adamw = new AdamW(nn, mlp.parameters(), { deviceScalars: true });
     const step = await StaticStep.record(nn, async () => {

@@ -170,7 +170,9 @@ void test('train job: a byte-level preset trains on the corpus; a wrong or damag
     staticStep: true,
   });
   assert.equal((await waitForJob(s, replayed, s.admin, 60_000)).state, 'succeeded');
-  const replayedOut = (await s.svc.app.inject({ url: `/v1/jobs/${replayed}/result`, headers: s.auth() })).json() as {
+  const replayedOut = (
+    await s.svc.app.inject({ url: `/v1/jobs/${replayed}/result`, headers: s.auth() })
+  ).json() as {
     result: { loss: number };
   };
   assert.equal(replayedOut.result.loss, out.result.loss);

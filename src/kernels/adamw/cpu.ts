@@ -44,18 +44,23 @@ export function adamwCpuWith(updateOf: AdamWUpdateOf): CpuKernel {
     const w = c.lerpWeight;
     const small = Math.abs(w) < 0.5;
     const negStep = -c.stepSize;
-    forFloatChunks(args.slice(0, 4), [true, true, true, true], [true, false, true, true], ([p, g, m, v], n) => {
-      for (let i = 0; i < n; i++) {
-        const gi = g![i]! * factor.scale * factor.clip;
-        const mi = m![i]!;
-        const diff = gi - mi;
-        const m1 = small ? mi + w * diff : gi - diff * (1 - w);
-        const v1 = v![i]! * c.beta2 + c.oneMinusBeta2 * gi * gi;
-        m![i] = m1;
-        v![i] = v1;
-        p![i] = p![i]! * decay + negStep * (m1 / (Math.sqrt(v1) / c.bias2Sqrt + c.eps));
-      }
-    });
+    forFloatChunks(
+      args.slice(0, 4),
+      [true, true, true, true],
+      [true, false, true, true],
+      ([p, g, m, v], n) => {
+        for (let i = 0; i < n; i++) {
+          const gi = g![i]! * factor.scale * factor.clip;
+          const mi = m![i]!;
+          const diff = gi - mi;
+          const m1 = small ? mi + w * diff : gi - diff * (1 - w);
+          const v1 = v![i]! * c.beta2 + c.oneMinusBeta2 * gi * gi;
+          m![i] = m1;
+          v![i] = v1;
+          p![i] = p![i]! * decay + negStep * (m1 / (Math.sqrt(v1) / c.bias2Sqrt + c.eps));
+        }
+      },
+    );
   };
 }
 

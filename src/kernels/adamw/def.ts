@@ -1,5 +1,11 @@
 import type { KernelDef } from '../kernel.js';
-import { type ArgDescs, checkArgNames, requireFloat, requireSameDType, requireSameShape } from '../common/validate.js';
+import {
+  type ArgDescs,
+  checkArgNames,
+  requireFloat,
+  requireSameDType,
+  requireSameShape,
+} from '../common/validate.js';
 import { requireDType, requireScalarTensor } from '../optim_common/grad-transform.js';
 import { optimizerCost } from '../optim_common/cost.js';
 import { adamwParams } from './params.js';

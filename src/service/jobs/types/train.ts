@@ -99,7 +99,7 @@ export function trainJob(dataDir: string): AnyJobType {
         staticStep: {
           type: 'boolean',
           description:
-            'record the first step and replay it for every later one (a CUDA graph on a GPU; one device, bf16 or f32, no dropout)',
+            'record the first step and replay it for every later one (a CUDA graph on a GPU; one device, bf16 or f32, no dropout; default: on for mlp and cnn on a CUDA device, else off)',
         },
         warmupSteps: { type: 'integer', minimum: 0, default: 0 },
         seed: { type: 'integer', minimum: 0, maximum: 2147483647, default: 1 },
