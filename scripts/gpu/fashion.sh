@@ -84,31 +84,20 @@ if [[ " $EXTRA " == *" host "* ]]; then
     --batches host --init $RUN/mlp-init.safetensors --torch "$OUT/torch.jsonl" $ARGS > "$OUT/tandem-mlp-host.jsonl" 2>&1
   log "tandem mlp --batches host rc=$?: $(grep -o '"secondsToTarget":[^,]*,\|"msPerStep":[^,]*' "$OUT/tandem-mlp-host.jsonl" | tr '\n' ' ')"
 fi
-if [[ " $EXTRA " == *" seqoff "* ]]; then
+# MODELS again with other flags: variant SUFFIX FLAG VALUE (the logs as tandem-<model>-SUFFIX.jsonl).
+variant() {
+  local suffix=$1 flag=$2 value=$3 m f
   for m in $MODELS; do
+    f="$OUT/tandem-$m-$suffix.jsonl"
     # shellcheck disable=SC2086
     timeout 150 node dist/bench/fashion.js train --model "$m" --device "$DEVICE" --data $DATA --epochs "$EPOCHS" \
-      --sequences off --init $RUN/$m-init.safetensors --torch "$OUT/torch.jsonl" $ARGS > "$OUT/tandem-$m-seqoff.jsonl" 2>&1
-    log "tandem $m --sequences off rc=$?: $(grep -o '"secondsToTarget":[^,]*,\|"msPerStep":[^,]*' "$OUT/tandem-$m-seqoff.jsonl" | tr '\n' ' ')"
+      "$flag" "$value" --init $RUN/$m-init.safetensors --torch "$OUT/torch.jsonl" $ARGS > "$f" 2>&1
+    log "tandem $m $flag $value rc=$?: $(grep -o '"secondsToTarget":[^,]*,\|"msPerStep":[^,]*\|"timeToTargetRatio":[^,]*' "$f" | tr '\n' ' ')"
   done
-fi
-if [[ " $EXTRA " == *" static "* ]]; then
-  for m in $MODELS; do
-    # shellcheck disable=SC2086
-    timeout 150 node dist/bench/fashion.js train --model "$m" --device "$DEVICE" --data $DATA --epochs "$EPOCHS" \
-      --static on --init $RUN/$m-init.safetensors --torch "$OUT/torch.jsonl" $ARGS > "$OUT/tandem-$m-static.jsonl" 2>&1
-    log "tandem $m --static on rc=$?: $(grep -o '"secondsToTarget":[^,]*,\|"msPerStep":[^,]*\|"testAccuracy":[^,]*' "$OUT/tandem-$m-static.jsonl" | tail -3 | tr '\n' ' ')"
-    grep -v '^{' "$OUT/tandem-$m-static.jsonl" | tail -5
-  done
-fi
-if [[ " $EXTRA " == *" staticoff "* ]]; then
-  for m in $MODELS; do
-    # shellcheck disable=SC2086
-    timeout 150 node dist/bench/fashion.js train --model "$m" --device "$DEVICE" --data $DATA --epochs "$EPOCHS" \
-      --static off --init $RUN/$m-init.safetensors --torch "$OUT/torch.jsonl" $ARGS > "$OUT/tandem-$m-staticoff.jsonl" 2>&1
-    log "tandem $m --static off rc=$?: $(grep -o '"secondsToTarget":[^,]*,\|"msPerStep":[^,]*' "$OUT/tandem-$m-staticoff.jsonl" | tr '\n' ' ')"
-  done
-fi
+}
+[[ " $EXTRA " == *" seqoff "* ]] && variant seqoff --sequences off
+[[ " $EXTRA " == *" static "* ]] && variant static --static on
+[[ " $EXTRA " == *" staticoff "* ]] && variant staticoff --static off
 if [[ " $EXTRA " == *" sweep "* ]]; then
   for lr in ${SWEEP_LRS:-1e-3 3e-3}; do
     # shellcheck disable=SC2086

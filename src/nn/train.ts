@@ -23,20 +23,10 @@ import type { Var } from './var.js';
 const CNN_ACTIVATIONS = 32 * 784 * 2 + 32 * 196 + 64 * 196 * 2 + 64 * 49 * 2 + 128 * 2 + 10;
 const MLP_ACTIVATIONS = 784 + 512 * 4 + 10;
 
-export { type Batch, type HostInput, type StepInputs, type TrainData, shardBatch } from './train-data.js';
+export * from './train-data.js';
 import type { Batch, StepInputs, TrainData } from './train-data.js';
 
-export {
-  type Built,
-  type ModelName,
-  type StepReport,
-  type TrainSpec,
-  adamwOptions,
-  buildModel,
-  classifierShape,
-  sequencesByDefault,
-  staticStepByDefault,
-} from './train-spec.js';
+export * from './train-spec.js';
 import {
   type Built,
   type StepReport,

@@ -8,46 +8,18 @@
  * float64 reference, and the plans above must still equal the per-kernel path. Skipped without CUDA.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { seededRandom } from '../../src/core/seeded-random.js';
 import { Nn } from '../../src/nn/context.js';
 import { GptInference } from '../../src/nn/inference/index.js';
 import { Gpt, gptConfig } from '../../src/nn/models/gpt.js';
 import { Trainer, type TrainData, type TrainSpec } from '../../src/nn/train.js';
-import { Runtime } from '../../src/runtime/runtime.js';
 import type { SequenceStep } from '../../src/runtime/sequence.js';
-import type { CudaDevice } from '../../src/devices/cuda/cuda-device.js';
 import { randomValues } from '../runtime/helpers.js';
+import { cudaRuntime, graphStats, maxRelDiff } from './cuda-runtime.js';
 
-const rt = await Runtime.create({
-  backends: ['cuda'],
-  calibrate: false,
-  cacheDir: process.env['TANDEM_CACHE_DIR'] ?? mkdtempSync(join(tmpdir(), 'tandem-seq-')),
-  log: () => undefined,
-});
-const hasCuda = rt.devices.some((d) => d.info.kind === 'cuda');
-const reason = rt.backends.find((b) => b.kind === 'cuda')?.reason ?? 'no CUDA device';
-if (!hasCuda) console.log(`# skip: ${reason}`);
+const { rt, hasCuda, reason } = await cudaRuntime('tandem-seq-');
 after(() => rt.close());
-
-/** cuda0's counts of prepared sequences captured and replayed as CUDA graphs. */
-function graphStats(): { captured: number; replayed: number; declined: number; refused: number } {
-  const d = rt.devices.find((x) => x.info.id === 'cuda0') as unknown as CudaDevice;
-  return { ...d.sequenceGraphs.stats };
-}
-
-function maxRelDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  assert.equal(a.length, b.length);
-  let worst = 0;
-  for (let i = 0; i < a.length; i++) {
-    const d = Math.abs(a[i]! - b[i]!) / (1 + Math.abs(b[i]!));
-    if (!(d <= worst)) worst = Number.isNaN(d) ? Infinity : d;
-  }
-  return worst;
-}
 
 void describe('sequences on cuda0', { skip: hasCuda ? false : reason }, () => {
   void it('a random program (gemm, axpy, scale) cut into sequences equals a float64 replay', async () => {
@@ -100,7 +72,7 @@ void describe('sequences on cuda0', { skip: hasCuda ? false : reason }, () => {
     const planned = new GptInference(model);
     const perKernel = new GptInference(model, undefined, false);
     const rnd = seededRandom(11);
-    const before = graphStats();
+    const before = graphStats(rt);
     for (let round = 0; round < 5; round++)
       for (const lens of [[32], [5, 17, 9]]) {
         const seqs = lens.map((l) => Array.from({ length: l }, () => Math.floor(rnd() * 97)));
@@ -113,7 +85,7 @@ void describe('sequences on cuda0', { skip: hasCuda ? false : reason }, () => {
           );
       }
     planned.dispose();
-    const after = graphStats();
+    const after = graphStats(rt);
     console.log(`# GPT plans: ${JSON.stringify({ before, after })}`);
     // Rounds 3-5 of each shape replay its recorded graph (unless the plan's kernels cannot be captured).
     assert.ok(
@@ -138,7 +110,7 @@ void describe('sequences on cuda0', { skip: hasCuda ? false : reason }, () => {
         { kernel: 'scale', args: { x: a }, scalars: { alpha: 0.25 } },
       ],
     });
-    const before = graphStats();
+    const before = graphStats(rt);
     let yRef = Float64Array.from(randomValues(n * n, 3), (v) => Math.fround(v));
     for (let run = 0; run < 6; run++) {
       const av = Float64Array.from(randomValues(n * n, 10 + run), (v) => Math.fround(v));
@@ -166,7 +138,7 @@ void describe('sequences on cuda0', { skip: hasCuda ? false : reason }, () => {
         `run ${run}: a`,
       );
     }
-    const after = graphStats();
+    const after = graphStats(rt);
     console.log(`# prepared gemm/scale/axpy: ${JSON.stringify({ before, after })}`);
     assert.equal(after.captured - before.captured, 1, JSON.stringify(after));
     assert.equal(after.replayed - before.replayed, 5, JSON.stringify(after));

@@ -8,41 +8,14 @@
  * can then round to the neighbouring value in either run alone.) Skipped without CUDA.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { ImageSet } from '../../src/nn/data/images.js';
 import { Trainer, type StepReport, type TrainData, type TrainSpec } from '../../src/nn/train.js';
-import { Runtime } from '../../src/runtime/runtime.js';
-import type { CudaDevice } from '../../src/devices/cuda/cuda-device.js';
 import { randomValues } from '../runtime/helpers.js';
+import { cudaRuntime, graphStats, maxRelDiff } from './cuda-runtime.js';
 
-const rt = await Runtime.create({
-  backends: ['cuda'],
-  calibrate: false,
-  cacheDir: process.env['TANDEM_CACHE_DIR'] ?? mkdtempSync(join(tmpdir(), 'tandem-static-')),
-  log: () => undefined,
-});
-const hasCuda = rt.devices.some((d) => d.info.kind === 'cuda');
-const reason = rt.backends.find((b) => b.kind === 'cuda')?.reason ?? 'no CUDA device';
-if (!hasCuda) console.log(`# skip: ${reason}`);
+const { rt, hasCuda, reason } = await cudaRuntime('tandem-static-');
 after(() => rt.close());
-
-function graphStats(): { captured: number; replayed: number; declined: number; refused: number } {
-  const d = rt.devices.find((x) => x.info.id === 'cuda0') as unknown as CudaDevice;
-  return { ...d.sequenceGraphs.stats };
-}
-
-function maxRelDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  assert.equal(a.length, b.length);
-  let worst = 0;
-  for (let i = 0; i < a.length; i++) {
-    const d = Math.abs(a[i]! - b[i]!) / (1 + Math.abs(b[i]!));
-    if (!(d <= worst)) worst = Number.isNaN(d) ? Infinity : d;
-  }
-  return worst;
-}
 
 async function train(spec: TrainSpec, data: TrainData): Promise<{ losses: number[]; state: Float64Array[] }> {
   const t = new Trainer(rt, spec, data);
@@ -63,9 +36,9 @@ async function train(spec: TrainSpec, data: TrainData): Promise<{ losses: number
 
 async function compare(name: string, spec: TrainSpec, data: TrainData): Promise<void> {
   const plain = await train({ ...spec, staticStep: false }, data);
-  const before = graphStats();
+  const before = graphStats(rt);
   const replayed = await train({ ...spec, staticStep: true }, data);
-  const after = graphStats();
+  const after = graphStats(rt);
   const lossDiff = maxRelDiff(replayed.losses, plain.losses);
   const stateDiff = Math.max(...replayed.state.map((t, i) => maxRelDiff(t, plain.state[i]!)));
   const captured = after.captured - before.captured;

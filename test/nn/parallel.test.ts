@@ -8,12 +8,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { isTandemError } from '../../src/core/errors.js';
-import type { ImageSet } from '../../src/nn/data/images.js';
 import { buildReplicas, Replicas, trainDataParallel, Zero1 } from '../../src/nn/parallel/index.js';
 import { Trainer, type TrainData, type TrainSpec } from '../../src/nn/train.js';
 import type { TaskEvent } from '../../src/obs/observer.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
-import { cpuRuntime, randomValues } from '../runtime/helpers.js';
+import { cpuRuntime } from '../runtime/helpers.js';
+import { randomImages, randomTokens } from './train-fixtures.js';
 import { parallelRun, singleRun, type Run } from './parallel-runs.js';
 
 let rt: Runtime;
@@ -24,22 +24,8 @@ after(async () => {
   await rt.close();
 });
 
-function images(count: number, seed: number): TrainData {
-  const px = randomValues(count * 784, seed);
-  const set: ImageSet = {
-    images: Float32Array.from(px, (v) => (v + 1) / 2),
-    labels: Int32Array.from({ length: count }, (_, i) => (i * 7 + seed) % 10),
-    count,
-    height: 28,
-    width: 28,
-  };
-  return { kind: 'images', train: set };
-}
-
-function tokens(n: number, seed: number): TrainData {
-  const r = randomValues(n, seed);
-  return { kind: 'tokens', train: Int32Array.from(r, (v) => Math.floor(((v + 1) / 2) * 255.999)) };
-}
+const images = randomImages;
+const tokens = randomTokens;
 
 const single = (spec: TrainSpec, data: TrainData): Promise<Run> => singleRun(rt, spec, data, 'cpu0');
 const parallel = (

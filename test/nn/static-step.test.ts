@@ -24,6 +24,7 @@ import {
   type TrainSpec,
 } from '../../src/nn/train.js';
 import { cpuRuntime, randomValues } from '../runtime/helpers.js';
+import { randomImages, randomTokens } from './train-fixtures.js';
 
 let rt: Runtime;
 before(async () => {
@@ -33,21 +34,8 @@ after(async () => {
   await rt.close();
 });
 
-function images(count: number, seed: number): TrainData {
-  const px = randomValues(count * 784, seed);
-  const set: ImageSet = {
-    images: Float32Array.from(px, (v) => (v + 1) / 2),
-    labels: Int32Array.from({ length: count }, (_, i) => (i * 7 + seed) % 10),
-    count,
-    height: 28,
-    width: 28,
-  };
-  return { kind: 'images', train: set };
-}
-
-function tokens(n: number, seed: number): TrainData {
-  return { kind: 'tokens', train: Int32Array.from(randomValues(n, seed), (v) => Math.floor((v + 1) * 100)) };
-}
+const images = randomImages;
+const tokens = randomTokens;
 
 /** Losses, and every parameter and AdamW state tensor after the run. */
 async function train(spec: TrainSpec, data: TrainData): Promise<{ losses: number[]; state: number[][] }> {

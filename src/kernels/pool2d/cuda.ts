@@ -12,6 +12,20 @@ import { POOL_OPS, type PoolGeometry, poolGeometry } from './geometry.js';
 const DIMS = 'int H, int W, int HO, int WO, int K, int S, int PAD';
 
 export const POOL_CUDA_SOURCE = `
+// t = (rest·A + a)·B + b over [rest][A][B]: rest, a and b, in 32-bit arithmetic when \`narrow\` (the
+// element count fits; 64-bit divisions cost more).
+static __device__ __forceinline__ void split_index(long long t, int A, int B, bool narrow, long long& rest, int& a, int& b) {
+  if (narrow) {
+    const unsigned u = (unsigned)t, r = u / (unsigned)B;
+    b = (int)(u - r * (unsigned)B);
+    a = (int)(r % (unsigned)A);
+    rest = r / (unsigned)A;
+  } else {
+    b = (int)(t % B);
+    a = (int)((t / B) % A);
+    rest = t / ((long long)A * B);
+  }
+}
 // Index (within the plane) of the first maximum of window (i, j); a NaN, once met, stays.
 static __device__ __forceinline__ int window_argmax(const X_t* __restrict__ x, long long plane, ${DIMS}, int i, int j) {
   const int h0 = i * S - PAD, w0 = j * S - PAD;
@@ -27,20 +41,11 @@ static __device__ __forceinline__ int window_argmax(const X_t* __restrict__ x, l
 }
 
 extern "C" __global__ void tdm_pool2d(const X_t* __restrict__ x, X_t* __restrict__ y, ${DIMS}, long long total) {
-  const bool narrow = total <= 2147483647LL;  // 32-bit index arithmetic (64-bit divisions cost more)
+  const bool narrow = total <= 2147483647LL;
   for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < total; t += (long long)gridDim.x * blockDim.x) {
     int i, j;
     long long nc;
-    if (narrow) {
-      const unsigned u = (unsigned)t, r = u / (unsigned)WO;
-      j = (int)(u - r * (unsigned)WO);
-      i = (int)(r % (unsigned)HO);
-      nc = r / (unsigned)HO;
-    } else {
-      j = (int)(t % WO);
-      i = (int)((t / WO) % HO);
-      nc = t / ((long long)WO * HO);
-    }
+    split_index(t, HO, WO, narrow, nc, i, j);
     const long long plane = nc * H * W;
 #if OP == 0
     stX(y, t, ldX(x, plane + window_argmax(x, plane, H, W, HO, WO, K, S, PAD, i, j)));
@@ -55,20 +60,11 @@ extern "C" __global__ void tdm_pool2d(const X_t* __restrict__ x, X_t* __restrict
 }
 
 extern "C" __global__ void tdm_pool2d_backward(const X_t* __restrict__ x, const X_t* __restrict__ dy, X_t* __restrict__ dx, ${DIMS}, long long total) {
-  const bool narrow = total <= 2147483647LL;  // 32-bit index arithmetic (64-bit divisions cost more)
+  const bool narrow = total <= 2147483647LL;
   for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < total; t += (long long)gridDim.x * blockDim.x) {
     int h, w;
     long long nc;
-    if (narrow) {
-      const unsigned u = (unsigned)t, r = u / (unsigned)W;
-      w = (int)(u - r * (unsigned)W);
-      h = (int)(r % (unsigned)H);
-      nc = r / (unsigned)H;
-    } else {
-      w = (int)(t % W);
-      h = (int)((t / W) % H);
-      nc = t / ((long long)W * H);
-    }
+    split_index(t, H, W, narrow, nc, h, w);
     const long long plane = nc * H * W;
     // Windows i with i·S − PAD ≤ h < i·S − PAD + K, i.e. ⌈(h + PAD − K + 1)/S⌉ ≤ i ≤ ⌊(h + PAD)/S⌋.
     const int ilo = max(0, (h + PAD - K + S) / S), ihi = min(HO - 1, (h + PAD) / S);
