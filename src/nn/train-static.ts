@@ -10,7 +10,7 @@ import { TandemError } from '../core/errors.js';
 import type { Nn } from './context.js';
 import type { AdamW } from './optim/adamw.js';
 import { StaticStep } from './static-step.js';
-import type { StepInputs } from './train.js';
+import type { StepInputs } from './train-data.js';
 import type { Var } from './var.js';
 
 export class StaticTraining {

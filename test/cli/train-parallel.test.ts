@@ -34,6 +34,11 @@ void test('bad multi-GPU requests exit 2 with stable codes, before loading data 
     [['--gpus', '2', '--device', 'cuda1'], 'TANDEM_ERR_INVALID_ARGUMENT', /takes the first 2 GPUs itself/],
     [['--gpus', '2', '--checkpoint', '/tmp/nowhere'], 'TANDEM_ERR_UNSUPPORTED', /--checkpoint and --resume/],
     [['--gpus', '2', '--parallel', 'pipeline', '--precision', 'fp16'], 'TANDEM_ERR_UNSUPPORTED', /f16/],
+    [
+      ['--gpus', '2', '--static-step'],
+      'TANDEM_ERR_UNSUPPORTED',
+      /recorded step \(staticStep\) runs on one device, not 2/,
+    ],
   ];
   for (const [args, code, message] of cases) {
     const r = await runCli(['train', 'gpt', ...args, '--json'], { timeoutMs: 20_000 });

@@ -23,7 +23,7 @@ function asNative(impl: CudaKernelImpl): CudaNative {
 
 /**
  * Each case compiles its own executable (the launch parameters are baked into main()), so a selection:
- * every variant in f32, every dtype for sumsq on several blocks, the mixed-precision path, and one case
+ * every variant in f32 (adamw_hyper's too), every dtype for sumsq on several blocks, the mixed-precision path, and one case
  * per other dtype pairing. All 77 cases passed on 2026-12-03 (8 minutes on a loaded 2-core box).
  */
 const EXTRA = [
@@ -33,6 +33,7 @@ const EXTRA = [
   'sgd p f16 g f16 nesterov unscale + clip',
   'sgd p bf16 g bf16 momentum dampening wd',
   'sgd p f64 g f64 first step',
+  'adamw_mixed_hyper p bf16 g f32 step 7 wd 0.1 unscale + clip',
 ];
 const selected = optimGroup
   .cases()
@@ -45,7 +46,8 @@ const selected = optimGroup
   );
 
 void describe('optim CUDA kernels on the host emulator', { skip: unavailable ?? false }, () => {
-  it('selects the cases it means to', () => assert.equal(selected.length, 4 + 5 + 5 + 5 + EXTRA.length));
+  // sumsq's 4 dtypes; the f32 variants of adamw, adamw_hyper and sgd; adamw_mixed's bf16/f32 ones.
+  it('selects the cases it means to', () => assert.equal(selected.length, 4 + 5 + 5 + 5 + 5 + EXTRA.length));
   for (const c of selected) {
     void it(c.name, () => {
       const def = optimGroup.defs.find((d) => d.name === c.op)!;

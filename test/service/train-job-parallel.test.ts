@@ -93,6 +93,7 @@ void describe('train job over several GPUs', () => {
       [{ ...gpt, gpus: 2, parallel: 'pipeline', precision: 'f16' }, 422, 'TANDEM_ERR_UNSUPPORTED', /f16/],
       [{ ...gpt, gpus: 2, checkpointEvery: 5 }, 422, 'TANDEM_ERR_UNSUPPORTED', /checkpoints/],
       [{ ...gpt, gpus: 2, device: 'cpu' }, 400, 'TANDEM_ERR_INVALID_ARGUMENT', /takes the first 2 GPUs/],
+      [{ ...gpt, gpus: 2, staticStep: true }, 422, 'TANDEM_ERR_UNSUPPORTED', /runs on one device, not 2/],
     ];
     for (const [params, status, code, message] of cases) {
       const e = await error(one, params);

@@ -110,7 +110,8 @@ export class Replicas {
       (r, i) =>
         new Trainer(
           rt,
-          { ...spec, batch: spec.batch / n, device: rankDevice(r) },
+          // Replicas are driven step by step (buckets all-reduced during the backward): no recorded step.
+          { ...spec, batch: spec.batch / n, device: rankDevice(r), staticStep: false },
           data,
           i === 0 ? { dataRows: spec.batch } : {},
         ),

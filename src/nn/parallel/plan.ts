@@ -37,11 +37,11 @@ const bad = (message: string, details?: Record<string, unknown>): TandemError =>
 /**
  * The plan for a request, or null for ordinary one-device training (one GPU, no mode). Throws on a
  * request that cannot run: a mode without several GPUs, pipeline for a model that is not a GPT, more
- * stages than layers, micro-batches that do not divide the batch, f16 in a pipeline.
+ * stages than layers, micro-batches that do not divide the batch, f16 in a pipeline, a recorded step.
  */
 export function planParallel(
   req: ParallelRequest,
-  spec: Pick<TrainSpec, 'model' | 'preset' | 'gpt' | 'batch' | 'precision'>,
+  spec: Pick<TrainSpec, 'model' | 'preset' | 'gpt' | 'batch' | 'precision' | 'staticStep'>,
 ): ParallelPlan | null {
   const { gpus } = req;
   if (!Number.isInteger(gpus) || gpus < 1 || gpus > MAX_GPUS)
@@ -58,6 +58,15 @@ export function planParallel(
       });
     return null;
   }
+  // Replicas and stages are driven step by step (all-reduces during the backward, micro-batches).
+  if (spec.staticStep === true)
+    throw new TandemError(
+      'TANDEM_ERR_UNSUPPORTED',
+      `a recorded step (staticStep) runs on one device, not ${gpus}`,
+      {
+        gpus,
+      },
+    );
   const mode = (req.parallel ?? 'data') as ParallelMode;
   const schedule = requireScheduleKind(req.schedule ?? '1f1b');
   const microBatches = req.microBatches ?? 4 * gpus;

@@ -28,6 +28,10 @@ inline void __syncthreads() { g_block_bar->arrive_and_wait(); }
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 static inline float __uint_as_float(unsigned i) { float f; memcpy(&f, &i, 4); return f; }
 static inline unsigned __float_as_uint(float f) { unsigned i; memcpy(&i, &f, 4); return i; }
+// Round-to-nearest double operations that CUDA never contracts into an fma; volatile keeps g++ from
+// contracting them either.
+static inline double __dmul_rn(double a, double b) { volatile double r = a * b; return r; }
+static inline double __dsub_rn(double a, double b) { volatile double r = a - b; return r; }
 static double g_shfl[32][32];
 static inline void warp_bar() { g_warp_bar[threadIdx.x >> 5]->arrive_and_wait(); }
 template <class T> T __shfl_xor_sync(unsigned, T v, int o) {

@@ -172,7 +172,7 @@ export function trainJob(dataDir: string): AnyJobType {
           ...(raw['microBatches'] === undefined ? {} : { microBatches: Number(raw['microBatches']) }),
           ...(raw['schedule'] === undefined ? {} : { schedule: String(raw['schedule']) }),
         },
-        { model, preset, batch, precision },
+        { model, preset, batch, precision, ...(raw['staticStep'] === true ? { staticStep: true } : {}) },
       );
       if (plan !== null) {
         if (device !== 'auto' && device !== 'cuda')
@@ -185,8 +185,6 @@ export function trainJob(dataDir: string): AnyJobType {
             'TANDEM_ERR_UNSUPPORTED',
             'train: checkpoints (checkpointEvery, resumeFrom) are not kept by runs over several GPUs yet',
           );
-        if (raw['staticStep'] === true)
-          throw new TandemError('TANDEM_ERR_UNSUPPORTED', 'train: staticStep runs on one device (gpus 1)');
       }
       if (raw['staticStep'] === true && raw['precision'] === 'f16')
         throw new TandemError(
