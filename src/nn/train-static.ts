@@ -44,15 +44,16 @@ export class StaticTraining {
         return loss;
       });
     } else {
-      writes = data.arrays.map((a, i) => {
-        const t = this.inputs[i]!.data;
-        if (a.values.length !== t.size)
+      // Every input checked before any is written: a refused batch leaves the recorded inputs as they were.
+      data.arrays.forEach((a, i) => {
+        const t = this.inputs[i]?.data;
+        if (t === undefined || a.values.length !== t.size)
           throw new TandemError(
             'TANDEM_ERR_SHAPE',
-            `static step: input ${i} has ${a.values.length} elements, the recorded step's ${t.size}`,
+            `static step: input ${i} has ${a.values.length} elements, the recorded step's ${t?.size ?? 'none'}`,
           );
-        return nn.rt.write(t, a.values);
       });
+      writes = data.arrays.map((a, i) => nn.rt.write(this.inputs[i]!.data, a.values));
       this.optimizer.replayStep({ lr });
     }
     this.step.run();

@@ -16,9 +16,11 @@ import { dropout } from '../../src/nn/ops/elementwise.js';
 import { AdamW } from '../../src/nn/optim/adamw.js';
 import { Sgd } from '../../src/nn/optim/sgd.js';
 import { StaticStep } from '../../src/nn/static-step.js';
+import { StaticTraining } from '../../src/nn/train-static.js';
 import {
   Trainer,
   staticStepByDefault,
+  type StepInputs,
   type StepReport,
   type TrainData,
   type TrainSpec,
@@ -184,5 +186,23 @@ void describe('a recorded training step replayed (StaticStep)', () => {
     assert.equal(adamw.steps, 2);
     step.dispose();
     assert.throws(() => step.run(), /disposed/);
+    // A batch of the wrong size for the recorded inputs: refused before anything is written or run.
+    const training = new StaticTraining(nn, new AdamW(nn, mlp.parameters(), { deviceScalars: true }));
+    const batch = (rows: number): StepInputs => ({
+      arrays: [
+        { values: randomValues(rows * 4, 5), shape: [rows, 4], dtype: 'f32' },
+        { values: Array.from({ length: rows }, (_, i) => i % 3), shape: [rows], dtype: 'i32' },
+      ],
+      loss: ([a, b]) => mlp.loss(a!, b!),
+    });
+    const first = await (await training.submit(batch(2), 0.01)).loss;
+    await assert.rejects(
+      training.submit(batch(3), 0.01),
+      (e: unknown) =>
+        isTandemError(e) && e.code === 'TANDEM_ERR_SHAPE' && /input 0 has 12 elements/.test(e.message),
+    );
+    const second = await (await training.submit(batch(2), 0.01)).loss;
+    assert.ok(Number.isFinite(first) && Number.isFinite(second) && second !== first);
+    training.dispose();
   });
 });
