@@ -9,14 +9,15 @@
  *
  * What a step may not do while it is recorded, each refused with TANDEM_ERR_UNSUPPORTED: draw random
  * numbers (dropout: every replay would reuse the mask), read a value on the host (fp16's GradScaler
- * decides per step on the host), wait for other tasks (pipeline stages). Tensors the step frees are kept
- * for its replays and freed by dispose(): memory stays at the step's total, not its peak.
+ * decides per step on the host), wait for other tasks (pipeline stages). A tensor the step frees goes to a
+ * later allocation of the same shape and dtype within it (Nn's capture mode), or is kept for the replays
+ * and freed by dispose(): memory stays near a step's peak.
  */
 import { TandemError } from '../core/errors.js';
 import type { Tensor } from '../memory/tensor.js';
 import type { PreparedSequence } from '../runtime/sequence.js';
 import type { TaskHandle } from '../runtime/task.js';
-import type { Nn } from './context.js';
+import type { Nn, StepCapture } from './context.js';
 
 export class StaticStep<T> {
   private disposed = false;
@@ -37,34 +38,28 @@ export class StaticStep<T> {
    */
   static async record<T>(nn: Nn, body: () => T | Promise<T>): Promise<StaticStep<T>> {
     nn.beginCapture();
-    let value: T;
+    let capture: StepCapture | null = null;
     try {
-      value = await body();
-    } catch (e) {
-      for (const t of nn.endCapture().kept) if (!t.freed) nn.rt.free(t);
-      throw e;
-    }
-    const { steps, kept } = nn.endCapture();
-    const keptList = [...kept];
-    if (steps.length === 0) {
-      for (const t of keptList) if (!t.freed) nn.rt.free(t);
-      throw new TandemError(
-        'TANDEM_ERR_INVALID_ARGUMENT',
-        'StaticStep.record: the step submitted no kernels',
-      );
-    }
-    let prepared: PreparedSequence;
-    try {
-      prepared = nn.rt.prepareSequence({
+      const value = await body();
+      capture = nn.endCapture();
+      const { steps } = capture;
+      if (steps.length === 0)
+        throw new TandemError(
+          'TANDEM_ERR_INVALID_ARGUMENT',
+          'StaticStep.record: the step submitted no kernels',
+        );
+      const prepared = nn.rt.prepareSequence({
         ...nn.placement(),
         steps,
         name: `static step (${steps.length} kernels)`,
       });
+      return new StaticStep(nn, prepared, [...capture.kept], value, steps.length);
     } catch (e) {
-      for (const t of keptList) if (!t.freed) nn.rt.free(t);
+      // A step that cannot be recorded gives back what it freed (nothing will replay it).
+      capture ??= nn.endCapture();
+      for (const t of capture.kept) if (!t.freed) nn.rt.free(t);
       throw e;
     }
-    return new StaticStep(nn, prepared, keptList, value, steps.length);
   }
 
   /** Runs the recorded step once more, after the writes already made to its inputs. */

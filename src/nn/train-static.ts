@@ -37,12 +37,17 @@ export class StaticTraining {
     if (this.step === null) {
       this.inputs = data.arrays.map((a) => nn.input(a.values, a.shape, a.dtype));
       const inputs = this.inputs;
-      this.step = await StaticStep.record(nn, async () => {
-        const loss = data.loss(inputs);
-        await loss.backward();
-        this.optimizer.step({ lr });
-        return loss;
-      });
+      try {
+        this.step = await StaticStep.record(nn, async () => {
+          const loss = data.loss(inputs);
+          await loss.backward();
+          this.optimizer.step({ lr });
+          return loss;
+        });
+      } catch (e) {
+        this.dispose(); // the inputs made for a step that could not be recorded
+        throw e;
+      }
     } else {
       // Every input checked before any is written: a refused batch leaves the recorded inputs as they were.
       data.arrays.forEach((a, i) => {

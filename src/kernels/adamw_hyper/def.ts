@@ -9,7 +9,7 @@ import { numel, shapeStr } from '../../core/shape.js';
 import { TandemError } from '../../core/errors.js';
 import type { TensorDesc } from '../../devices/device.js';
 import type { KernelDef } from '../kernel.js';
-import { checkArgNames } from '../common/validate.js';
+import { type ArgDescs, checkArgNames } from '../common/validate.js';
 import { optimizerCost } from '../optim_common/cost.js';
 import { adamwDef, checkAdamwTensors } from '../adamw/def.js';
 import { adamwMixedDef, checkAdamwMixedTensors } from '../adamw_mixed/def.js';
@@ -26,26 +26,26 @@ function requireHyper(op: string, desc: TensorDesc): void {
 
 const HYPER_ARG = { name: 'hyper', mode: 'r' } as const;
 
-export const adamwHyperDef: KernelDef = {
-  name: 'adamw_hyper',
-  args: [...adamwDef.args, HYPER_ARG],
-  validate(args, scalars) {
-    checkArgNames('adamw_hyper', adamwHyperDef.args, args);
-    adamwHyperParams('adamw_hyper', scalars);
-    checkAdamwTensors('adamw_hyper', args);
-    requireHyper('adamw_hyper', args.hyper!);
-  },
-  cost: (args) => optimizerCost(args, ['p', 'm', 'v'], ['g', 'norm', 'hyper'], 14),
-};
+/** `base` (adamw or adamw_mixed) with `hyper` after its arguments and without the lr and step scalars. */
+function hyperDef(
+  base: KernelDef,
+  checkTensors: (op: string, args: ArgDescs) => void,
+  updated: readonly string[],
+): KernelDef {
+  const name = `${base.name}_hyper`;
+  const def: KernelDef = {
+    name,
+    args: [...base.args, HYPER_ARG],
+    validate(args, scalars) {
+      checkArgNames(name, def.args, args);
+      adamwHyperParams(name, scalars);
+      checkTensors(name, args);
+      requireHyper(name, args.hyper!);
+    },
+    cost: (args) => optimizerCost(args, updated, ['g', 'norm', 'hyper'], 14),
+  };
+  return def;
+}
 
-export const adamwMixedHyperDef: KernelDef = {
-  name: 'adamw_mixed_hyper',
-  args: [...adamwMixedDef.args, HYPER_ARG],
-  validate(args, scalars) {
-    checkArgNames('adamw_mixed_hyper', adamwMixedHyperDef.args, args);
-    adamwHyperParams('adamw_mixed_hyper', scalars);
-    checkAdamwMixedTensors('adamw_mixed_hyper', args);
-    requireHyper('adamw_mixed_hyper', args.hyper!);
-  },
-  cost: (args) => optimizerCost(args, ['master', 'm', 'v', 'p'], ['g', 'norm', 'hyper'], 14),
-};
+export const adamwHyperDef = hyperDef(adamwDef, checkAdamwTensors, ['p', 'm', 'v']);
+export const adamwMixedHyperDef = hyperDef(adamwMixedDef, checkAdamwMixedTensors, ['master', 'm', 'v', 'p']);

@@ -131,7 +131,6 @@ extern "C" __global__ void tdm_conv_col2im(const X_c* __restrict__ col, X_t* __r
   }
 }
 
-// One block per output channel: db[o] (+)= Σ_n Σ_p dy[n][o][p].
 // db in two deterministic passes: block (o, s) sums channel o over images s, s + S, ... (rows of P
 // contiguous values, no division per element); then one thread per channel adds its S partials in order.
 // (One block per channel was 32 or 64 blocks on a 132-SM GPU: the Fashion CNN's backward spent more time
@@ -229,12 +228,9 @@ export const IM2COL = program('tdm_conv_im2col', (l) => [
   ...dims(l.g),
   i64(l.total),
 ]);
-/**
- * Grid of the *_ROWS programs: `rows` grid rows (≤ 65,535: ROWS_LIMIT) of blocks over `cols` columns.
- * `l.total` carries the row count, `l.have` the column count (< 2^31).
- */
+/** Grid of the *_ROWS programs: `l.total` grid rows (see rowsFit) of blocks over the chunk's nb·P columns. */
 const rowsGrid = (l: ConvLaunch): readonly [number, number, number] => [
-  Math.max(1, Math.min(Math.ceil(l.have / BLOCK), 1024)),
+  Math.max(1, Math.min(Math.ceil((l.nb * l.g.ho * l.g.wo) / BLOCK), 1024)),
   l.total,
   1,
 ];

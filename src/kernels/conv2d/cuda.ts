@@ -56,8 +56,7 @@ export function conv2dCudaWith(columnBytes = COLUMN_BYTES): CudaNative {
       for (let n0 = 0; n0 < g.n; n0 += chunk) {
         const nb = Math.min(chunk, g.n - n0);
         const rows = rowsFit(Math.max(k, g.o), nb * p);
-        if (rows)
-          ctx.launch(IM2COL_ROWS, args, launchScalars({ ...base, n0, nb, a: col, total: k, have: nb * p }));
+        if (rows) ctx.launch(IM2COL_ROWS, args, launchScalars({ ...base, n0, nb, a: col, total: k }));
         else ctx.launch(IM2COL, args, launchScalars({ ...base, n0, nb, a: col, total: k * nb * p }));
         ctx.gemm({
           dtype: gemmDtype,
@@ -73,12 +72,7 @@ export function conv2dCudaWith(columnBytes = COLUMN_BYTES): CudaNative {
           b: col,
           c: yt,
         });
-        if (rows)
-          ctx.launch(
-            CONV_OUT_ROWS,
-            args,
-            launchScalars({ ...base, n0, nb, a: yt, total: g.o, have: nb * p }),
-          );
+        if (rows) ctx.launch(CONV_OUT_ROWS, args, launchScalars({ ...base, n0, nb, a: yt, total: g.o }));
         else ctx.launch(CONV_OUT, args, launchScalars({ ...base, n0, nb, a: yt, total: nb * g.o * p }));
       }
     },

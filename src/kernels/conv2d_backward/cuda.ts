@@ -72,17 +72,8 @@ export function conv2dBackwardCudaWith(columnBytes = COLUMN_BYTES): CudaNative {
         const nb = Math.min(chunk, g.n - n0);
         const gemm = { dtype: gemmDtype, precision: gemmPrecision(dtype), alpha: 1 } as const;
         if (rowsFit(Math.max(k, g.o), nb * p)) {
-          const cols = nb * p;
-          ctx.launch(
-            GATHER_DY_ROWS,
-            args,
-            launchScalars({ ...base, x: DY, a: dyt, n0, nb, total: g.o, have: cols }),
-          );
-          ctx.launch(
-            IM2COL_ROWS,
-            args,
-            launchScalars({ ...base, x: X, a: col, n0, nb, total: k, have: cols }),
-          );
+          ctx.launch(GATHER_DY_ROWS, args, launchScalars({ ...base, x: DY, a: dyt, n0, nb, total: g.o }));
+          ctx.launch(IM2COL_ROWS, args, launchScalars({ ...base, x: X, a: col, n0, nb, total: k }));
         } else {
           ctx.launch(GATHER_DY, args, launchScalars({ ...base, x: DY, a: dyt, n0, nb, total: nb * g.o * p }));
           ctx.launch(IM2COL, args, launchScalars({ ...base, x: X, a: col, n0, nb, total: k * nb * p }));

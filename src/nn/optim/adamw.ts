@@ -44,8 +44,7 @@ export class AdamW extends Optimizer {
   private readonly o: Required<Omit<AdamWOptions, 'decayFor' | 'deviceScalars'>>;
   /** deviceScalars: the f64 [lr, lr/(1−β1ᵗ), (1−β2ᵗ)^0.5] the update kernels read (HYPER_LENGTH). */
   private readonly hyper: Tensor | null;
-  /** The last write into `hyper` (its failure is reported by the next step). */
-  private hyperWrite: Promise<void> | null = null;
+  /** A failed write into `hyper`, reported by the next step. */
   private hyperError: unknown = null;
   private readonly decayFor: ((p: Var) => boolean) | null;
   private readonly state = new Map<Var, State>();
@@ -87,15 +86,9 @@ export class AdamW extends Optimizer {
       this.steps,
     );
     // Not awaited: the runtime orders the write after the last step's reads and before this one's.
-    const write = this.nn.rt.write(this.hyper, values);
-    this.hyperWrite = write.catch((e: unknown) => {
+    void this.nn.rt.write(this.hyper, values).catch((e: unknown) => {
       this.hyperError = e;
     });
-  }
-
-  /** Resolves once the last write of the device scalars has been made (or failed; the next step throws). */
-  async settled(): Promise<void> {
-    await this.hyperWrite;
   }
 
   private makeState(p: Var): State {
@@ -137,38 +130,20 @@ export class AdamW extends Optimizer {
     const o = this.o;
     const decays = this.decayFor !== null ? this.decayFor(p) : !(o.decayMatricesOnly && p.shape.length < 2);
     const decay = decays ? o.weightDecay : 0;
-    if (this.hyper !== null) {
-      const scalars = {
-        beta1: o.beta1,
-        beta2: o.beta2,
-        eps: o.eps,
-        weightDecay: decay,
-        gradScale: options.gradScale ?? 1,
-        maxNorm: o.maxNorm,
-        skipNonFinite: options.skipNonFinite ?? false,
-      };
-      const args = { p: p.data, g: p.grad!, m: s.m, v: s.v, norm, hyper: this.hyper };
-      if (s.master === null) this.nn.submit('adamw_hyper', args, scalars);
-      else this.nn.submit('adamw_mixed_hyper', { ...args, master: s.master }, scalars);
-      return;
-    }
     const scalars = {
-      lr: options.lr ?? o.lr,
       beta1: o.beta1,
       beta2: o.beta2,
       eps: o.eps,
       weightDecay: decay,
-      step: this.steps,
       gradScale: options.gradScale ?? 1,
       maxNorm: o.maxNorm,
       skipNonFinite: options.skipNonFinite ?? false,
     };
-    if (s.master === null) this.nn.submit('adamw', { p: p.data, g: p.grad!, m: s.m, v: s.v, norm }, scalars);
-    else
-      this.nn.submit(
-        'adamw_mixed',
-        { p: p.data, g: p.grad!, m: s.m, v: s.v, master: s.master, norm },
-        scalars,
-      );
+    const args = { p: p.data, g: p.grad!, m: s.m, v: s.v, norm };
+    const withMaster = s.master === null ? args : { ...args, master: s.master };
+    const op = s.master === null ? 'adamw' : 'adamw_mixed';
+    // With device scalars the step's rate and bias corrections are read from `hyper`, not passed.
+    if (this.hyper !== null) this.nn.submit(`${op}_hyper`, { ...withMaster, hyper: this.hyper }, scalars);
+    else this.nn.submit(op, withMaster, { ...scalars, lr: options.lr ?? o.lr, step: this.steps });
   }
 }
