@@ -1,0 +1,26 @@
+#pragma once
+#include "common.cuh"
+// ldmatrix.x4 (no transpose): r[i] = matrix i in the B fragment order of an n-major tile (row g, cols 2c..).
+static __device__ __forceinline__ void ldsm_x4(unsigned* r, const u16* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_u32(p)) : "memory");
+}
+static __device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+// acc[j] += A · Bᵀ over a 64-row tile s (row-major [TILE][RS]) with the B fragments from ldmatrix.x4:
+// matrices (rows j*8.., cols kk*16), (.., kk*16+8), (.., kk*16+16), (.., kk*16+24).
+static __device__ __forceinline__ void mma_abt_ldsm(float (*acc)[4], unsigned (*a)[4], const u16* s, int lane) {
+  const int lr = lane & 7, lm = lane >> 3;
+#pragma unroll
+  for (int j = 0; j < NT_T; j++)
+#pragma unroll
+    for (int kk = 0; kk < KS_D; kk += 2) {
+      unsigned kb[4];
+      ldsm_x4(kb, s + (j * 8 + lr) * RS + kk * 16 + lm * 8);
+      mma(acc[j], a[kk], kb[0], kb[1]);
+      mma(acc[j], a[kk + 1], kb[2], kb[3]);
+    }
+}
