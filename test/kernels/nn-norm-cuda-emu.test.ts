@@ -36,6 +36,8 @@ const CASES = [
   'softmax_xent bf16 [13,80] V77 backward true',
   'softmax_xent f64 [13,80] V77 backward false',
   'softmax_xent f32 [9,67] V61 wide backward true',
+  'softmax_xent_scaled f16 [13,80] V77 scale 65536',
+  'softmax_xent_scaled f32 [31,8] V5 scale 0.25',
   'dropout f32 [3,5,7] {"p":0.5,"seed":1099511627783,"offset":6}',
   'dropout_backward bf16 [4099] {"p":0.3,"seed":12345} accumulate true',
   // Model sizes: C = 768 vectors, 38 blocks of column partials, 1024-thread rows of 50304, repeated ids.

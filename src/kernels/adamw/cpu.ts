@@ -7,6 +7,7 @@ import {
   adamwConstants,
   adamwHyperConstants,
   adamwHyperParams,
+  adamwHyperTransform,
   adamwParams,
 } from './params.js';
 
@@ -30,7 +31,8 @@ export function scalarUpdate(op: string): AdamWUpdateOf {
 export function hyperUpdate(op: string, hyperIndex: number): AdamWUpdateOf {
   return (args, scalars) => {
     const p = adamwHyperParams(op, scalars);
-    return { transform: p, constants: adamwHyperConstants(p, args[hyperIndex]!.data) };
+    const hyper = args[hyperIndex]!.data;
+    return { transform: adamwHyperTransform(p, hyper), constants: adamwHyperConstants(p, hyper) };
   };
 }
 

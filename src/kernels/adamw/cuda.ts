@@ -30,6 +30,7 @@ extern "C" __global__ void tdm_adamw(
   decay = __dsub_rn(1.0, __dmul_rn(hyper[0], decay));
   negStepSize = -hyper[1];
   bias2Sqrt = hyper[2];
+  gradScale = hyper[3];
 #endif
   double clipD;
   if (!tdm_grad_clip((double)ldN(norm, 0), gradScale, maxNorm, skip, &clipD)) return;
@@ -57,7 +58,7 @@ extern "C" __global__ void tdm_adamw(
 
 /**
  * adamw (mixed: adamw_mixed) or, with `hyper`, adamw_hyper (adamw_mixed_hyper): the same program, the
- * step's lr and bias corrections read from the f64 tensor after `norm` instead of passed by value.
+ * step's lr, bias corrections and gradScale read from the f64 tensor after `norm` instead of passed by value.
  */
 function program(mixed: boolean, hyper: boolean): CudaProgram {
   const op = `${mixed ? 'adamw_mixed' : 'adamw'}${hyper ? '_hyper' : ''}`;

@@ -92,10 +92,13 @@ export function lerp(start: number, end: number, weight: number): number {
 }
 
 /**
- * adamw_hyper's scalars: AdamW's less the two a schedule changes every step (lr, step), which the op
- * reads from its `hyper` tensor instead — a recorded training step (a CUDA graph) replays with new values.
+ * adamw_hyper's scalars: AdamW's less the values that can change every step (lr, step, gradScale), which
+ * the op reads from its `hyper` tensor instead — a recorded training step (a CUDA graph) replays with new
+ * values, and fp16's loss scale can be decided on the device (amp_update writes `hyper`).
  */
-export const ADAMW_HYPER_SCALARS: readonly string[] = ADAMW_SCALARS.filter((s) => s !== 'lr' && s !== 'step');
+export const ADAMW_HYPER_SCALARS: readonly string[] = ADAMW_SCALARS.filter(
+  (s) => s !== 'lr' && s !== 'step' && s !== 'gradScale',
+);
 
 export type AdamWHyperParams = Omit<AdamWParams, 'lr' | 'step'>;
 
@@ -110,13 +113,26 @@ export function adamwHyperParams(op: string, scalars: Scalars): AdamWHyperParams
   };
 }
 
-/** Elements of adamw_hyper's `hyper` tensor (f64): lr, lr/(1 − β1ᵗ), (1 − β2ᵗ)^0.5. */
-export const HYPER_LENGTH = 3;
+/**
+ * Elements of adamw_hyper's `hyper` tensor (f64): lr, lr/(1 − β1ᵗ), (1 − β2ᵗ)^0.5, and gradScale (what
+ * every gradient is multiplied by: 1, or 1/loss scale in fp16).
+ */
+export const HYPER_LENGTH = 4;
 
 /** The `hyper` values of step `step` at rate `lr`: the same doubles adamwConstants forms. */
-export function adamwHyperValues(p: AdamWHyperParams, lr: number, step: number): [number, number, number] {
-  const c = adamwConstants({ ...p, lr, step });
-  return [lr, c.stepSize, c.bias2Sqrt];
+export function adamwHyperValues(
+  p: Omit<AdamWHyperParams, 'gradScale'>,
+  lr: number,
+  step: number,
+  gradScale = 1,
+): [number, number, number, number] {
+  const c = adamwConstants({ ...p, gradScale, lr, step });
+  return [lr, c.stepSize, c.bias2Sqrt, gradScale];
+}
+
+/** The gradient transform of a _hyper op: its scalars' clipping and skip, `hyper`'s gradScale. */
+export function adamwHyperTransform(p: AdamWHyperParams, hyper: ArrayLike<number>): AdamWHyperParams {
+  return { ...p, gradScale: hyper[3]! };
 }
 
 /** The step's constants from `hyper` (decay = 1 − lr·wd formed here, as adamwConstants does). */

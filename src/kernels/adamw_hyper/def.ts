@@ -1,7 +1,8 @@
 /**
  * adamw_hyper and adamw_mixed_hyper: adamw and adamw_mixed with the two values a schedule changes every
- * step — the learning rate and the step count — read from a device tensor `hyper` (f64: lr,
- * lr/(1 − β1ᵗ), (1 − β2ᵗ)^0.5, formed on the host as adamw forms them) instead of scalars. A training
+ * step — the learning rate, the step count and the gradients' scale — read from a device tensor `hyper`
+ * (f64: lr, lr/(1 − β1ᵗ), (1 − β2ᵗ)^0.5, gradScale, formed on the host as adamw forms them, or on the
+ * device by amp_update) instead of scalars. A training
  * step recorded once (nn's StaticStep, a CUDA graph on the GPU) replays with the next step's values
  * written into `hyper`; the arithmetic is adamw's, bit for bit.
  */
@@ -19,7 +20,7 @@ function requireHyper(op: string, desc: TensorDesc): void {
   if (desc.dtype !== 'f64' || numel(desc.shape) !== HYPER_LENGTH)
     throw new TandemError(
       'TANDEM_ERR_SHAPE',
-      `${op}: hyper must be f64 with ${HYPER_LENGTH} elements (lr, lr/(1-beta1^t), (1-beta2^t)^0.5), got ${desc.dtype} ${shapeStr(desc.shape)}`,
+      `${op}: hyper must be f64 with ${HYPER_LENGTH} elements (lr, lr/(1-beta1^t), (1-beta2^t)^0.5, gradScale), got ${desc.dtype} ${shapeStr(desc.shape)}`,
       { op, arg: 'hyper' },
     );
 }

@@ -1,6 +1,6 @@
 import type { ReferenceFn } from '../common/reference.js';
 import { gradFactor } from '../optim_common/grad-transform.js';
-import { adamwHyperConstants, adamwHyperParams } from '../adamw/params.js';
+import { adamwHyperConstants, adamwHyperParams, adamwHyperTransform } from '../adamw/params.js';
 import { adamwElement } from '../adamw/reference.js';
 
 /**
@@ -13,7 +13,7 @@ function hyperReference(op: string, mixed: boolean): ReferenceFn {
     const w = Float64Array.from((mixed ? args.master! : args.p!).values);
     const m = Float64Array.from(args.m!.values);
     const v = Float64Array.from(args.v!.values);
-    const factor = gradFactor(params, args.norm!.values[0]!);
+    const factor = gradFactor(adamwHyperTransform(params, args.hyper!.values), args.norm!.values[0]!);
     const out = (): Record<string, Float64Array> =>
       mixed ? { p: Float64Array.from(w), m, v, master: w } : { p: w, m, v };
     if (factor === null) return mixed ? { p: Float64Array.from(args.p!.values), m, v, master: w } : out();

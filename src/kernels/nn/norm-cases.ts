@@ -146,6 +146,22 @@ function softmaxXentCases(dtype: DType): ConformanceCase[] {
         ...tol(dtype, 16, l.wide ? 4096 : 64),
       });
     }
+    // softmax_xent_scaled: the gradient times a device loss scale (fp16's 2^16 and a backed-off one).
+    if (l.wide) continue;
+    for (const scale of [65536, 0.25]) {
+      out.push({
+        name: `softmax_xent_scaled ${dtype} [${l.shape}] V${l.vocab} scale ${scale}`,
+        op: 'softmax_xent_scaled',
+        args: {
+          logits: { shape: l.shape, dtype, range: 'signed' },
+          targets: { shape: lead, dtype: 'i32', range: 'index', min: -1, max: l.vocab },
+          losses: { shape: lead, dtype: statDType(dtype) },
+          scale: { shape: [1], dtype: 'f64', values: [scale] },
+        },
+        scalars: { vocab: l.vocab, gradScale: 1 / lead.reduce((a, b) => a * b, 1) },
+        ...tol(dtype, 16, 64),
+      });
+    }
   }
   return out;
 }

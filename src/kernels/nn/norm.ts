@@ -30,7 +30,12 @@ import { embeddingBackwardCuda } from '../embedding_backward/cuda.js';
 import { layernormCuda } from '../layernorm/cuda.js';
 import { layernormBackwardCuda } from '../layernorm_backward/cuda.js';
 import { residualLayernormCuda } from '../residual_layernorm/cuda.js';
-import { softmaxXentCuda } from '../softmax_xent/cuda.js';
+import { softmaxXentCuda, softmaxXentScaledCuda } from '../softmax_xent/cuda.js';
+import {
+  softmaxXentScaledCpu,
+  softmaxXentScaledDef,
+  softmaxXentScaledReference,
+} from '../softmax_xent/scaled.js';
 import { layernormWebGpu } from '../layernorm/webgpu.js';
 import { softmaxXentWebGpu } from '../softmax_xent/webgpu.js';
 import type { KernelImplEntry } from '../kernel.js';
@@ -50,6 +55,7 @@ export const normGroup: OpGroup = {
     embeddingDef,
     embeddingBackwardDef,
     softmaxXentDef,
+    softmaxXentScaledDef,
     dropoutDef,
     dropoutBackwardDef,
   ],
@@ -60,6 +66,7 @@ export const normGroup: OpGroup = {
     cpu('embedding', embeddingCpu),
     cpu('embedding_backward', embeddingBackwardCpu),
     cpu('softmax_xent', softmaxXentCpu),
+    cpu('softmax_xent_scaled', softmaxXentScaledCpu),
     cpu('dropout', dropoutCpu),
     cpu('dropout_backward', dropoutBackwardCpu),
     cuda('layernorm', layernormCuda),
@@ -68,6 +75,7 @@ export const normGroup: OpGroup = {
     cuda('embedding', embeddingCuda),
     cuda('embedding_backward', embeddingBackwardCuda),
     cuda('softmax_xent', softmaxXentCuda),
+    cuda('softmax_xent_scaled', softmaxXentScaledCuda),
     cuda('dropout', dropoutCuda),
     cuda('dropout_backward', dropoutBackwardCuda),
     webgpu('layernorm', layernormWebGpu),
@@ -80,6 +88,7 @@ export const normGroup: OpGroup = {
     embedding: embeddingReference,
     embedding_backward: embeddingBackwardReference,
     softmax_xent: softmaxXentReference,
+    softmax_xent_scaled: softmaxXentScaledReference,
     dropout: dropoutReference,
     dropout_backward: dropoutBackwardReference,
   },

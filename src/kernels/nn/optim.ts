@@ -4,7 +4,7 @@ import type { Scalars } from '../../devices/device.js';
 import type { ConformanceCase } from '../case-types.js';
 import { adamwCpu } from '../adamw/cpu.js';
 import { adamwCuda, adamwHyperCuda, adamwMixedCuda, adamwMixedHyperCuda } from '../adamw/cuda.js';
-import { adamwHyperParams, adamwHyperValues } from '../adamw/params.js';
+import { HYPER_LENGTH, adamwHyperParams, adamwHyperValues } from '../adamw/params.js';
 import { adamwHyperCpu, adamwMixedHyperCpu } from '../adamw_hyper/cpu.js';
 import { adamwHyperDef, adamwMixedHyperDef } from '../adamw_hyper/def.js';
 import { adamwHyperReference, adamwMixedHyperReference } from '../adamw_hyper/reference.js';
@@ -14,6 +14,10 @@ import { adamwReference } from '../adamw/reference.js';
 import { adamwMixedCpu } from '../adamw_mixed/cpu.js';
 import { adamwMixedDef } from '../adamw_mixed/def.js';
 import { adamwMixedReference } from '../adamw_mixed/reference.js';
+import { ampUpdateCpu } from '../amp_update/cpu.js';
+import { ampUpdateCuda } from '../amp_update/cuda.js';
+import { ampUpdateDef } from '../amp_update/def.js';
+import { ampUpdateReference } from '../amp_update/reference.js';
 import { sgdCpu } from '../sgd/cpu.js';
 import { sgdCuda } from '../sgd/cuda.js';
 import { sgdWebGpu } from '../sgd/webgpu.js';
@@ -167,23 +171,67 @@ function adamwCases(): ConformanceCase[] {
 }
 
 /**
- * The _hyper ops over the same variants: each variant's lr and step become the `hyper` tensor's values
+ * The _hyper ops over the same variants: each variant's lr, step and gradScale become the `hyper` tensor's values
  * (as the optimizer writes them), the other scalars stay.
  */
 function adamwHyperCases(): ConformanceCase[] {
   const out: ConformanceCase[] = [];
   for (const c of adamwCases()) {
-    const { lr, step, ...rest } = c.scalars as Record<string, number | boolean>;
+    const { lr, step, gradScale, ...rest } = c.scalars as Record<string, number | boolean>;
     const op = c.op === 'adamw' ? 'adamw_hyper' : 'adamw_mixed_hyper';
-    const values = adamwHyperValues(adamwHyperParams(op, rest), Number(lr), Number(step));
+    const values = adamwHyperValues(
+      adamwHyperParams(op, rest),
+      Number(lr),
+      Number(step),
+      gradScale === undefined ? 1 : Number(gradScale),
+    );
     out.push({
       ...c,
       name: c.name.replace(c.op, op),
       op,
-      args: { ...c.args, hyper: { shape: [3], dtype: 'f64', values } },
+      args: { ...c.args, hyper: { shape: [HYPER_LENGTH], dtype: 'f64', values } },
       scalars: rest,
     });
   }
+  return out;
+}
+
+/**
+ * amp_update over the loss scaler's cases: a clean step mid-interval, the step that grows the scale,
+ * growth that would leave the f32 range (kept), and inf/NaN norms (back-off, nothing else changes).
+ */
+function ampUpdateCases(): ConformanceCase[] {
+  const runs: readonly {
+    label: string;
+    norm: NormKind;
+    normValue?: number;
+    scale: number;
+    state: number[];
+  }[] = [
+    { label: 'clean', norm: 'finite', scale: 65536, state: [5, 41] },
+    { label: 'grows', norm: 'finite', normValue: 3.5e9, scale: 32768, state: [2, 0] },
+    { label: 'growth past f32', norm: 'finite', scale: 3e38, state: [2, 7] },
+    { label: 'inf', norm: 'inf', scale: 65536, state: [2, 9] },
+    { label: 'nan', norm: 'nan', scale: 1024, state: [1, 9] },
+  ];
+  const out: ConformanceCase[] = [];
+  for (const dtype of ['f32', 'f64'] as const)
+    for (const r of runs)
+      out.push({
+        name: `amp_update norm ${dtype} ${r.label}`,
+        op: 'amp_update',
+        args: {
+          norm:
+            r.normValue === undefined ? normArg(dtype, r.norm) : { shape: [1], dtype, values: [r.normValue] },
+          scale: { shape: [1], dtype: 'f64', values: [Math.fround(r.scale)] },
+          state: { shape: [2], dtype: 'f64', values: r.state },
+          hyper: { shape: [HYPER_LENGTH], dtype: 'f64', values: [1, 2, 3, 4] },
+        },
+        scalars: { lr: 6e-4, beta1: 0.9, beta2: 0.95, growthInterval: 3 },
+        // pow on the GPU may differ from the host's in the last bit of the bias corrections.
+        rtol: 4 * epsilon('f64'),
+        atol: 0,
+      });
   return out;
 }
 
@@ -219,19 +267,21 @@ function sgdCases(): ConformanceCase[] {
 
 export const optimGroup: OpGroup = {
   name: 'optim',
-  defs: [sumsqDef, adamwDef, adamwMixedDef, adamwHyperDef, adamwMixedHyperDef, sgdDef],
+  defs: [sumsqDef, adamwDef, adamwMixedDef, adamwHyperDef, adamwMixedHyperDef, ampUpdateDef, sgdDef],
   impls: [
     { op: 'sumsq', backend: 'cpu', impl: sumsqCpu },
     { op: 'adamw', backend: 'cpu', impl: adamwCpu },
     { op: 'adamw_mixed', backend: 'cpu', impl: adamwMixedCpu },
     { op: 'adamw_hyper', backend: 'cpu', impl: adamwHyperCpu },
     { op: 'adamw_mixed_hyper', backend: 'cpu', impl: adamwMixedHyperCpu },
+    { op: 'amp_update', backend: 'cpu', impl: ampUpdateCpu },
     { op: 'sgd', backend: 'cpu', impl: sgdCpu },
     { op: 'sumsq', backend: 'cuda', impl: sumsqCuda },
     { op: 'adamw', backend: 'cuda', impl: adamwCuda },
     { op: 'adamw_mixed', backend: 'cuda', impl: adamwMixedCuda },
     { op: 'adamw_hyper', backend: 'cuda', impl: adamwHyperCuda },
     { op: 'adamw_mixed_hyper', backend: 'cuda', impl: adamwMixedHyperCuda },
+    { op: 'amp_update', backend: 'cuda', impl: ampUpdateCuda },
     { op: 'sgd', backend: 'cuda', impl: sgdCuda },
     { op: 'sumsq', backend: 'webgpu', impl: sumsqWebGpu },
     { op: 'adamw', backend: 'webgpu', impl: adamwWebGpu },
@@ -243,7 +293,8 @@ export const optimGroup: OpGroup = {
     adamw_mixed: adamwMixedReference,
     adamw_hyper: adamwHyperReference,
     adamw_mixed_hyper: adamwMixedHyperReference,
+    amp_update: ampUpdateReference,
     sgd: sgdReference,
   },
-  cases: () => [...sumsqCases(), ...adamwCases(), ...adamwHyperCases(), ...sgdCases()],
+  cases: () => [...sumsqCases(), ...adamwCases(), ...adamwHyperCases(), ...ampUpdateCases(), ...sgdCases()],
 };

@@ -22,7 +22,11 @@ static __device__ __forceinline__ void xent_merge(X_c& m, X_c& s, X_c m2, X_c s2
   m = (m != m || m2 != m2) ? NRM_NAN : mm;
 }
 extern "C" __global__ void tdm_softmax_xent(X_t* logits, const int* __restrict__ targets,
-    S_t* __restrict__ losses, int Vp, int V, double gradScale) {
+    S_t* __restrict__ losses, int Vp, int V, double gradScale
+#if SCALED
+    , const double* __restrict__ scale
+#endif
+    ) {
   __shared__ X_c sm[32], ss[32];
 #if BACKWARD
   __shared__ X_c s_max, s_logsum;
@@ -71,7 +75,11 @@ extern "C" __global__ void tdm_softmax_xent(X_t* logits, const int* __restrict__
   __syncthreads();
 #if BACKWARD
   const X_c rowmax = s_max, logsum = s_logsum;
+#if SCALED
+  const X_c gs = (X_c)(gradScale * scale[0]);  // softmax_xent_scaled: the loss scale from the device
+#else
   const X_c gs = (X_c)gradScale;
+#endif
   const bool bad = t < -1 || t >= V;
 #pragma unroll 4
   for (int j = threadIdx.x * VEC; j < Vp; j += blockDim.x * VEC) {
@@ -101,43 +109,55 @@ interface XentLaunch {
 }
 const L = (s: Scalars): XentLaunch => s as unknown as XentLaunch;
 
-const PROGRAM: CudaProgram = {
-  kind: 'program',
-  source: SOURCE,
-  entry: 'tdm_softmax_xent',
-  dtypes: (args) => ({ X: args[0]!.desc.dtype, S: args[2]!.desc.dtype }),
-  defines: (_a, s) => ({ VEC: L(s).vec, BACKWARD: L(s).backward }),
-  grid: (_a, s) => [L(s).rows, 1, 1],
-  block: (_a, s) => [L(s).block, 1, 1],
-  params: (_a, s) => [
-    { kind: 'ptr', arg: 0 },
-    { kind: 'ptr', arg: 1 },
-    { kind: 'ptr', arg: 2 },
-    { kind: 'i32', value: L(s).padded },
-    { kind: 'i32', value: L(s).vocab },
-    { kind: 'f64', value: L(s).gradScale },
-  ],
-};
+/** softmax_xent, or with `scaled` softmax_xent_scaled (its `scale` tensor is argument 3). */
+function program(scaled: boolean): CudaProgram {
+  return {
+    kind: 'program',
+    source: SOURCE,
+    entry: 'tdm_softmax_xent',
+    dtypes: (args) => ({ X: args[0]!.desc.dtype, S: args[2]!.desc.dtype }),
+    defines: (_a, s) => ({ VEC: L(s).vec, BACKWARD: L(s).backward, SCALED: scaled ? 1 : 0 }),
+    grid: (_a, s) => [L(s).rows, 1, 1],
+    block: (_a, s) => [L(s).block, 1, 1],
+    params: (_a, s) => [
+      { kind: 'ptr', arg: 0 },
+      { kind: 'ptr', arg: 1 },
+      { kind: 'ptr', arg: 2 },
+      { kind: 'i32', value: L(s).padded },
+      { kind: 'i32', value: L(s).vocab },
+      { kind: 'f64', value: L(s).gradScale },
+      ...(scaled ? [{ kind: 'ptr', arg: 3 } as const] : []),
+    ],
+  };
+}
 
-export const softmaxXentCuda: CudaNative = {
-  kind: 'native',
-  run(ctx, args, scalars) {
-    const logits = args[0]!;
-    const p = xentParams(logits.desc, scalars);
-    const vec = vectorWidth(logits.desc.dtype, p.padded, [logits]);
-    // Long rows (GPT-2's 50304 bf16 = 6288 vectors) get 1024 threads: two blocks per SM keep about
-    // 2·SMs rows in flight (26 MB on an H200), so sweep 2 re-reads its row from L2, not DRAM.
-    const vectors = p.padded / vec;
-    const block = vectors >= 4096 ? 1024 : vectors >= 512 ? 256 : 128;
-    const launch: XentLaunch = {
-      rows: p.rows,
-      padded: p.padded,
-      vocab: p.vocab,
-      gradScale: p.gradScale,
-      backward: p.backward ? 1 : 0,
-      vec,
-      block,
-    };
-    ctx.launch(PROGRAM, args, launch as unknown as Scalars);
-  },
-};
+const PROGRAM = program(false);
+const SCALED_PROGRAM = program(true);
+
+export const softmaxXentCuda: CudaNative = native(PROGRAM);
+export const softmaxXentScaledCuda: CudaNative = native(SCALED_PROGRAM);
+
+function native(prog: CudaProgram): CudaNative {
+  return {
+    kind: 'native',
+    run(ctx, args, scalars) {
+      const logits = args[0]!;
+      const p = xentParams(logits.desc, scalars);
+      const vec = vectorWidth(logits.desc.dtype, p.padded, [logits]);
+      // Long rows (GPT-2's 50304 bf16 = 6288 vectors) get 1024 threads: two blocks per SM keep about
+      // 2·SMs rows in flight (26 MB on an H200), so sweep 2 re-reads its row from L2, not DRAM.
+      const vectors = p.padded / vec;
+      const block = vectors >= 4096 ? 1024 : vectors >= 512 ? 256 : 128;
+      const launch: XentLaunch = {
+        rows: p.rows,
+        padded: p.padded,
+        vocab: p.vocab,
+        gradScale: p.gradScale,
+        backward: p.backward ? 1 : 0,
+        vec,
+        block,
+      };
+      ctx.launch(prog, args, launch as unknown as Scalars);
+    },
+  };
+}

@@ -42,7 +42,7 @@ interface State {
 export class AdamW extends Optimizer {
   readonly lr: number;
   private readonly o: Required<Omit<AdamWOptions, 'decayFor' | 'deviceScalars'>>;
-  /** deviceScalars: the f64 [lr, lr/(1−β1ᵗ), (1−β2ᵗ)^0.5] the update kernels read (HYPER_LENGTH). */
+  /** deviceScalars: the f64 [lr, lr/(1−β1ᵗ), (1−β2ᵗ)^0.5, gradScale] the update kernels read. */
   private readonly hyper: Tensor | null;
   /** A failed write into `hyper`, reported by the next step. */
   private hyperError: unknown = null;
@@ -76,14 +76,28 @@ export class AdamW extends Optimizer {
     return this.hyper !== null;
   }
 
+  /**
+   * deviceScalars: the f64 tensor the update kernels read their per-step values from (HYPER_LENGTH:
+   * lr, lr/(1−β1ᵗ), (1−β2ᵗ)^0.5, gradScale), for a kernel that writes them (amp_update); else null.
+   */
+  get hyperTensor(): Tensor | null {
+    return this.hyper;
+  }
+
   protected override stepTaken(options: StepOptions): void {
-    if (this.hyper === null) return;
+    if (this.hyper === null) {
+      if (options.hyperOnDevice === true)
+        throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', 'AdamW: hyperOnDevice needs deviceScalars');
+      return;
+    }
     if (this.hyperError !== null) throw this.hyperError;
+    if (options.hyperOnDevice === true) return;
     const o = this.o;
     const values = adamwHyperValues(
-      { ...o, gradScale: 1, skipNonFinite: false },
+      { ...o, skipNonFinite: false },
       options.lr ?? o.lr,
       this.steps,
+      options.gradScale ?? 1,
     );
     // Not awaited: the runtime orders the write after the last step's reads and before this one's.
     void this.nn.rt.write(this.hyper, values).catch((e: unknown) => {
@@ -142,8 +156,10 @@ export class AdamW extends Optimizer {
     const args = { p: p.data, g: p.grad!, m: s.m, v: s.v, norm };
     const withMaster = s.master === null ? args : { ...args, master: s.master };
     const op = s.master === null ? 'adamw' : 'adamw_mixed';
-    // With device scalars the step's rate and bias corrections are read from `hyper`, not passed.
-    if (this.hyper !== null) this.nn.submit(`${op}_hyper`, { ...withMaster, hyper: this.hyper }, scalars);
-    else this.nn.submit(op, withMaster, { ...scalars, lr: options.lr ?? o.lr, step: this.steps });
+    // With device scalars the step's rate, bias corrections and gradScale are read from `hyper`.
+    if (this.hyper !== null) {
+      const { gradScale: _inHyper, ...hyperScalars } = scalars;
+      this.nn.submit(`${op}_hyper`, { ...withMaster, hyper: this.hyper }, hyperScalars);
+    } else this.nn.submit(op, withMaster, { ...scalars, lr: options.lr ?? o.lr, step: this.steps });
   }
 }

@@ -15,6 +15,12 @@ export interface StepOptions {
   readonly skipNonFinite?: boolean;
   /** Learning rate for this step (a schedule's value); default: the optimizer's. */
   readonly lr?: number;
+  /**
+   * The step's per-step values (lr, bias corrections, gradScale) were written into the optimizer's
+   * device tensor by a kernel (fp16's amp_update, which alone knows whether the step is skipped), so
+   * the host writes nothing this step. Needs an optimizer with device scalars (AdamW `deviceScalars`).
+   */
+  readonly hyperOnDevice?: boolean;
 }
 
 export abstract class Optimizer {
