@@ -8,7 +8,9 @@
  * default is off, the Trainer's for a GPT on CUDA on), to compare the host's share with and without in one call. The token batches are made
  * before the timed loop (the host's share is Tandem's submit, not the bench's random numbers).
  *   node dist/bench/nn-gpt2.js [--preset gpt2] [--batch 64,16] [--steps 30] [--precision bf16] [--device cuda0]
- *     [--sequences on|off] [--static on|off]
+ *     [--sequences on|off] [--static on|off] [--loss-scaling device|host]
+ * `--loss-scaling` (fp16): the loss scale decided on the device (DeviceGradScaler, the Trainer's default)
+ * or on the host from the norm read every step (GradScaler).
  * `--static on` records the first step and replays it for every later one (StaticStep; a CUDA graph from
  * the third step): per step the host writes the batch and the optimizer's device scalars and submits one
  * task — issue 15's "replay the step as a CUDA graph".
@@ -17,6 +19,7 @@ import { Runtime, type Observer, type TaskEvent } from 'tandem';
 import {
   AdamW,
   Gpt,
+  DeviceGradScaler,
   GradScaler,
   Nn,
   StaticTraining,
@@ -37,6 +40,7 @@ const { values } = parse(process.argv.slice(2), {
   profile: { type: 'boolean' },
   sequences: { type: 'string' },
   static: { type: 'string' },
+  'loss-scaling': { type: 'string', default: 'device' },
 });
 const steps = intOption(values['steps'], 'steps', 30);
 const sequencesFlag = values['sequences'];
@@ -46,6 +50,9 @@ const staticFlag = values['static'] ?? 'off';
 if (staticFlag !== 'on' && staticFlag !== 'off')
   throw new Error(`--static: expected on or off, got ${staticFlag}`);
 const staticStep = staticFlag === 'on';
+const lossScaling = values['loss-scaling'];
+if (lossScaling !== 'device' && lossScaling !== 'host')
+  throw new Error(`--loss-scaling: expected device or host, got ${String(lossScaling)}`);
 const warmup = Math.min(10, Math.floor(steps / 3));
 const H200_PEAK = 989e12;
 
@@ -77,7 +84,7 @@ try {
       weightDecay: 0.1,
       decayMatricesOnly: true,
       maxNorm: 1,
-      deviceScalars: staticStep,
+      deviceScalars: staticStep || (values['precision'] === 'f16' && lossScaling === 'device'),
     });
     const replay = staticStep ? new StaticTraining(nn, opt) : null;
     let seed = 12345;
@@ -100,7 +107,8 @@ try {
         perOp.set(e.op, o);
       },
     };
-    const scaler = nn.precision === 'f16' ? new GradScaler() : null;
+    const amp = nn.precision === 'f16' && lossScaling === 'device' ? new DeviceGradScaler(nn, opt) : null;
+    const scaler = nn.precision === 'f16' && amp === null ? new GradScaler() : null;
     const stepMs: number[] = [];
     const hostMs: number[] = [];
     let last = performance.now();
@@ -139,9 +147,11 @@ try {
       const ids = nn.input(data.ids, [batch, t], 'i32');
       const targets = nn.input(data.targets, [batch * t], 'i32');
       if (scaler !== null) nn.lossScale = scaler.scale;
+      amp?.seed();
       const loss = model.loss(ids, targets);
       await loss.backward();
-      if (scaler === null) opt.step();
+      if (amp !== null) amp.update(3e-4);
+      else if (scaler === null) opt.step();
       else {
         // fp16: GradScaler's step, as the training loop takes it (a host read of the norm per step).
         opt.computeNorm();
@@ -176,6 +186,7 @@ try {
         precision: values['precision'],
         sequences: nn.sequences,
         static: staticStep,
+        ...(values['precision'] === 'f16' ? { lossScaling } : {}),
         ...(replay === null ? {} : { staticKernels: replay.kernels, graphs: graphStats(rt) }),
         batch,
         seqLen: t,

@@ -135,6 +135,7 @@ export async function loadParameters(
 /** Saves weights, optimizer state and position after `step` steps into `dir`; returns the file. */
 export async function saveCheckpoint(trainer: Trainer, dir: string, step: number): Promise<string> {
   const rt = trainer.rt;
+  await trainer.syncState(); // fp16: the loss scale and the steps really taken live on the device
   const tensors = new Map<string, TensorToSave>();
   for (const [name, p] of trainer.built.model.namedParameters()) {
     tensors.set(name, await snapshot(rt, p.data));

@@ -94,6 +94,11 @@ export class Nn implements VarHost {
    */
   lossScale = 1;
   /**
+   * When set, the loss gradient is also multiplied by this device tensor's value (f64, one element):
+   * fp16's loss scale kept on the device (amp_update), which the host never reads to seed a step.
+   */
+  lossScaleTensor: Tensor | null = null;
+  /**
    * Called during backward() once a parameter's gradient is final: every recorded op that used it has
    * submitted its contribution (data parallelism starts a bucket's all-reduce here, while the backward
    * of earlier layers is still being submitted and run). Parameters no op used are not reported.
@@ -534,7 +539,8 @@ export class Nn implements VarHost {
     try {
       if (seedGrad === null) {
         const seed = this.gradTarget(root)!;
-        this.submit('fill', { y: seed.tensor }, { value: this.lossScale });
+        if (this.lossScaleTensor === null) this.submit('fill', { y: seed.tensor }, { value: this.lossScale });
+        else this.submit('cast', { x: this.lossScaleTensor, y: seed.tensor });
       } else {
         if (root.grad !== null && root.grad !== seedGrad) this.free(root.grad);
         root.grad = seedGrad;

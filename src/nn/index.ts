@@ -50,6 +50,7 @@ export {
   type TrainSpec,
 } from './train.js';
 export { GradScaler, type GradScalerOptions, type GradScalerState } from './grad-scaler.js';
+export { DeviceGradScaler } from './device-grad-scaler.js';
 export {
   loadSafetensors,
   saveSafetensors,

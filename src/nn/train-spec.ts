@@ -46,6 +46,11 @@ export interface TrainSpec {
    * scaling decides on the host every step); no dropout. Default: `staticStepByDefault`.
    */
   readonly staticStep?: boolean;
+  /**
+   * fp16 only: where the loss scale is decided each step — 'device' (default: amp_update, no host
+   * read per step, as PyTorch's GradScaler with a fused AdamW) or 'host' (the norm is read every step).
+   */
+  readonly lossScaling?: 'device' | 'host';
 }
 
 /**

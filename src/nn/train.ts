@@ -13,6 +13,7 @@ import { TokenLoader } from './data/tokens.js';
 import { Cnn, Mlp, type Classifier } from './models/classifiers.js';
 import { gptFlopsPerToken } from './models/gpt.js';
 import { classifierMemoryPlan, gptMemoryPlan, requireFits } from './memory.js';
+import { DeviceGradScaler } from './device-grad-scaler.js';
 import { GradScaler, type GradScalerState } from './grad-scaler.js';
 import { AdamW } from './optim/adamw.js';
 import { cosineWithWarmup } from './optim/schedule.js';
@@ -76,7 +77,7 @@ export class Trainer {
     if (staticStep && spec.precision === 'f16')
       throw new TandemError(
         'TANDEM_ERR_INVALID_ARGUMENT',
-        "train: staticStep needs precision bf16, f32 or f64 (fp16's loss scaling decides on the host every step)",
+        "train: staticStep needs precision bf16, f32 or f64 (a recorded fp16 step cannot yet take each step's learning rate into amp_update)",
       );
     if (staticStep && this.dataRows !== spec.batch)
       throw new TandemError(
@@ -99,9 +100,11 @@ export class Trainer {
       );
     const adamw = adamwOptions(spec);
     const lr = adamw.lr;
+    // fp16 decides its loss scale on the device unless asked not to (lossScaling 'host').
+    const deviceScaling = this.nn.precision === 'f16' && (spec.lossScaling ?? 'device') === 'device';
     this.optimizer = new AdamW(this.nn, this.built.model.parameters(), {
       ...adamw,
-      deviceScalars: staticStep,
+      deviceScalars: staticStep || deviceScaling,
     });
     this.staticTraining = staticStep ? new StaticTraining(this.nn, this.optimizer) : null;
     this.lrAt = cosineWithWarmup({
@@ -111,7 +114,13 @@ export class Trainer {
       totalSteps: spec.steps,
     });
     this.step0 = 0;
-    this.scaler = this.nn.precision === 'f16' ? new GradScaler() : null;
+    this.deviceScaler = deviceScaling ? new DeviceGradScaler(this.nn, this.optimizer) : null;
+    this.scaler =
+      this.deviceScaler !== null
+        ? this.deviceScaler.host
+        : this.nn.precision === 'f16'
+          ? new GradScaler()
+          : null;
     this.checkMemory();
     if (data.kind === 'tokens' && this.built.kind === 'gpt') {
       const c = this.built.model.config;
@@ -247,6 +256,7 @@ export class Trainer {
   /** Frees what the trainer holds on the devices besides the model: optimizer state, resident images. */
   dispose(): void {
     this.staticTraining?.dispose();
+    this.deviceScaler?.dispose();
     this.optimizer.dispose();
     this.deviceImages?.dispose();
   }
@@ -254,34 +264,57 @@ export class Trainer {
   private pendingInputs: Var[] = [];
   /** staticStep: the recorded step and its input tensors. */
   private readonly staticTraining: StaticTraining | null;
-  /** fp16 only: dynamic loss scaling with torch.amp.GradScaler's rules. */
+  /**
+   * fp16 only: dynamic loss scaling with torch.amp.GradScaler's rules — with device scaling (the
+   * default), the options and, after `syncState`, the state of `deviceScaler`.
+   */
   readonly scaler: GradScaler | null;
-  private lastScale: { scale: number; skipped: boolean } | null = null;
+  /** fp16 with lossScaling 'device': the scale, tracker and step count live on the device. */
+  readonly deviceScaler: DeviceGradScaler | null;
+
+  /**
+   * Brings the host's view of state kept on the device up to date (fp16's scale and tracker, the
+   * optimizer steps really taken): waits for every submitted step. Checkpoints call it first.
+   */
+  async syncState(): Promise<void> {
+    await this.deviceScaler?.sync();
+  }
 
   scalerState(): unknown {
     return this.scaler?.stateDict() ?? null;
   }
 
+  /** After a checkpoint set `optimizer.steps`: the saved scaler state (torch's state_dict) or null. */
   restoreScaler(state: unknown): void {
-    if (this.scaler !== null && state !== null && typeof state === 'object')
-      this.scaler.loadStateDict(state as Partial<GradScalerState>);
+    const saved = state !== null && typeof state === 'object' ? (state as Partial<GradScalerState>) : null;
+    if (this.deviceScaler !== null) this.deviceScaler.load(saved);
+    else if (this.scaler !== null && saved !== null) this.scaler.loadStateDict(saved);
+  }
+
+  /** Seeds the next step's loss gradient with fp16's loss scale (nothing otherwise). */
+  seedLossScale(): void {
+    if (this.deviceScaler !== null) this.deviceScaler.seed();
+    else if (this.scaler !== null) this.nn.lossScale = this.scaler.scale;
   }
 
   /**
    * The update of a step. fp16: the gradients are unscaled in the update and an overflow skips it —
-   * the norm is read first (a host sync, as PyTorch's GradScaler does) and the scale updated.
+   * decided on the device (DeviceGradScaler), or with lossScaling 'host' by reading the norm first (a
+   * host sync every step) and updating the host's GradScaler.
    */
   async update(lr: number): Promise<void> {
+    if (this.deviceScaler !== null) {
+      this.deviceScaler.update(lr);
+      return;
+    }
     if (this.scaler === null) {
       this.optimizer.step({ lr });
       return;
     }
-    const scale = this.scaler.scale;
     this.optimizer.computeNorm();
     const finite = Number.isFinite(await this.optimizer.gradNorm());
     if (finite) this.optimizer.applyUpdate({ lr, gradScale: this.scaler.inverseScale });
     this.scaler.update(!finite);
-    this.lastScale = { scale, skipped: !finite };
   }
   /** Optimizer steps taken (queued) so far, including those before a resume. */
   stepsDone = 0;
@@ -332,7 +365,7 @@ export class Trainer {
         const queued = await this.staticTraining.submit(this.nextInputs(), lr);
         loss = () => queued.loss;
       } else {
-        if (this.scaler !== null) this.nn.lossScale = this.scaler.scale;
+        this.seedLossScale();
         const v = this.submitStep();
         await v.backward();
         await this.update(lr);

@@ -26,12 +26,13 @@ export function crossEntropy(nn: Nn, logits: Var, targets: Var, vocab?: number):
     );
   const training = nn.gradEnabled && logits.requiresGrad;
   const losses = nn.tensor([m], nn.statDtype);
-  // d(mean)/d(loss_i) = 1/m, times the loss scale backward() seeds with.
-  nn.submit(
-    'softmax_xent',
-    { logits: logits.data, targets: targets.data, losses },
-    { vocab: v, gradScale: nn.lossScale / m, backward: training },
-  );
+  // d(mean)/d(loss_i) = 1/m, times the loss scale backward() seeds with (a host number, or fp16's
+  // device scale: softmax_xent_scaled multiplies by it on the device).
+  const scalars = { vocab: v, gradScale: nn.lossScale / m, backward: training };
+  const args = { logits: logits.data, targets: targets.data, losses };
+  if (nn.lossScaleTensor !== null && training)
+    nn.submit('softmax_xent_scaled', { ...args, scale: nn.lossScaleTensor }, scalars);
+  else nn.submit('softmax_xent', args, scalars);
   const loss = nn.tensor([1], nn.statDtype);
   nn.submit('reduce', { x: losses, y: loss }, { op: 'mean', all: true });
   nn.free(losses);

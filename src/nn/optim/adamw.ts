@@ -72,6 +72,11 @@ export class AdamW extends Optimizer {
     for (const p of params) this.state.set(p, this.makeState(p));
   }
 
+  /** β1 and β2 (amp_update forms the bias corrections on the device from them). */
+  get betas(): { readonly beta1: number; readonly beta2: number } {
+    return { beta1: this.o.beta1, beta2: this.o.beta2 };
+  }
+
   protected override get replayable(): boolean {
     return this.hyper !== null;
   }

@@ -155,7 +155,7 @@ export class Replicas {
     const losses: Var[] = [];
     for (let r = 0; r < this.trainers.length; r++) {
       const t = this.trainers[r]!;
-      if (t.scaler !== null) t.nn.lossScale = t.scaler.scale;
+      t.seedLossScale();
       const loss = t.submitBatch(shardBatch(global, r, this.trainers.length));
       await loss.backward();
       losses.push(loss);
