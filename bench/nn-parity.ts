@@ -6,6 +6,7 @@
  * per-step relative loss difference and whether it is within --tol.
  *   node dist/bench/nn-parity.js --weights W --tokens T.u16 --val V.u16 --config L,H,C,CTX,V,VP
  *        --steps 20 --batch 8 --seq 64 --lr 6e-4 --precision f32|bf16 --device cuda0 [--torch out.jsonl --tol 1e-4]
+ *        [--precision f16 --inject 5,9 --loss-scaling device|host]
  */
 import { readFileSync } from 'node:fs';
 import { Runtime } from 'tandem';
@@ -14,6 +15,7 @@ import {
   Gpt,
   Nn,
   TokenLoader,
+  DeviceGradScaler,
   GradScaler,
   evaluateGpt,
   loadParameters,
@@ -39,6 +41,7 @@ const { values } = parse(process.argv.slice(2), {
   tol: { type: 'string', default: '1e-4' },
   'save-initial': { type: 'string' },
   inject: { type: 'string' },
+  'loss-scaling': { type: 'string', default: 'device' },
 });
 const [layers, heads, width, context, vocab, paddedVocab] = String(values['config'])
   .split(',')
@@ -54,6 +57,9 @@ const rt = await Runtime.create({
 });
 try {
   const nn = new Nn(rt, { precision: values['precision'] as Precision, device: String(values['device']) });
+  if (values['loss-scaling'] !== 'device' && values['loss-scaling'] !== 'host')
+    throw new Error(`--loss-scaling: expected device or host, got ${String(values['loss-scaling'])}`);
+  const deviceScaling = values['precision'] === 'f16' && values['loss-scaling'] === 'device';
   const model = new Gpt(nn, { layers, heads, width, context, vocab, paddedVocab });
   await loadParameters(model, String(values['weights']));
   // PyTorch's file read into Tandem and written back: PyTorch compares the two, tensor for tensor.
@@ -66,11 +72,15 @@ try {
     weightDecay: 0.1,
     decayMatricesOnly: true,
     maxNorm: 1,
+    deviceScalars: deviceScaling,
   });
   const loader = new TokenLoader(readTokenFile(String(values['tokens'])), { batch, time: seq, vocab });
   // f16: dynamic loss scaling as torch.amp.GradScaler; --inject lists steps whose loss gradient is
   // multiplied by 1e6 (an overflow), as the PyTorch side multiplies its loss.
-  const scaler = values['precision'] === 'f16' ? new GradScaler() : null;
+  // --loss-scaling device (the Trainer's default): the scale decided on the device (DeviceGradScaler), read
+  // back after every step here only to compare with GradScaler's trajectory; host: GradScaler.
+  const amp = deviceScaling ? new DeviceGradScaler(nn, opt) : null;
+  const scaler = values['precision'] === 'f16' && amp === null ? new GradScaler() : null;
   const inject = new Set(
     String(values['inject'] ?? '')
       .split(',')
@@ -82,24 +92,39 @@ try {
     const b = loader.next();
     const ids = nn.input(b.inputs, [batch, seq], 'i32');
     const targets = nn.input(b.targets, [batch * seq], 'i32');
-    const used = scaler?.scale ?? 1;
-    nn.lossScale = used * (inject.has(s + 1) ? 1e6 : 1);
+    const boost = inject.has(s + 1) ? 1e6 : 1;
+    let used = scaler?.scale ?? 1;
+    const stepsBefore = opt.steps;
+    if (amp !== null) {
+      used = amp.host.scale; // synced after the previous step
+      amp.seed();
+    }
+    nn.lossScale = (amp === null ? used : 1) * boost;
     const loss = model.loss(ids, targets);
     await loss.backward();
-    opt.computeNorm();
-    const raw = await opt.gradNorm();
+    let raw: number;
     let skipped = false;
-    if (scaler === null) opt.applyUpdate();
-    else {
-      skipped = !Number.isFinite(raw);
-      if (!skipped) opt.applyUpdate({ gradScale: scaler.inverseScale });
-      scaler.update(skipped);
+    if (amp !== null) {
+      amp.update(lr);
+      raw = await opt.gradNorm();
+      await amp.sync();
+      skipped = opt.steps === stepsBefore;
+    } else {
+      opt.computeNorm();
+      raw = await opt.gradNorm();
+      if (scaler === null) opt.applyUpdate();
+      else {
+        skipped = !Number.isFinite(raw);
+        if (!skipped) opt.applyUpdate({ gradScale: scaler.inverseScale });
+        scaler.update(skipped);
+      }
     }
     opt.zeroGrad();
     rt.free(ids.data);
     rt.free(targets.data);
-    const norm = raw / nn.lossScale;
-    const line = { step: s + 1, loss: await loss.item(), norm, ...(scaler ? { scale: used, skipped } : {}) };
+    const norm = raw / (used * boost);
+    const scaled = scaler !== null || amp !== null;
+    const line = { step: s + 1, loss: await loss.item(), norm, ...(scaled ? { scale: used, skipped } : {}) };
     ours.push(line);
     console.log(JSON.stringify(line));
   }

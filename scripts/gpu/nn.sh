@@ -40,10 +40,12 @@ if [[ $steps == *" parity "* ]]; then
   # fp16 with dynamic loss scaling, overflows forced at steps 5 and 9: GradScaler's trajectory exactly.
   if [[ $PARITY == *" fp16 "* ]]; then
   timeout 120 $PY bench/torch/gpt_parity.py train $W $TOK $VAL $CFG 100 8 64 6e-4 fp16 5 5,9 > "$OUT/torch-fp16-100.jsonl" 2>&1
+  for ls in device host; do
   timeout 200 node dist/bench/nn-parity.js --weights $W --tokens $TOK --val $VAL --config ${CFG// /,} \
-    --steps 100 --batch 8 --seq 64 --precision f16 --inject 5,9 --device cuda0 --val-batches 5 \
-    --torch "$OUT/torch-fp16-100.jsonl" --tol 2e-2 > "$OUT/tandem-fp16-100.jsonl" 2>&1
-  log "fp16 loss scaling 100 steps rc=$?: $(tail -1 "$OUT/tandem-fp16-100.jsonl")"
+    --steps 100 --batch 8 --seq 64 --precision f16 --inject 5,9 --device cuda0 --val-batches 5 --loss-scaling $ls \
+    --torch "$OUT/torch-fp16-100.jsonl" --tol 2e-2 > "$OUT/tandem-fp16-100-$ls.jsonl" 2>&1
+  log "fp16 loss scaling on the $ls, 100 steps rc=$?: $(tail -1 "$OUT/tandem-fp16-100-$ls.jsonl")"
+  done
   fi
   if [[ $PARITY == *" f32 "* ]]; then
   $PY bench/torch/gpt_parity.py same $W /tmp/nn-tandem-roundtrip.safetensors > "$OUT/roundtrip.log" 2>&1
@@ -64,8 +66,11 @@ if [[ $steps == *" bench "* ]]; then
     timeout 200 node dist/bench/nn-gpt2.js --batch 16,64 --steps 30 --sequences $s > "$OUT/gpt2-tandem-seq-$s.jsonl" 2>&1
     log "gpt2 tandem sequences $s rc=$?: $(grep -o '"batch":[0-9]*\|"tokensPerSecond":[0-9.]*\|"peakGiB":[0-9.]*\|"hostBusyShare":[0-9.]*' "$OUT/gpt2-tandem-seq-$s.jsonl" | tr '\n' ' ')"
   done
-  timeout 60 node dist/bench/nn-gpt2.js --batch 64 --steps 14 --precision f16 > "$OUT/gpt2-tandem-f16.jsonl" 2>&1
-  log "gpt2 tandem fp16 (loss scaling) rc=$?: $(grep -o '"tokensPerSecond":[0-9.]*' "$OUT/gpt2-tandem-f16.jsonl")"
+  # fp16 with the loss scale decided on the device (the default) and on the host (a norm read per step).
+  for ls in device host; do
+    timeout 90 node dist/bench/nn-gpt2.js --batch 64 --steps 14 --precision f16 --loss-scaling $ls > "$OUT/gpt2-tandem-f16-$ls.jsonl" 2>&1
+    log "gpt2 tandem fp16 (loss scaling on the $ls) rc=$?: $(grep -o '"tokensPerSecond":[0-9.]*' "$OUT/gpt2-tandem-f16-$ls.jsonl")"
+  done
   # Device time per op needs a task per kernel (a sequence is one task).
   timeout 60 node dist/bench/nn-gpt2.js --batch 64 --steps 14 --profile --sequences off > "$OUT/gpt2-profile.jsonl" 2>&1
   log "gpt2 profile rc=$?: $(grep -o '"op":"[a-z_]*","msPerStep":[0-9.]*' "$OUT/gpt2-profile.jsonl" | head -12 | tr '\n' ' ')"
