@@ -85,7 +85,7 @@ export function addTrainCommands(program: Command, setCode: SetExitCode): void {
     )
     .option(
       '--static-step',
-      'record the first step and replay it for every later one: one task per step, a CUDA graph on a GPU (bf16 or f32; one device; the default for mlp and cnn on CUDA)',
+      'record the first step and replay it for every later one: one task per step, a CUDA graph on a GPU (one device; the default for mlp and cnn on CUDA outside fp16)',
     )
     .option('--no-static-step', 'run every step on its own (the default for gpt, and on the CPU and WebGPU)')
     .addOption(

@@ -60,23 +60,26 @@ export class DeviceGradScaler {
   update(lr: number): void {
     const opt = this.optimizer;
     const hyper = opt.hyperTensor;
-    if (hyper === null) throw new Error('DeviceGradScaler: the optimizer needs deviceScalars');
+    const lrTensor = opt.lrTensor;
+    if (hyper === null || lrTensor === null)
+      throw new Error('DeviceGradScaler: the optimizer needs deviceScalars');
     if (this.writeError !== null) throw this.writeError;
     opt.computeNorm();
     const s = this.host.stateDict() as GradScalerState;
-    this.nn.submit(
-      'amp_update',
-      { norm: opt.normTensor!, scale: this.scale, state: this.state, hyper },
-      {
-        lr,
-        beta1: opt.betas.beta1,
-        beta2: opt.betas.beta2,
-        growthFactor: s.growth_factor,
-        backoffFactor: s.backoff_factor,
-        growthInterval: s.growth_interval,
-      },
+    // The optimizer writes the step's lr first; amp_update reads it and writes the rest of `hyper`.
+    opt.applyUpdate({ lr, skipNonFinite: true, hyperOnDevice: true }, () =>
+      this.nn.submit(
+        'amp_update',
+        { norm: opt.normTensor!, scale: this.scale, state: this.state, hyper, lr: lrTensor },
+        {
+          beta1: opt.betas.beta1,
+          beta2: opt.betas.beta2,
+          growthFactor: s.growth_factor,
+          backoffFactor: s.backoff_factor,
+          growthInterval: s.growth_interval,
+        },
+      ),
     );
-    opt.applyUpdate({ lr, skipNonFinite: true, hyperOnDevice: true });
   }
 
   /**

@@ -17,9 +17,14 @@ export class StaticTraining {
   private step: StaticStep<Var> | null = null;
   private inputs: Var[] = [];
 
+  /**
+   * `update` is the step's optimizer update at rate lr (default `optimizer.step({ lr })`; fp16's
+   * DeviceGradScaler.update), recorded with the step; a replay counts the step and writes its rate.
+   */
   constructor(
     private readonly nn: Nn,
     private readonly optimizer: AdamW,
+    private readonly update: (lr: number) => void = (lr) => optimizer.step({ lr }),
   ) {}
 
   /** Kernels in the recorded step (0 before the first). */
@@ -41,7 +46,7 @@ export class StaticTraining {
         this.step = await StaticStep.record(nn, async () => {
           const loss = data.loss(inputs);
           await loss.backward();
-          this.optimizer.step({ lr });
+          this.update(lr);
           return loss;
         });
       } catch (e) {

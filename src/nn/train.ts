@@ -74,10 +74,10 @@ export class Trainer {
     const staticStep =
       spec.staticStep ??
       (this.dataRows === spec.batch && staticStepByDefault(spec.model, spec.device, spec.precision));
-    if (staticStep && spec.precision === 'f16')
+    if (staticStep && spec.precision === 'f16' && spec.lossScaling === 'host')
       throw new TandemError(
         'TANDEM_ERR_INVALID_ARGUMENT',
-        "train: staticStep needs precision bf16, f32 or f64 (a recorded fp16 step cannot yet take each step's learning rate into amp_update)",
+        "train: staticStep with fp16 needs lossScaling 'device' (the host's loss scaling reads the norm inside every step)",
       );
     if (staticStep && this.dataRows !== spec.batch)
       throw new TandemError(
@@ -106,7 +106,11 @@ export class Trainer {
       ...adamw,
       deviceScalars: staticStep || deviceScaling,
     });
-    this.staticTraining = staticStep ? new StaticTraining(this.nn, this.optimizer) : null;
+    this.deviceScaler = deviceScaling ? new DeviceGradScaler(this.nn, this.optimizer) : null;
+    const scaler = this.deviceScaler;
+    this.staticTraining = staticStep
+      ? new StaticTraining(this.nn, this.optimizer, scaler === null ? undefined : (r) => scaler.update(r))
+      : null;
     this.lrAt = cosineWithWarmup({
       maxLr: lr,
       minLr: lr * 0.1,
@@ -114,7 +118,6 @@ export class Trainer {
       totalSteps: spec.steps,
     });
     this.step0 = 0;
-    this.deviceScaler = deviceScaling ? new DeviceGradScaler(this.nn, this.optimizer) : null;
     this.scaler =
       this.deviceScaler !== null
         ? this.deviceScaler.host
@@ -362,6 +365,7 @@ export class Trainer {
       const lr = this.lrAt(it);
       let loss: () => Promise<number>;
       if (this.staticTraining !== null) {
+        this.seedLossScale();
         const queued = await this.staticTraining.submit(this.nextInputs(), lr);
         loss = () => queued.loss;
       } else {

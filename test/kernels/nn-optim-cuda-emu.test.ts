@@ -49,7 +49,8 @@ const selected = optimGroup
 void describe('optim CUDA kernels on the host emulator', { skip: unavailable ?? false }, () => {
   // sumsq's 4 dtypes; the f32 variants of adamw, adamw_hyper and sgd; adamw_mixed's bf16/f32 ones;
   // amp_update's 5 with an f32 norm.
-  it('selects the cases it means to', () => assert.equal(selected.length, 4 + 5 + 5 + 5 + 5 + 5 + EXTRA.length));
+  it('selects the cases it means to', () =>
+    assert.equal(selected.length, 4 + 5 + 5 + 5 + 5 + 5 + EXTRA.length));
   for (const c of selected) {
     void it(c.name, () => {
       const def = optimGroup.defs.find((d) => d.name === c.op)!;

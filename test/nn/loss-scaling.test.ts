@@ -99,6 +99,34 @@ void describe('fp16 loss scaling on the device', () => {
     });
   }
 
+  it('a recorded fp16 step (staticStep) replays the same losses, scales, skips and parameters', async () => {
+    const spec: TrainSpec = {
+      model: 'mlp',
+      steps: 12,
+      batch: 8,
+      precision: 'f16',
+      seed: 3,
+      lr: 3e-3,
+      warmupSteps: 3,
+    };
+    const data = randomImages(64, 2);
+    const run = async (staticStep: boolean) => {
+      const t = newTrainer({ ...spec, staticStep }, data);
+      t.restoreScaler(START);
+      const losses: number[] = [];
+      await t.run((r) => losses.push(r.loss));
+      await t.syncState();
+      const params = await Promise.all(t.optimizer.params.map(async (p) => Array.from(await p.values())));
+      const out = { losses, state: t.scalerState(), steps: t.optimizer.steps, params };
+      t.dispose();
+      return out;
+    };
+    const replayed = await run(true);
+    const plain = await run(false);
+    assert.deepEqual(replayed, plain);
+    assert.ok(plain.steps < 12 && plain.steps > 3, `optimizer steps ${plain.steps}: no skip, or no step`);
+  });
+
   it('a checkpoint at step 5 resumes with the device scale, tracker and step count', async () => {
     const spec: TrainSpec = { model: 'mlp', steps: 9, batch: 8, precision: 'f16', seed: 3, lr: 3e-3 };
     const data = randomImages(64, 2);

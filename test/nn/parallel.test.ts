@@ -109,6 +109,21 @@ void describe('data parallel on the CPU (portable collectives)', () => {
     },
   );
 
+  void it('MLP fp16, 2 replicas, each deciding the loss scale on its device: as on the host, the whole-batch losses', async () => {
+    const spec: TrainSpec = { ...mlp, precision: 'f16' };
+    const data = images(48, 3);
+    const ranks = ['cpu0#0', 'cpu0#1'];
+    const device = await parallel(spec, data, ranks, 'data');
+    const host = await parallel({ ...spec, lossScaling: 'host' }, data, ranks, 'data');
+    // The same all-reduced gradients and the same decisions: the same numbers as the host's scaling.
+    sameRun(device, host, 0, 'fp16 data parallel, scale on the device vs the host');
+    // and the whole batch's losses on one replica (fp16 gradients summed in another order; AdamW moves
+    // a parameter by up to lr whatever its gradient's size, so the parameters are not compared).
+    near(device.losses, (await single(spec, data)).losses, 2e-3, 'fp16 losses vs one replica');
+    device.replicas.dispose();
+    host.replicas.dispose();
+  });
+
   void it('after the all-reduce every replica holds the whole batch’s gradients (not their sum)', async () => {
     const data = tokens(4000, 13);
     const spec = { ...gpt, steps: 1 };

@@ -136,12 +136,12 @@ void describe('a recorded training step replayed (StaticStep)', () => {
     t.dispose();
   });
 
-  it('refuses fp16, dropout, host reads and an optimizer without device scalars, and cleans up', async () => {
+  it("refuses fp16 with the host's loss scaling, dropout, host reads and an optimizer without device scalars, and cleans up", async () => {
     assert.throws(
       () =>
         new Trainer(
           rt,
-          { model: 'mlp', steps: 2, batch: 8, precision: 'f16', staticStep: true },
+          { model: 'mlp', steps: 2, batch: 8, precision: 'f16', staticStep: true, lossScaling: 'host' },
           images(16, 1),
         ),
       (e: unknown) => isTandemError(e) && e.code === 'TANDEM_ERR_INVALID_ARGUMENT' && /fp16/.test(e.message),

@@ -8,8 +8,8 @@ import { ampParams } from './params.js';
 
 const SOURCE = `${MATH_OVERLOADS}
 extern "C" __global__ void tdm_amp_update(const N_t* __restrict__ norm, double* __restrict__ scale,
-    double* __restrict__ state, double* __restrict__ hyper, double lr, double beta1, double beta2,
-    double growth, double backoff, double interval) {
+    double* __restrict__ state, double* __restrict__ hyper, const double* __restrict__ lrIn, double beta1,
+    double beta2, double growth, double backoff, double interval) {
   if (blockIdx.x != 0 || threadIdx.x != 0) return;
   const double nrm = (double)ldN(norm, 0);
   const double s = scale[0];
@@ -18,6 +18,7 @@ extern "C" __global__ void tdm_amp_update(const N_t* __restrict__ norm, double* 
     state[0] = 0.0;
     return;
   }
+  const double lr = lrIn[0];
   const double t = state[1] + 1.0;
   state[1] = t;
   hyper[0] = lr;
@@ -49,7 +50,7 @@ export const ampUpdateCuda: CudaProgram = {
       { kind: 'ptr', arg: 1 },
       { kind: 'ptr', arg: 2 },
       { kind: 'ptr', arg: 3 },
-      { kind: 'f64', value: p.lr },
+      { kind: 'ptr', arg: 4 },
       { kind: 'f64', value: p.beta1 },
       { kind: 'f64', value: p.beta2 },
       { kind: 'f64', value: p.growthFactor },

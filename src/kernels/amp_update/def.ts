@@ -24,6 +24,7 @@ export const ampUpdateDef: KernelDef = {
     { name: 'scale', mode: 'rw' },
     { name: 'state', mode: 'rw' },
     { name: 'hyper', mode: 'rw' },
+    { name: 'lr', mode: 'r' },
   ],
   validate(args, scalars) {
     const op = 'amp_update';
@@ -33,6 +34,7 @@ export const ampUpdateDef: KernelDef = {
     requireF64(op, 'scale', args.scale!, 1, 'the loss scale');
     requireF64(op, 'state', args.state!, 2, 'growth tracker, optimizer steps');
     requireF64(op, 'hyper', args.hyper!, HYPER_LENGTH, 'lr, lr/(1-beta1^t), (1-beta2^t)^0.5, gradScale');
+    requireF64(op, 'lr', args.lr!, 1, "the step's learning rate");
   },
-  cost: () => ({ flops: 32, bytes: 8 * (2 * (1 + 2 + 4) + 1) }),
+  cost: () => ({ flops: 32, bytes: 8 * (2 * (1 + 2 + 4) + 2) }),
 };

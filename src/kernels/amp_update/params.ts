@@ -5,7 +5,8 @@
  *
  * From the squared gradient norm (sumsq of the still-scaled gradients: inf/NaN = overflow) it
  *  - on a clean step advances the optimizer's step count t and writes AdamW's per-step values for the
- *    _hyper update ops: lr, lr/(1 − β1ᵗ), (1 − β2ᵗ)^0.5 and gradScale = f32(1/scale) (torch's
+ *    _hyper update ops: lr (read from the `lr` tensor the host writes each step, so a recorded step
+ *    replays with the schedule's rate), lr/(1 − β1ᵗ), (1 − β2ᵗ)^0.5 and gradScale = f32(1/scale) (torch's
  *    `scale.double().reciprocal().float()`); on an overflow it leaves t and those values alone (the
  *    update ops skip the step themselves: skipNonFinite);
  *  - updates the scale and growth tracker exactly as grad-scaler.ts's GradScaler.update (×backoff and
@@ -28,7 +29,6 @@ export const AMP_SCALARS = [
 ] as const;
 
 export interface AmpParams {
-  readonly lr: number;
   readonly beta1: number;
   readonly beta2: number;
   readonly growthFactor: number;
@@ -47,7 +47,6 @@ export function ampParams(op: string, scalars: Scalars): AmpParams {
       { op },
     );
   return {
-    lr: rangeScalar(op, scalars, 'lr', undefined, 0, Infinity),
     beta1: rangeScalar(op, scalars, 'beta1', 0.9, 0, 1),
     beta2: rangeScalar(op, scalars, 'beta2', 0.999, 0, 1),
     growthFactor,
@@ -67,6 +66,7 @@ export interface AmpResult {
 /** One amp_update in float64, shared by the CPU kernel and the reference (the CUDA program mirrors it). */
 export function ampStep(
   p: AmpParams,
+  lr: number,
   norm: number,
   scale: number,
   tracker: number,
@@ -78,7 +78,7 @@ export function ampStep(
   const t = steps + 1;
   const hyper = adamwHyperValues(
     { beta1: p.beta1, beta2: p.beta2, eps: 0, weightDecay: 0, maxNorm: 0, skipNonFinite: true },
-    p.lr,
+    lr,
     t,
     Math.fround(1 / scale),
   );

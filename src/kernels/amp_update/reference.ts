@@ -5,6 +5,7 @@ export const ampUpdateReference: ReferenceFn = (args, scalars) => {
   const state = args.state!.values;
   const r = ampStep(
     ampParams('amp_update', scalars),
+    args.lr!.values[0]!,
     args.norm!.values[0]!,
     args.scale!.values[0]!,
     state[0]!,

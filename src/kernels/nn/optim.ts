@@ -226,8 +226,9 @@ function ampUpdateCases(): ConformanceCase[] {
           scale: { shape: [1], dtype: 'f64', values: [Math.fround(r.scale)] },
           state: { shape: [2], dtype: 'f64', values: r.state },
           hyper: { shape: [HYPER_LENGTH], dtype: 'f64', values: [1, 2, 3, 4] },
+          lr: { shape: [1], dtype: 'f64', values: [6e-4] },
         },
-        scalars: { lr: 6e-4, beta1: 0.9, beta2: 0.95, growthInterval: 3 },
+        scalars: { beta1: 0.9, beta2: 0.95, growthInterval: 3 },
         // pow on the GPU may differ from the host's in the last bit of the bias corrections.
         rtol: 4 * epsilon('f64'),
         atol: 0,

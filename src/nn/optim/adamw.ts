@@ -44,6 +44,10 @@ export class AdamW extends Optimizer {
   private readonly o: Required<Omit<AdamWOptions, 'decayFor' | 'deviceScalars'>>;
   /** deviceScalars: the f64 [lr, lr/(1−β1ᵗ), (1−β2ᵗ)^0.5, gradScale] the update kernels read. */
   private readonly hyper: Tensor | null;
+  /** deviceScalars: the step's learning rate alone, for amp_update (steps taken with hyperOnDevice). */
+  private readonly lr1: Tensor | null;
+  /** Whether the last step took hyperOnDevice (a replay repeats it). */
+  private hyperOnDevice = false;
   /** A failed write into `hyper`, reported by the next step. */
   private hyperError: unknown = null;
   private readonly decayFor: ((p: Var) => boolean) | null;
@@ -69,6 +73,7 @@ export class AdamW extends Optimizer {
       throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `AdamW: ${bad ?? 'beta1 and beta2'} out of range`);
     this.lr = o.lr;
     this.hyper = options.deviceScalars === true ? nn.tensor([HYPER_LENGTH], 'f64') : null;
+    this.lr1 = options.deviceScalars === true ? nn.tensor([1], 'f64') : null;
     for (const p of params) this.state.set(p, this.makeState(p));
   }
 
@@ -89,15 +94,30 @@ export class AdamW extends Optimizer {
     return this.hyper;
   }
 
+  /** deviceScalars: the f64 [1] learning rate of a step taken with hyperOnDevice (amp_update reads it). */
+  get lrTensor(): Tensor | null {
+    return this.lr1;
+  }
+
   protected override stepTaken(options: StepOptions): void {
-    if (this.hyper === null) {
+    if (this.hyper === null || this.lr1 === null) {
       if (options.hyperOnDevice === true)
         throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', 'AdamW: hyperOnDevice needs deviceScalars');
       return;
     }
     if (this.hyperError !== null) throw this.hyperError;
-    if (options.hyperOnDevice === true) return;
+    // A replay passes only lr: it keeps the recorded step's choice.
+    const onDevice = options.hyperOnDevice ?? this.hyperOnDevice;
+    this.hyperOnDevice = onDevice;
+    const failed = (e: unknown): void => {
+      this.hyperError = e;
+    };
     const o = this.o;
+    if (onDevice) {
+      // Not awaited: ordered before the kernel that reads it, after the last step's reads.
+      void this.nn.rt.write(this.lr1, Float64Array.of(options.lr ?? o.lr)).catch(failed);
+      return;
+    }
     const values = adamwHyperValues(
       { ...o, skipNonFinite: false },
       options.lr ?? o.lr,
@@ -105,9 +125,7 @@ export class AdamW extends Optimizer {
       options.gradScale ?? 1,
     );
     // Not awaited: the runtime orders the write after the last step's reads and before this one's.
-    void this.nn.rt.write(this.hyper, values).catch((e: unknown) => {
-      this.hyperError = e;
-    });
+    void this.nn.rt.write(this.hyper, values).catch(failed);
   }
 
   private makeState(p: Var): State {
@@ -136,7 +154,7 @@ export class AdamW extends Optimizer {
     for (const s of this.state.values())
       for (const t of [s.m, s.v, s.master]) if (t !== null) this.nn.free(t);
     this.state.clear();
-    if (this.hyper !== null && !this.hyper.freed) this.nn.free(this.hyper);
+    for (const t of [this.hyper, this.lr1]) if (t !== null && !t.freed) this.nn.free(t);
     this.freeNorms();
   }
 

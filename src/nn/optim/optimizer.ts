@@ -16,9 +16,10 @@ export interface StepOptions {
   /** Learning rate for this step (a schedule's value); default: the optimizer's. */
   readonly lr?: number;
   /**
-   * The step's per-step values (lr, bias corrections, gradScale) were written into the optimizer's
-   * device tensor by a kernel (fp16's amp_update, which alone knows whether the step is skipped), so
-   * the host writes nothing this step. Needs an optimizer with device scalars (AdamW `deviceScalars`).
+   * The step's per-step values (bias corrections, gradScale) are written into the optimizer's device
+   * tensor by a kernel (fp16's amp_update, which alone knows whether the step is skipped), so the host
+   * writes only the learning rate (AdamW's `lrTensor`), for that kernel. Needs an optimizer with device
+   * scalars (AdamW `deviceScalars`). A replay (replayStep) keeps the recorded step's choice.
    */
   readonly hyperOnDevice?: boolean;
 }
@@ -143,11 +144,16 @@ export abstract class Optimizer {
     this.ownsNorm = true;
   }
 
-  /** Submits the updates with the norm of the last computeNorm(); the step count advances. */
-  applyUpdate(options: StepOptions = {}): void {
+  /**
+   * Submits the updates with the norm of the last computeNorm(); the step count advances.
+   * `beforeUpdates` submits what must run after the step's values are written and before the update
+   * kernels read them (fp16's amp_update).
+   */
+  applyUpdate(options: StepOptions = {}, beforeUpdates?: () => void): void {
     if (this.norm === null) this.computeNorm();
     this.steps++;
     this.stepTaken(options);
+    beforeUpdates?.();
     for (const p of this.live()) this.update(p, this.norm!, options);
     this.nn.flush(); // sequence mode: the step's updates go out now
   }

@@ -56,7 +56,7 @@ export interface TrainParams {
   readonly schedule?: ScheduleKind;
   /** Each pass's kernels as a few runtime sequence tasks (TrainSpec.sequences; default by model and device). */
   readonly sequences?: boolean;
-  /** Record the first step and replay it (TrainSpec.staticStep; one GPU, bf16 or f32). */
+  /** Record the first step and replay it (TrainSpec.staticStep; one GPU; fp16's loss scale on the device). */
   readonly staticStep?: boolean;
 }
 
@@ -186,11 +186,6 @@ export function trainJob(dataDir: string): AnyJobType {
             'train: checkpoints (checkpointEvery, resumeFrom) are not kept by runs over several GPUs yet',
           );
       }
-      if (raw['staticStep'] === true && raw['precision'] === 'f16')
-        throw new TandemError(
-          'TANDEM_ERR_INVALID_ARGUMENT',
-          "train: staticStep needs precision bf16 or f32 (fp16's loss scaling decides on the host every step)",
-        );
       return {
         model,
         preset,
