@@ -87,6 +87,16 @@ if not a.no_torch:
     res["torch_fwd_ms"] = timed(tf, a.reps)
     res["torch_fwdbwd_ms"] = timed(tfb, a.reps)
     res["torch_bwd_ms"] = res["torch_fwdbwd_ms"] - res["torch_fwd_ms"]
+    # Which SDPA backend the default picked: each one forced (those that cannot run this call say so).
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    for name in ("FLASH_ATTENTION", "CUDNN_ATTENTION", "EFFICIENT_ATTENTION"):
+        try:
+            with sdpa_kernel(getattr(SDPBackend, name)):
+                res[f"torch_{name.lower()}_fwd_ms"] = timed(tf, a.reps)
+                res[f"torch_{name.lower()}_fwdbwd_ms"] = timed(tfb, a.reps)
+        except Exception as e:  # not built in, or not for these shapes
+            res[f"torch_{name.lower()}"] = f"unavailable: {str(e)[:120]}"
+    res["torch"] = torch.__version__
 print(json.dumps(res), flush=True)
 
 y = torch.empty(B, T, C, device=dev, dtype=torch.bfloat16)
