@@ -17,7 +17,7 @@ log() { summary+=("$1"); echo "[$(date -u +%T)] $1"; }
 if [[ $steps == *" tests "* ]]; then
   t0=$(date +%s)
   timeout 300 node --test --test-reporter=spec --test-concurrency=1 dist/test/gpu/cuda-conformance.test.js \
-    $(ls dist/test/gpu/nn-*.test.js dist/test/gpu/conv*.test.js dist/test/gpu/sequences-cuda.test.js 2>/dev/null) dist/test/nn/devices.test.js > "$OUT/tests.log" 2>&1
+    $(ls dist/test/gpu/nn-*.test.js dist/test/gpu/conv*.test.js dist/test/gpu/sequences-cuda.test.js dist/test/gpu/static-step-cuda.test.js 2>/dev/null) dist/test/nn/devices.test.js > "$OUT/tests.log" 2>&1
   log "gpu tests rc=$? in $(($(date +%s) - t0))s: $(grep -E '^ℹ (pass|fail|skipped)' "$OUT/tests.log" | tr '\n' ' ')"
   grep -E '^# |✖' "$OUT/tests.log" | head -40
 fi

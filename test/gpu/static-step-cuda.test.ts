@@ -3,7 +3,8 @@
  * CUDA graph on its second run — its kernels' scratch memory owned by the graph — and replayed from the
  * third, each replay after the batch and the optimizer's device scalars were written. It must follow the
  * same training run step by step (losses, weights or f32 master weights, moments), for a GPT in f32 with
- * a warm-up schedule and for the CNN in bf16 on images gathered on the device. (The GPT runs in f32: its
+ * a warm-up schedule, for the CNN in bf16 on images gathered on the device, and for the MLP in fp16 with
+ * the loss scale decided on the device (through overflows and growth). (The GPT runs in f32: its
  * embedding backward adds rows with atomics, whose order varies from run to run, and in bf16 a gradient
  * can then round to the neighbouring value in either run alone.) Skipped without CUDA.
  */
@@ -98,5 +99,69 @@ void describe('a recorded training step replayed as a CUDA graph', { skip: hasCu
       },
       { kind: 'images', train: set },
     );
+  });
+
+  void it('the MLP in fp16, loss scale on the device (amp_update in the graph): as step by step and as the host decides', async () => {
+    const count = 256;
+    const set: ImageSet = {
+      images: Float32Array.from(randomValues(count * 784, 9), (v) => (v + 1) / 2),
+      labels: Int32Array.from({ length: count }, (_, i) => (i * 3 + 1) % 10),
+      count,
+      height: 28,
+      width: 28,
+    };
+    const spec: TrainSpec = {
+      model: 'mlp',
+      steps: 12,
+      batch: 32,
+      precision: 'f16',
+      seed: 4,
+      device: 'cuda0',
+    };
+    // A scale past fp16's range with growth every 2 clean steps: overflows, back-offs and growth.
+    const start = {
+      scale: 2 ** 24,
+      growth_factor: 2,
+      backoff_factor: 0.5,
+      growth_interval: 2,
+      _growth_tracker: 0,
+    };
+    const run = async (extra: Partial<TrainSpec>) => {
+      const t = new Trainer(rt, { ...spec, ...extra }, { kind: 'images', train: set });
+      t.restoreScaler(start);
+      const losses: number[] = [];
+      await t.run((r) => losses.push(r.loss));
+      await t.syncState();
+      const params = await Promise.all(t.optimizer.params.map((p) => rt.read(p.data)));
+      const out = { losses, scaler: t.scalerState(), steps: t.optimizer.steps, params };
+      t.dispose();
+      return out;
+    };
+    const before = graphStats(rt);
+    const recorded = await run({ staticStep: true });
+    const after = graphStats(rt);
+    const plain = await run({ staticStep: false });
+    const host = await run({ staticStep: false, lossScaling: 'host' });
+    console.log(
+      `# mlp fp16: optimizer steps ${plain.steps} of 12, scaler ${JSON.stringify(plain.scaler)}; ` +
+        `graphs captured ${after.captured - before.captured}, replays ${after.replayed - before.replayed}`,
+    );
+    for (const [name, other] of [
+      ['recorded', recorded],
+      ['host', host],
+    ] as const) {
+      assert.deepEqual(other.scaler, plain.scaler, `${name}: scaler state`);
+      assert.equal(other.steps, plain.steps, `${name}: steps taken`);
+      assert.ok(maxRelDiff(other.losses, plain.losses) <= 1e-5, `${name}: losses`);
+      other.params.forEach((p, i) =>
+        assert.ok(
+          maxRelDiff(Float64Array.from(p, Number), Float64Array.from(plain.params[i]!, Number)) <= 1e-2,
+          `${name}: parameter ${i}`,
+        ),
+      );
+    }
+    assert.ok(plain.steps < 12 && plain.steps > 3, `steps taken ${plain.steps}: no overflow, or no step`);
+    assert.equal(after.refused - before.refused, 0, 'the fp16 step could not be captured');
+    assert.equal(after.replayed - before.replayed, spec.steps - 1);
   });
 });
