@@ -60,7 +60,7 @@ export class TaskSubmitter {
   ): Task {
     const seq = p.built;
     const id = this.nextTaskId++;
-    // The steps' own launch ids follow the task's (see Executor.launchSequence).
+    // The steps' own launch ids follow the task's (see Launcher.launchSequence in launch.ts).
     this.nextTaskId += seq.calls.length;
     const task = new Task(
       id,
