@@ -2,40 +2,42 @@
  * The executor runs the task graph: it tracks dependencies, hands ready tasks to the scheduler
  * policy, pops work for execution queues with room, brings each task's data to the queue's memory
  * node, launches, and settles completions. It is callback-driven (no promise per task) so that the
- * runtime's own cost stays at a few microseconds per task.
+ * runtime's own cost stays at a few microseconds per task. Beside it: launch.ts (data to the worker's
+ * node, launches, replays), direct-dispatch.ts (host accesses, placed tasks), task-events.ts.
  */
-import { TandemError, asTandemError } from '../core/errors.js';
-import type { DeviceBuffer, LaunchArg, LaunchTiming } from '../devices/device.js';
+import { TandemError } from '../core/errors.js';
 import type { Coherence } from '../memory/coherence.js';
-import type { Observer, TaskEvent } from '../obs/observer.js';
+import type { Observer } from '../obs/observer.js';
 import { nowUs } from '../obs/observer.js';
-import { collectPredecessors, readsFrom, writesTo, type PredecessorSink } from './graph.js';
-import { SequenceImpl } from './sequence.js';
+import { dispatchHost, dispatchPlaced } from './direct-dispatch.js';
+import { collectPredecessors, readsFrom, type PredecessorSink } from './graph.js';
+import { Launcher, queueWeight, type LaunchHost } from './launch.js';
 import type { PolicyContext, SchedTask, SchedulerPolicy, WorkerSlot } from './policies/policy.js';
+import { emitTaskEnd } from './task-events.js';
 import {
   countOf,
+  dependencyError,
   FORWARD_MIXED,
   FORWARDED_FOLLOWER,
   includesTask,
   LAUNCHED,
-  PREPARED_RUN,
   nth,
   withTask,
   type Task,
 } from './task.js';
 import type { TaskModels } from './task-models.js';
 
-const NO_ARGS: LaunchArg[] = [];
+export { dependencyError } from './task.js';
+
 const MAX_FORWARDED_INFLIGHT = 8192;
-const NO_IDS: number[] = [];
 const ignore = (): void => undefined;
 
-export class Executor implements PredecessorSink {
+export class Executor implements PredecessorSink, LaunchHost {
   private outstanding = 0;
   private idleWaiters: Array<() => void> = [];
   private pumping = false;
   private pumpAgain = false;
-  private readonly oneId = [0];
+  private readonly launcher: Launcher;
   private forwardWork: Task[] = [];
   private forwarding = false;
   /** The first failed predecessor met while linking the task being submitted. */
@@ -57,6 +59,7 @@ export class Executor implements PredecessorSink {
     readonly observers: Observer[],
     readonly models: TaskModels | null = null,
   ) {
+    this.launcher = new Launcher(this);
     const ctx: PolicyContext = {
       workers,
       now: nowUs,
@@ -164,7 +167,7 @@ export class Executor implements PredecessorSink {
     task.inQueuePreds = preds;
     if (this.observers.length) task.timed().readyUs = nowUs();
     this.policy.onForward?.(task, w);
-    this.dispatch(task, w);
+    this.launcher.dispatch(task, w);
   }
 
   /**
@@ -186,11 +189,11 @@ export class Executor implements PredecessorSink {
     task.state = 'ready';
     if (this.observers.length) task.timed().readyUs = nowUs();
     if (task.hostFn) {
-      this.dispatchHost(task);
+      dispatchHost(this, task);
       return;
     }
     if (task.placed) {
-      this.dispatchPlaced(task);
+      dispatchPlaced(this, task);
       return;
     }
     if (task.eligible.length === 0) {
@@ -229,7 +232,7 @@ export class Executor implements PredecessorSink {
               this.deferred.push(t);
               break;
             }
-            this.dispatch(t, w);
+            this.launcher.dispatch(t, w);
           }
         }
       } while (this.pumpAgain);
@@ -247,68 +250,8 @@ export class Executor implements PredecessorSink {
     this.pump();
   }
 
-  private dispatch(task: Task, w: WorkerSlot): void {
-    task.state = 'dispatched';
-    task.worker = w;
-    w.inflight += queueWeight(task, w);
-    if (task.tensors.length === 0) {
-      this.launch(task, w, NO_ARGS);
-      return;
-    }
-    const args: LaunchArg[] = [];
-    let waiting = 1;
-    let failed: Error | null = null;
-    // Pinned against eviction until the task completes (so its own inputs never evict each other).
-    for (const t of task.tensors) t.replica(w.node.index).users++;
-    const arrived = (err: Error | null): void => {
-      if (err && !failed) failed = err;
-      if (--waiting > 0) return;
-      if (failed)
-        this.complete(task, asTandemError(failed, 'TANDEM_ERR_INTERNAL', `preparing data for ${task.name}`));
-      else this.launch(task, w, args);
-    };
-    try {
-      for (let i = 0; i < task.tensors.length; i++) {
-        const t = task.tensors[i]!;
-        const mode = task.modes[i]!;
-        if (readsFrom(mode)) {
-          waiting++;
-          this.coherence.acquireRead(t, w.node, arrived);
-        } else this.coherence.acquireWrite(t, w.node);
-        args.push({ buffer: this.coherence.bufferOn(t, w.node), desc: t.desc });
-      }
-      for (let i = 0; i < task.tensors.length; i++) {
-        if (writesTo(task.modes[i]!)) this.coherence.commitWrite(task.tensors[i]!, w.node);
-      }
-    } catch (e) {
-      failed ??= e as Error;
-    }
-    arrived(null);
-  }
-
-  private launch(task: Task, w: WorkerSlot, args: LaunchArg[]): void {
-    task.timed().startUs = nowUs();
-    this.policy.onStart?.(task, w);
-    if (this.observers.length) this.emitStart(task);
-    const impl = task.kernel.impls.get(w.device.info.kind);
-    try {
-      if (impl instanceof SequenceImpl) this.launchSequence(task, w, args, impl);
-      else
-        w.queue.launch(
-          {
-            taskId: task.id,
-            op: task.op,
-            impl,
-            args,
-            scalars: task.scalars,
-            after: this.afterIds(task),
-          },
-          (err, timing) => this.finishLaunch(task, err, timing),
-        );
-    } catch (e) {
-      this.finishLaunch(task, e as Error, undefined);
-      return;
-    }
+  /** Called back by the launcher once `task` sits in `w`'s in-order queue. */
+  launched(task: Task, w: WorkerSlot): void {
     task.flags |= LAUNCHED;
     // Now that it sits in its in-order queue, successors may follow it there.
     const succ = task.successors;
@@ -319,88 +262,6 @@ export class Executor implements PredecessorSink {
       this.mergeForward(s, w);
       this.offerForward(s);
     }
-  }
-
-  /**
-   * A sequence's steps go into the queue back to back, each after the one before it (so a failed step
-   * skips the rest, as in a chain); the task finishes when the last launch reports, with the first error.
-   * A launch that throws ends the sequence there: the steps already queued still report, and the task
-   * finishes after them (their buffers stay pinned until then).
-   */
-  private launchSequence(task: Task, w: WorkerSlot, args: LaunchArg[], seq: SequenceImpl): void {
-    const steps = seq.steps;
-    // The runtime reserved the ids after the task's for its steps (unique among all launches).
-    const firstStepId = task.id + 1;
-    if (task.flags & PREPARED_RUN && w.queue.replay && this.replay(task, w, args, seq, firstStepId)) return;
-    let left = steps.length;
-    let firstError: Error | null = null;
-    let startUs = Infinity;
-    let endUs = -Infinity;
-    const stepDone = (err: Error | null, timing?: LaunchTiming): void => {
-      if (err && !firstError) firstError = err;
-      if (timing) {
-        if (timing.startUs < startUs) startUs = timing.startUs;
-        if (timing.endUs > endUs) endUs = timing.endUs;
-      }
-      if (--left > 0) return;
-      const span = endUs >= startUs ? { startUs, endUs } : undefined;
-      this.finishLaunch(task, firstError, span);
-    };
-    const prev: number[] = [];
-    for (let s = 0; s < steps.length; s++) {
-      const step = steps[s]!;
-      const stepArgs: LaunchArg[] = new Array<LaunchArg>(step.args.length);
-      for (let i = 0; i < step.args.length; i++) stepArgs[i] = args[step.args[i]!]!;
-      try {
-        w.queue.launch(
-          {
-            taskId: firstStepId + s,
-            op: step.op,
-            impl: step.impl,
-            args: stepArgs,
-            scalars: step.scalars,
-            after: s === 0 ? this.afterIds(task) : prev,
-          },
-          stepDone,
-        );
-      } catch (e) {
-        if (s === 0) throw e; // nothing queued: the caller fails the task as for a single launch
-        firstError ??= e as Error;
-        left -= steps.length - s - 1; // the steps never queued will not report
-        stepDone(null);
-        return;
-      }
-      prev[0] = firstStepId + s;
-    }
-  }
-
-  /**
-   * A prepared sequence's run offered to its queue as one unit (CUDA: a graph replayed with one call);
-   * false when the queue declines it (then its steps go one by one).
-   */
-  private replay(
-    task: Task,
-    w: WorkerSlot,
-    args: LaunchArg[],
-    seq: SequenceImpl,
-    firstStepId: number,
-  ): boolean {
-    const steps = seq.steps.map((step) => ({
-      op: step.op,
-      impl: step.impl,
-      args: step.args.map((i) => args[i]!),
-      scalars: step.scalars,
-    }));
-    return w.queue.replay!(
-      {
-        key: seq,
-        taskId: task.id,
-        lastStepId: firstStepId + steps.length - 1,
-        steps,
-        after: this.afterIds(task),
-      },
-      (err) => this.finishLaunch(task, err, undefined),
-    );
   }
 
   /**
@@ -421,124 +282,8 @@ export class Executor implements PredecessorSink {
     }
   }
 
-  /** Ids of in-queue predecessors; the one-predecessor case reuses a scratch array (queues copy it). */
-  private afterIds(task: Task): readonly number[] {
-    const preds = task.inQueuePreds;
-    const n = countOf(preds);
-    if (n === 0) return NO_IDS;
-    if (n === 1) {
-      this.oneId[0] = nth(preds, 0).id;
-      return this.oneId;
-    }
-    return (preds as Task[]).map((p) => p.id);
-  }
-
-  private finishLaunch(task: Task, err: Error | null, timing: LaunchTiming | undefined): void {
-    if (timing) {
-      const tt = task.timed();
-      tt.startUs = timing.startUs;
-      tt.endUs = timing.endUs;
-    }
-    // A follower whose in-queue predecessor failed is reported as such, naming the predecessor.
-    let failedPred: Task | null = null;
-    const preds = task.inQueuePreds;
-    for (let i = 0, n = countOf(preds); i < n; i++) {
-      if (nth(preds, i).state === 'failed') {
-        failedPred = nth(preds, i);
-        break;
-      }
-    }
-    const error = failedPred
-      ? dependencyError(task, failedPred)
-      : err
-        ? asTandemError(err, 'TANDEM_ERR_KERNEL_FAILED', `${task.name} on ${task.worker!.queue.id}`)
-        : null;
-    this.complete(task, error);
-  }
-
-  private dispatchHost(task: Task): void {
-    task.state = 'dispatched';
-    let waiting = 1;
-    let failed: Error | null = null;
-    const host = this.coherence.host;
-    const arrived = (err: Error | null): void => {
-      if (err && !failed) failed = err;
-      if (--waiting > 0) return;
-      if (failed)
-        return this.complete(task, asTandemError(failed, 'TANDEM_ERR_INTERNAL', `host access ${task.name}`));
-      try {
-        task.timed().startUs = nowUs();
-        task.hostFn!(task);
-        this.complete(task, null);
-      } catch (e) {
-        this.complete(task, asTandemError(e, 'TANDEM_ERR_INTERNAL', `host access ${task.name}`));
-      }
-    };
-    try {
-      for (let i = 0; i < task.tensors.length; i++) {
-        const t = task.tensors[i]!;
-        if (readsFrom(task.modes[i]!)) {
-          waiting++;
-          this.coherence.acquireRead(t, host, arrived);
-        } else this.coherence.acquireWrite(t, host);
-      }
-      for (let i = 0; i < task.tensors.length; i++) {
-        if (writesTo(task.modes[i]!)) this.coherence.commitWrite(task.tensors[i]!, host);
-      }
-    } catch (e) {
-      failed ??= e as Error;
-    }
-    arrived(null);
-  }
-
-  /**
-   * A task over several devices (a collective): each tensor made valid or writable on its own node and
-   * pinned there, as for a kernel, then the work runs on its own streams; completion is its callback.
-   */
-  private dispatchPlaced(task: Task): void {
-    task.state = 'dispatched';
-    const work = task.placed!;
-    const buffers: DeviceBuffer[] = [];
-    let waiting = 1;
-    let failed: Error | null = null;
-    const tensors = task.tensors;
-    for (let i = 0; i < tensors.length; i++) tensors[i]!.replica(work.nodes[i]!.index).users++;
-    const finish = (err: TandemError | null): void => {
-      for (let i = 0; i < tensors.length; i++) tensors[i]!.replica(work.nodes[i]!.index).users--;
-      this.complete(task, err);
-    };
-    const arrived = (err: Error | null): void => {
-      if (err && !failed) failed = err;
-      if (--waiting > 0) return;
-      if (failed)
-        return finish(asTandemError(failed, 'TANDEM_ERR_INTERNAL', `preparing data for ${task.name}`));
-      task.timed().startUs = nowUs();
-      if (this.observers.length) this.emitStart(task);
-      try {
-        work.run(buffers, (e) => finish(e ? asTandemError(e, 'TANDEM_ERR_KERNEL_FAILED', task.name) : null));
-      } catch (e) {
-        finish(asTandemError(e, 'TANDEM_ERR_KERNEL_FAILED', task.name));
-      }
-    };
-    try {
-      for (let i = 0; i < tensors.length; i++) {
-        const t = tensors[i]!;
-        const node = work.nodes[i]!;
-        if (readsFrom(task.modes[i]!)) {
-          waiting++;
-          this.coherence.acquireRead(t, node, arrived);
-        } else this.coherence.acquireWrite(t, node);
-        buffers.push(this.coherence.bufferOn(t, node));
-      }
-      for (let i = 0; i < tensors.length; i++)
-        if (writesTo(task.modes[i]!)) this.coherence.commitWrite(tensors[i]!, work.nodes[i]!);
-    } catch (e) {
-      failed ??= e as Error;
-    }
-    arrived(null);
-  }
-
-  private complete(task: Task, error: TandemError | null): void {
+  /** A dispatched task's end, reported by the launcher (its queue's report) or by direct dispatch. */
+  complete(task: Task, error: TandemError | null): void {
     if (task.isFinished()) return;
     const tt = task.timed();
     tt.endUs = tt.endUs > tt.startUs ? tt.endUs : nowUs();
@@ -555,7 +300,7 @@ export class Executor implements PredecessorSink {
         share.tasks++;
       }
     }
-    if (this.observers.length) this.emit(task, error);
+    if (this.observers.length) emitTaskEnd(this.observers, task, error);
     if (w) this.policy.onComplete?.(task, w, us, !error);
     if (w && this.deferred.length) {
       const d = this.deferred;
@@ -611,59 +356,6 @@ export class Executor implements PredecessorSink {
     if (this.outstanding === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
-
-  private emitStart(task: Task): void {
-    const e = this.event(task, null);
-    for (const o of this.observers) o.onTaskStart?.(e);
-  }
-
-  private emit(task: Task, error: TandemError | null): void {
-    const e = this.event(task, error);
-    for (const o of this.observers) o.onTaskEnd?.(e);
-  }
-
-  private event(task: Task, error: TandemError | null): TaskEvent {
-    const w = task.worker;
-    const tt = task.times;
-    const startUs = tt?.startUs ?? 0;
-    return {
-      taskId: task.id,
-      name: task.name,
-      op: task.op,
-      deviceId: w ? w.device.info.id : (task.placed?.deviceId ?? 'host'),
-      queueId: w ? w.queue.id : (task.placed?.queueId ?? 'host'),
-      // A task submitted before its observer came has no submission or ready time: its start stands in.
-      submitUs: tt?.submitUs || tt?.readyUs || startUs,
-      readyUs: tt?.readyUs || startUs,
-      startUs,
-      endUs: tt?.endUs ?? 0,
-      ok: !error,
-      ...(error ? { errorCode: error.code } : {}),
-      ...(task.placement ? { placement: task.placement } : {}),
-      flops: task.cost?.flops ?? 0,
-      bytes: task.cost?.bytes ?? 0,
-      ...(task.tags ? { tags: task.tags } : {}),
-    };
-  }
-}
-
-export function dependencyError(task: Task, failed: Task): TandemError {
-  return new TandemError(
-    'TANDEM_ERR_DEPENDENCY_FAILED',
-    `${task.name} (task ${task.id}) cannot run: it depends on ${failed.name} (task ${failed.id}), which failed` +
-      (failed.error ? ` with ${failed.error.code}` : ''),
-    { task: task.id, failedTask: failed.id, failedName: failed.name, cause: failed.error?.code },
-    { cause: failed.error },
-  );
 }
 
 export type { SchedTask };
-
-/**
- * What a task counts for against its queue's depth: its launches. A sequence of 700 kernels is 700
- * launches in the device's queue, and a GPU driver blocks the thread that launches into a full queue.
- */
-function queueWeight(task: Task, w: WorkerSlot): number {
-  const impl = task.kernel.impls.get(w.device.info.kind);
-  return impl instanceof SequenceImpl ? impl.steps.length : 1;
-}

@@ -40,6 +40,19 @@ export class KernelRegistry {
     return k;
   }
 
+  /** A kernel of the runtime's user (`Runtime.registerKernel`): its definition and at least one impl. */
+  register(def: KernelDef, impls: Partial<Record<DeviceKind, unknown>>): void {
+    if (!impls || Object.keys(impls).length === 0) {
+      throw new TandemError(
+        'TANDEM_ERR_INVALID_ARGUMENT',
+        `kernel ${def?.name}: give at least one implementation`,
+      );
+    }
+    this.define(def);
+    for (const [kind, impl] of Object.entries(impls))
+      if (impl !== undefined) this.implement(def.name, kind as DeviceKind, impl);
+  }
+
   implement(op: string, backend: DeviceKind, impl: unknown): void {
     const k = this.kernels.get(op);
     if (!k)

@@ -7,7 +7,7 @@
  * what only some tasks need (a promise, host-side work, more than one neighbour) is created on demand,
  * and lists start as shared empty arrays.
  */
-import type { TandemError } from '../core/errors.js';
+import { TandemError } from '../core/errors.js';
 import type { DeviceBuffer, MemoryNode, Scalars } from '../devices/device.js';
 import type { AccessMode, Cost, KernelDef } from '../kernels/kernel.js';
 import type { AccessRecord, Tensor } from '../memory/tensor.js';
@@ -281,4 +281,15 @@ function noop(): void {}
 /** A task not yet finished (what freeing a tensor must wait for). */
 export function unfinished(x: unknown): boolean {
   return x instanceof Task && !x.isFinished();
+}
+
+/** The error of `task`, which cannot run because its predecessor `failed` failed. */
+export function dependencyError(task: Task, failed: Task): TandemError {
+  return new TandemError(
+    'TANDEM_ERR_DEPENDENCY_FAILED',
+    `${task.name} (task ${task.id}) cannot run: it depends on ${failed.name} (task ${failed.id}), which failed` +
+      (failed.error ? ` with ${failed.error.code}` : ''),
+    { task: task.id, failedTask: failed.id, failedName: failed.name, cause: failed.error?.code },
+    { cause: failed.error },
+  );
 }
