@@ -12,6 +12,9 @@ import { after, before, describe, it } from 'node:test';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { latestCheckpoint, loadCheckpoint, saveCheckpoint } from '../../src/nn/checkpoint.js';
 import type { GradScalerState } from '../../src/nn/grad-scaler.js';
+import { Nn } from '../../src/nn/context.js';
+import { reshape } from '../../src/nn/ops/elementwise.js';
+import { linear } from '../../src/nn/ops/linear.js';
 import { Trainer, type TrainSpec } from '../../src/nn/train.js';
 import { cpuRuntime } from '../runtime/helpers.js';
 import { randomImages, randomTokens } from './train-fixtures.js';
@@ -72,6 +75,26 @@ async function trajectory(spec: TrainSpec, data: Parameters<typeof newTrainer>[1
 function newTrainer(spec: TrainSpec, data: ConstructorParameters<typeof Trainer>[2]): Trainer {
   return new Trainer(rt, spec, data);
 }
+
+void describe('a loss gradient seeded from a device scale (Nn.lossScaleTensor)', () => {
+  it('a loss without a fused gradient is seeded by a cast of the scale: the host factor’s gradients', async () => {
+    const grads: number[][] = [];
+    for (const onDevice of [false, true]) {
+      const nn = new Nn(rt, { seed: 1 });
+      const w = nn.parameter([1, 3], [0.5, -1.5, 2], 'w');
+      const x = nn.input([0.25, 3, -7], [1, 3]);
+      const scale = rt.tensor([1], 'f64', [8]);
+      if (onDevice) nn.lossScaleTensor = scale;
+      else nn.lossScale = 8;
+      const y = reshape(nn, linear(nn, x, w, null), [1]);
+      await y.backward();
+      grads.push(Array.from(await w.gradValues()));
+      rt.free(scale);
+    }
+    assert.deepEqual(grads[1], grads[0]);
+    assert.deepEqual(grads[0], [2, 24, -56]);
+  });
+});
 
 void describe('fp16 loss scaling on the device', () => {
   for (const [label, spec, data] of [
