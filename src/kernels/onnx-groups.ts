@@ -3,6 +3,7 @@ import type { OnnxOpGroup } from './onnx/common.js';
 import { onnxComputeGroup } from './onnx/compute-group.js';
 import { onnxConvGroup } from './onnx/conv-group.js';
 import { onnxElementwiseGroup } from './onnx/elementwise-group.js';
+import { onnxIndexGroup } from './onnx/index-group.js';
 import { onnxLayoutGroup } from './onnx/layout-group.js';
 import { onnxNormGroup } from './onnx/norm-group.js';
 
@@ -12,4 +13,5 @@ export const ONNX_GROUPS: readonly OnnxOpGroup[] = [
   onnxNormGroup,
   onnxLayoutGroup,
   onnxComputeGroup,
+  onnxIndexGroup,
 ];

@@ -100,6 +100,21 @@ const PICKED = [
   'onnx_reduce log_sum_exp f32 [2,300] {"axes":"-1","keepdims":false}',
   'onnx_reduce max f16 [2,3,2,2,3,2] {"axes":"1,3,4"}',
   'onnx_reduce l2 f64 [2,3,4] {"axes":""}',
+  'onnx_argreduce max f32 [3,4,5] {"axis":1}',
+  'onnx_argreduce min f16 [4,3,2] {"axis":0,"selectLastIndex":true}',
+  'onnx_argreduce max i32 [2,300] {"axis":-1,"keepdims":false}',
+  'onnx_argreduce min u8 [3,2,1,2,2,3] {"axis":-6,"keepdims":false,"selectLastIndex":true}',
+  'onnx_argreduce max f32 all NaN last',
+  'onnx_gather_elements f32 [3,4,5] indices [3,6,5] axis 1',
+  'onnx_gather_elements i32 [3,4,5] indices [2,3,2] axis -1',
+  'onnx_gather_elements bf16 [2,3,2,4] indices [2,3,1,4] axis 2',
+  'onnx_trilu f32 [2,3,5,4] {"upper":false,"k":-1}',
+  'onnx_trilu bf16 [3,6] {"k":2}',
+  'onnx_trilu i32 [3,5] {"k":-7}',
+  'onnx_cumsum f32 [3,4,5] {"axis":1,"exclusive":true}',
+  'onnx_cumsum f16 [2,300] {"axis":1,"exclusive":true,"reverse":true}',
+  'onnx_cumsum f64 [7] {}',
+  'onnx_cumsum i32 [3,4,5] {"axis":-1,"reverse":true}',
 ];
 const cases = PICKED.map((name) => CONFORMANCE_CASES.find((c) => c.name === name));
 

@@ -1,0 +1,149 @@
+/**
+ * The index and scan ONNX ops (ArgMax/ArgMin, GatherElements, Trilu, CumSum) as an op group, with
+ * their conformance cases. No WebGPU versions: the runtime places these ops on CPU or CUDA devices.
+ */
+import type { Scalars } from '../../devices/device.js';
+import type { ConformanceCase } from '../case-types.js';
+import { COPY_DTYPES, type OnnxOpGroup, sumTolerance } from './common.js';
+import {
+  argGeometry,
+  onnxArgReduceCpu,
+  onnxArgReduceCuda,
+  onnxArgReduceDef,
+  onnxArgReduceReference,
+  onnxGatherElementsCpu,
+  onnxGatherElementsCuda,
+  onnxGatherElementsDef,
+  onnxGatherElementsReference,
+} from './index-ops.js';
+import {
+  CUMSUM_DTYPES,
+  onnxCumsumCpu,
+  onnxCumsumCuda,
+  onnxCumsumDef,
+  onnxCumsumReference,
+  onnxTriluCpu,
+  onnxTriluCuda,
+  onnxTriluDef,
+  onnxTriluReference,
+} from './scan.js';
+
+const EXACT = { rtol: 0, atol: 0 };
+
+/** A middle axis, a long row, a vector to a scalar, ties broken last, a rank-6 leading axis. */
+const ARGS: readonly (readonly [number[], Scalars])[] = [
+  [[3, 4, 5], { axis: 1 }],
+  [[2, 300], { axis: -1, keepdims: false }],
+  [[7], { axis: 0, keepdims: false }],
+  [[4, 3, 2], { axis: 0, selectLastIndex: true }],
+  [[3, 2, 1, 2, 2, 3], { axis: -6, keepdims: false, selectLastIndex: true }],
+];
+
+/** Data, indices and axis: indices longer and shorter than data along the axis, smaller off it. */
+const GATHERS: readonly (readonly [number[], number[], number])[] = [
+  [[4, 5], [2, 5], 0],
+  [[3, 4, 5], [3, 6, 5], 1],
+  [[3, 4, 5], [2, 3, 2], -1],
+  [[2, 3, 2, 4], [2, 3, 1, 4], 2],
+];
+
+const TRILUS: readonly (readonly [number[], Scalars])[] = [
+  [[4, 5], {}],
+  [[2, 3, 5, 4], { upper: false, k: -1 }],
+  [[3, 6], { k: 2 }],
+  [[2, 4, 4], { upper: false, k: 10 }],
+  [[3, 5], { k: -7 }],
+];
+
+const CUMSUMS: readonly (readonly [number[], Scalars])[] = [
+  [[7], {}],
+  [[3, 4, 5], { axis: 1, exclusive: true }],
+  [[3, 4, 5], { axis: -1, reverse: true }],
+  [[2, 300], { axis: 1, exclusive: true, reverse: true }],
+  [[4, 3, 2], { axis: 0 }],
+];
+
+function indexCases(): ConformanceCase[] {
+  const out: ConformanceCase[] = [];
+  for (const dtype of COPY_DTYPES) {
+    for (const op of ['max', 'min'] as const)
+      for (const [x, s] of ARGS) {
+        const scalars = { op, ...s };
+        const y = argGeometry({ shape: x }, scalars).shape;
+        out.push({
+          name: `onnx_argreduce ${op} ${dtype} [${x.join(',')}] ${JSON.stringify(s)}`,
+          op: 'onnx_argreduce',
+          args: { x: { shape: x, dtype }, y: { shape: y, dtype: 'i32' } },
+          scalars,
+          ...EXACT,
+        });
+      }
+    if (dtype !== 'i32' && dtype !== 'u8')
+      for (const selectLastIndex of [false, true])
+        out.push({
+          name: `onnx_argreduce max ${dtype} all NaN ${selectLastIndex ? 'last' : 'first'}`,
+          op: 'onnx_argreduce',
+          args: { x: { shape: [3, 5], dtype, range: 'nan' }, y: { shape: [3, 1], dtype: 'i32' } },
+          scalars: { op: 'max', axis: 1, selectLastIndex },
+          ...EXACT,
+        });
+    for (const [data, indices, axis] of GATHERS) {
+      const dim = data[axis < 0 ? axis + data.length : axis]!;
+      out.push({
+        name: `onnx_gather_elements ${dtype} [${data.join(',')}] indices [${indices.join(',')}] axis ${axis}`,
+        op: 'onnx_gather_elements',
+        args: {
+          data: { shape: data, dtype },
+          // Negative indices count from the end; the last one drawn may be out of range (NaN / 0).
+          indices: { shape: indices, dtype: 'i32', range: 'index', min: -dim, max: dim + 1 },
+          y: { shape: indices, dtype },
+        },
+        scalars: { axis },
+        ...EXACT,
+      });
+    }
+    for (const [x, s] of TRILUS)
+      out.push({
+        name: `onnx_trilu ${dtype} [${x.join(',')}] ${JSON.stringify(s)}`,
+        op: 'onnx_trilu',
+        args: { x: { shape: x, dtype }, y: { shape: x, dtype } },
+        scalars: s,
+        ...EXACT,
+      });
+  }
+  for (const dtype of CUMSUM_DTYPES)
+    for (const [x, s] of CUMSUMS) {
+      const axis = Number(s['axis'] ?? 0);
+      const dim = x[axis < 0 ? axis + x.length : axis]!;
+      out.push({
+        name: `onnx_cumsum ${dtype} [${x.join(',')}] ${JSON.stringify(s)}`,
+        op: 'onnx_cumsum',
+        args: { x: { shape: x, dtype }, y: { shape: x, dtype } },
+        scalars: s,
+        ...(dtype === 'i32' ? EXACT : sumTolerance(dtype, dim)),
+      });
+    }
+  return out;
+}
+
+export const onnxIndexGroup: OnnxOpGroup = {
+  name: 'onnx-index',
+  defs: [onnxArgReduceDef, onnxGatherElementsDef, onnxTriluDef, onnxCumsumDef],
+  impls: [
+    { op: 'onnx_argreduce', backend: 'cpu', impl: onnxArgReduceCpu },
+    { op: 'onnx_gather_elements', backend: 'cpu', impl: onnxGatherElementsCpu },
+    { op: 'onnx_trilu', backend: 'cpu', impl: onnxTriluCpu },
+    { op: 'onnx_cumsum', backend: 'cpu', impl: onnxCumsumCpu },
+    { op: 'onnx_argreduce', backend: 'cuda', impl: onnxArgReduceCuda },
+    { op: 'onnx_gather_elements', backend: 'cuda', impl: onnxGatherElementsCuda },
+    { op: 'onnx_trilu', backend: 'cuda', impl: onnxTriluCuda },
+    { op: 'onnx_cumsum', backend: 'cuda', impl: onnxCumsumCuda },
+  ],
+  references: {
+    onnx_argreduce: onnxArgReduceReference,
+    onnx_gather_elements: onnxGatherElementsReference,
+    onnx_trilu: onnxTriluReference,
+    onnx_cumsum: onnxCumsumReference,
+  },
+  cases: () => indexCases(),
+};
