@@ -2,6 +2,7 @@
 import { TandemError } from '../../core/errors.js';
 import { CONV_OPS } from './conv.js';
 import { ELEMENTWISE_OPS } from './elementwise.js';
+import { INDEX_OPS } from './indexing.js';
 import { LAYOUT_OPS } from './layout.js';
 import { MATH_OPS } from './math.js';
 import { RESIZE_OPS } from './resize.js';
@@ -15,6 +16,7 @@ export const ONNX_OPS: Readonly<Record<string, OpImpl>> = {
   ...MATH_OPS,
   ...RESIZE_OPS,
   ...VALUE_OPS,
+  ...INDEX_OPS,
 };
 
 /** The op's implementation, or TANDEM_ERR_UNSUPPORTED naming the op, its domain and the opset. */

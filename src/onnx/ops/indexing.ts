@@ -1,0 +1,183 @@
+/**
+ * Index and scan operators: ArgMax/ArgMin (onnx_argreduce; int64 indices, i32 on device as every int64
+ * tensor), GatherElements (onnx_gather_elements), Trilu (onnx_trilu) and CumSum (onnx_cumsum). The
+ * host evaluation runs the kernels' own float64 references, so host and device agree by construction.
+ */
+import type { Scalars } from '../../devices/device.js';
+import type { RefArg } from '../../kernels/common/reference.js';
+import {
+  argGeometry,
+  onnxArgReduceReference,
+  onnxGatherElementsReference,
+} from '../../kernels/onnx/index-ops.js';
+import { onnxCumsumReference, onnxTriluReference } from '../../kernels/onnx/scan.js';
+import { MAX_RANK } from '../../kernels/onnx/shapes.js';
+import { numelOf, roundTo, type HostTensor } from '../host-tensor.js';
+import { fail, hostInts, inp, make, normAxis, same } from './util.js';
+import type { OpCall, OpImpl } from './types.js';
+
+/** A host tensor as a reference argument (the dtype only tells the references float from integer). */
+function refArg(t: { dims: readonly number[]; data?: Float64Array }, float = true): RefArg {
+  const shape = [...t.dims];
+  return {
+    desc: { shape, dtype: float ? 'f64' : 'i32', bytes: 0 },
+    values: t.data ?? new Float64Array(numelOf(shape)),
+  };
+}
+
+/** The device kernels take rank ≤ 6 (the host evaluation any rank). */
+function deviceRank(c: OpCall): void {
+  const r = inp(c, 0).dims.length;
+  if (r > MAX_RANK)
+    throw fail(
+      c,
+      `rank ${r} on device data is not supported (at most ${MAX_RANK})`,
+      'TANDEM_ERR_UNSUPPORTED',
+    );
+}
+
+// ---- ArgMax / ArgMin
+
+function argScalars(c: OpCall): Scalars {
+  const rank = inp(c, 0).dims.length;
+  return {
+    op: c.node.opType === 'ArgMin' ? 'min' : 'max',
+    axis: normAxis(c, c.attrs.int('axis', 0), rank),
+    keepdims: c.attrs.int('keepdims', 1) === 1,
+    selectLastIndex: c.attrs.int('select_last_index', 0) === 1,
+  };
+}
+
+function argDims(c: OpCall): number[] {
+  const d = inp(c, 0).dims;
+  if (d.length === 0) throw fail(c, 'the input must have rank ≥ 1');
+  const axis = argScalars(c)['axis'] as number;
+  if (d[axis] === 0) throw fail(c, `axis ${axis} is empty`);
+  return argGeometry({ shape: d }, argScalars(c)).shape;
+}
+
+const argImpl: OpImpl = {
+  infer: (c) => [{ type: 'int64', dims: argDims(c) }],
+  evaluate: (c, x) => {
+    const dims = argDims(c);
+    const y = onnxArgReduceReference({ x: refArg(x[0]!), y: refArg({ dims }, false) }, argScalars(c)).y!;
+    return [make('int64', dims, y)];
+  },
+  lower: (c, t) => {
+    deviceRank(c);
+    t.submit('onnx_argreduce', { x: t.input(0), y: t.output(0) }, argScalars(c));
+  },
+};
+
+// ---- GatherElements
+
+function gatherElementsSpec(c: OpCall): { axis: number; dims: readonly number[] } {
+  const [d, id] = [inp(c, 0).dims, inp(c, 1).dims];
+  const axis = normAxis(c, c.attrs.int('axis', 0), d.length);
+  if (id.length !== d.length || id.some((v, i) => i !== axis && v > d[i]!))
+    throw fail(
+      c,
+      `indices [${id.join(', ')}] must have data's rank and fit [${d.join(', ')}] off axis ${axis}`,
+    );
+  return { axis, dims: id };
+}
+
+const gatherElementsImpl: OpImpl = {
+  infer: (c) => [{ type: inp(c, 0).type, dims: gatherElementsSpec(c).dims }],
+  evaluate: (c, x) => {
+    const { axis, dims } = gatherElementsSpec(c);
+    const [data, idx] = [x[0]!, x[1]!];
+    const d = data.dims[axis]!;
+    for (const raw of idx.data)
+      if (raw < -d || raw >= d) throw fail(c, `index ${raw} is out of range for size ${d}`);
+    const y = onnxGatherElementsReference(
+      { data: refArg(data), indices: refArg(idx, false), y: refArg({ dims }) },
+      { axis },
+    ).y!;
+    return [make(data.type, dims, y)];
+  },
+  lower: (c, t) => {
+    deviceRank(c);
+    t.submit(
+      'onnx_gather_elements',
+      { data: t.input(0), indices: t.input(1), y: t.output(0) },
+      { axis: gatherElementsSpec(c).axis },
+    );
+  },
+};
+
+// ---- Trilu
+
+function triluScalars(c: OpCall): Scalars {
+  if (inp(c, 0).dims.length < 2) throw fail(c, 'the input must have rank ≥ 2');
+  const k = c.inputs[1] ? hostInts(c, 1, 'k')[0] : 0;
+  if (k === undefined) throw fail(c, 'k must hold one value');
+  return { upper: c.attrs.int('upper', 1) === 1, k: Math.max(Math.min(k, 2 ** 31 - 1), -(2 ** 31)) };
+}
+
+const triluImpl: OpImpl = {
+  hostInputs: [1],
+  infer: (c) => {
+    triluScalars(c);
+    return [same(c)];
+  },
+  evaluate: (c, x) => {
+    const t = x[0]!;
+    return [make(t.type, t.dims, onnxTriluReference({ x: refArg(t) }, triluScalars(c)).y!)];
+  },
+  lower: (c, t) => {
+    deviceRank(c);
+    t.submit('onnx_trilu', { x: t.input(0), y: t.output(0) }, triluScalars(c));
+  },
+};
+
+// ---- CumSum
+
+function cumsumScalars(c: OpCall): Scalars {
+  const d = inp(c, 0).dims;
+  if (d.length === 0) throw fail(c, 'the input must have rank ≥ 1');
+  const axis = hostInts(c, 1, 'axis');
+  if (axis.length !== 1) throw fail(c, `axis must hold one value, got ${axis.length}`);
+  return {
+    axis: normAxis(c, axis[0]!, d.length),
+    exclusive: c.attrs.int('exclusive', 0) === 1,
+    reverse: c.attrs.int('reverse', 0) === 1,
+  };
+}
+
+const cumsumImpl: OpImpl = {
+  hostInputs: [1],
+  infer: (c) => {
+    cumsumScalars(c);
+    const s = same(c);
+    if (s.type === 'bool' || s.type === 'string')
+      throw fail(c, `element type ${s.type} is not supported`, 'TANDEM_ERR_DTYPE');
+    return [s];
+  },
+  evaluate: (c, x) => {
+    const t: HostTensor = x[0]!;
+    const y = onnxCumsumReference({ x: refArg(t) }, cumsumScalars(c)).y!;
+    return [
+      make(
+        t.type,
+        t.dims,
+        y.map((v) => roundTo(t.type, v)),
+      ),
+    ];
+  },
+  lower: (c, t) => {
+    deviceRank(c);
+    const y = t.output(0);
+    if (y.dtype === 'u8')
+      throw fail(c, 'CumSum of 8-bit data on device is not supported', 'TANDEM_ERR_UNSUPPORTED');
+    t.submit('onnx_cumsum', { x: t.input(0), y }, cumsumScalars(c));
+  },
+};
+
+export const INDEX_OPS: Record<string, OpImpl> = {
+  ArgMax: argImpl,
+  ArgMin: argImpl,
+  GatherElements: gatherElementsImpl,
+  Trilu: triluImpl,
+  CumSum: cumsumImpl,
+};
