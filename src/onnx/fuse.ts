@@ -39,6 +39,7 @@ const UNARY_PARAM_NAMES: Readonly<Record<string, readonly [string, number][]>> =
     ['max', Infinity],
   ],
   elu: [['alpha', 1]],
+  thresholded_relu: [['alpha', 1]],
 };
 
 export function fusionEnabled(): boolean {
