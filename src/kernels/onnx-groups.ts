@@ -5,6 +5,7 @@ import { onnxConvGroup } from './onnx/conv-group.js';
 import { onnxElementwiseGroup } from './onnx/elementwise-group.js';
 import { onnxIndexGroup } from './onnx/index-group.js';
 import { onnxLayoutGroup } from './onnx/layout-group.js';
+import { onnxLogicGroup } from './onnx/logic-group.js';
 import { onnxNormGroup } from './onnx/norm-group.js';
 
 export const ONNX_GROUPS: readonly OnnxOpGroup[] = [
@@ -14,4 +15,5 @@ export const ONNX_GROUPS: readonly OnnxOpGroup[] = [
   onnxLayoutGroup,
   onnxComputeGroup,
   onnxIndexGroup,
+  onnxLogicGroup,
 ];

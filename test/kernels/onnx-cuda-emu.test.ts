@@ -122,6 +122,15 @@ const PICKED = [
   'onnx_cumsum f16 [2,300] {"axis":1,"exclusive":true,"reverse":true}',
   'onnx_cumsum f64 [7] {}',
   'onnx_cumsum i32 [3,4,5] {"axis":-1,"reverse":true}',
+  'onnx_compare less f32 [2,1,5] [3,1]',
+  'onnx_compare equal i32 [2,3,5] [2,3,5]',
+  'onnx_compare greater_equal f16 [] [3,4]',
+  'onnx_compare xor u8 [1,3,1,5] [2,1,4,1]',
+  'onnx_isinf isinf negative f32',
+  'onnx_isinf isnan bf16',
+  'onnx_where f32 [3,1] [2,1,5] [5]',
+  'onnx_where i32 [2,1,4,1] [1,3,1,5] [2,3,4,5]',
+  'onnx_where f16 [] [3,4] [1]',
 ];
 const cases = PICKED.map((name) => CONFORMANCE_CASES.find((c) => c.name === name));
 
