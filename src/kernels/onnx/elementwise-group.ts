@@ -77,9 +77,9 @@ const UNARY_SCALARS: Partial<Record<UnaryOp, Record<string, number>>> = {
 const POSITIVE_ONLY: readonly UnaryOp[] = ['sqrt', 'log'];
 /**
  * Ops whose inputs should reach the bends of the function (hard_sigmoid saturates at ±3), cross many
- * integers (round) or mostly lie in the domain (acosh: x ≥ 1; the rest are NaN on every backend).
+ * integers (round, floor, ceil) or mostly lie in the domain (acosh: x ≥ 1; the rest are NaN on every backend).
  */
-const WIDE: readonly UnaryOp[] = ['hard_sigmoid', 'hard_swish', 'round', 'acosh'];
+const WIDE: readonly UnaryOp[] = ['hard_sigmoid', 'hard_swish', 'round', 'acosh', 'floor', 'ceil'];
 
 function unaryCases(): ConformanceCase[] {
   const out: ConformanceCase[] = [];
@@ -126,7 +126,7 @@ export const MAP_PROGRAMS: readonly (readonly [string, string, ValueRange])[] = 
   ],
   [
     'new unary',
-    'thresholded_relu(r0,0.3);round(r0);asinh(r0);cosh(r0);mul(r0,0.875);atanh(r5);abs(r0);add(r7,1);acosh(r8);add(r1,r2);add(r10,r3);add(r11,r6);add(r12,r9)',
+    'thresholded_relu(r0,0.3);round(r0);asinh(r0);cosh(r0);mul(r0,0.875);atanh(r5);abs(r0);add(r7,1);acosh(r8);add(r1,r2);add(r10,r3);add(r11,r6);add(r12,r9);sinh(r0);mul(r0,4);floor(r15);ceil(r15);sign(r0);add(r13,r14);add(r19,r16);add(r20,r17);add(r21,r18);add(r22,r4)',
     'signed',
   ],
   ['empty', '', 'signed'],

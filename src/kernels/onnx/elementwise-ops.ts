@@ -63,6 +63,10 @@ export const UNARY_OPS = [
   'asinh',
   'atanh',
   'cosh',
+  'sinh',
+  'floor',
+  'ceil',
+  'sign',
 ] as const;
 export type UnaryOp = (typeof UNARY_OPS)[number];
 
@@ -202,6 +206,14 @@ export function unaryFunc(p: UnaryParams): (x: number) => number {
       return Math.atanh;
     case 'cosh':
       return Math.cosh;
+    case 'sinh':
+      return Math.sinh;
+    case 'floor':
+      return Math.floor;
+    case 'ceil':
+      return Math.ceil;
+    case 'sign':
+      return Math.sign;
   }
 }
 
@@ -233,6 +245,10 @@ export const UNARY_CUDA: Record<UnaryOp, string> = {
   asinh: 'm_asinh(v)',
   atanh: 'm_atanh(v)',
   cosh: 'm_cosh(v)',
+  sinh: 'm_sinh(v)',
+  floor: 'm_floor(v)',
+  ceil: 'm_ceil(v)',
+  sign: 'v != v ? v : (v > (X_c)0 ? (X_c)1 : (v < (X_c)0 ? (X_c)-1 : v))',
 };
 
 /** CUDA: `X_c r = f(v)` for the op selected by the define OP (each op's expression). */
@@ -258,5 +274,11 @@ static __device__ __forceinline__ float m_atanh(float v) { return atanhf(v); }
 static __device__ __forceinline__ double m_atanh(double v) { return atanh(v); }
 static __device__ __forceinline__ float m_cosh(float v) { return coshf(v); }
 static __device__ __forceinline__ double m_cosh(double v) { return cosh(v); }
+static __device__ __forceinline__ float m_sinh(float v) { return sinhf(v); }
+static __device__ __forceinline__ double m_sinh(double v) { return sinh(v); }
+static __device__ __forceinline__ float m_floor(float v) { return floorf(v); }
+static __device__ __forceinline__ double m_floor(double v) { return floor(v); }
+static __device__ __forceinline__ float m_ceil(float v) { return ceilf(v); }
+static __device__ __forceinline__ double m_ceil(double v) { return ceil(v); }
 template <typename T> static __device__ __forceinline__ T m_clamp01(T v) { return v != v ? v : (v < (T)0 ? (T)0 : (v > (T)1 ? (T)1 : v)); }
 `;
