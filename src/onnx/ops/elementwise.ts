@@ -5,8 +5,8 @@
  */
 import { roundTo, type ElemType } from '../host-tensor.js';
 import { broadcastDims, broadcastTo, fail, inp, make, same } from './util.js';
-import { UNARY, type UnarySpec } from './unary-table.js';
-import type { OpCall, OpImpl } from './types.js';
+import { type Scalars, UNARY, type UnarySpec } from './unary-table.js';
+import type { LowerTarget, OpCall, OpImpl } from './types.js';
 
 /** The onnx_unary op and scalars of an activation node, when it is one a convolution can fuse. */
 export function activationOf(c: OpCall): Record<string, number | string> | undefined {
@@ -94,7 +94,35 @@ function naryDims(c: OpCall): readonly number[] {
   return dims;
 }
 
+/** The comparisons and logic ops onnx_compare runs (bool results: u8 on device). */
+const COMPARE_KERNEL: Record<string, string> = {
+  Equal: 'equal',
+  Less: 'less',
+  LessOrEqual: 'less_equal',
+  Greater: 'greater',
+  GreaterOrEqual: 'greater_equal',
+  And: 'and',
+  Or: 'or',
+  Xor: 'xor',
+};
+
+function compareLower(c: OpCall, t: LowerTarget): void {
+  const [a, b] = [t.input(0), t.input(1)];
+  if (a.dtype !== b.dtype)
+    throw fail(c, `operands of device dtypes ${a.dtype} and ${b.dtype} differ`, 'TANDEM_ERR_UNSUPPORTED');
+  t.submit('onnx_compare', { a, b, c: t.output(0) }, { op: COMPARE_KERNEL[c.node.opType]! });
+}
+
+function hostBinary(op: string): OpImpl {
+  return { ...binaryImplOf(op), lower: undefined };
+}
+
 function binaryImpl(op: string): OpImpl {
+  if (COMPARE_KERNEL[op]) return { ...hostBinary(op), lower: compareLower };
+  return binaryImplOf(op);
+}
+
+function binaryImplOf(op: string): OpImpl {
   const kernelOp = BINARY_KERNEL[op];
   return {
     infer: (c) => [{ type: BOOL_OUT.has(op) ? 'bool' : inp(c, 0).type, dims: naryDims(c) }],
@@ -260,6 +288,12 @@ const whereImpl: OpImpl = {
       ),
     ];
   },
+  lower: (c, t) => {
+    const [x, y] = [t.input(1), t.input(2)];
+    if (x.dtype !== y.dtype)
+      throw fail(c, `operands of device dtypes ${x.dtype} and ${y.dtype} differ`, 'TANDEM_ERR_UNSUPPORTED');
+    t.submit('onnx_where', { cond: t.input(0), x, y, z: t.output(0) });
+  },
 };
 
 const notImpl: OpImpl = {
@@ -271,10 +305,46 @@ const notImpl: OpImpl = {
       x[0]!.data.map((v) => +(v === 0)),
     ),
   ],
+  lower: (_c, t) => {
+    // Not x = x xor true.
+    const one = t.scratch([], t.output(0));
+    t.submit('fill', { y: one }, { value: 1 });
+    t.submit('onnx_compare', { a: t.input(0), b: one, c: t.output(0) }, { op: 'xor' });
+  },
 };
 
-/** Host-only unary helpers on shape paths (Floor/Ceil/Sign on computed sizes). */
-function hostUnary(f: (x: number) => number): OpImpl {
+/** IsInf (detect_positive / detect_negative) and IsNaN: bool results, onnx_isinf on device. */
+function classifyImpl(op: 'isinf' | 'isnan'): OpImpl {
+  const scalars = (c: OpCall): Scalars => ({
+    op,
+    ...(op === 'isinf'
+      ? {
+          detectPositive: c.attrs.int('detect_positive', 1) === 1,
+          detectNegative: c.attrs.int('detect_negative', 1) === 1,
+        }
+      : {}),
+  });
+  const f = (c: OpCall): ((v: number) => number) => {
+    const s = scalars(c);
+    if (op === 'isnan') return (v) => +(v !== v);
+    return (v) =>
+      +(
+        (s['detectPositive'] === true && v === Infinity) ||
+        (s['detectNegative'] === true && v === -Infinity)
+      );
+  };
+  return {
+    infer: (c) => [{ type: 'bool', dims: inp(c, 0).dims }],
+    evaluate: (c, x) => [make('bool', x[0]!.dims, x[0]!.data.map(f(c)))],
+    lower: (c, t) => t.submit('onnx_isinf', { x: t.input(0), y: t.output(0) }, scalars(c)),
+  };
+}
+
+/**
+ * Floor, Ceil, Sign: onnx_unary on float data; integer values (computed sizes on shape paths) only on
+ * the host.
+ */
+function roundingUnary(kernelOp: string, f: (x: number) => number): OpImpl {
   return {
     infer: (c) => [same(c)],
     evaluate: (_c, x) => [
@@ -284,6 +354,12 @@ function hostUnary(f: (x: number) => number): OpImpl {
         x[0]!.data.map((v) => roundTo(x[0]!.type, f(v))),
       ),
     ],
+    lower: (c, t) => {
+      const y = t.output(0);
+      if (y.dtype !== 'f32' && y.dtype !== 'f64' && y.dtype !== 'f16' && y.dtype !== 'bf16')
+        throw fail(c, `integer ${c.node.opType} on device data is not supported`, 'TANDEM_ERR_UNSUPPORTED');
+      t.submit('onnx_unary', { x: t.input(0), y }, { op: kernelOp });
+    },
   };
 }
 
@@ -298,7 +374,9 @@ export const ELEMENTWISE_OPS: Record<string, OpImpl> = {
   CastLike: castLikeImpl,
   Where: whereImpl,
   Not: notImpl,
-  Floor: hostUnary(Math.floor),
-  Ceil: hostUnary(Math.ceil),
-  Sign: hostUnary(Math.sign),
+  IsInf: classifyImpl('isinf'),
+  IsNaN: classifyImpl('isnan'),
+  Floor: roundingUnary('floor', Math.floor),
+  Ceil: roundingUnary('ceil', Math.ceil),
+  Sign: roundingUnary('sign', Math.sign),
 };

@@ -61,6 +61,7 @@ export const UNARY: Record<string, UnarySpec> = {
   Asinh: plain('asinh', Math.asinh),
   Atanh: plain('atanh', Math.atanh),
   Cosh: plain('cosh', Math.cosh),
+  Sinh: plain('sinh', Math.sinh),
   Identity: plain('identity', (x) => x),
   Sin: { ...plain('sin', Math.sin), kernel: 'unary' },
   Cos: { ...plain('cos', Math.cos), kernel: 'unary' },
