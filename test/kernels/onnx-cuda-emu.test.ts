@@ -135,6 +135,12 @@ const PICKED = [
   'onnx_where f32 [3,1] [2,1,5] [5]',
   'onnx_where i32 [2,1,4,1] [1,3,1,5] [2,3,4,5]',
   'onnx_where f16 [] [3,4] [1]',
+  'onnx_hardmax f32 [3,4,5] axis 1',
+  'onnx_hardmax bf16 [4,3,2] axis 0 ties',
+  'onnx_hardmax f64 [3,5] axis -1 all NaN',
+  'onnx_onehot i32 -> f32 [2,3,2] depth 4 axis 1',
+  'onnx_onehot f32 -> i32 [2,3] depth 5 axis -1',
+  'onnx_onehot u8 -> bf16 [] depth 6 axis 0',
 ];
 const cases = PICKED.map((name) => CONFORMANCE_CASES.find((c) => c.name === name));
 

@@ -1,10 +1,11 @@
 /**
- * The index and scan ONNX ops (ArgMax/ArgMin, GatherElements, Trilu, CumSum) as an op group, with
+ * The index and scan ONNX ops (ArgMax/ArgMin, GatherElements, Trilu, CumSum, Hardmax, OneHot) as an op group, with
  * their conformance cases. No WebGPU versions: the runtime places these ops on CPU or CUDA devices.
  */
 import type { Scalars } from '../../devices/device.js';
 import type { ConformanceCase } from '../case-types.js';
-import { COPY_DTYPES, type OnnxOpGroup, sumTolerance } from './common.js';
+import type { DType } from '../../core/dtype.js';
+import { COPY_DTYPES, FLOAT_DTYPES, type OnnxOpGroup, sumTolerance } from './common.js';
 import {
   argGeometry,
   onnxArgReduceCpu,
@@ -16,6 +17,18 @@ import {
   onnxGatherElementsDef,
   onnxGatherElementsReference,
 } from './index-ops.js';
+import {
+  hardmaxGeometry,
+  onehotGeometry,
+  onnxHardmaxCpu,
+  onnxHardmaxCuda,
+  onnxHardmaxDef,
+  onnxHardmaxReference,
+  onnxOnehotCpu,
+  onnxOnehotCuda,
+  onnxOnehotDef,
+  onnxOnehotReference,
+} from './onehot.js';
 import {
   CUMSUM_DTYPES,
   onnxCumsumCpu,
@@ -123,27 +136,85 @@ function indexCases(): ConformanceCase[] {
         ...(dtype === 'i32' ? EXACT : sumTolerance(dtype, dim)),
       });
     }
+  for (const dtype of FLOAT_DTYPES)
+    for (const [x, axis, label] of [
+      [[3, 4, 5], 1, ''],
+      [[2, 300], -1, ''],
+      [[4, 3, 2], 0, ' ties'],
+      [[3, 5], -1, ' all NaN'],
+    ] as const) {
+      hardmaxGeometry({ shape: x }, { axis });
+      const range =
+        label === ' ties'
+          ? { range: 'index' as const, min: 1, max: 3 }
+          : label === ' all NaN'
+            ? { range: 'nan' as const }
+            : {};
+      out.push({
+        name: `onnx_hardmax ${dtype} [${x.join(',')}] axis ${axis}${label}`,
+        op: 'onnx_hardmax',
+        args: { x: { shape: [...x], dtype, ...range }, y: { shape: [...x], dtype } },
+        scalars: { axis },
+        ...EXACT,
+      });
+    }
+  for (const [idt, ydt] of [
+    ['i32', 'f32'],
+    ['f32', 'i32'],
+    ['i32', 'f16'],
+    ['f64', 'f64'],
+    ['u8', 'bf16'],
+  ] as const)
+    for (const [shape, depth, axis] of [
+      [[2, 3], 5, -1],
+      [[4], 3, 0],
+      [[2, 3, 2], 4, 1],
+      [[], 6, 0],
+    ] as const) {
+      const scalars = { depth, axis, on: 3, off: -2 };
+      // Indices in [−depth, depth]: negative ones count from the end, depth itself matches nothing.
+      const range =
+        idt === 'u8'
+          ? { range: 'index' as const, min: 1, max: depth + 1 }
+          : { range: 'index' as const, min: -depth, max: depth + 1 };
+      out.push({
+        name: `onnx_onehot ${idt} -> ${ydt} [${shape.join(',')}] depth ${depth} axis ${axis}`,
+        op: 'onnx_onehot',
+        args: {
+          indices: { shape: [...shape], dtype: idt as DType, ...range },
+          y: { shape: onehotGeometry({ shape: [...shape] }, scalars).shape, dtype: ydt as DType },
+        },
+        scalars,
+        ...EXACT,
+      });
+    }
   return out;
 }
 
 export const onnxIndexGroup: OnnxOpGroup = {
   name: 'onnx-index',
-  defs: [onnxArgReduceDef, onnxGatherElementsDef, onnxTriluDef, onnxCumsumDef],
+  defs: [onnxArgReduceDef, onnxGatherElementsDef, onnxTriluDef, onnxCumsumDef, onnxHardmaxDef, onnxOnehotDef],
   impls: [
     { op: 'onnx_argreduce', backend: 'cpu', impl: onnxArgReduceCpu },
     { op: 'onnx_gather_elements', backend: 'cpu', impl: onnxGatherElementsCpu },
     { op: 'onnx_trilu', backend: 'cpu', impl: onnxTriluCpu },
     { op: 'onnx_cumsum', backend: 'cpu', impl: onnxCumsumCpu },
+    { op: 'onnx_hardmax', backend: 'cpu', impl: onnxHardmaxCpu },
+    { op: 'onnx_onehot', backend: 'cpu', impl: onnxOnehotCpu },
     { op: 'onnx_argreduce', backend: 'cuda', impl: onnxArgReduceCuda },
     { op: 'onnx_gather_elements', backend: 'cuda', impl: onnxGatherElementsCuda },
     { op: 'onnx_trilu', backend: 'cuda', impl: onnxTriluCuda },
     { op: 'onnx_cumsum', backend: 'cuda', impl: onnxCumsumCuda },
+    { op: 'onnx_hardmax', backend: 'cuda', impl: onnxHardmaxCuda },
+    { op: 'onnx_onehot', backend: 'cuda', impl: onnxOnehotCuda },
   ],
   references: {
     onnx_argreduce: onnxArgReduceReference,
     onnx_gather_elements: onnxGatherElementsReference,
     onnx_trilu: onnxTriluReference,
     onnx_cumsum: onnxCumsumReference,
+    onnx_hardmax: onnxHardmaxReference,
+    onnx_onehot: onnxOnehotReference,
   },
   cases: () => indexCases(),
 };
