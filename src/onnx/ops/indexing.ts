@@ -1,6 +1,7 @@
 /**
  * Index and scan operators: ArgMax/ArgMin (onnx_argreduce; int64 indices, i32 on device as every int64
- * tensor), GatherElements (onnx_gather_elements), Trilu (onnx_trilu) and CumSum (onnx_cumsum). The
+ * tensor), GatherElements (onnx_gather_elements), Trilu (onnx_trilu), CumSum (onnx_cumsum), Hardmax
+ * (onnx_hardmax) and OneHot (onnx_onehot). The
  * host evaluation runs the kernels' own float64 references, so host and device agree by construction.
  */
 import type { Scalars } from '../../devices/device.js';
@@ -10,6 +11,7 @@ import {
   onnxArgReduceReference,
   onnxGatherElementsReference,
 } from '../../kernels/onnx/index-ops.js';
+import { onehotGeometry, onnxHardmaxReference, onnxOnehotReference } from '../../kernels/onnx/onehot.js';
 import { onnxCumsumReference, onnxTriluReference } from '../../kernels/onnx/scan.js';
 import { MAX_RANK } from '../../kernels/onnx/shapes.js';
 import { numelOf, roundTo, type HostTensor } from '../host-tensor.js';
@@ -174,10 +176,85 @@ const cumsumImpl: OpImpl = {
   },
 };
 
+// ---- Hardmax
+
+/** Opset ≥ 13: along `axis` [−1]; before: x flattened to [∏ dims < axis, ∏ dims ≥ axis] [axis 1], axis 1. */
+function hardmaxLayout(c: OpCall): { view: number[]; axis: number } {
+  const d = inp(c, 0).dims;
+  if (d.length === 0) throw fail(c, 'the input must have rank ≥ 1');
+  const legacy = c.opset < 13;
+  const axis = normAxis(c, c.attrs.int('axis', legacy ? 1 : -1), d.length);
+  if (!legacy) return { view: [...d], axis };
+  return { view: [numelOf(d.slice(0, axis)), numelOf(d.slice(axis))], axis: 1 };
+}
+
+const hardmaxImpl: OpImpl = {
+  infer: (c) => {
+    hardmaxLayout(c);
+    const s = same(c);
+    if (!['float', 'double', 'float16', 'bfloat16'].includes(s.type))
+      throw fail(c, `element type ${s.type} is not supported`, 'TANDEM_ERR_DTYPE');
+    return [s];
+  },
+  evaluate: (c, x) => {
+    const { view, axis } = hardmaxLayout(c);
+    const y = onnxHardmaxReference({ x: refArg({ dims: view, data: x[0]!.data }) }, { axis }).y!;
+    return [make(x[0]!.type, x[0]!.dims, y)];
+  },
+  lower: (c, t) => {
+    deviceRank(c);
+    const { view, axis } = hardmaxLayout(c);
+    const [x, y] = [t.input(0), t.output(0)];
+    if (view.length === x.shape.length) return t.submit('onnx_hardmax', { x, y }, { axis });
+    const [x2, y2] = [t.scratch(view, x), t.scratch(view, y)];
+    t.submit('copy', { x, y: x2 });
+    t.submit('onnx_hardmax', { x: x2, y: y2 }, { axis });
+    t.submit('copy', { x: y2, y });
+  },
+};
+
+// ---- OneHot
+
+/** depth (truncated) and [off, on] from constant inputs; axis [−1] inserts the new axis. */
+function onehotScalars(c: OpCall): Scalars {
+  const depth = hostInts(c, 1, 'depth');
+  const values = hostInts(c, 2, 'values');
+  if (depth.length !== 1) throw fail(c, `depth must hold one value, got ${depth.length}`);
+  if (values.length !== 2) throw fail(c, `values must hold [off, on], got ${values.length} values`);
+  const d = Math.trunc(depth[0]!);
+  if (!(d >= 1)) throw fail(c, `depth ${depth[0]} must be ≥ 1`);
+  const r = inp(c, 0).dims.length;
+  return { depth: d, axis: normAxis(c, c.attrs.int('axis', -1), r + 1), off: values[0]!, on: values[1]! };
+}
+
+const onehotImpl: OpImpl = {
+  hostInputs: [1, 2],
+  infer: (c) => [
+    { type: inp(c, 2).type, dims: onehotGeometry({ shape: inp(c, 0).dims }, onehotScalars(c)).shape },
+  ],
+  evaluate: (c, x) => {
+    const s = onehotScalars(c);
+    const dims = onehotGeometry({ shape: x[0]!.dims }, s).shape;
+    const y = onnxOnehotReference({ indices: refArg(x[0]!), y: refArg({ dims }) }, s).y!;
+    return [make(x[2]!.type, dims, y)];
+  },
+  lower: (c, t) => {
+    if (inp(c, 0).dims.length >= MAX_RANK)
+      throw fail(
+        c,
+        `rank ${inp(c, 0).dims.length + 1} on device data is not supported`,
+        'TANDEM_ERR_UNSUPPORTED',
+      );
+    t.submit('onnx_onehot', { indices: t.input(0), y: t.output(0) }, onehotScalars(c));
+  },
+};
+
 export const INDEX_OPS: Record<string, OpImpl> = {
   ArgMax: argImpl,
   ArgMin: argImpl,
   GatherElements: gatherElementsImpl,
   Trilu: triluImpl,
   CumSum: cumsumImpl,
+  Hardmax: hardmaxImpl,
+  OneHot: onehotImpl,
 };
