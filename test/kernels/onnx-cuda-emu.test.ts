@@ -126,6 +126,7 @@ const PICKED = [
   'onnx_unary floor f16',
   'onnx_unary ceil f64',
   'onnx_unary sign bf16',
+  'onnx_unary shrink f32',
   'onnx_compare less f32 [2,1,5] [3,1]',
   'onnx_compare equal i32 [2,3,5] [2,3,5]',
   'onnx_compare greater_equal f16 [] [3,4]',

@@ -72,6 +72,7 @@ const UNARY_SCALARS: Partial<Record<UnaryOp, Record<string, number>>> = {
   clip: { min: -0.5, max: 0.75 },
   elu: { alpha: 0.7 },
   thresholded_relu: { alpha: 0.25 },
+  shrink: { alpha: 0.375, beta: 0.25 },
 };
 
 const POSITIVE_ONLY: readonly UnaryOp[] = ['sqrt', 'log'];
@@ -126,7 +127,7 @@ export const MAP_PROGRAMS: readonly (readonly [string, string, ValueRange])[] = 
   ],
   [
     'new unary',
-    'thresholded_relu(r0,0.3);round(r0);asinh(r0);cosh(r0);mul(r0,0.875);atanh(r5);abs(r0);add(r7,1);acosh(r8);add(r1,r2);add(r10,r3);add(r11,r6);add(r12,r9);sinh(r0);mul(r0,4);floor(r15);ceil(r15);sign(r0);add(r13,r14);add(r19,r16);add(r20,r17);add(r21,r18);add(r22,r4)',
+    'thresholded_relu(r0,0.3);round(r0);asinh(r0);cosh(r0);mul(r0,0.875);atanh(r5);abs(r0);add(r7,1);acosh(r8);add(r1,r2);add(r10,r3);add(r11,r6);add(r12,r9);sinh(r0);mul(r0,4);floor(r15);ceil(r15);sign(r0);add(r13,r14);add(r19,r16);add(r20,r17);add(r21,r18);add(r22,r4);shrink(r0,0.4,0.1);add(r23,r24)',
     'signed',
   ],
   ['empty', '', 'signed'],

@@ -67,6 +67,7 @@ export const UNARY_OPS = [
   'floor',
   'ceil',
   'sign',
+  'shrink',
 ] as const;
 export type UnaryOp = (typeof UNARY_OPS)[number];
 
@@ -83,6 +84,7 @@ const DEFAULT_ALPHA: Partial<Record<UnaryOp, number>> = {
   hard_sigmoid: 0.2,
   elu: 1,
   thresholded_relu: 1,
+  shrink: 0.5,
 };
 
 export function unaryParams(scalars: Scalars): UnaryParams {
@@ -214,6 +216,8 @@ export function unaryFunc(p: UnaryParams): (x: number) => number {
       return Math.ceil;
     case 'sign':
       return Math.sign;
+    case 'shrink':
+      return (x) => (x < -alpha ? x + beta : x > alpha ? x - beta : 0);
   }
 }
 
@@ -249,6 +253,7 @@ export const UNARY_CUDA: Record<UnaryOp, string> = {
   floor: 'm_floor(v)',
   ceil: 'm_ceil(v)',
   sign: 'v != v ? v : (v > (X_c)0 ? (X_c)1 : (v < (X_c)0 ? (X_c)-1 : v))',
+  shrink: 'v < -(X_c)ALPHA ? v + (X_c)BETA : (v > (X_c)ALPHA ? v - (X_c)BETA : (X_c)0)',
 };
 
 /** CUDA: `X_c r = f(v)` for the op selected by the define OP (each op's expression). */

@@ -51,6 +51,7 @@ export const UNARY_PARAMS: Partial<Record<UnaryOp, readonly string[]>> = {
   clip: ['min', 'max'],
   elu: ['alpha'],
   thresholded_relu: ['alpha'],
+  shrink: ['alpha', 'beta'],
 };
 
 const isBinary = (op: string): op is BinaryOp => (BINARY_OPS as readonly string[]).includes(op);
