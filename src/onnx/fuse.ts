@@ -40,6 +40,10 @@ const UNARY_PARAM_NAMES: Readonly<Record<string, readonly [string, number][]>> =
   ],
   elu: [['alpha', 1]],
   thresholded_relu: [['alpha', 1]],
+  shrink: [
+    ['alpha', 0.5],
+    ['beta', 0],
+  ],
 };
 
 export function fusionEnabled(): boolean {

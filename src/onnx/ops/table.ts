@@ -1,10 +1,12 @@
 /** The operators of the default ONNX domain Tandem runs, by op type. */
 import { TandemError } from '../../core/errors.js';
+import { ACTIVATION_OPS } from './activations.js';
 import { CONV_OPS } from './conv.js';
 import { ELEMENTWISE_OPS } from './elementwise.js';
 import { INDEX_OPS } from './indexing.js';
 import { LAYOUT_OPS } from './layout.js';
 import { MATH_OPS } from './math.js';
+import { REARRANGE_OPS } from './rearrange.js';
 import { RESIZE_OPS } from './resize.js';
 import { VALUE_OPS } from './values.js';
 import type { OpImpl } from './types.js';
@@ -17,6 +19,8 @@ export const ONNX_OPS: Readonly<Record<string, OpImpl>> = {
   ...RESIZE_OPS,
   ...VALUE_OPS,
   ...INDEX_OPS,
+  ...ACTIVATION_OPS,
+  ...REARRANGE_OPS,
 };
 
 /** The op's implementation, or TANDEM_ERR_UNSUPPORTED naming the op, its domain and the opset. */

@@ -91,6 +91,14 @@ export const UNARY: Record<string, UnarySpec> = {
       return (x) => (x > a ? x : 0);
     },
   },
+  Shrink: {
+    kernelOp: 'shrink',
+    scalars: (c) => ({ alpha: c.attrs.float('lambd', 0.5), beta: c.attrs.float('bias', 0) }),
+    f: (c) => {
+      const [l, b] = [c.attrs.float('lambd', 0.5), c.attrs.float('bias', 0)];
+      return (x) => (x < -l ? x + b : x > l ? x - b : 0);
+    },
+  },
   HardSigmoid: {
     kernelOp: 'hard_sigmoid',
     scalars: (c) => ({ alpha: c.attrs.float('alpha', 0.2), beta: c.attrs.float('beta', 0.5) }),
