@@ -6,16 +6,12 @@
  */
 import type { Scalars } from '../../devices/device.js';
 import type { RefArg } from '../../kernels/common/reference.js';
-import {
-  argGeometry,
-  onnxArgReduceReference,
-  onnxGatherElementsReference,
-} from '../../kernels/onnx/index-ops.js';
+import { onnxArgReduceReference } from '../../kernels/onnx/index-ops.js';
 import { onehotGeometry, onnxHardmaxReference, onnxOnehotReference } from '../../kernels/onnx/onehot.js';
 import { onnxCumsumReference, onnxTriluReference } from '../../kernels/onnx/scan.js';
 import { MAX_RANK } from '../../kernels/onnx/shapes.js';
 import { numelOf, roundTo, type HostTensor } from '../host-tensor.js';
-import { fail, hostInts, inp, make, normAxis, same } from './util.js';
+import { fail, hostInts, inp, make, normAxis, same, stridesOf } from './util.js';
 import type { OpCall, OpImpl } from './types.js';
 
 /** A host tensor as a reference argument (the dtype only tells the references float from integer). */
@@ -38,6 +34,14 @@ function deviceRank(c: OpCall): void {
     );
 }
 
+/**
+ * Dims around `axis` collapsed to [∏ before, dims[axis], ∏ after]: the references take rank ≤ 6, the
+ * host evaluation any rank, and the ops along one axis see the same lines either way.
+ */
+function lines(dims: readonly number[], axis: number): number[] {
+  return [numelOf(dims.slice(0, axis)), dims[axis]!, numelOf(dims.slice(axis + 1))];
+}
+
 // ---- ArgMax / ArgMin
 
 function argScalars(c: OpCall): Scalars {
@@ -55,14 +59,21 @@ function argDims(c: OpCall): number[] {
   if (d.length === 0) throw fail(c, 'the input must have rank ≥ 1');
   const axis = argScalars(c)['axis'] as number;
   if (d[axis] === 0) throw fail(c, `axis ${axis} is empty`);
-  return argGeometry({ shape: d }, argScalars(c)).shape;
+  return argScalars(c)['keepdims'] === true
+    ? d.map((v, i) => (i === axis ? 1 : v))
+    : d.filter((_, i) => i !== axis);
 }
 
 const argImpl: OpImpl = {
   infer: (c) => [{ type: 'int64', dims: argDims(c) }],
   evaluate: (c, x) => {
     const dims = argDims(c);
-    const y = onnxArgReduceReference({ x: refArg(x[0]!), y: refArg({ dims }, false) }, argScalars(c)).y!;
+    const s = argScalars(c);
+    const view = lines(x[0]!.dims, s['axis'] as number);
+    const y = onnxArgReduceReference(
+      { x: refArg({ dims: view, data: x[0]!.data }), y: refArg({ dims: [view[0]!, 1, view[2]!] }, false) },
+      { ...s, axis: 1, keepdims: true },
+    ).y!;
     return [make('int64', dims, y)];
   },
   lower: (c, t) => {
@@ -92,10 +103,21 @@ const gatherElementsImpl: OpImpl = {
     const d = data.dims[axis]!;
     for (const raw of idx.data)
       if (raw < -d || raw >= d) throw fail(c, `index ${raw} is out of range for size ${d}`);
-    const y = onnxGatherElementsReference(
-      { data: refArg(data), indices: refArg(idx, false), y: refArg({ dims }) },
-      { axis },
-    ).y!;
+    // Any rank (the kernel's reference takes ≤ 6): y[i…] = data[i… with i[axis] = index].
+    const ds = stridesOf(data.dims);
+    const coord = new Array<number>(dims.length).fill(0);
+    const y = new Float64Array(idx.data.length);
+    for (let e = 0; e < y.length; e++) {
+      const raw = idx.data[e]!;
+      let off = 0;
+      for (let k = 0; k < dims.length; k++)
+        off += (k === axis ? (raw < 0 ? raw + d : raw) : coord[k]!) * ds[k]!;
+      y[e] = data.data[off]!;
+      for (let k = dims.length - 1; k >= 0; k--) {
+        if (++coord[k]! < dims[k]!) break;
+        coord[k] = 0;
+      }
+    }
     return [make(data.type, dims, y)];
   },
   lower: (c, t) => {
@@ -125,7 +147,9 @@ const triluImpl: OpImpl = {
   },
   evaluate: (c, x) => {
     const t = x[0]!;
-    return [make(t.type, t.dims, onnxTriluReference({ x: refArg(t) }, triluScalars(c)).y!)];
+    const r = t.dims.length;
+    const view = { dims: [numelOf(t.dims.slice(0, r - 2)), t.dims[r - 2]!, t.dims[r - 1]!], data: t.data };
+    return [make(t.type, t.dims, onnxTriluReference({ x: refArg(view) }, triluScalars(c)).y!)];
   },
   lower: (c, t) => {
     deviceRank(c);
@@ -158,7 +182,9 @@ const cumsumImpl: OpImpl = {
   },
   evaluate: (c, x) => {
     const t: HostTensor = x[0]!;
-    const y = onnxCumsumReference({ x: refArg(t) }, cumsumScalars(c)).y!;
+    const s = cumsumScalars(c);
+    const view = { dims: lines(t.dims, s['axis'] as number), data: t.data };
+    const y = onnxCumsumReference({ x: refArg(view) }, { ...s, axis: 1 }).y!;
     return [
       make(
         t.type,
@@ -198,7 +224,10 @@ const hardmaxImpl: OpImpl = {
   },
   evaluate: (c, x) => {
     const { view, axis } = hardmaxLayout(c);
-    const y = onnxHardmaxReference({ x: refArg({ dims: view, data: x[0]!.data }) }, { axis }).y!;
+    const y = onnxHardmaxReference(
+      { x: refArg({ dims: lines(view, axis), data: x[0]!.data }) },
+      { axis: 1 },
+    ).y!;
     return [make(x[0]!.type, x[0]!.dims, y)];
   },
   lower: (c, t) => {
@@ -227,16 +256,25 @@ function onehotScalars(c: OpCall): Scalars {
   return { depth: d, axis: normAxis(c, c.attrs.int('axis', -1), r + 1), off: values[0]!, on: values[1]! };
 }
 
+function onehotDims(c: OpCall): number[] {
+  const s = onehotScalars(c);
+  const d = inp(c, 0).dims;
+  const axis = s['axis'] as number;
+  return [...d.slice(0, axis), s['depth'] as number, ...d.slice(axis)];
+}
+
 const onehotImpl: OpImpl = {
   hostInputs: [1, 2],
-  infer: (c) => [
-    { type: inp(c, 2).type, dims: onehotGeometry({ shape: inp(c, 0).dims }, onehotScalars(c)).shape },
-  ],
+  infer: (c) => [{ type: inp(c, 2).type, dims: onehotDims(c) }],
   evaluate: (c, x) => {
+    // The indices as [∏ before axis, ∏ after] (the reference takes rank ≤ 5), the result as [.., depth, ..].
     const s = onehotScalars(c);
-    const dims = onehotGeometry({ shape: x[0]!.dims }, s).shape;
-    const y = onnxOnehotReference({ indices: refArg(x[0]!), y: refArg({ dims }) }, s).y!;
-    return [make(x[2]!.type, dims, y)];
+    const axis = s['axis'] as number;
+    const d = x[0]!.dims;
+    const view = { dims: [numelOf(d.slice(0, axis)), numelOf(d.slice(axis))], data: x[0]!.data };
+    const out = onehotGeometry({ shape: view.dims }, { ...s, axis: 1 }).shape;
+    const y = onnxOnehotReference({ indices: refArg(view), y: refArg({ dims: out }) }, { ...s, axis: 1 }).y!;
+    return [make(x[2]!.type, onehotDims(c), y)];
   },
   lower: (c, t) => {
     if (inp(c, 0).dims.length >= MAX_RANK)
