@@ -142,6 +142,11 @@ const PICKED = [
   'onnx_onehot i32 -> f32 [2,3,2] depth 4 axis 1',
   'onnx_onehot f32 -> i32 [2,3] depth 5 axis -1',
   'onnx_onehot u8 -> bf16 [] depth 6 axis 0',
+  'onnx_topk f32 [3,4,5] {"k":2,"axis":1}',
+  'onnx_topk f16 [2,300] {"k":7,"largest":false}',
+  'onnx_topk i32 [4,3,2] {"k":4,"axis":0} ties',
+  'onnx_topk f64 [3,4] {"k":3} specials',
+  'onnx_topk bf16 [3,4] {"k":4,"largest":false} specials',
 ];
 const cases = PICKED.map((name) => CONFORMANCE_CASES.find((c) => c.name === name));
 

@@ -1,5 +1,5 @@
 /**
- * The index and scan ONNX ops (ArgMax/ArgMin, GatherElements, Trilu, CumSum, Hardmax, OneHot) as an op group, with
+ * The index and scan ONNX ops (ArgMax/ArgMin, GatherElements, Trilu, CumSum, Hardmax, OneHot, TopK) as an op group, with
  * their conformance cases. No WebGPU versions: the runtime places these ops on CPU or CUDA devices.
  */
 import type { Scalars } from '../../devices/device.js';
@@ -29,6 +29,7 @@ import {
   onnxOnehotDef,
   onnxOnehotReference,
 } from './onehot.js';
+import { onnxTopkCpu, onnxTopkCuda, onnxTopkDef, onnxTopkReference, topkGeometry } from './topk.js';
 import {
   CUMSUM_DTYPES,
   onnxCumsumCpu,
@@ -188,12 +189,48 @@ function indexCases(): ConformanceCase[] {
         ...EXACT,
       });
     }
+  for (const dtype of COPY_DTYPES)
+    for (const [x, s, label] of [
+      [[3, 4, 5], { k: 2, axis: 1 }, ''],
+      [[2, 300], { k: 7, largest: false }, ''],
+      [[4, 3, 2], { k: 4, axis: 0 }, ' ties'],
+      [[3, 4], { k: 4, largest: false }, ' specials'],
+      [[3, 4], { k: 3 }, ' specials'],
+    ] as const) {
+      if (label === ' specials' && (dtype === 'i32' || dtype === 'u8')) continue;
+      const shape = topkGeometry({ shape: x }, s).shape;
+      const range =
+        label === ' ties'
+          ? { range: 'index' as const, min: 1, max: 3 }
+          : label === ' specials'
+            ? { values: [1.5, NaN, -Infinity, 0.25, Infinity, NaN, -3, 0.25, 7, -0.5, Infinity, 2] }
+            : {};
+      out.push({
+        name: `onnx_topk ${dtype} [${x.join(',')}] ${JSON.stringify(s)}${label}`,
+        op: 'onnx_topk',
+        args: {
+          x: { shape: [...x], dtype, ...range },
+          values: { shape, dtype },
+          indices: { shape, dtype: 'i32' },
+        },
+        scalars: s,
+        ...EXACT,
+      });
+    }
   return out;
 }
 
 export const onnxIndexGroup: OnnxOpGroup = {
   name: 'onnx-index',
-  defs: [onnxArgReduceDef, onnxGatherElementsDef, onnxTriluDef, onnxCumsumDef, onnxHardmaxDef, onnxOnehotDef],
+  defs: [
+    onnxArgReduceDef,
+    onnxGatherElementsDef,
+    onnxTriluDef,
+    onnxCumsumDef,
+    onnxHardmaxDef,
+    onnxOnehotDef,
+    onnxTopkDef,
+  ],
   impls: [
     { op: 'onnx_argreduce', backend: 'cpu', impl: onnxArgReduceCpu },
     { op: 'onnx_gather_elements', backend: 'cpu', impl: onnxGatherElementsCpu },
@@ -201,12 +238,14 @@ export const onnxIndexGroup: OnnxOpGroup = {
     { op: 'onnx_cumsum', backend: 'cpu', impl: onnxCumsumCpu },
     { op: 'onnx_hardmax', backend: 'cpu', impl: onnxHardmaxCpu },
     { op: 'onnx_onehot', backend: 'cpu', impl: onnxOnehotCpu },
+    { op: 'onnx_topk', backend: 'cpu', impl: onnxTopkCpu },
     { op: 'onnx_argreduce', backend: 'cuda', impl: onnxArgReduceCuda },
     { op: 'onnx_gather_elements', backend: 'cuda', impl: onnxGatherElementsCuda },
     { op: 'onnx_trilu', backend: 'cuda', impl: onnxTriluCuda },
     { op: 'onnx_cumsum', backend: 'cuda', impl: onnxCumsumCuda },
     { op: 'onnx_hardmax', backend: 'cuda', impl: onnxHardmaxCuda },
     { op: 'onnx_onehot', backend: 'cuda', impl: onnxOnehotCuda },
+    { op: 'onnx_topk', backend: 'cuda', impl: onnxTopkCuda },
   ],
   references: {
     onnx_argreduce: onnxArgReduceReference,
@@ -215,6 +254,7 @@ export const onnxIndexGroup: OnnxOpGroup = {
     onnx_cumsum: onnxCumsumReference,
     onnx_hardmax: onnxHardmaxReference,
     onnx_onehot: onnxOnehotReference,
+    onnx_topk: onnxTopkReference,
   },
   cases: () => indexCases(),
 };
