@@ -9,6 +9,7 @@ import type { RefArg } from '../../kernels/common/reference.js';
 import { onnxArgReduceReference } from '../../kernels/onnx/index-ops.js';
 import { onehotGeometry, onnxHardmaxReference, onnxOnehotReference } from '../../kernels/onnx/onehot.js';
 import { onnxCumsumReference, onnxTriluReference } from '../../kernels/onnx/scan.js';
+import { onnxTopkReference } from '../../kernels/onnx/topk.js';
 import { MAX_RANK } from '../../kernels/onnx/shapes.js';
 import { numelOf, roundTo, type HostTensor } from '../host-tensor.js';
 import { fail, hostInts, inp, make, normAxis, same, stridesOf } from './util.js';
@@ -287,6 +288,56 @@ const onehotImpl: OpImpl = {
   },
 };
 
+// ---- TopK
+
+/** k from the input (opset ≥ 10) or the attribute; axis [−1]; largest [1]; sorted is always honoured. */
+function topkScalars(c: OpCall): Scalars {
+  const d = inp(c, 0).dims;
+  if (d.length === 0) throw fail(c, 'the input must have rank ≥ 1');
+  const axis = normAxis(c, c.attrs.int('axis', -1), d.length);
+  const k = c.opset >= 10 ? hostInts(c, 1, 'K') : [c.attrs.int('k')];
+  if (k.length !== 1 || !(k[0]! >= 0 && k[0]! <= d[axis]!))
+    throw fail(c, `K [${k.join(', ')}] must be one value in [0, ${d[axis]}]`);
+  return { k: k[0]!, axis, largest: c.attrs.int('largest', 1) === 1 };
+}
+
+const topkImpl: OpImpl = {
+  hostInputs: [1],
+  infer: (c) => {
+    const s = topkScalars(c);
+    const dims = inp(c, 0).dims.map((v, i) => (i === s['axis'] ? (s['k'] as number) : v));
+    return [
+      { type: inp(c, 0).type, dims },
+      { type: 'int64', dims },
+    ];
+  },
+  evaluate: (c, x) => {
+    const s = topkScalars(c);
+    const t = x[0]!;
+    const axis = s['axis'] as number;
+    const dims = t.dims.map((v, i) => (i === axis ? (s['k'] as number) : v));
+    const view = { dims: lines(t.dims, axis), data: t.data };
+    const out = [view.dims[0]!, s['k'] as number, view.dims[2]!];
+    const r = onnxTopkReference(
+      { x: refArg(view), values: refArg({ dims: out }), indices: refArg({ dims: out }, false) },
+      { ...s, axis: 1 },
+    );
+    return [make(t.type, dims, r.values!), make('int64', dims, r.indices!)];
+  },
+  lower: (c, t) => {
+    deviceRank(c);
+    // An output the graph leaves out ('') goes to a scratch tensor (K's i32 tensor gives the dtype).
+    const wanted = (i: number) => (c.node.outputs[i] ?? '') !== '';
+    const x = t.input(0);
+    const dims = x.shape.map((v, i) => (i === topkScalars(c)['axis'] ? (topkScalars(c)['k'] as number) : v));
+    if (!wanted(1) && !c.inputs[1])
+      throw fail(c, 'TopK without its Indices output needs opset ≥ 10 on device', 'TANDEM_ERR_UNSUPPORTED');
+    const values = wanted(0) ? t.output(0) : t.scratch(dims, x);
+    const indices = wanted(1) ? t.output(1) : t.scratch(dims, t.input(1));
+    t.submit('onnx_topk', { x, values, indices }, topkScalars(c));
+  },
+};
+
 export const INDEX_OPS: Record<string, OpImpl> = {
   ArgMax: argImpl,
   ArgMin: argImpl,
@@ -295,4 +346,5 @@ export const INDEX_OPS: Record<string, OpImpl> = {
   CumSum: cumsumImpl,
   Hardmax: hardmaxImpl,
   OneHot: onehotImpl,
+  TopK: topkImpl,
 };
