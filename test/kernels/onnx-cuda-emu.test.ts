@@ -147,6 +147,9 @@ const PICKED = [
   'onnx_topk i32 [4,3,2] {"k":4,"axis":0} ties',
   'onnx_topk f64 [3,4] {"k":3} specials',
   'onnx_topk bf16 [3,4] {"k":4,"largest":false} specials',
+  'onnx_gather_nd f32 [3,4,5] indices [2,2,1] batchDims 0',
+  'onnx_gather_nd i32 [2,3,4,5] indices [2,3,2] batchDims 1',
+  'onnx_gather_nd f16 [5,6] indices [2] batchDims 0',
 ];
 const cases = PICKED.map((name) => CONFORMANCE_CASES.find((c) => c.name === name));
 

@@ -1,5 +1,5 @@
 /**
- * The index and scan ONNX ops (ArgMax/ArgMin, GatherElements, Trilu, CumSum, Hardmax, OneHot, TopK) as an op group, with
+ * The index and scan ONNX ops (ArgMax/ArgMin, GatherElements, Trilu, CumSum, Hardmax, OneHot, TopK, GatherND) as an op group, with
  * their conformance cases. No WebGPU versions: the runtime places these ops on CPU or CUDA devices.
  */
 import type { Scalars } from '../../devices/device.js';
@@ -29,6 +29,13 @@ import {
   onnxOnehotDef,
   onnxOnehotReference,
 } from './onehot.js';
+import {
+  gatherNdGeometry,
+  onnxGatherNdCpu,
+  onnxGatherNdCuda,
+  onnxGatherNdDef,
+  onnxGatherNdReference,
+} from './gather-nd.js';
 import { onnxTopkCpu, onnxTopkCuda, onnxTopkDef, onnxTopkReference, topkGeometry } from './topk.js';
 import {
   CUMSUM_DTYPES,
@@ -217,6 +224,29 @@ function indexCases(): ConformanceCase[] {
         ...EXACT,
       });
     }
+  for (const dtype of COPY_DTYPES)
+    for (const [data, indices, batchDims] of [
+      [[4, 5], [3, 2], 0],
+      [[3, 4, 5], [2, 2, 1], 0],
+      [[2, 3, 4, 5], [2, 3, 2], 1],
+      [[2, 3, 4], [2, 3, 1], 2],
+      [[5, 6], [2], 0],
+    ] as const) {
+      const g = gatherNdGeometry({ shape: data }, { shape: indices }, { batchDims });
+      const lim = Math.min(...g.dims);
+      out.push({
+        name: `onnx_gather_nd ${dtype} [${data.join(',')}] indices [${indices.join(',')}] batchDims ${batchDims}`,
+        op: 'onnx_gather_nd',
+        args: {
+          data: { shape: [...data], dtype },
+          // Negative coordinates count from the end; the last one drawn may be out of range (NaN / 0).
+          indices: { shape: [...indices], dtype: 'i32', range: 'index', min: -lim, max: lim + 1 },
+          y: { shape: g.shape, dtype },
+        },
+        scalars: { batchDims },
+        ...EXACT,
+      });
+    }
   return out;
 }
 
@@ -230,6 +260,7 @@ export const onnxIndexGroup: OnnxOpGroup = {
     onnxHardmaxDef,
     onnxOnehotDef,
     onnxTopkDef,
+    onnxGatherNdDef,
   ],
   impls: [
     { op: 'onnx_argreduce', backend: 'cpu', impl: onnxArgReduceCpu },
@@ -239,6 +270,7 @@ export const onnxIndexGroup: OnnxOpGroup = {
     { op: 'onnx_hardmax', backend: 'cpu', impl: onnxHardmaxCpu },
     { op: 'onnx_onehot', backend: 'cpu', impl: onnxOnehotCpu },
     { op: 'onnx_topk', backend: 'cpu', impl: onnxTopkCpu },
+    { op: 'onnx_gather_nd', backend: 'cpu', impl: onnxGatherNdCpu },
     { op: 'onnx_argreduce', backend: 'cuda', impl: onnxArgReduceCuda },
     { op: 'onnx_gather_elements', backend: 'cuda', impl: onnxGatherElementsCuda },
     { op: 'onnx_trilu', backend: 'cuda', impl: onnxTriluCuda },
@@ -246,6 +278,7 @@ export const onnxIndexGroup: OnnxOpGroup = {
     { op: 'onnx_hardmax', backend: 'cuda', impl: onnxHardmaxCuda },
     { op: 'onnx_onehot', backend: 'cuda', impl: onnxOnehotCuda },
     { op: 'onnx_topk', backend: 'cuda', impl: onnxTopkCuda },
+    { op: 'onnx_gather_nd', backend: 'cuda', impl: onnxGatherNdCuda },
   ],
   references: {
     onnx_argreduce: onnxArgReduceReference,
@@ -255,6 +288,7 @@ export const onnxIndexGroup: OnnxOpGroup = {
     onnx_hardmax: onnxHardmaxReference,
     onnx_onehot: onnxOnehotReference,
     onnx_topk: onnxTopkReference,
+    onnx_gather_nd: onnxGatherNdReference,
   },
   cases: () => indexCases(),
 };
