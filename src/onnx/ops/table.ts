@@ -3,6 +3,7 @@ import { TandemError } from '../../core/errors.js';
 import { ACTIVATION_OPS } from './activations.js';
 import { CONV_OPS } from './conv.js';
 import { ELEMENTWISE_OPS } from './elementwise.js';
+import { GATHER_ND_OPS } from './gather-nd.js';
 import { INDEX_OPS } from './indexing.js';
 import { LAYOUT_OPS } from './layout.js';
 import { MATH_OPS } from './math.js';
@@ -21,6 +22,7 @@ export const ONNX_OPS: Readonly<Record<string, OpImpl>> = {
   ...INDEX_OPS,
   ...ACTIVATION_OPS,
   ...REARRANGE_OPS,
+  ...GATHER_ND_OPS,
 };
 
 /** The op's implementation, or TANDEM_ERR_UNSUPPORTED naming the op, its domain and the opset. */
