@@ -7,6 +7,7 @@ import { onnxIndexGroup } from './onnx/index-group.js';
 import { onnxLayoutGroup } from './onnx/layout-group.js';
 import { onnxLogicGroup } from './onnx/logic-group.js';
 import { onnxNormGroup } from './onnx/norm-group.js';
+import { onnxScatterGroup } from './onnx/scatter-group.js';
 
 export const ONNX_GROUPS: readonly OnnxOpGroup[] = [
   onnxElementwiseGroup,
@@ -16,4 +17,5 @@ export const ONNX_GROUPS: readonly OnnxOpGroup[] = [
   onnxComputeGroup,
   onnxIndexGroup,
   onnxLogicGroup,
+  onnxScatterGroup,
 ];

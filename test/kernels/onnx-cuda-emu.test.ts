@@ -150,6 +150,12 @@ const PICKED = [
   'onnx_gather_nd f32 [3,4,5] indices [2,2,1] batchDims 0',
   'onnx_gather_nd i32 [2,3,4,5] indices [2,3,2] batchDims 1',
   'onnx_gather_nd f16 [5,6] indices [2] batchDims 0',
+  'onnx_scatter_elements none f32 [3,4] indices [5,4] axis 0',
+  'onnx_scatter_elements add f16 [2,3,5] indices [2,2,7] axis -1',
+  'onnx_scatter_elements max i32 [4,3,2,2] indices [2,3,1,2] axis 1',
+  'onnx_scatter_nd none bf16 [3,4,5] indices [2,3,2]',
+  'onnx_scatter_nd mul f64 [4,5] indices [6,1]',
+  'onnx_scatter_nd min u8 [3,4] indices [5,2]',
 ];
 const cases = PICKED.map((name) => CONFORMANCE_CASES.find((c) => c.name === name));
 
