@@ -8,6 +8,7 @@ import { INDEX_OPS } from './indexing.js';
 import { LAYOUT_OPS } from './layout.js';
 import { MATH_OPS } from './math.js';
 import { REARRANGE_OPS } from './rearrange.js';
+import { SCATTER_OPS } from './scatter.js';
 import { RESIZE_OPS } from './resize.js';
 import { VALUE_OPS } from './values.js';
 import type { OpImpl } from './types.js';
@@ -23,6 +24,7 @@ export const ONNX_OPS: Readonly<Record<string, OpImpl>> = {
   ...ACTIVATION_OPS,
   ...REARRANGE_OPS,
   ...GATHER_ND_OPS,
+  ...SCATTER_OPS,
 };
 
 /** The op's implementation, or TANDEM_ERR_UNSUPPORTED naming the op, its domain and the opset. */
