@@ -5,6 +5,7 @@ import { CONV_OPS } from './conv.js';
 import { ELEMENTWISE_OPS } from './elementwise.js';
 import { GATHER_ND_OPS } from './gather-nd.js';
 import { INDEX_OPS } from './indexing.js';
+import { LOSS_OPS } from './losses.js';
 import { LAYOUT_OPS } from './layout.js';
 import { MATH_OPS } from './math.js';
 import { REARRANGE_OPS } from './rearrange.js';
@@ -25,6 +26,7 @@ export const ONNX_OPS: Readonly<Record<string, OpImpl>> = {
   ...REARRANGE_OPS,
   ...GATHER_ND_OPS,
   ...SCATTER_OPS,
+  ...LOSS_OPS,
 };
 
 /** The op's implementation, or TANDEM_ERR_UNSUPPORTED naming the op, its domain and the opset. */
