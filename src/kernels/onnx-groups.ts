@@ -3,8 +3,11 @@ import type { OnnxOpGroup } from './onnx/common.js';
 import { onnxComputeGroup } from './onnx/compute-group.js';
 import { onnxConvGroup } from './onnx/conv-group.js';
 import { onnxElementwiseGroup } from './onnx/elementwise-group.js';
+import { onnxIndexGroup } from './onnx/index-group.js';
 import { onnxLayoutGroup } from './onnx/layout-group.js';
+import { onnxLogicGroup } from './onnx/logic-group.js';
 import { onnxNormGroup } from './onnx/norm-group.js';
+import { onnxScatterGroup } from './onnx/scatter-group.js';
 
 export const ONNX_GROUPS: readonly OnnxOpGroup[] = [
   onnxElementwiseGroup,
@@ -12,4 +15,7 @@ export const ONNX_GROUPS: readonly OnnxOpGroup[] = [
   onnxNormGroup,
   onnxLayoutGroup,
   onnxComputeGroup,
+  onnxIndexGroup,
+  onnxLogicGroup,
+  onnxScatterGroup,
 ];

@@ -39,6 +39,11 @@ const UNARY_PARAM_NAMES: Readonly<Record<string, readonly [string, number][]>> =
     ['max', Infinity],
   ],
   elu: [['alpha', 1]],
+  thresholded_relu: [['alpha', 1]],
+  shrink: [
+    ['alpha', 0.5],
+    ['beta', 0],
+  ],
 };
 
 export function fusionEnabled(): boolean {

@@ -71,11 +71,16 @@ const UNARY_SCALARS: Partial<Record<UnaryOp, Record<string, number>>> = {
   hard_sigmoid: { alpha: 1 / 6, beta: 0.5 },
   clip: { min: -0.5, max: 0.75 },
   elu: { alpha: 0.7 },
+  thresholded_relu: { alpha: 0.25 },
+  shrink: { alpha: 0.375, beta: 0.25 },
 };
 
 const POSITIVE_ONLY: readonly UnaryOp[] = ['sqrt', 'log'];
-/** Ops whose inputs should reach the bends of the function (hard_sigmoid saturates at ±3). */
-const WIDE: readonly UnaryOp[] = ['hard_sigmoid', 'hard_swish'];
+/**
+ * Ops whose inputs should reach the bends of the function (hard_sigmoid saturates at ±3), cross many
+ * integers (round, floor, ceil) or mostly lie in the domain (acosh: x ≥ 1; the rest are NaN on every backend).
+ */
+const WIDE: readonly UnaryOp[] = ['hard_sigmoid', 'hard_swish', 'round', 'acosh', 'floor', 'ceil'];
 
 function unaryCases(): ConformanceCase[] {
   const out: ConformanceCase[] = [];
@@ -119,6 +124,11 @@ export const MAP_PROGRAMS: readonly (readonly [string, string, ValueRange])[] = 
     'unary params',
     'hard_sigmoid(r0,0.2,0.5);leaky_relu(r0,0.1);elu(r2,0.7);clip(r3,-Infinity,0.3);mul(r1,r4);sigmoid(r5);relu(r0);add(r6,r7);hard_swish(r8)',
     'wide',
+  ],
+  [
+    'new unary',
+    'thresholded_relu(r0,0.3);round(r0);asinh(r0);cosh(r0);mul(r0,0.875);atanh(r5);abs(r0);add(r7,1);acosh(r8);add(r1,r2);add(r10,r3);add(r11,r6);add(r12,r9);sinh(r0);mul(r0,4);floor(r15);ceil(r15);sign(r0);add(r13,r14);add(r19,r16);add(r20,r17);add(r21,r18);add(r22,r4);shrink(r0,0.4,0.1);add(r23,r24)',
+    'signed',
   ],
   ['empty', '', 'signed'],
 ];

@@ -57,6 +57,17 @@ export const UNARY_OPS = [
   'softplus',
   'elu',
   'identity',
+  'round',
+  'thresholded_relu',
+  'acosh',
+  'asinh',
+  'atanh',
+  'cosh',
+  'sinh',
+  'floor',
+  'ceil',
+  'sign',
+  'shrink',
 ] as const;
 export type UnaryOp = (typeof UNARY_OPS)[number];
 
@@ -68,7 +79,13 @@ export interface UnaryParams {
   readonly max: number;
 }
 
-const DEFAULT_ALPHA: Partial<Record<UnaryOp, number>> = { leaky_relu: 0.01, hard_sigmoid: 0.2, elu: 1 };
+const DEFAULT_ALPHA: Partial<Record<UnaryOp, number>> = {
+  leaky_relu: 0.01,
+  hard_sigmoid: 0.2,
+  elu: 1,
+  thresholded_relu: 1,
+  shrink: 0.5,
+};
 
 export function unaryParams(scalars: Scalars): UnaryParams {
   const op = enumScalar('onnx_unary', scalars, 'op', UNARY_OPS);
@@ -133,6 +150,11 @@ export function erf(x: number): number {
 
 const SQRT_2_OVER_PI = Math.sqrt(2 / Math.PI);
 
+/** Round half to even (ONNX Round, numpy.round, CUDA's rint); −0 and non-finite values kept. */
+export function roundHalfEven(x: number): number {
+  return Math.abs(x % 1) === 0.5 ? 2 * Math.round(x / 2) : Math.round(x);
+}
+
 export function unaryFunc(p: UnaryParams): (x: number) => number {
   const { alpha, beta, min, max } = p;
   switch (p.op) {
@@ -174,6 +196,28 @@ export function unaryFunc(p: UnaryParams): (x: number) => number {
       return (x) => (x < 0 ? alpha * Math.expm1(x) : x);
     case 'identity':
       return (x) => x;
+    case 'round':
+      return roundHalfEven;
+    case 'thresholded_relu':
+      return (x) => (x > alpha ? x : 0);
+    case 'acosh':
+      return Math.acosh;
+    case 'asinh':
+      return Math.asinh;
+    case 'atanh':
+      return Math.atanh;
+    case 'cosh':
+      return Math.cosh;
+    case 'sinh':
+      return Math.sinh;
+    case 'floor':
+      return Math.floor;
+    case 'ceil':
+      return Math.ceil;
+    case 'sign':
+      return Math.sign;
+    case 'shrink':
+      return (x) => (x < -alpha ? x + beta : x > alpha ? x - beta : 0);
   }
 }
 
@@ -199,6 +243,17 @@ export const UNARY_CUDA: Record<UnaryOp, string> = {
   softplus: 'v > (X_c)30 ? v : m_log1p(m_exp(v))',
   elu: 'v < (X_c)0 ? (X_c)ALPHA * m_expm1(v) : v',
   identity: 'v',
+  round: 'm_rint(v)',
+  thresholded_relu: 'v > (X_c)ALPHA ? v : (X_c)0',
+  acosh: 'm_acosh(v)',
+  asinh: 'm_asinh(v)',
+  atanh: 'm_atanh(v)',
+  cosh: 'm_cosh(v)',
+  sinh: 'm_sinh(v)',
+  floor: 'm_floor(v)',
+  ceil: 'm_ceil(v)',
+  sign: 'v != v ? v : (v > (X_c)0 ? (X_c)1 : (v < (X_c)0 ? (X_c)-1 : v))',
+  shrink: 'v < -(X_c)ALPHA ? v + (X_c)BETA : (v > (X_c)ALPHA ? v - (X_c)BETA : (X_c)0)',
 };
 
 /** CUDA: `X_c r = f(v)` for the op selected by the define OP (each op's expression). */
@@ -214,5 +269,21 @@ static __device__ __forceinline__ float m_log1p(float v) { return log1pf(v); }
 static __device__ __forceinline__ double m_log1p(double v) { return log1p(v); }
 static __device__ __forceinline__ float m_expm1(float v) { return expm1f(v); }
 static __device__ __forceinline__ double m_expm1(double v) { return expm1(v); }
+static __device__ __forceinline__ float m_rint(float v) { return rintf(v); }
+static __device__ __forceinline__ double m_rint(double v) { return rint(v); }
+static __device__ __forceinline__ float m_acosh(float v) { return acoshf(v); }
+static __device__ __forceinline__ double m_acosh(double v) { return acosh(v); }
+static __device__ __forceinline__ float m_asinh(float v) { return asinhf(v); }
+static __device__ __forceinline__ double m_asinh(double v) { return asinh(v); }
+static __device__ __forceinline__ float m_atanh(float v) { return atanhf(v); }
+static __device__ __forceinline__ double m_atanh(double v) { return atanh(v); }
+static __device__ __forceinline__ float m_cosh(float v) { return coshf(v); }
+static __device__ __forceinline__ double m_cosh(double v) { return cosh(v); }
+static __device__ __forceinline__ float m_sinh(float v) { return sinhf(v); }
+static __device__ __forceinline__ double m_sinh(double v) { return sinh(v); }
+static __device__ __forceinline__ float m_floor(float v) { return floorf(v); }
+static __device__ __forceinline__ double m_floor(double v) { return floor(v); }
+static __device__ __forceinline__ float m_ceil(float v) { return ceilf(v); }
+static __device__ __forceinline__ double m_ceil(double v) { return ceil(v); }
 template <typename T> static __device__ __forceinline__ T m_clamp01(T v) { return v != v ? v : (v < (T)0 ? (T)0 : (v > (T)1 ? (T)1 : v)); }
 `;

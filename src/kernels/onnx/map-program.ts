@@ -50,6 +50,8 @@ export const UNARY_PARAMS: Partial<Record<UnaryOp, readonly string[]>> = {
   hard_sigmoid: ['alpha', 'beta'],
   clip: ['min', 'max'],
   elu: ['alpha'],
+  thresholded_relu: ['alpha'],
+  shrink: ['alpha', 'beta'],
 };
 
 const isBinary = (op: string): op is BinaryOp => (BINARY_OPS as readonly string[]).includes(op);

@@ -5,121 +5,8 @@
  */
 import { roundTo, type ElemType } from '../host-tensor.js';
 import { broadcastDims, broadcastTo, fail, inp, make, same } from './util.js';
-import type { OpCall, OpImpl } from './types.js';
-
-type Scalars = Record<string, number | string | boolean>;
-
-function erf(x: number): number {
-  // Abramowitz–Stegun 7.1.26 is only 1e-7 accurate; use the series/continued fraction for f64 accuracy.
-  const ax = Math.abs(x);
-  if (ax < 3) {
-    let sum = x;
-    let term = x;
-    const x2 = x * x;
-    for (let n = 1; n < 200; n++) {
-      term *= -x2 / n;
-      const add = term / (2 * n + 1);
-      sum += add;
-      if (Math.abs(add) < 1e-17 * Math.abs(sum)) break;
-    }
-    return (2 / Math.sqrt(Math.PI)) * sum;
-  }
-  // erfc continued fraction (Lentz) for large |x|.
-  let f = ax;
-  for (let k = 60; k >= 1; k--) f = ax + k / 2 / f;
-  const erfc = Math.exp(-ax * ax) / Math.sqrt(Math.PI) / f;
-  return x > 0 ? 1 - erfc : erfc - 1;
-}
-
-interface UnarySpec {
-  readonly kernelOp: string;
-  /** The runtime kernel: onnx_unary, or the core `unary` (sin, cos) for ops onnx_unary has not. */
-  readonly kernel?: 'unary';
-  scalars(c: OpCall): Scalars;
-  f(c: OpCall): (x: number) => number;
-}
-
-const plain = (kernelOp: string, f: (x: number) => number): UnarySpec => ({
-  kernelOp,
-  scalars: () => ({}),
-  f: () => f,
-});
-
-const UNARY: Record<string, UnarySpec> = {
-  Relu: plain('relu', (x) => (x < 0 ? 0 : x)),
-  Sigmoid: plain('sigmoid', (x) => 1 / (1 + Math.exp(-x))),
-  Tanh: plain('tanh', Math.tanh),
-  Sqrt: plain('sqrt', Math.sqrt),
-  Exp: plain('exp', Math.exp),
-  Log: plain('log', Math.log),
-  Neg: plain('neg', (x) => -x),
-  Abs: plain('abs', Math.abs),
-  Reciprocal: plain('reciprocal', (x) => 1 / x),
-  Erf: plain('erf', erf),
-  Softplus: plain('softplus', (x) => Math.log1p(Math.exp(x))),
-  Identity: plain('identity', (x) => x),
-  Sin: { ...plain('sin', Math.sin), kernel: 'unary' },
-  Cos: { ...plain('cos', Math.cos), kernel: 'unary' },
-  Dropout: plain('identity', (x) => x),
-  HardSwish: plain('hard_swish', (x) => x * Math.max(0, Math.min(1, x / 6 + 0.5))),
-  LeakyRelu: {
-    kernelOp: 'leaky_relu',
-    scalars: (c) => ({ alpha: c.attrs.float('alpha', 0.01) }),
-    f: (c) => {
-      const a = c.attrs.float('alpha', 0.01);
-      return (x) => (x >= 0 ? x : a * x);
-    },
-  },
-  Elu: {
-    kernelOp: 'elu',
-    scalars: (c) => ({ alpha: c.attrs.float('alpha', 1) }),
-    f: (c) => {
-      const a = c.attrs.float('alpha', 1);
-      return (x) => (x >= 0 ? x : a * (Math.exp(x) - 1));
-    },
-  },
-  HardSigmoid: {
-    kernelOp: 'hard_sigmoid',
-    scalars: (c) => ({ alpha: c.attrs.float('alpha', 0.2), beta: c.attrs.float('beta', 0.5) }),
-    f: (c) => {
-      const a = c.attrs.float('alpha', 0.2);
-      const b = c.attrs.float('beta', 0.5);
-      return (x) => Math.max(0, Math.min(1, a * x + b));
-    },
-  },
-  Gelu: {
-    kernelOp: 'gelu',
-    scalars: () => ({}),
-    f: (c) =>
-      c.attrs.string('approximate', 'none') === 'tanh'
-        ? (x) => 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x * x * x)))
-        : (x) => 0.5 * x * (1 + erf(x / Math.SQRT2)),
-  },
-  Clip: {
-    kernelOp: 'clip',
-    scalars: (c) => {
-      const [lo, hi] = clipBounds(c);
-      return { ...(lo > -Infinity ? { min: lo } : {}), ...(hi < Infinity ? { max: hi } : {}) };
-    },
-    f: (c) => {
-      const [lo, hi] = clipBounds(c);
-      return (x) => (x !== x ? x : Math.min(Math.max(x, lo), hi));
-    },
-  },
-};
-
-/** Clip's bounds: attributes before opset 11, optional constant inputs from 11. */
-function clipBounds(c: OpCall): [number, number] {
-  if (c.opset < 11) return [c.attrs.float('min', -Infinity), c.attrs.float('max', Infinity)];
-  const bound = (i: number, dflt: number): number => {
-    const v = c.inputs[i];
-    if (!v) return dflt;
-    if (!v.host)
-      throw fail(c, `Clip's ${i === 1 ? 'min' : 'max'} must be a constant`, 'TANDEM_ERR_UNSUPPORTED');
-    return v.host.data[0]!;
-  };
-  return [bound(1, -Infinity), bound(2, Infinity)];
-}
+import { type Scalars, UNARY, type UnarySpec } from './unary-table.js';
+import type { LowerTarget, OpCall, OpImpl } from './types.js';
 
 /** The onnx_unary op and scalars of an activation node, when it is one a convolution can fuse. */
 export function activationOf(c: OpCall): Record<string, number | string> | undefined {
@@ -207,7 +94,35 @@ function naryDims(c: OpCall): readonly number[] {
   return dims;
 }
 
+/** The comparisons and logic ops onnx_compare runs (bool results: u8 on device). */
+const COMPARE_KERNEL: Record<string, string> = {
+  Equal: 'equal',
+  Less: 'less',
+  LessOrEqual: 'less_equal',
+  Greater: 'greater',
+  GreaterOrEqual: 'greater_equal',
+  And: 'and',
+  Or: 'or',
+  Xor: 'xor',
+};
+
+function compareLower(c: OpCall, t: LowerTarget): void {
+  const [a, b] = [t.input(0), t.input(1)];
+  if (a.dtype !== b.dtype)
+    throw fail(c, `operands of device dtypes ${a.dtype} and ${b.dtype} differ`, 'TANDEM_ERR_UNSUPPORTED');
+  t.submit('onnx_compare', { a, b, c: t.output(0) }, { op: COMPARE_KERNEL[c.node.opType]! });
+}
+
+function hostBinary(op: string): OpImpl {
+  return { ...binaryImplOf(op), lower: undefined };
+}
+
 function binaryImpl(op: string): OpImpl {
+  if (COMPARE_KERNEL[op]) return { ...hostBinary(op), lower: compareLower };
+  return binaryImplOf(op);
+}
+
+function binaryImplOf(op: string): OpImpl {
   const kernelOp = BINARY_KERNEL[op];
   return {
     infer: (c) => [{ type: BOOL_OUT.has(op) ? 'bool' : inp(c, 0).type, dims: naryDims(c) }],
@@ -373,6 +288,12 @@ const whereImpl: OpImpl = {
       ),
     ];
   },
+  lower: (c, t) => {
+    const [x, y] = [t.input(1), t.input(2)];
+    if (x.dtype !== y.dtype)
+      throw fail(c, `operands of device dtypes ${x.dtype} and ${y.dtype} differ`, 'TANDEM_ERR_UNSUPPORTED');
+    t.submit('onnx_where', { cond: t.input(0), x, y, z: t.output(0) });
+  },
 };
 
 const notImpl: OpImpl = {
@@ -384,10 +305,46 @@ const notImpl: OpImpl = {
       x[0]!.data.map((v) => +(v === 0)),
     ),
   ],
+  lower: (_c, t) => {
+    // Not x = x xor true.
+    const one = t.scratch([], t.output(0));
+    t.submit('fill', { y: one }, { value: 1 });
+    t.submit('onnx_compare', { a: t.input(0), b: one, c: t.output(0) }, { op: 'xor' });
+  },
 };
 
-/** Host-only unary helpers on shape paths (Floor/Ceil/Sign on computed sizes). */
-function hostUnary(f: (x: number) => number): OpImpl {
+/** IsInf (detect_positive / detect_negative) and IsNaN: bool results, onnx_isinf on device. */
+function classifyImpl(op: 'isinf' | 'isnan'): OpImpl {
+  const scalars = (c: OpCall): Scalars => ({
+    op,
+    ...(op === 'isinf'
+      ? {
+          detectPositive: c.attrs.int('detect_positive', 1) === 1,
+          detectNegative: c.attrs.int('detect_negative', 1) === 1,
+        }
+      : {}),
+  });
+  const f = (c: OpCall): ((v: number) => number) => {
+    const s = scalars(c);
+    if (op === 'isnan') return (v) => +(v !== v);
+    return (v) =>
+      +(
+        (s['detectPositive'] === true && v === Infinity) ||
+        (s['detectNegative'] === true && v === -Infinity)
+      );
+  };
+  return {
+    infer: (c) => [{ type: 'bool', dims: inp(c, 0).dims }],
+    evaluate: (c, x) => [make('bool', x[0]!.dims, x[0]!.data.map(f(c)))],
+    lower: (c, t) => t.submit('onnx_isinf', { x: t.input(0), y: t.output(0) }, scalars(c)),
+  };
+}
+
+/**
+ * Floor, Ceil, Sign: onnx_unary on float data; integer values (computed sizes on shape paths) only on
+ * the host.
+ */
+function roundingUnary(kernelOp: string, f: (x: number) => number): OpImpl {
   return {
     infer: (c) => [same(c)],
     evaluate: (_c, x) => [
@@ -397,6 +354,12 @@ function hostUnary(f: (x: number) => number): OpImpl {
         x[0]!.data.map((v) => roundTo(x[0]!.type, f(v))),
       ),
     ],
+    lower: (c, t) => {
+      const y = t.output(0);
+      if (y.dtype !== 'f32' && y.dtype !== 'f64' && y.dtype !== 'f16' && y.dtype !== 'bf16')
+        throw fail(c, `integer ${c.node.opType} on device data is not supported`, 'TANDEM_ERR_UNSUPPORTED');
+      t.submit('onnx_unary', { x: t.input(0), y }, { op: kernelOp });
+    },
   };
 }
 
@@ -411,7 +374,9 @@ export const ELEMENTWISE_OPS: Record<string, OpImpl> = {
   CastLike: castLikeImpl,
   Where: whereImpl,
   Not: notImpl,
-  Floor: hostUnary(Math.floor),
-  Ceil: hostUnary(Math.ceil),
-  Sign: hostUnary(Math.sign),
+  IsInf: classifyImpl('isinf'),
+  IsNaN: classifyImpl('isnan'),
+  Floor: roundingUnary('floor', Math.floor),
+  Ceil: roundingUnary('ceil', Math.ceil),
+  Sign: roundingUnary('sign', Math.sign),
 };

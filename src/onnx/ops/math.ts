@@ -268,9 +268,20 @@ function softmaxImpl(log: boolean): OpImpl {
   };
 }
 
+/**
+ * Each Reduce op: onnx_reduce's op, optionally with an onnx_unary applied to the input before (`pre`)
+ * or to the result after (`post`), and its float64 accumulation for the host.
+ */
 const REDUCE: Record<
   string,
-  { op: string; init: number; step: (a: number, v: number) => number; end: (a: number, n: number) => number }
+  {
+    op: string;
+    pre?: string;
+    post?: string;
+    init: number;
+    step: (a: number, v: number) => number;
+    end: (a: number, n: number) => number;
+  }
 > = {
   ReduceSum: { op: 'sum', init: 0, step: (a, v) => a + v, end: (a) => a },
   ReduceMean: { op: 'mean', init: 0, step: (a, v) => a + v, end: (a, n) => a / n },
@@ -280,6 +291,8 @@ const REDUCE: Record<
   ReduceSumSquare: { op: 'sum_square', init: 0, step: (a, v) => a + v * v, end: (a) => a },
   ReduceL2: { op: 'l2', init: 0, step: (a, v) => a + v * v, end: (a) => Math.sqrt(a) },
   ReduceLogSumExp: { op: 'log_sum_exp', init: 0, step: (a, v) => a + Math.exp(v), end: (a) => Math.log(a) },
+  ReduceL1: { op: 'sum', pre: 'abs', init: 0, step: (a, v) => a + Math.abs(v), end: (a) => a },
+  ReduceLogSum: { op: 'sum', post: 'log', init: 0, step: (a, v) => a + v, end: (a) => Math.log(a) },
 };
 
 function reduceSpec(c: OpCall) {
@@ -326,12 +339,21 @@ function reduceImpl(name: string): OpImpl {
     },
     lower: (c, t) => {
       const s = reduceSpec(c);
-      if (s.noop) return t.submit('copy', { x: t.input(0), y: t.output(0) });
-      t.submit(
-        'onnx_reduce',
-        { x: t.input(0), y: t.output(0) },
-        { op: r.op, axes: s.axes.join(','), keepdims: s.keep },
-      );
+      let x = t.input(0);
+      const y = t.output(0);
+      if (s.noop && !r.pre && !r.post) return t.submit('copy', { x, y });
+      if (r.pre) {
+        const v = s.noop ? y : t.scratch(x.shape, x);
+        t.submit('onnx_unary', { x, y: v }, { op: r.pre });
+        x = v;
+      }
+      if (s.noop) {
+        if (r.post) t.submit('onnx_unary', { x, y }, { op: r.post });
+        return;
+      }
+      const sum = r.post ? t.scratch(y.shape, y) : y;
+      t.submit('onnx_reduce', { x, y: sum }, { op: r.op, axes: s.axes.join(','), keepdims: s.keep });
+      if (r.post) t.submit('onnx_unary', { x: sum, y }, { op: r.post });
     },
   };
 }

@@ -1,9 +1,15 @@
 /** The operators of the default ONNX domain Tandem runs, by op type. */
 import { TandemError } from '../../core/errors.js';
+import { ACTIVATION_OPS } from './activations.js';
 import { CONV_OPS } from './conv.js';
 import { ELEMENTWISE_OPS } from './elementwise.js';
+import { GATHER_ND_OPS } from './gather-nd.js';
+import { INDEX_OPS } from './indexing.js';
+import { LOSS_OPS } from './losses.js';
 import { LAYOUT_OPS } from './layout.js';
 import { MATH_OPS } from './math.js';
+import { REARRANGE_OPS } from './rearrange.js';
+import { SCATTER_OPS } from './scatter.js';
 import { RESIZE_OPS } from './resize.js';
 import { VALUE_OPS } from './values.js';
 import type { OpImpl } from './types.js';
@@ -15,6 +21,12 @@ export const ONNX_OPS: Readonly<Record<string, OpImpl>> = {
   ...MATH_OPS,
   ...RESIZE_OPS,
   ...VALUE_OPS,
+  ...INDEX_OPS,
+  ...ACTIVATION_OPS,
+  ...REARRANGE_OPS,
+  ...GATHER_ND_OPS,
+  ...SCATTER_OPS,
+  ...LOSS_OPS,
 };
 
 /** The op's implementation, or TANDEM_ERR_UNSUPPORTED naming the op, its domain and the opset. */

@@ -44,8 +44,8 @@ export interface LowerTarget {
   input(i: number): Tensor;
   /** Device tensor of output i, allocated with the inferred dims. */
   output(i: number): Tensor;
-  /** A scratch tensor freed after the node's tasks are submitted. */
-  scratch(dims: readonly number[], like: Tensor): Tensor;
+  /** A scratch tensor of `like`'s dtype, freed after the node's tasks are submitted. */
+  scratch(dims: readonly number[], like: Pick<Tensor, 'dtype'>): Tensor;
   submit(
     kernel: string,
     args: Record<string, Tensor>,

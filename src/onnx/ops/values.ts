@@ -1,8 +1,8 @@
 /**
- * Operators that make values rather than move them: Shape and Size (dims only), Constant,
+ * Operators that make values rather than move them: Shape, Size and EyeLike (dims only), Constant,
  * ConstantOfShape and Range (host values), Tile (host only), and Pad (onnx_pad on device).
  */
-import { numelOf, type HostTensor } from '../host-tensor.js';
+import { elemTypeOf, numelOf, type ElemType, type HostTensor } from '../host-tensor.js';
 import { fail, hostInts, inp, make, normAxis, optHostInts, stridesOf } from './util.js';
 import type { OpCall, OpImpl } from './types.js';
 
@@ -160,6 +160,30 @@ const tileImpl: OpImpl = {
   },
 };
 
+/** EyeLike: ones on diagonal k of a 2-d tensor shaped as the input (dims only), in `dtype` or its type. */
+function eyeLikeSpec(c: OpCall): { type: ElemType; dims: readonly number[]; k: number } {
+  const dims = inp(c, 0).dims;
+  if (dims.length !== 2) throw fail(c, `the input must be 2-d, got rank ${dims.length}`);
+  const type = c.attrs.has('dtype')
+    ? elemTypeOf(c.attrs.int('dtype'), `EyeLike node '${c.node.name}'`)
+    : inp(c, 0).type;
+  if (type === 'string' || type === 'complex64' || type === 'complex128')
+    throw fail(c, `element type ${type} is not supported`, 'TANDEM_ERR_UNSUPPORTED');
+  return { type, dims, k: c.attrs.int('k', 0) };
+}
+
+const eyeLikeImpl: OpImpl = {
+  shapeOnly: true,
+  infer: (c) => [{ type: eyeLikeSpec(c).type, dims: eyeLikeSpec(c).dims }],
+  evaluate: (c) => {
+    const { type, dims, k } = eyeLikeSpec(c);
+    const [rows, cols] = dims as [number, number];
+    const out = new Float64Array(rows * cols);
+    for (let i = 0; i < rows; i++) if (i + k >= 0 && i + k < cols) out[i * cols + i + k] = 1;
+    return [make(type, dims, out)];
+  },
+};
+
 export const VALUE_OPS: Record<string, OpImpl> = {
   Shape: shapeImpl,
   Size: sizeImpl,
@@ -168,4 +192,5 @@ export const VALUE_OPS: Record<string, OpImpl> = {
   Range: rangeImpl,
   Pad: padImpl,
   Tile: tileImpl,
+  EyeLike: eyeLikeImpl,
 };
