@@ -3,7 +3,7 @@
  * dtype sets, tolerances, the N-d strided walk of the CPU kernels and the rank-6 index parameters of
  * the CUDA programs.
  */
-import { type DType, epsilon, bytesPerElement } from '../../core/dtype.js';
+import { type DType, epsilon, bytesPerElement, isFloat } from '../../core/dtype.js';
 import { TandemError } from '../../core/errors.js';
 import { numel } from '../../core/shape.js';
 import type { Scalars, TensorDesc } from '../../devices/device.js';
@@ -63,6 +63,11 @@ export function requireDTypes(
 }
 
 /** Bytes of reading every input once and writing every output once. */
+/** What an out-of-range gather index reads: NaN for floats, 0 for integers. */
+export function missingValue(dtype: DType): number {
+  return isFloat(dtype) ? NaN : 0;
+}
+
 export function streamCost(args: ArgDescs, flopsPerOutput = 1, output = 'y'): Cost {
   let bytes = 0;
   for (const d of Object.values(args)) bytes += numel(d.shape) * bytesPerElement(d.dtype);

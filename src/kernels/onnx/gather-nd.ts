@@ -4,7 +4,7 @@
  * which data and indices share. An out-of-range coordinate gives NaN (0 for integer data), as
  * onnx_gather. Definition, float64 reference, CPU and CUDA; elements are copied as stored.
  */
-import { type DType, isFloat } from '../../core/dtype.js';
+import { isFloat } from '../../core/dtype.js';
 import { TandemError } from '../../core/errors.js';
 import { numel } from '../../core/shape.js';
 import type { CpuArg, CpuKernel } from '../../devices/cpu/kernel-api.js';
@@ -13,7 +13,15 @@ import type { Scalars, TensorDesc } from '../../devices/device.js';
 import { BLOCK_DIM, GRID_STRIDE, elementwiseGrid } from '../common/cuda.js';
 import type { ReferenceFn } from '../common/reference.js';
 import { intScalar } from '../common/scalars.js';
-import { COPY_DTYPES, CUDA_INDEX, i64Params, onnxDef, requireDTypes, streamCost } from './common.js';
+import {
+  COPY_DTYPES,
+  CUDA_INDEX,
+  i64Params,
+  missingValue,
+  onnxDef,
+  requireDTypes,
+  streamCost,
+} from './common.js';
 import { storedValue } from './gather-pad.js';
 import { contiguousStrides, MAX_RANK, requireRank, requireShape } from './shapes.js';
 
@@ -69,10 +77,6 @@ export const onnxGatherNdDef = onnxDef(
   (args) => streamCost(args, 0),
 );
 
-function missing(dtype: DType): number {
-  return isFloat(dtype) ? NaN : 0;
-}
-
 function gatherNdInto(
   g: ReturnType<typeof gatherNdGeometry>,
   data: ArrayLike<number>,
@@ -95,14 +99,14 @@ function gatherNdInto(
 export const onnxGatherNdReference: ReferenceFn = (args, scalars) => {
   const g = gatherNdGeometry(args.data!.desc, args.indices!.desc, scalars);
   const y = new Float64Array(numel(g.shape));
-  gatherNdInto(g, args.data!.values, args.indices!.values, y, missing(args.y!.desc.dtype));
+  gatherNdInto(g, args.data!.values, args.indices!.values, y, missingValue(args.y!.desc.dtype));
   return { y };
 };
 
 export const onnxGatherNdCpu: CpuKernel = (args, scalars) => {
   const [data, indices, y] = args as [CpuArg, CpuArg, CpuArg];
   const g = gatherNdGeometry(data.desc, indices.desc, scalars);
-  gatherNdInto(g, data.data, indices.data, y.data, storedValue(y.desc.dtype, missing(y.desc.dtype)));
+  gatherNdInto(g, data.data, indices.data, y.data, storedValue(y.desc.dtype, missingValue(y.desc.dtype)));
 };
 
 export const onnxGatherNdCuda: CudaProgram = {

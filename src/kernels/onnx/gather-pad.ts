@@ -11,7 +11,16 @@ import type { Scalars, TensorDesc } from '../../devices/device.js';
 import { BLOCK_DIM, GRID_STRIDE, elementwiseGrid } from '../common/cuda.js';
 import type { ReferenceFn } from '../common/reference.js';
 import { enumScalar, intScalar, numberScalar } from '../common/scalars.js';
-import { COPY_DTYPES, CUDA_INDEX, i64Params, onnxDef, pad6, requireDTypes, streamCost } from './common.js';
+import {
+  COPY_DTYPES,
+  CUDA_INDEX,
+  i64Params,
+  missingValue,
+  onnxDef,
+  pad6,
+  requireDTypes,
+  streamCost,
+} from './common.js';
 import { contiguousStrides, intList, normalizeAxis, requireRank, requireShape } from './shapes.js';
 
 // ---- gather
@@ -45,11 +54,6 @@ export const onnxGatherDef = onnxDef(
   (args) => streamCost(args, 0),
 );
 
-/** What an out-of-range index reads: NaN for floats, 0 for integers. */
-function missing(dtype: DType): number {
-  return isFloat(dtype) ? NaN : 0;
-}
-
 function gatherInto(
   g: ReturnType<typeof gatherGeometry>,
   data: ArrayLike<number>,
@@ -71,7 +75,7 @@ function gatherInto(
 export const onnxGatherReference: ReferenceFn = (args, scalars) => {
   const g = gatherGeometry(args.data!.desc, args.indices!.desc, scalars);
   const y = new Float64Array(numel(g.shape));
-  gatherInto(g, args.data!.values, args.indices!.values, y, missing(args.y!.desc.dtype));
+  gatherInto(g, args.data!.values, args.indices!.values, y, missingValue(args.y!.desc.dtype));
   return { y };
 };
 
@@ -85,7 +89,7 @@ export function storedValue(dtype: DType, value: number): number {
 export const onnxGatherCpu: CpuKernel = (args, scalars) => {
   const [data, indices, y] = args as [CpuArg, CpuArg, CpuArg];
   const g = gatherGeometry(data.desc, indices.desc, scalars);
-  gatherInto(g, data.data, indices.data, y.data, storedValue(y.desc.dtype, missing(y.desc.dtype)));
+  gatherInto(g, data.data, indices.data, y.data, storedValue(y.desc.dtype, missingValue(y.desc.dtype)));
 };
 
 export const onnxGatherCuda: CudaProgram = {

@@ -4,7 +4,7 @@
  * definitions, float64 references, CPU and CUDA. NaN wins both ArgMax and ArgMin (numpy's rule, which
  * ONNX's reference follows): the first NaN, or the last with selectLastIndex.
  */
-import { type DType, isFloat } from '../../core/dtype.js';
+import { isFloat } from '../../core/dtype.js';
 import { TandemError } from '../../core/errors.js';
 import { numel } from '../../core/shape.js';
 import type { CpuArg, CpuKernel } from '../../devices/cpu/kernel-api.js';
@@ -14,7 +14,16 @@ import { floatCopyOf } from '../common/cpu-float.js';
 import { BLOCK_DIM, GRID_STRIDE, elementwiseGrid } from '../common/cuda.js';
 import type { ReferenceFn } from '../common/reference.js';
 import { boolScalar, enumScalar, intScalar } from '../common/scalars.js';
-import { COPY_DTYPES, CUDA_INDEX, i64Params, onnxDef, pad6, requireDTypes, streamCost } from './common.js';
+import {
+  COPY_DTYPES,
+  CUDA_INDEX,
+  i64Params,
+  missingValue,
+  onnxDef,
+  pad6,
+  requireDTypes,
+  streamCost,
+} from './common.js';
 import { storedValue } from './gather-pad.js';
 import { contiguousStrides, normalizeAxis, requireRank, requireShape } from './shapes.js';
 
@@ -178,11 +187,6 @@ export const onnxGatherElementsDef = onnxDef(
   (args) => streamCost(args, 0),
 );
 
-/** What an out-of-range index reads: NaN for floats, 0 for integers (as onnx_gather). */
-function missing(dtype: DType): number {
-  return isFloat(dtype) ? NaN : 0;
-}
-
 function gatherElementsInto(
   data: TensorDesc,
   indices: TensorDesc,
@@ -217,14 +221,14 @@ function gatherElementsInto(
 export const onnxGatherElementsReference: ReferenceFn = (args, scalars) => {
   const [data, indices] = [args.data!, args.indices!];
   const y = new Float64Array(numel(indices.desc.shape));
-  const fill = missing(args.y!.desc.dtype);
+  const fill = missingValue(args.y!.desc.dtype);
   gatherElementsInto(data.desc, indices.desc, scalars, data.values, indices.values, y, fill);
   return { y };
 };
 
 export const onnxGatherElementsCpu: CpuKernel = (args, scalars) => {
   const [data, indices, y] = args as [CpuArg, CpuArg, CpuArg];
-  const fill = storedValue(y.desc.dtype, missing(y.desc.dtype));
+  const fill = storedValue(y.desc.dtype, missingValue(y.desc.dtype));
   gatherElementsInto(data.desc, indices.desc, scalars, data.data, indices.data, y.data, fill);
 };
 
