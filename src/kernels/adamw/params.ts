@@ -71,16 +71,23 @@ export interface AdamWConstants {
   readonly eps: number;
 }
 
+/** The two values of step `step` that carry the bias corrections: lr/(1 − β1ᵗ) and (1 − β2ᵗ)^0.5. */
+export function biasCorrections(
+  beta1: number,
+  beta2: number,
+  lr: number,
+  step: number,
+): Pick<AdamWConstants, 'stepSize' | 'bias2Sqrt'> {
+  return { stepSize: lr / (1 - beta1 ** step), bias2Sqrt: (1 - beta2 ** step) ** 0.5 };
+}
+
 export function adamwConstants(p: AdamWParams): AdamWConstants {
-  const bias1 = 1 - p.beta1 ** p.step;
-  const bias2 = 1 - p.beta2 ** p.step;
   return {
     decay: 1 - p.lr * p.weightDecay,
     lerpWeight: 1 - p.beta1,
     beta2: p.beta2,
     oneMinusBeta2: 1 - p.beta2,
-    stepSize: p.lr / bias1,
-    bias2Sqrt: bias2 ** 0.5,
+    ...biasCorrections(p.beta1, p.beta2, p.lr, p.step),
     eps: p.eps,
   };
 }
@@ -121,12 +128,12 @@ export const HYPER_LENGTH = 4;
 
 /** The `hyper` values of step `step` at rate `lr`: the same doubles adamwConstants forms. */
 export function adamwHyperValues(
-  p: Omit<AdamWHyperParams, 'gradScale'>,
+  p: Pick<AdamWHyperParams, 'beta1' | 'beta2'>,
   lr: number,
   step: number,
   gradScale = 1,
 ): [number, number, number, number] {
-  const c = adamwConstants({ ...p, gradScale, lr, step });
+  const c = biasCorrections(p.beta1, p.beta2, lr, step);
   return [lr, c.stepSize, c.bias2Sqrt, gradScale];
 }
 

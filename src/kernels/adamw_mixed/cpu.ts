@@ -1,18 +1,13 @@
 import type { CpuKernel } from '../../devices/cpu/kernel-api.js';
 import { forFloatChunks } from '../common/cpu-float.js';
-import { gradFactor } from '../optim_common/grad-transform.js';
-import { type AdamWUpdateOf, scalarUpdate } from '../adamw/cpu.js';
+import { type AdamWUpdateOf, adamwStep, scalarUpdate } from '../adamw/cpu.js';
 
 /** adamw_mixed on the CPU: the update on the f32 master (float64 arithmetic), then p = round(master). */
 export function adamwMixedCpuWith(updateOf: AdamWUpdateOf): CpuKernel {
   return (args, scalars) => {
-    const { transform, constants: c } = updateOf(args, scalars);
-    const factor = gradFactor(transform, args[5]!.data[0]!);
-    if (factor === null) return;
-    const decay = transform.weightDecay !== 0 ? c.decay : 1;
-    const w = c.lerpWeight;
-    const small = Math.abs(w) < 0.5;
-    const negStep = -c.stepSize;
+    const step = adamwStep(updateOf, args, scalars, 5);
+    if (step === null) return;
+    const { c, scale, clip, decay, w, small, negStep } = step;
     // Order [master, g, m, v, p]: p is only written (encoded from the f32 master once per chunk).
     const ordered = [args[4]!, args[1]!, args[2]!, args[3]!, args[0]!];
     forFloatChunks(
@@ -21,7 +16,7 @@ export function adamwMixedCpuWith(updateOf: AdamWUpdateOf): CpuKernel {
       [true, false, true, true, true],
       ([master, g, m, v, p], n) => {
         for (let i = 0; i < n; i++) {
-          const gi = g![i]! * factor.scale * factor.clip;
+          const gi = g![i]! * scale * clip;
           const mi = m![i]!;
           const diff = gi - mi;
           const m1 = small ? mi + w * diff : gi - diff * (1 - w);

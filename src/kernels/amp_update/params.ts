@@ -76,12 +76,7 @@ export function ampStep(
     return { scale: Math.fround(scale * p.backoffFactor), tracker: 0, steps, hyper: null };
   }
   const t = steps + 1;
-  const hyper = adamwHyperValues(
-    { beta1: p.beta1, beta2: p.beta2, eps: 0, weightDecay: 0, maxNorm: 0, skipNonFinite: true },
-    lr,
-    t,
-    Math.fround(1 / scale),
-  );
+  const hyper = adamwHyperValues(p, lr, t, Math.fround(1 / scale));
   const successful = tracker + 1;
   if (successful !== p.growthInterval) return { scale, tracker: successful, steps: t, hyper };
   const grown = Math.fround(scale * p.growthFactor);

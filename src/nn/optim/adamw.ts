@@ -118,12 +118,7 @@ export class AdamW extends Optimizer {
       void this.nn.rt.write(this.lr1, Float64Array.of(options.lr ?? o.lr)).catch(failed);
       return;
     }
-    const values = adamwHyperValues(
-      { ...o, skipNonFinite: false },
-      options.lr ?? o.lr,
-      this.steps,
-      options.gradScale ?? 1,
-    );
+    const values = adamwHyperValues(o, options.lr ?? o.lr, this.steps, options.gradScale ?? 1);
     // Not awaited: the runtime orders the write after the last step's reads and before this one's.
     void this.nn.rt.write(this.hyper, values).catch(failed);
   }
