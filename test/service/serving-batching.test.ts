@@ -122,7 +122,7 @@ void test(
 );
 
 void test(
-  'batching: higher priority first; maxQueueSize refuses exactly the requests over it',
+  'batching: higher priority first (fill and level batches); maxQueueSize refuses exactly the requests over it',
   { timeout: 60_000 },
   async (t) => {
     const s = await cpuTestService(t);
@@ -145,6 +145,39 @@ void test(
       // ones go after the delay.
       assert.deepEqual(highs.map(batchSize), [8, 8, 8, 8]);
       assert.deepEqual(lows.map(batchSize), [8, 8, 8, 8, 2, 2]);
+
+      // priorityBatching 'level': the same arrivals, but the 4 high ones run as a batch of their own
+      // and the 6 low ones together after the delay.
+      await mustRegister(s, {
+        name: 'prio-level',
+        kind: 'mlp',
+        batching: {
+          maxBatchSize: 8,
+          maxQueueDelayUs: 400_000,
+          priorityLevels: 2,
+          priorityBatching: 'level',
+        },
+      });
+      const lowL = Array.from({ length: 6 }, (_, k) =>
+        infer(s, 'prio-level', { inputs: randomImage(k), priority: 0 }),
+      );
+      await new Promise((r) => setTimeout(r, 60));
+      const highL = Array.from({ length: 4 }, (_, k) =>
+        infer(s, 'prio-level', { inputs: randomImage(k), priority: 5 }),
+      );
+      const [lowsL, highsL] = [await Promise.all(lowL), await Promise.all(highL)];
+      assert.deepEqual(highsL.map(batchSize), [4, 4, 4, 4]);
+      assert.deepEqual(lowsL.map(batchSize), [6, 6, 6, 6, 6, 6]);
+      // Each high one waited less than any low one (which waited for the delay after the high batch).
+      const queueOf = (r: InjectAnswer): number => serverTiming(r)['queue'] ?? NaN;
+      assert.ok(Math.max(...highsL.map(queueOf)) < Math.min(...lowsL.map(queueOf)));
+      const bad = await s.svc.app.inject({
+        method: 'POST',
+        url: '/v1/models',
+        headers: s.auth(),
+        payload: { name: 'prio-bad', kind: 'mlp', batching: { priorityBatching: 'strict' } },
+      });
+      assert.equal(bad.statusCode, 400, bad.body);
 
       await mustRegister(s, {
         name: 'small-queue',

@@ -3249,6 +3249,7 @@ export interface operations {
            *                 "preferredBatchSizes": [],
            *                 "maxQueueDelayUs": 500,
            *                 "priorityLevels": 2,
+           *                 "priorityBatching": "fill",
            *                 "maxQueueSize": 1024,
            *                 "timeoutUs": 0,
            *                 "onTimeout": "reject",
@@ -3314,6 +3315,7 @@ export interface operations {
                   preferredBatchSizes?: number[];
                   maxQueueDelayUs?: number;
                   priorityLevels?: number;
+                  priorityBatching?: string;
                   maxQueueSize?: number;
                   timeoutUs?: number;
                   onTimeout?: string;
@@ -3465,6 +3467,11 @@ export interface operations {
             maxQueueDelayUs?: number;
             /** @description priority p is level clamp(p, 0, n−1) */
             priorityLevels?: number;
+            /**
+             * @description fill: higher levels first, the batch filled from lower ones (Triton's); level: a batch holds one level only
+             * @enum {string}
+             */
+            priorityBatching?: 'fill' | 'level';
             /** @description beyond it: 429 + Retry-After */
             maxQueueSize?: number;
             /** @description default queue timeout, 0: none */
@@ -3519,6 +3526,7 @@ export interface operations {
            *         "preferredBatchSizes": [],
            *         "maxQueueDelayUs": 500,
            *         "priorityLevels": 2,
+           *         "priorityBatching": "fill",
            *         "maxQueueSize": 1024,
            *         "timeoutUs": 0,
            *         "onTimeout": "reject",
@@ -3577,6 +3585,7 @@ export interface operations {
               preferredBatchSizes?: number[];
               maxQueueDelayUs?: number;
               priorityLevels?: number;
+              priorityBatching?: string;
               maxQueueSize?: number;
               timeoutUs?: number;
               onTimeout?: string;
@@ -3917,6 +3926,7 @@ export interface operations {
            *             "preferredBatchSizes": [],
            *             "maxQueueDelayUs": 500,
            *             "priorityLevels": 2,
+           *             "priorityBatching": "fill",
            *             "maxQueueSize": 1024,
            *             "timeoutUs": 0,
            *             "onTimeout": "reject",
@@ -3979,6 +3989,7 @@ export interface operations {
                 preferredBatchSizes?: number[];
                 maxQueueDelayUs?: number;
                 priorityLevels?: number;
+                priorityBatching?: string;
                 maxQueueSize?: number;
                 timeoutUs?: number;
                 onTimeout?: string;

@@ -20,6 +20,13 @@ export interface BatchingConfig {
   readonly maxQueueDelayUs: number;
   /** Priority levels: a request's priority p is served at level clamp(p, 0, levels − 1), higher first. */
   readonly priorityLevels: number;
+  /**
+   * How levels share a batch. 'fill' (Triton's): the highest levels first, the rest of the batch filled
+   * from lower ones. 'level': a batch holds one level only, so high-priority requests never wait for
+   * the compute of low-priority ones in their own batch (only for the batch already running); costs one
+   * more, smaller batch whenever both levels wait.
+   */
+  readonly priorityBatching: 'fill' | 'level';
   /** Requests waiting (not yet in a batch) at most; the ones over it are refused with 429. */
   readonly maxQueueSize: number;
   /** The default time a request may wait in the queue (0: no limit); a request's timeoutMs wins. */
@@ -35,6 +42,7 @@ export const DEFAULT_BATCHING: BatchingConfig = {
   preferredBatchSizes: [],
   maxQueueDelayUs: 500,
   priorityLevels: 2,
+  priorityBatching: 'fill',
   maxQueueSize: 1024,
   timeoutUs: 0,
   onTimeout: 'reject',
@@ -324,10 +332,15 @@ export class DynamicBatcher<In, Out> {
     }
   }
 
-  /** The next `size` requests: highest level first, FIFO within a level, the delayed ones last. */
+  /**
+   * The next `size` requests: highest level first, FIFO within a level, the delayed ones last; with
+   * priorityBatching 'level', only the highest level that has any (the rest wait for the next batch).
+   */
   private take(size: number): PendingRequest<In, Out>[] {
     const batch: PendingRequest<In, Out>[] = [];
+    const oneLevel = this.config.priorityBatching === 'level';
     for (let l = this.levels.length - 1; l >= DELAYED && batch.length < size; l--) {
+      if (oneLevel && batch.length > 0) break;
       const q = l === DELAYED ? this.delayed : this.levels[l]!;
       for (let r = this.headOf(q, l); r !== undefined && batch.length < size; r = this.headOf(q, l)) {
         q.head++;

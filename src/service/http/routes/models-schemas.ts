@@ -58,6 +58,12 @@ const BATCHING = {
       maximum: 16,
       description: 'priority p is level clamp(p, 0, n−1)',
     },
+    priorityBatching: {
+      type: 'string',
+      enum: ['fill', 'level'],
+      description:
+        "fill: higher levels first, the batch filled from lower ones (Triton's); level: a batch holds one level only",
+    },
     maxQueueSize: {
       type: 'integer',
       minimum: 1,
@@ -80,6 +86,7 @@ const EXAMPLE_BATCHING = {
   preferredBatchSizes: [],
   maxQueueDelayUs: 500,
   priorityLevels: 2,
+  priorityBatching: 'fill',
   maxQueueSize: 1024,
   timeoutUs: 0,
   onTimeout: 'reject',
@@ -174,6 +181,7 @@ export const VERSION_SCHEMA = {
         preferredBatchSizes: { type: 'array', items: { type: 'integer' } },
         maxQueueDelayUs: { type: 'integer' },
         priorityLevels: { type: 'integer' },
+        priorityBatching: { type: 'string' },
         maxQueueSize: { type: 'integer' },
         timeoutUs: { type: 'integer' },
         onTimeout: { type: 'string' },
