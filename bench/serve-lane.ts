@@ -7,12 +7,13 @@
  *   gpt      B.7: GPT-2 124M scoring, concurrency 1..64, batching on (delay 0/100/1000 us) and off,
  *            beside bench/torch/gpt2_infer.py (serve-lane-gpt.ts)
  *   priority B.7b: priorities (priorityBatching fill and level), maxQueueSize with reject, client aborts,
- *            leaked slots (serve-lane-prio.ts); --prio-paths n: paths a price under load
+ *            leaked slots (serve-lane-prio.ts); --prio-paths n: paths a price under load, --prio-queue n:
+ *            maxQueueSize under load (default 1024)
  *   cpu      the 2-core variant: the pricer on the CPU, batching on vs off, deadlines and aborts
  *   ocr      issue 17: the PaddleOCR detector (.onnx uploaded, kind 'onnx'), c16 batching on vs off
  *            with --ocr-size S images, --ocr-format binary|base64 bodies (serve-lane-ocr.ts)
  *   node dist/bench/serve-lane.js price|gpt|priority|cpu|ocr ... [--device cuda|cpu] [--seconds s]
- *     [--torch-risk file.json] [--torch-gpt file.jsonl] [--requests n] [--cpu-paths n] [--prio-paths n] [--json out.json]
+ *     [--torch-risk file.json] [--torch-gpt file.jsonl] [--requests n] [--cpu-paths n] [--prio-paths n] [--prio-queue n] [--json out.json]
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -37,6 +38,7 @@ const { values, positionals } = parseArgs({
     paths: { type: 'string', default: '1000000' },
     'cpu-paths': { type: 'string', default: '4000' },
     'prio-paths': { type: 'string' },
+    'prio-queue': { type: 'string' },
     'torch-risk': { type: 'string' },
     'torch-gpt': { type: 'string' },
     json: { type: 'string' },
@@ -232,6 +234,7 @@ try {
         device,
         requests: Number(values.requests ?? 100_000),
         ...(values['prio-paths'] === undefined ? {} : { loadPaths: Number(values['prio-paths']) }),
+        ...(values['prio-queue'] === undefined ? {} : { queueUnderLoad: Number(values['prio-queue']) }),
       });
     else if (part === 'ocr') {
       const assets = values.assets ?? ocrAssetsDir();
