@@ -100,6 +100,14 @@ describe(
       const mixed = (await det.runBatch([asFloat(b), items[0]!], ctx(rt))).map(values);
       assertClose(mixed[0]!, fb!, 'float32 beside pixels');
       assertClose(mixed[1]!, fa!, 'pixels beside float32');
+      // With the run's kernels as runtime sequences, image_normalize still comes first.
+      const seq = await load(spec('det-seq', { preprocess: PADDLE, sequences: true }), rt);
+      try {
+        const [sa] = (await seq.runBatch([items[0]!], ctx(rt))).map(values);
+        assertClose(sa!, fa!, 'pixels with sequences');
+      } finally {
+        await seq.unload();
+      }
     });
 
     it('bgr: the model sees the channels swapped', async () => {

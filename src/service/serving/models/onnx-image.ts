@@ -62,7 +62,8 @@ export function parsePreprocess(raw: unknown): ImagePreprocess | undefined {
     throw invalid('must be an object {input, scale?, mean?, std?, channels?}');
   const c = raw as Record<string, unknown>;
   for (const k of Object.keys(c))
-    if (!['input', 'scale', 'mean', 'std', 'channels'].includes(k)) throw invalid(`: unknown key '${k}'`);
+    if (!['input', 'scale', 'mean', 'std', 'channels'].includes(k))
+      throw invalid(`has an unknown key '${k}' (it takes input, scale, mean, std, channels)`);
   if (typeof c['input'] !== 'string' || c['input'] === '')
     throw invalid(".input must name the model's image input");
   const scale = c['scale'] ?? 1 / 255;
