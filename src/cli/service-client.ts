@@ -71,14 +71,16 @@ export class ServiceClient {
   ): Promise<Response> {
     const h: Record<string, string> = { ...headers };
     if (this.cfg.key) h['authorization'] = `Bearer ${this.cfg.key}`;
-    if (body !== undefined) h['content-type'] = 'application/json';
+    // Bytes (a binary infer body) go as they are, with the caller's content-type.
+    const bytes = body instanceof Uint8Array;
+    if (body !== undefined && !bytes) h['content-type'] = 'application/json';
     const timeoutMs = this.cfg.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     try {
       return await fetch(`${this.cfg.url}${path}`, {
         method,
         headers: h,
         signal: AbortSignal.timeout(timeoutMs),
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        ...(body !== undefined ? { body: bytes ? body : JSON.stringify(body) } : {}),
       });
     } catch (e) {
       if (e instanceof Error && e.name === 'TimeoutError')

@@ -1,4 +1,5 @@
 /** Every ONNX kernel group (issue 17), each in src/kernels/onnx/<group>-group.ts; see docs/onnx-kernels.md. */
+import { imageNormalizeGroup } from './onnx/image-group.js';
 import type { OnnxOpGroup } from './onnx/common.js';
 import { onnxComputeGroup } from './onnx/compute-group.js';
 import { onnxConvGroup } from './onnx/conv-group.js';
@@ -18,4 +19,5 @@ export const ONNX_GROUPS: readonly OnnxOpGroup[] = [
   onnxIndexGroup,
   onnxLogicGroup,
   onnxScatterGroup,
+  imageNormalizeGroup,
 ];

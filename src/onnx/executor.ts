@@ -10,6 +10,7 @@ import type { Tensor } from '../memory/tensor.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { SequenceCollector } from '../runtime/sequence-collector.js';
 import type { TaskHandle } from '../runtime/task.js';
+import { imageNormalizeScalars, type ImageNormalizeParams } from '../kernels/image_normalize/params.js';
 import { hostTensor, isFloatType, roundTo, type ElemType } from './host-tensor.js';
 import type { OnnxModel } from './model.js';
 import type { LowerTarget } from './ops/types.js';
@@ -49,6 +50,18 @@ export interface RunOptions {
    * own tasks. Default off.
    */
   readonly sequences?: boolean;
+  /**
+   * Inputs fed as uint8 pixels (N×H×W×3, data a Uint8Array) instead of the float N×3×H×W the graph
+   * takes: each is uploaded as bytes and turned into the graph's input by one image_normalize task
+   * before the run's first kernel, on `device` (default the run's own).
+   */
+  readonly images?: Readonly<Record<string, ImageFeed>>;
+}
+
+export interface ImageFeed {
+  readonly params: ImageNormalizeParams;
+  /** Where image_normalize runs when the run's device has no implementation of it (WebGPU). */
+  readonly device?: string;
 }
 
 export interface OutputTensor {
@@ -126,6 +139,10 @@ export class OnnxExecutor {
           { input: name },
         );
       }
+      if (opts.images?.[name]) {
+        bound.set(name, { type: info?.type ?? 'float', dims: imageDims(name, f, info?.type) });
+        continue;
+      }
       // Small inputs are also known to the planner (Resize scales or Clip bounds given as inputs);
       // large float data goes to the device only, without a float64 copy.
       const known = !isFloatType(type) || n <= HOST_KNOWN_FLOATS;
@@ -160,6 +177,39 @@ export class OnnxExecutor {
       // The host side of the upload (into the tensor's host buffer); the copy to the device happens at
       // the first kernel that reads it, inside that step's time.
       profiler?.recordExtra(name, 'Input', performance.now() - started, v.dims);
+    }
+    for (const [name, image] of Object.entries(opts.images ?? {})) {
+      const f = feeds[name];
+      const v = plan.values.get(name);
+      if (!f || !v || !plan.lastReader.has(name)) continue;
+      const started = profiler ? performance.now() : 0;
+      // The bytes go through the kept I/O tensors like any input; the float image is an intermediate,
+      // freed after its last reader.
+      const key = `img:${name}:${f.dims.join('x')}`;
+      let x = this.io.get(key);
+      if (x) await this.rt.write(x, f.data as Uint8Array);
+      else x = this.keepIo(key, this.rt.tensor(f.dims, 'u8', f.data as Uint8Array));
+      kept.add(x);
+      const y = this.rt.tensor(v.dims, dtypeOf(v.type));
+      let h: TaskHandle;
+      try {
+        h = this.rt.submit({
+          kernel: 'image_normalize',
+          args: { x, y },
+          scalars: imageNormalizeScalars(image.params),
+          device: image.device ?? opts.device,
+          name: `image_normalize:${name}`,
+          tags: opts.tags,
+        });
+      } catch (e) {
+        this.rt.free(y);
+        throw e;
+      }
+      live.set(name, y);
+      if (profiler) {
+        await h.done;
+        profiler.recordExtra(name, 'Input', performance.now() - started, v.dims);
+      }
     }
     const deviceTensor = (name: string, v: PlannedValue): Tensor => {
       const have = live.get(name) ?? (v.constant ? this.weights.get(`${floatDType}:${name}`) : undefined);
@@ -304,6 +354,22 @@ export class OnnxExecutor {
     for (const t of this.io.values()) this.rt.free(t);
     this.io.clear();
   }
+}
+
+/** The graph-side dims (N×3×H×W) of an image feed (N×H×W×3 uint8), checked. */
+function imageDims(name: string, f: InputTensor, type: ElemType | undefined): number[] {
+  const [n, h, w, c] = f.dims;
+  if (f.dims.length !== 4 || c !== 3 || !(f.data instanceof Uint8Array))
+    throw new TandemError(
+      'TANDEM_ERR_SHAPE',
+      `onnx: image input '${name}' must be uint8 [N, H, W, 3], got [${f.dims.join(', ')}]`,
+      { input: name },
+    );
+  if (type !== undefined && !isFloatType(type))
+    throw new TandemError('TANDEM_ERR_DTYPE', `onnx: input '${name}' is ${type}, not a float image`, {
+      input: name,
+    });
+  return [n!, 3, h!, w!];
 }
 
 function toDevice(data: ArrayLike<number>, dtype: DType): ArrayLike<number> | HostArray {

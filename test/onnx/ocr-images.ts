@@ -62,3 +62,32 @@ export function digitCrop(
     }
   return x;
 }
+
+/**
+ * An RGB image as it would come from a decoded PNG (H×W×3 bytes, interleaved): `text` (digits) in the
+ * 5x7 font scaled by `scale`, dark on a light, slightly tinted background with noise (every channel
+ * different, so a channel swap shows): something the detector marks as text.
+ */
+export function textLikePixels(
+  h: number,
+  w: number,
+  rng: () => number,
+  text = '2026',
+  scale = 3,
+): Uint8Array {
+  const px = new Uint8Array(h * w * 3);
+  const top = Math.floor((h - 7 * scale) / 2);
+  const left = Math.floor((w - text.length * 6 * scale) / 2);
+  for (let y = 0; y < h; y++)
+    for (let i = 0; i < w; i++) {
+      const k = Math.floor((i - left) / (6 * scale));
+      const glyph = i >= left ? DIGITS[text[k] ?? ''] : undefined;
+      const gx = Math.floor((i - left - k * 6 * scale) / scale);
+      const gy = Math.floor((y - top) / scale);
+      const ink = glyph !== undefined && gy >= 0 && gy < 7 && gx < 5 && glyph[gy]![gx] === '1';
+      const base = ink ? [30, 40, 55] : [235, 225, 210];
+      for (let c = 0; c < 3; c++)
+        px[(y * w + i) * 3 + c] = Math.max(0, Math.min(255, Math.round(base[c]! + 24 * (rng() - 0.5))));
+    }
+  return px;
+}

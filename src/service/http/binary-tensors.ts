@@ -2,8 +2,11 @@
  * Binary tensors for the interactive lane, after Triton's (KServe v2) binary tensor data extension:
  * a body of type application/octet-stream whose first `Inference-Header-Content-Length` bytes are the
  * usual JSON request, in which a tensor input gives `binaryDataSize: n` instead of `data`; the raw bytes
- * of those inputs (little-endian float32 for the onnx kind) follow the JSON, in the order the inputs are
- * listed. The answer is binary the same way when the request says `binaryOutputs: true`: its JSON header
+ * of those inputs follow the JSON, in the order the inputs are listed. What the bytes are is the tensor's
+ * `dtype`, read by the model: for the onnx kind little-endian float32 (the default), or 'uint8' pixels
+ * for the input of a preprocess config (models/onnx-image.ts: a 640×640 RGB image is then 1.2 MB, not
+ * 4.9 MB). Bytes are handed over as they lie, so a uint8 tensor needs no alignment; clients put float32
+ * tensors first (service/client/binary-request.ts) so that those start 4-aligned. The answer is binary the same way when the request says `binaryOutputs: true`: its JSON header
  * lists each output tensor with `binaryDataSize`, and their bytes follow.
  *
  * Why: a 640×640 RGB image is 4.9 MB of float32; as base64 in JSON it cost the server's event loop a

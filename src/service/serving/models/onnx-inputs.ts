@@ -3,7 +3,9 @@
  * of numbers, a base64 string of little-endian float32, or (from a binary body) the raw bytes. With a
  * batchable model (every input's first dimension symbolic) an item's shape leaves the batch axis out,
  * as Triton's does (a leading 1 is also accepted); the concrete dimensions the file declares are
- * checked here, on the event loop.
+ * checked here, on the event loop. The input of the model's `preprocess` config may instead come as
+ * uint8 pixels (`dtype: 'uint8'`, shape [H, W, 3]: JSON integers, base64 of the bytes, or the raw bytes
+ * of a binary body), which the batch normalizes on the device (onnx-image.ts).
  */
 import { TandemError } from '../../../core/errors.js';
 import { isFloatType } from '../../../onnx/host-tensor.js';
@@ -13,9 +15,15 @@ import { float32FromLE } from '../tensor-values.js';
 /** Largest tensor one request may carry (elements), so a request cannot ask for unbounded memory. */
 export const MAX_REQUEST_ELEMENTS = 1 << 24;
 
+/** An input's values: float32/float64, or (the preprocess input) uint8 pixels H×W×3. */
+export type ItemData = Float32Array | Float64Array | Uint8Array;
+
 export interface OnnxItem {
-  /** Per input: the item's dims without the batch axis (batchable) or in full, and its values. */
-  readonly tensors: ReadonlyMap<string, { dims: readonly number[]; data: Float32Array | Float64Array }>;
+  /**
+   * Per input: the item's dims without the batch axis (batchable) or in full, and its values; pixels
+   * (a Uint8Array) are [H, W, 3] either way.
+   */
+  readonly tensors: ReadonlyMap<string, { dims: readonly number[]; data: ItemData }>;
   /** Items with the same key can be stacked into one run. */
   readonly key: string;
 }
@@ -86,7 +94,59 @@ function decodeData(name: string, data: unknown, n: number, float: boolean): Flo
   return out;
 }
 
-export function parseOnnxInputs(model: OnnxModel, inputs: unknown): OnnxItem {
+/** The dtypes a request's tensor may name; float32 when it names none. */
+const DTYPES = ['float32', 'uint8'] as const;
+
+/** Pixels [H, W, 3] (or [1, H, W, 3]) for an image input declared [N, 3, H, W]; returns [H, W, 3]. */
+function pixelDims(name: string, shape: number[], declared: ReadonlyArray<number | string | null>): number[] {
+  const dims = shape.length === 4 && shape[0] === 1 ? shape.slice(1) : shape;
+  if (dims.length !== 3)
+    throw bad(
+      `'${name}': uint8 pixels must have shape [H, W, 3], got [${shape.join(', ')}]`,
+      'TANDEM_ERR_SHAPE',
+    );
+  if (dims[2] !== 3)
+    throw bad(`'${name}': the image has ${dims[2]} channels, the model takes 3 (RGB)`, 'TANDEM_ERR_SHAPE');
+  const [h, w] = [declared[2], declared[3]];
+  if ((typeof h === 'number' && h !== dims[0]) || (typeof w === 'number' && w !== dims[1]))
+    throw bad(
+      `'${name}': the model takes ${String(h ?? '?')}×${String(w ?? '?')} images, got ${dims[0]}×${dims[1]}`,
+      'TANDEM_ERR_SHAPE',
+    );
+  return dims;
+}
+
+function decodePixels(name: string, data: unknown, n: number): Uint8Array {
+  if (typeof data === 'string' || data instanceof Uint8Array) {
+    const bytes = typeof data === 'string' ? Buffer.from(data, 'base64') : data;
+    if (bytes.length !== n)
+      throw bad(
+        `'${name}': ${typeof data === 'string' ? 'base64' : 'binary'} data has ${bytes.length} bytes, the shape needs ${n} (uint8)`,
+        'TANDEM_ERR_SHAPE',
+      );
+    return bytes;
+  }
+  if (!Array.isArray(data)) throw bad(`'${name}'.data must be an array of integers or a base64 string`);
+  if (data.length !== n)
+    throw bad(`'${name}': data has ${data.length} values, the shape needs ${n}`, 'TANDEM_ERR_SHAPE');
+  const out = new Uint8Array(n);
+  for (let i = 0; i < n; i++) {
+    const v: unknown = data[i];
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 255)
+      throw bad(
+        `'${name}'.data[${i}] (${String(v)}) is not a uint8 value (an integer 0..255)`,
+        'TANDEM_ERR_DTYPE',
+      );
+    out[i] = v;
+  }
+  return out;
+}
+
+/**
+ * One request's inputs. `imageInput`: the input of the model's preprocess config, which may come as
+ * uint8 pixels.
+ */
+export function parseOnnxInputs(model: OnnxModel, inputs: unknown, imageInput?: string): OnnxItem {
   if (typeof inputs !== 'object' || inputs === null || Array.isArray(inputs))
     throw bad('inputs must be an object of named tensors {name: {shape, data}}');
   const given = inputs as Record<string, unknown>;
@@ -94,16 +154,35 @@ export function parseOnnxInputs(model: OnnxModel, inputs: unknown): OnnxItem {
     if (!model.inputs.some((v) => v.name === k))
       throw bad(`the model has no input '${k}' (it has ${model.inputs.map((v) => v.name).join(', ')})`);
   const batchable = isBatchable(model);
-  const tensors = new Map<string, { dims: readonly number[]; data: Float32Array | Float64Array }>();
+  const tensors = new Map<string, { dims: readonly number[]; data: ItemData }>();
   let total = 0;
   for (const info of model.inputs) {
     const t = given[info.name];
     if (typeof t !== 'object' || t === null)
       throw bad(`input '${info.name}' is missing (give {shape, data})`);
-    const { shape, data } = t as { shape?: unknown; data?: unknown };
+    const { shape, data, dtype } = t as { shape?: unknown; data?: unknown; dtype?: unknown };
     if (!Array.isArray(shape) || shape.some((d) => typeof d !== 'number' || !Number.isInteger(d) || d < 1))
       throw bad(`'${info.name}'.shape must be an array of positive integers`, 'TANDEM_ERR_SHAPE');
+    if (dtype !== undefined && !(DTYPES as readonly unknown[]).includes(dtype))
+      throw bad(
+        `'${info.name}'.dtype must be one of ${DTYPES.join(', ')}, got ${JSON.stringify(dtype)}`,
+        'TANDEM_ERR_DTYPE',
+      );
     const declared = info.dims ?? [];
+    if (dtype === 'uint8') {
+      if (info.name !== imageInput)
+        throw bad(
+          `'${info.name}' takes float32 values; uint8 pixels are for the input of the model's preprocess config${imageInput ? ` ('${imageInput}')` : ' (it has none)'}`,
+          'TANDEM_ERR_DTYPE',
+        );
+      const dims = pixelDims(info.name, shape as number[], declared);
+      const n = dims[0]! * dims[1]! * 3;
+      total += n;
+      if (total > MAX_REQUEST_ELEMENTS)
+        throw bad(`the request has more than ${MAX_REQUEST_ELEMENTS} elements`, 'TANDEM_ERR_LIMIT');
+      tensors.set(info.name, { dims, data: decodePixels(info.name, data, n) });
+      continue;
+    }
     let dims = shape as number[];
     if (batchable && dims.length === declared.length) {
       if (dims[0] !== 1)
@@ -129,5 +208,10 @@ export function parseOnnxInputs(model: OnnxModel, inputs: unknown): OnnxItem {
       throw bad(`the request has more than ${MAX_REQUEST_ELEMENTS} elements`, 'TANDEM_ERR_LIMIT');
     tensors.set(info.name, { dims, data: decodeData(info.name, data, n, isFloatType(info.type)) });
   }
-  return { tensors, key: [...tensors].map(([k, v]) => `${k}:${v.dims.join('x')}`).join('|') };
+  return {
+    tensors,
+    key: [...tensors]
+      .map(([k, v]) => `${k}:${v.data instanceof Uint8Array ? 'u8:' : ''}${v.dims.join('x')}`)
+      .join('|'),
+  };
 }

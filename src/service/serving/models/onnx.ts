@@ -6,13 +6,21 @@
  * keeps serving its other models.
  */
 import { TandemError, failedStep } from '../../../core/errors.js';
-import { OnnxExecutor, type InputTensor, type OutputTensor } from '../../../onnx/executor.js';
+import { OnnxExecutor, type ImageFeed, type InputTensor, type OutputTensor } from '../../../onnx/executor.js';
 import { isFloatType, numelOf } from '../../../onnx/host-tensor.js';
 import { loadOnnxFile, type OnnxModel } from '../../../onnx/model.js';
 import { opImpl } from '../../../onnx/ops/table.js';
 import type { JsonSchema, ServiceRuntime } from '../../jobs/job-type.js';
-import type { BatchContext, ModelFactory, ModelSpec, ServedModel } from '../model.js';
+import type { BatchContext, ModelFactory, ModelPlacement, ModelSpec, ServedModel } from '../model.js';
 import { isBatchable, parseOnnxInputs, type OnnxItem } from './onnx-inputs.js';
+import {
+  checkImageInput,
+  checkImagePlacement,
+  imageDevice,
+  parsePreprocess,
+  preprocessSchema,
+  type ImagePreprocess,
+} from './onnx-image.js';
 import { TensorValues, type ValuesEncoding } from '../tensor-values.js';
 
 /**
@@ -26,10 +34,15 @@ const tensorSchema: JsonSchema = {
   required: ['shape', 'data'],
   properties: {
     shape: { type: 'array', items: { type: 'integer', minimum: 1 } },
+    dtype: {
+      enum: ['float32', 'uint8'],
+      default: 'float32',
+      description: "uint8: pixels [H, W, 3] for the input of the model's preprocess config",
+    },
     data: {
       oneOf: [
         { type: 'array', items: { type: 'number' } },
-        { type: 'string', description: 'base64 of little-endian float32' },
+        { type: 'string', description: 'base64 of little-endian float32 (or of the bytes, for uint8)' },
       ],
     },
   },
@@ -56,6 +69,7 @@ export const onnxConfigSchema: JsonSchema = {
       description:
         "outputs' data as JSON numbers, or as base64 of little-endian float32 (large outputs: an image-sized map is ~8 MB of JSON)",
     },
+    preprocess: preprocessSchema,
   },
 };
 
@@ -64,10 +78,11 @@ function config(spec: ModelSpec): {
   floatDType: 'f32' | 'f16' | 'bf16';
   outputEncoding: ValuesEncoding;
   sequences: boolean;
+  preprocess: ImagePreprocess | undefined;
 } {
   const c = spec.config;
   for (const k of Object.keys(c))
-    if (k !== 'maxBatchSize' && k !== 'floatDType' && k !== 'outputEncoding' && k !== 'sequences')
+    if (!['maxBatchSize', 'floatDType', 'outputEncoding', 'sequences', 'preprocess'].includes(k))
       throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `onnx config: unknown key '${k}'`);
   const maxBatchSize = c.maxBatchSize ?? 16;
   if (
@@ -92,7 +107,7 @@ function config(spec: ModelSpec): {
   const sequences = c.sequences ?? false;
   if (typeof sequences !== 'boolean')
     throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', 'onnx config: sequences must be a boolean');
-  return { maxBatchSize, floatDType, outputEncoding, sequences };
+  return { maxBatchSize, floatDType, outputEncoding, sequences, preprocess: parsePreprocess(c.preprocess) };
 }
 
 /** Every node's operator must be one Tandem runs: checked at registration, not at the first request. */
@@ -128,6 +143,7 @@ class OnnxServedModel implements ServedModel<OnnxItem, OnnxOutputs> {
     maxBatchSize: number,
     private readonly outputEncoding: ValuesEncoding = 'json',
     private readonly sequences = false,
+    private readonly preprocess?: { image: ImagePreprocess; placement: ModelPlacement },
   ) {
     this.batchable = isBatchable(model);
     this.maxBatchSize = this.batchable ? maxBatchSize : 1;
@@ -143,20 +159,27 @@ class OnnxServedModel implements ServedModel<OnnxItem, OnnxOutputs> {
     this.outputSchema = { type: 'object', properties: names(model.outputs) };
   }
 
-  /** Free staging buffers per input, each room for maxBatchSize items (groups of one batch run together). */
-  private readonly staging = new Map<string, Float32Array[]>();
+  /**
+   * Free staging buffers per input and element type (float32 values, uint8 pixels), each room for
+   * maxBatchSize items (groups of one batch run together).
+   */
+  private readonly staging = new Map<string, Array<Float32Array | Uint8Array>>();
 
-  private takeStaging(input: string, per: number): Float32Array {
-    let free = this.staging.get(input);
-    if (!free) this.staging.set(input, (free = []));
+  private takeStaging<T extends Float32Array | Uint8Array>(
+    key: string,
+    per: number,
+    make: new (n: number) => T,
+  ): T {
+    let free = this.staging.get(key);
+    if (!free) this.staging.set(key, (free = []));
     // Items of another shape need another size: a buffer too small for this one is dropped.
     for (let b = free.pop(); b !== undefined; b = free.pop())
-      if (b.length >= per * this.maxBatchSize) return b;
-    return new Float32Array(per * this.maxBatchSize);
+      if (b instanceof make && b.length >= per * this.maxBatchSize) return b;
+    return new make(per * this.maxBatchSize);
   }
 
   parse(inputs: unknown): OnnxItem {
-    return parseOnnxInputs(this.model, inputs);
+    return parseOnnxInputs(this.model, inputs, this.preprocess?.image.input);
   }
 
   async runBatch(items: readonly OnnxItem[], ctx: BatchContext): Promise<Array<OnnxOutputs | TandemError>> {
@@ -187,9 +210,23 @@ class OnnxServedModel implements ServedModel<OnnxItem, OnnxOutputs> {
   private async runGroup(group: readonly OnnxItem[], ctx: BatchContext): Promise<OnnxOutputs[]> {
     const n = group.length;
     const feeds: Record<string, InputTensor> = {};
-    const staged: Array<[string, Float32Array]> = [];
+    const staged: Array<[string, Float32Array | Uint8Array]> = [];
+    const images: Record<string, ImageFeed> = {};
     for (const info of this.model.inputs) {
       const first = group[0]!.tensors.get(info.name)!;
+      // Pixels (every item of the group has them: its key says so): stacked as bytes, [n, H, W, 3];
+      // the executor normalizes them on the device.
+      if (first.data instanceof Uint8Array && this.preprocess) {
+        const { image, placement } = this.preprocess;
+        images[info.name] = { params: image, device: imageDevice(ctx.device, placement, ctx.rt) };
+        const per = first.data.length;
+        const key = `${info.name}:u8`;
+        const stage = this.takeStaging(key, per, Uint8Array);
+        staged.push([key, stage]);
+        group.forEach((it, k) => stage.set(it.tensors.get(info.name)!.data, k * per));
+        feeds[info.name] = { dims: [n, ...first.dims], data: stage.subarray(0, per * n), type: 'uint8' };
+        continue;
+      }
       if (!this.batchable) {
         feeds[info.name] = { dims: first.dims, data: first.data };
         continue;
@@ -201,7 +238,7 @@ class OnnxServedModel implements ServedModel<OnnxItem, OnnxOutputs> {
       const f32 = group.every((it) => it.tensors.get(info.name)!.data instanceof Float32Array);
       let data: Float32Array | Float64Array;
       if (f32) {
-        const stage = this.takeStaging(info.name, per);
+        const stage = this.takeStaging(info.name, per, Float32Array);
         staged.push([info.name, stage]);
         data = stage.subarray(0, per * n);
       } else data = new Float64Array(per * n);
@@ -215,6 +252,7 @@ class OnnxServedModel implements ServedModel<OnnxItem, OnnxOutputs> {
         tags: ctx.tags,
         floatDType: this.floatDType,
         sequences: this.sequences,
+        ...(Object.keys(images).length > 0 ? { images } : {}),
       });
     } finally {
       // The executor has copied the inputs by the time its run settles.
@@ -267,6 +305,10 @@ export const onnxFactory: ModelFactory = {
       );
     const model = loadOnnxFile(spec.weightsPath);
     checkOperators(model);
+    if (cfg.preprocess) {
+      checkImageInput(model, cfg.preprocess, isBatchable(model));
+      checkImagePlacement(spec.placement);
+    }
     return new OnnxServedModel(
       spec.name,
       spec.version,
@@ -276,6 +318,7 @@ export const onnxFactory: ModelFactory = {
       cfg.maxBatchSize,
       cfg.outputEncoding,
       cfg.sequences,
+      cfg.preprocess && { image: cfg.preprocess, placement: spec.placement },
     );
   },
 };
