@@ -16,7 +16,7 @@ if [[ $steps == *" ocr "* ]]; then
   # OCR_FORMATS: the body formats to run (binary float32 tensors, base64 in JSON, u8: uint8 pixels
   # normalized on the device by the preprocess config); the first is profiled. E.g. OCR_FORMATS="binary u8".
   prof=${OCR_PROF-"--cpu-prof --cpu-prof-dir $OUT/prof-ocr"}
-  for fmt in ${OCR_FORMATS:-binary}; do
+  for fmt in ${OCR_FORMATS:-binary u8}; do
     timeout 240 $NODE $prof dist/bench/serve-lane.js ocr --device cuda --seconds 3 --ocr-format $fmt \
       --assets .gpu/ocr > "$OUT/lane-ocr-$fmt.txt" 2>&1
     echo "ocr $fmt rc=$?"; grep -E 'in-process|c16|c1:|OCR det' "$OUT/lane-ocr-$fmt.txt" | cut -c1-500
