@@ -2,7 +2,8 @@
  * The interactive lane's benchmarks (issue 16; research/anchors-dl.md B.7, B.7b) against a service
  * started in this process on loopback, models registered through the HTTP API:
  *   price    the 10^6-path European price through POST /v1/models/{name}/infer: p50/p99 over 1,000
- *            requests one after another (target p99 <= 1 ms), 16 concurrent requests as one launch
+ *            requests one after another (target p99 <= 1 ms), without and with the lane's hot loop
+ *            (--lane-spin-us, default 2000; 0: without only), 16 concurrent requests as one launch
  *            (batch size 16 from x-tandem-batch-size), the in-process price p99 beside PyTorch's
  *   gpt      B.7: GPT-2 124M scoring, concurrency 1..64, batching on (delay 0/100/1000 us) and off,
  *            beside bench/torch/gpt2_infer.py (serve-lane-gpt.ts)
@@ -40,6 +41,7 @@ const { values, positionals } = parseArgs({
     'cpu-paths': { type: 'string', default: '4000' },
     'prio-paths': { type: 'string' },
     'prio-queue': { type: 'string' },
+    'lane-spin-us': { type: 'string', default: '2000' },
     'torch-risk': { type: 'string' },
     'torch-gpt': { type: 'string' },
     json: { type: 'string' },
@@ -95,20 +97,29 @@ async function priceBench(lane: Lane): Promise<void> {
     requests: 200,
     request: (i) => ({ body: option(i) }),
   });
-  const gc = watchGc();
-  // The client in a worker thread (its own event loop and heap), as a client in another process would
-  // be: its callbacks and garbage are not the server's.
-  const seq = await runLoadIsolated(
-    target,
-    { concurrency: 1, warmupSeconds: 0, seconds: 600, requests: runs },
-    Array.from({ length: runs }, (_, i) => ({ body: option(1000 + i) })),
-  );
-  const g = gc.stop();
-  console.log(
-    `${paths}-path European price through the API (${device}, ${runs} requests one after another): client p50 ${fmt(seq.client.p50)} ms, p99 ${fmt(seq.client.p99)} ms (target <= 1 ms: ${seq.client.p99 <= 1 ? 'met' : 'NOT met'}), max ${fmt(seq.client.max)} ms; server queue ${fmt(seq.server.queue.mean)} compute ${fmt(seq.server.compute.mean)} (p99 ${fmt(seq.server.compute.p99)}) serialize ${fmt(seq.server.serialize.mean)} request ${fmt(seq.server.request.mean)} (p99 ${fmt(seq.server.request.p99)}) ms; errors ${JSON.stringify(seq.errors)}`,
-  );
-  console.log(`  gc on the server's thread during them: ${gcLine(g, runs)}`);
-  out['sequential'] = { report: seq, gc: { ...g, pauses: undefined } };
+  // Without and with the lane's hot loop (TANDEM_LANE_SPIN_US: the server's event loop kept polling
+  // between requests instead of sleeping and being woken), the same requests, alternated twice.
+  const spinUs = Number(values['lane-spin-us']);
+  const sequential: Record<string, unknown>[] = [];
+  for (const window of spinUs > 0 ? [0, spinUs, 0, spinUs] : [0]) {
+    lane.svc.models.hotLoop.windowUs = window;
+    const gc = watchGc();
+    // The client in a worker thread (its own event loop and heap), as a client in another process would
+    // be: its callbacks and garbage are not the server's.
+    const seq = await runLoadIsolated(
+      target,
+      { concurrency: 1, warmupSeconds: 0, seconds: 600, requests: runs },
+      Array.from({ length: runs }, (_, i) => ({ body: option(1000 + i) })),
+    );
+    const g = gc.stop();
+    console.log(
+      `${paths}-path European price through the API (${device}, ${runs} requests one after another, hot loop ${window ? `${window} us` : 'off'}): client p50 ${fmt(seq.client.p50)} ms, p99 ${fmt(seq.client.p99)} ms (target <= 1 ms: ${seq.client.p99 <= 1 ? 'met' : 'NOT met'}), max ${fmt(seq.client.max)} ms; server queue ${fmt(seq.server.queue.mean)} compute ${fmt(seq.server.compute.mean)} (p99 ${fmt(seq.server.compute.p99)}) serialize ${fmt(seq.server.serialize.mean)} request ${fmt(seq.server.request.mean)} (p99 ${fmt(seq.server.request.p99)}) ms; errors ${JSON.stringify(seq.errors)}`,
+    );
+    console.log(`  gc on the server's thread during them: ${gcLine(g, runs)}`);
+    sequential.push({ hotLoopUs: window, report: seq, gc: { ...g, pauses: undefined } });
+  }
+  lane.svc.models.hotLoop.windowUs = 0;
+  out['sequential'] = sequential;
 
   // 16 concurrent requests: one batch of 16, so one mc_european_batch launch.
   let oneLaunch = 0;

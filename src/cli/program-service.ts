@@ -35,6 +35,10 @@ const SERVE_ENV: ReadonlyArray<readonly [string, string]> = [
   ['TANDEM_SUPERVISE', '0 runs without the relaunching supervisor'],
   ['TANDEM_RESTART_LIMIT', 'unexpected exits per minute before the supervisor gives up (default 5)'],
   ['TANDEM_METRICS_ADDR', 'host:port of a keyless GET /metrics listener; --metrics-listen wins'],
+  [
+    'TANDEM_LANE_SPIN_US',
+    'keep the event loop polling this long (µs) after each infer request, for latency (0: off)',
+  ],
   ['TANDEM_REQUEST_TIMEOUT_MS', 'a request (headers and body) must arrive within this (default 30000)'],
   ['TANDEM_SEMI_SPACE_MB', "server's V8 young generation in MiB (default 16, 0: V8's)"],
   ['TANDEM_API_KEYS', 'scaled-out mode (--queue): tenant=key,...'],

@@ -97,6 +97,11 @@ export interface ServiceConfig {
    * each retry also offers it as failed (TANDEM_ERR_UNAVAILABLE), for an outcome that alone does not fit.
    */
   readonly outcomeRetryMs: number;
+  /**
+   * The interactive lane keeps the event loop polling this long (µs) after each request arrives or is
+   * answered, so the next one is read without a sleep and a wake-up (serving/hot-loop.ts); 0: off.
+   */
+  readonly laneSpinUs: number;
   /** How often the device history (GET /v1/devices/history, 900 samples kept) is sampled. */
   readonly historyIntervalMs: number;
 }
@@ -151,6 +156,7 @@ export const DEFAULT_CONFIG: ServiceConfig = {
   keepAliveTimeoutMs: 10_000,
   metricsListen: null,
   outcomeRetryMs: 30_000,
+  laneSpinUs: 0,
   historyIntervalMs: 1000,
 };
 
@@ -223,7 +229,7 @@ export function parseListenAddress(text: string, what: string): { host: string; 
  * tenant quota), TANDEM_LOG, TANDEM_MAX_TIMEOUT (seconds, default tenant ceiling on timeoutSeconds),
  * TANDEM_DEADLINE_GRACE_MS, TANDEM_SHED=0 (no load shedding), TANDEM_SHED_WAIT=s,
  * TANDEM_SHED_BACKLOG=min[:max], TANDEM_SHED_LOOP_MS, TANDEM_REQUEST_TIMEOUT_MS,
- * TANDEM_METRICS_ADDR=host:port) with explicit overrides on top.
+ * TANDEM_METRICS_ADDR=host:port, TANDEM_LANE_SPIN_US) with explicit overrides on top.
  */
 export function loadServiceConfig(
   env: Readonly<Record<string, string | undefined>>,
@@ -286,6 +292,8 @@ export function loadServiceConfig(
   if (env['TANDEM_REQUEST_TIMEOUT_MS'])
     c.requestTimeoutMs = intIn('TANDEM_REQUEST_TIMEOUT_MS', env['TANDEM_REQUEST_TIMEOUT_MS'], 100, 3_600_000);
   if (env['TANDEM_METRICS_ADDR']) c.metricsListen = env['TANDEM_METRICS_ADDR'];
+  if (env['TANDEM_LANE_SPIN_US'])
+    c.laneSpinUs = intIn('TANDEM_LANE_SPIN_US', env['TANDEM_LANE_SPIN_US'], 0, 1_000_000);
   for (const [k, v] of Object.entries(overrides)) if (v !== undefined) (c as Record<string, unknown>)[k] = v;
   const cfg = c as ServiceConfig;
   intIn('port', cfg.port, 0, 65535);
@@ -296,6 +304,7 @@ export function loadServiceConfig(
       `log level "${cfg.logLevel}" is not silent|error|warn|info|debug`,
     );
   intIn('requestTimeoutMs', cfg.requestTimeoutMs, 100, 3_600_000);
+  intIn('laneSpinUs', cfg.laneSpinUs, 0, 1_000_000);
   // Node requires headersTimeout <= requestTimeout.
   intIn('headersTimeoutMs', cfg.headersTimeoutMs, 100, cfg.requestTimeoutMs);
   intIn('keepAliveTimeoutMs', cfg.keepAliveTimeoutMs, 100, 3_600_000);

@@ -202,6 +202,7 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     findJob: (id) => store.get(id),
     registry: metrics.registry,
     log,
+    spinUs: config.laneSpinUs,
   });
   const parts: ServiceParts = {
     config,

@@ -20,6 +20,7 @@ import { DEFAULT_BATCHING, DynamicBatcher, type BatchingConfig } from './batcher
 import { ModelFiles, type Registration } from './model-files.js';
 import { ModelStats, type ModelStatsView } from './model-stats.js';
 import type { ModelFactory, ModelPlacement, ServedModel } from './model.js';
+import { HotLoop } from './hot-loop.js';
 import { ServingMetrics } from './metrics.js';
 import { JobDeviceUse, requirePlacement } from './placement.js';
 
@@ -38,6 +39,8 @@ export interface RepositoryOptions {
   /** The service's Prometheus registry: the lane's metrics (metrics.ts) go there. */
   readonly registry?: Registry;
   readonly log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
+  /** The lane's hot-loop window in µs (hot-loop.ts; 0: off). */
+  readonly spinUs?: number;
 }
 
 export interface RegisterRequest {
@@ -107,9 +110,12 @@ export class ModelRepository {
   private readonly reserved = new Set<string>();
 
   readonly metrics: ServingMetrics | null;
+  /** Keeps the event loop polling between interactive requests (off unless spinUs > 0). */
+  readonly hotLoop: HotLoop;
 
   constructor(private readonly o: RepositoryOptions) {
     this.metrics = o.registry ? new ServingMetrics(o.registry, () => this.depths()) : null;
+    this.hotLoop = new HotLoop(o.spinUs ?? 0);
     this.files = new ModelFiles(o.dataDir);
     this.factories = new Map(o.factories.map((f) => [f.kind, f]));
     let saved: Registration[] = [];

@@ -105,6 +105,7 @@ async function infer(
   version: number | undefined,
 ): Promise<FastifyReply> {
   const t0 = performance.now();
+  repo.hotLoop.touch();
   const tenant: Tenant = tenantOf(req);
   const v: ModelVersion = repo.readyNow(name, version) ?? (await repo.ready(name, version));
   const model = v.model!;
@@ -155,6 +156,8 @@ async function infer(
   repo.metrics?.request(name, ver, tenant.name, out.queueUs, null);
   v.stats.request(performance.now() - t0, false);
   if (binary) void reply.header(HEADER_LENGTH, String(binary.headerLength));
+  // Hot until the window after this answer: the client's next request is read without a wake-up.
+  repo.hotLoop.touch();
   return reply
     .header(
       'server-timing',
