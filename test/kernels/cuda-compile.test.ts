@@ -6,23 +6,15 @@
  * suite's job (the CUDA emulator here, the GPU in test/gpu/cuda-conformance.test.ts).
  */
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { collectCudaPrograms, type AssembledProgram } from './cuda-sources.js';
+import { nvccUnavailable } from './nvcc.js';
 
-function nvccReason(): string | false {
-  try {
-    execFileSync('nvcc', ['--version'], { stdio: 'ignore' });
-    return false;
-  } catch (e) {
-    return `nvcc is not available here (${(e as Error).message.split('\n')[0]})`;
-  }
-}
-
-const skip = nvccReason();
+const skip = nvccUnavailable();
 if (skip) console.log(`# skip: ${skip}`);
 const dir = mkdtempSync(join(tmpdir(), 'tandem-cuda-compile-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

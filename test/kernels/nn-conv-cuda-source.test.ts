@@ -5,7 +5,7 @@
  * thing is test/gpu/cuda-conformance.test.ts's job, on the GPU.
  */
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,17 +13,9 @@ import { after, describe, it } from 'node:test';
 import { defineLines, prelude } from '../../src/devices/cuda/prelude.js';
 import { COL2IM } from '../../src/kernels/conv2d/cuda-programs.js';
 import { POOL_CUDA_SOURCE } from '../../src/kernels/pool2d/cuda.js';
+import { nvccUnavailable } from './nvcc.js';
 
-function nvccReason(): string | false {
-  try {
-    execFileSync('nvcc', ['--version'], { stdio: 'ignore' });
-    return false;
-  } catch (e) {
-    return `nvcc is not available here (${(e as Error).message.split('\n')[0]})`;
-  }
-}
-
-const skip = nvccReason();
+const skip = nvccUnavailable();
 if (skip) console.log(`# skip: ${skip}`);
 const dir = mkdtempSync(join(tmpdir(), 'tandem-conv-cu-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

@@ -7,7 +7,7 @@
  * test/gpu/cuda-conformance.test.ts's and test/gpu/nn-norm-cuda.test.ts's job.
  */
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,17 +26,9 @@ import { normGroup } from '../../src/kernels/nn/norm.js';
 import { KERNEL_IMPLS } from '../../src/kernels/register.js';
 import { defOf } from './cpu-harness.js';
 import { NN_NORM_GPU_CASES } from './nn-norm-gpu-cases.js';
+import { nvccUnavailable } from './nvcc.js';
 
-function nvccReason(): string | false {
-  try {
-    execFileSync('nvcc', ['--version'], { stdio: 'ignore' });
-    return false;
-  } catch (e) {
-    return `nvcc is not available here (${(e as Error).message.split('\n')[0]})`;
-  }
-}
-
-const skip = nvccReason();
+const skip = nvccUnavailable();
 if (skip) console.log(`# skip: ${skip}`);
 const dir = mkdtempSync(join(tmpdir(), 'tandem-norm-cu-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
