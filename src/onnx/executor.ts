@@ -16,8 +16,12 @@ import type { OnnxModel } from './model.js';
 import type { LowerTarget } from './ops/types.js';
 import { bindPlan, type BoundInput, type Plan, type PlannedValue } from './plan.js';
 import { profileFromEnv, StepProfiler, type OnnxProfile } from './profile.js';
+import { KernelPlacement } from './fallback.js';
 
-export type OnnxRuntime = Pick<Runtime, 'tensor' | 'submit' | 'submitSequence' | 'read' | 'write' | 'free'>;
+export type OnnxRuntime = Pick<
+  Runtime,
+  'tensor' | 'submit' | 'submitSequence' | 'read' | 'write' | 'free' | 'canRun'
+>;
 
 /** One input as the caller gives it: dims and values in row-major order. */
 export interface InputTensor {
@@ -28,8 +32,13 @@ export interface InputTensor {
 }
 
 export interface RunOptions {
-  /** rt.submit's `device` (a kind or an id): where every kernel must run; the scheduler chooses when absent. */
+  /**
+   * rt.submit's `device` (a kind or an id): where the kernels run; the scheduler chooses when absent. A
+   * kernel this device cannot run goes to `fallback` (fallback.ts).
+   */
   readonly device?: string;
+  /** Where kernels `device` cannot run go: a kind or an id (default 'cpu'), or null to refuse them. */
+  readonly fallback?: string | null;
   readonly tags?: Readonly<Record<string, string>>;
   /** Compute dtype for float values on device: 'f32' (default), or 'f16'/'bf16' (GPU, lower accuracy). */
   readonly floatDType?: 'f32' | 'f16' | 'bf16';
@@ -92,6 +101,8 @@ export class OnnxExecutor {
   lastPlanSteps = 0;
   /** The last profiled run's per-node profile (RunOptions.profile). */
   lastProfile: OnnxProfile | undefined;
+  /** Nodes (op:name) of the last run with a kernel on the fallback device (RunOptions.fallback). */
+  lastFallbacks: readonly string[] = [];
 
   constructor(
     readonly model: OnnxModel,
@@ -240,6 +251,11 @@ export class OnnxExecutor {
       'onnx',
     );
     const free = (t: Tensor): void => collector.free(t);
+    const placement = new KernelPlacement(
+      this.rt,
+      opts.device,
+      opts.fallback === undefined ? 'cpu' : opts.fallback,
+    );
     try {
       for (let k = 0; k < plan.steps.length; k++) {
         const step = plan.steps[k]!;
@@ -272,16 +288,20 @@ export class OnnxExecutor {
             return t;
           },
           submit: (kernel, args, scalars) => {
-            if (sequences) {
+            const node = `${step.node.opType}:${step.node.name}`;
+            const device = placement.deviceFor(kernel, args, scalars ?? {}, node);
+            if (sequences && device === opts.device) {
               collector.push({ kernel, args, scalars: scalars ?? {} });
               return;
             }
+            // A kernel on the fallback device leaves the sequence: what was collected goes first.
+            if (sequences) collector.flush();
             const h = this.rt.submit({
               kernel,
               args,
               scalars: scalars ?? {},
-              device: opts.device,
-              name: `${step.node.opType}:${step.node.name}`,
+              device,
+              name: node,
               tags: opts.tags,
             });
             if (profiler) handles.push(h);
@@ -306,6 +326,7 @@ export class OnnxExecutor {
         }
       }
       collector.flush();
+      this.lastFallbacks = [...placement.fellBack];
       const result: Record<string, OutputTensor> = {};
       for (const o of this.model.outputs) {
         const v = plan.values.get(o.name)!;

@@ -24,11 +24,15 @@ export interface NodeTestOutcome {
   /** passed: 'device' or 'host'; otherwise why. */
   readonly detail: string;
   readonly maxAbs?: number;
+  /** Nodes with a kernel the run's device could not run, run on the fallback device instead. */
+  readonly fallbackNodes?: readonly string[];
 }
 
 export interface NodeTestSummary {
   readonly passed: number;
   readonly passedOnDevice: number;
+  /** Passed with some kernels on the fallback device (RunOptions.fallback). */
+  readonly passedWithFallback: number;
   readonly failed: number;
   readonly unsupported: number;
   readonly skipped: number;
@@ -58,12 +62,14 @@ export async function runNodeTest(
     exec = new OnnxExecutor(data.model, rt);
     let maxAbs = 0;
     let onDevice = false;
+    const fallbackNodes = new Set<string>();
     for (const set of data.sets) {
       const feeds = Object.fromEntries(
         Object.entries(set.inputs).map(([k, v]) => [k, { dims: v.dims, data: v.data, type: v.type }]),
       );
       const out = await exec.run(feeds, opts);
       onDevice ||= exec.lastPlanSteps > 0;
+      for (const n of exec.lastFallbacks) fallbackNodes.add(n);
       for (const [i, o] of data.model.outputs.entries()) {
         const want = set.outputs[i];
         const got = out[o.name];
@@ -85,7 +91,13 @@ export async function runNodeTest(
           };
       }
     }
-    return { name: c.name, status: 'passed', detail: onDevice ? 'device' : 'host', maxAbs };
+    return {
+      name: c.name,
+      status: 'passed',
+      detail: onDevice ? 'device' : 'host',
+      maxAbs,
+      ...(fallbackNodes.size > 0 ? { fallbackNodes: [...fallbackNodes] } : {}),
+    };
   } catch (err) {
     const code = codeOf(err);
     const msg = err instanceof Error ? err.message : String(err);
@@ -111,6 +123,7 @@ export async function runNodeTests(
   return {
     passed: count('passed'),
     passedOnDevice: outcomes.filter((o) => o.status === 'passed' && o.detail === 'device').length,
+    passedWithFallback: outcomes.filter((o) => o.status === 'passed' && o.fallbackNodes !== undefined).length,
     failed: count('failed'),
     unsupported: count('unsupported'),
     skipped: count('skipped'),

@@ -3,9 +3,10 @@
  * the workers that may run a kernel (per kernel and device constraint) and a kernel's access modes
  * (per definition, when its modes do not depend on scalars). A task then allocates neither.
  */
-import type { Scalars } from '../devices/device.js';
+import type { Scalars, TensorDesc } from '../devices/device.js';
 import type { AccessMode, KernelDef } from '../kernels/kernel.js';
 import { argMode } from '../kernels/kernel.js';
+import type { Tensor } from '../memory/tensor.js';
 import type { RegisteredKernel } from './kernel-registry.js';
 import type { WorkerSlot } from './policies/policy.js';
 import type { Task } from './task.js';
@@ -63,6 +64,33 @@ export class KernelEligibility {
       e.byConstraint.set(constraint, (out = list));
     }
     return out;
+  }
+
+  /**
+   * Whether a worker of `constraint` (a kind or an id) implements `k` and accepts these arguments
+   * (`Device.supports`: WebGPU's f32-only kernels decline f16): what a task so constrained would need.
+   */
+  canRun(
+    k: RegisteredKernel,
+    args: Readonly<Record<string, Tensor>>,
+    scalars: Scalars,
+    constraint: string,
+  ): boolean {
+    const descs: TensorDesc[] = [];
+    for (const a of k.def.args) {
+      const t = args[a.name];
+      if (t === undefined) return false;
+      descs.push(t.desc);
+    }
+    for (const w of this.workers) {
+      const info = w.device.info;
+      if (!k.impls.has(info.kind) || this.lost.has(info.id)) continue;
+      if (constraint !== info.kind && constraint !== info.id) continue;
+      if (w.device.supports && !w.device.supports(k.def.name, descs, scalars, k.impls.get(info.kind)))
+        continue;
+      return true;
+    }
+    return false;
   }
 
   /** Eligibility per task: some device decides by the call's arguments (`Device.supports`). */

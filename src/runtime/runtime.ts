@@ -206,6 +206,11 @@ export class Runtime {
     return this.submitCharged(req, null);
   }
 
+  /** Whether `device` (a kind or an id) can run `kernel` on these arguments (an open device's kernel accepts them). */
+  canRun(kernel: string, args: Readonly<Record<string, Tensor>>, scalars: Scalars, device: string): boolean {
+    return this.deviceSet.eligibility.canRun(this.kernels.get(kernel), args, scalars, device);
+  }
+
   /**
    * `submit`, charging the task to `fallback` when the request names no share group (share views use
    * this rather than copying each request: a spread copy per task cost more than the task).

@@ -21,6 +21,7 @@ export type ServiceRuntime = Pick<
   | 'backends'
   | 'registerKernel'
   | 'memoryUsage'
+  | 'canRun'
 >;
 
 /** Where the operator's hardware rules want the job's tasks to run. */

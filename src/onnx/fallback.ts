@@ -1,0 +1,50 @@
+/**
+ * Where each kernel of an ONNX run goes when the run is placed on a device (RunOptions.device): there,
+ * when that device can run the kernel on these arguments; otherwise on the fallback device (the CPU by
+ * default), as ONNX Runtime runs an execution provider's unsupported nodes on its CPU provider. A
+ * WebGPU run of a graph with a node WGSL does not cover (Where, TopK, a scatter) or a dtype WebGPU
+ * declines still answers: the runtime moves the tensors between the devices. `fallback: null` keeps
+ * the run strict: such a kernel is TANDEM_ERR_UNSUPPORTED, naming the node, before it is submitted.
+ */
+import { TandemError } from '../core/errors.js';
+import type { Scalars } from '../devices/device.js';
+import type { Tensor } from '../memory/tensor.js';
+import type { Runtime } from '../runtime/runtime.js';
+
+export type PlacementRuntime = Pick<Runtime, 'canRun'>;
+
+export class KernelPlacement {
+  /** Nodes (op:name) some of whose kernels ran on the fallback device in this run. */
+  readonly fellBack = new Set<string>();
+
+  constructor(
+    private readonly rt: PlacementRuntime,
+    /** The run's device; undefined: the scheduler places every kernel. */
+    private readonly device: string | undefined,
+    /** Where kernels the device cannot run go; null: none (strict). */
+    private readonly fallback: string | null,
+  ) {}
+
+  /** rt.submit's `device` for this kernel of node `node`. */
+  deviceFor(
+    kernel: string,
+    args: Readonly<Record<string, Tensor>>,
+    scalars: Scalars,
+    node: string,
+  ): string | undefined {
+    const device = this.device;
+    if (device === undefined || this.rt.canRun(kernel, args, scalars, device)) return device;
+    const to = this.fallback;
+    if (to === null || to === device || !this.rt.canRun(kernel, args, scalars, to)) {
+      const dtypes = [...new Set(Object.values(args).map((t) => t.dtype))].join(', ');
+      throw new TandemError(
+        'TANDEM_ERR_UNSUPPORTED',
+        `onnx: node ${node} needs kernel ${kernel} on ${dtypes}, which ${device} cannot run` +
+          (to === null ? ' (no fallback device)' : ` and neither can the fallback ${to}`),
+        { node, kernel, device, ...(to === null ? {} : { fallback: to }) },
+      );
+    }
+    this.fellBack.add(node);
+    return to;
+  }
+}
