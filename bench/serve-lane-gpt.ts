@@ -1,6 +1,7 @@
 /**
  * B.7: GPT-2 124M scoring (bf16, 128-token inputs) through the interactive lane, closed loop at
- * concurrency 1..64, batching on (maxQueueDelayUs 0, 100, 1000) and off (maxBatchSize 1), beside
+ * concurrency 1..64, batching on (maxQueueDelayUs 0, 100, 1000; and full batches of 64 within 3 ms)
+ * and off (maxBatchSize 1), beside
  * PyTorch's offline forward of the same model at batch 1 and 64 (bench/torch/gpt2_infer.py, run in the
  * same call). Prints the issue's ratios.
  */
@@ -21,6 +22,14 @@ const VARIANTS = [
   { name: 'gpt-d0', batching: { maxBatchSize: 64, maxQueueDelayUs: 0 }, delayUs: 0 },
   { name: 'gpt-d100', batching: { maxBatchSize: 64, maxQueueDelayUs: 100 }, delayUs: 100 },
   { name: 'gpt-d1000', batching: { maxBatchSize: 64, maxQueueDelayUs: 1000 }, delayUs: 1000 },
+  // Full batches: at c64 with delay 0 the clients settle into two cohorts of ~32 that alternate (one
+  // is answered and sends again while the other's batch runs); waiting up to 3 ms for 64 keeps the
+  // GPU on its most efficient batch.
+  {
+    name: 'gpt-full64',
+    batching: { maxBatchSize: 64, preferredBatchSizes: [64], maxQueueDelayUs: 3000 },
+    delayUs: 3000,
+  },
 ] as const;
 const LEVELS = [1, 2, 4, 8, 16, 32, 64];
 // Diagnosis (e.g. under --cpu-prof): GPT_LANE_VARIANTS=gpt-d0 GPT_LANE_LEVELS=64 runs only those; the
