@@ -10,6 +10,7 @@ import { LAYOUT_OPS } from './layout.js';
 import { MATH_OPS } from './math.js';
 import { REARRANGE_OPS } from './rearrange.js';
 import { SCATTER_OPS } from './scatter.js';
+import { RECURRENT_OPS } from './recurrent.js';
 import { RESIZE_OPS } from './resize.js';
 import { VALUE_OPS } from './values.js';
 import type { OpImpl } from './types.js';
@@ -27,6 +28,7 @@ export const ONNX_OPS: Readonly<Record<string, OpImpl>> = {
   ...GATHER_ND_OPS,
   ...SCATTER_OPS,
   ...LOSS_OPS,
+  ...RECURRENT_OPS,
 };
 
 /** The op's implementation, or TANDEM_ERR_UNSUPPORTED naming the op, its domain and the opset. */
