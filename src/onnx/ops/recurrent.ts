@@ -8,6 +8,7 @@
  * which is what a cell of this size costs anyway on every backend.
  */
 import type { Tensor } from '../../memory/tensor.js';
+import { DeviceOps as Ops } from './compose.js';
 import {
   evaluateRnn,
   GATES,
@@ -19,61 +20,6 @@ import {
 } from './recurrent-spec.js';
 import { fail, inp } from './util.js';
 import type { LowerTarget, OpCall, OpImpl } from './types.js';
-
-/** The device operations a direction's steps are built from, on one LowerTarget. */
-class Ops {
-  constructor(
-    private readonly t: LowerTarget,
-    private readonly like: Tensor,
-  ) {}
-  tmp(dims: readonly number[]): Tensor {
-    return this.t.scratch(dims, this.like);
-  }
-  slice(x: Tensor, axis: number, start: number, end: number, into?: Tensor): Tensor {
-    const dims = x.shape.map((d, i) => (i === axis ? end - start : d));
-    const y = into ?? this.tmp(dims);
-    this.t.submit(
-      'onnx_slice',
-      { x, y },
-      { starts: `${start}`, ends: `${end}`, axes: `${axis}`, steps: '1' },
-    );
-    return y;
-  }
-  binary(op: 'add' | 'sub' | 'mul', a: Tensor, b: Tensor, into?: Tensor): Tensor {
-    const dims = a.shape.length >= b.shape.length ? a.shape : b.shape;
-    const c = into ?? this.tmp(dims);
-    this.t.submit('onnx_binary', { a, b, c }, { op });
-    return c;
-  }
-  map(program: string, x: Tensor, into?: Tensor): Tensor {
-    const y = into ?? this.tmp(x.shape);
-    this.t.submit('onnx_map', { x, y }, { program });
-    return y;
-  }
-  matmul(a: Tensor, b: Tensor, dims: readonly number[]): Tensor {
-    const c = this.tmp(dims);
-    this.t.submit('onnx_matmul', { a, b, c });
-    return c;
-  }
-  transpose(x: Tensor, perm: readonly number[], into?: Tensor): Tensor {
-    const y = into ?? this.tmp(perm.map((p) => x.shape[p]!));
-    this.t.submit('onnx_transpose', { x, y }, { perm: perm.join(',') });
-    return y;
-  }
-  reshape(x: Tensor, dims: readonly number[], into?: Tensor): Tensor {
-    const y = into ?? this.tmp(dims);
-    this.t.submit('copy', { x, y });
-    return y;
-  }
-  concat(x: Tensor, y: Tensor, axis: number, offset: number): void {
-    this.t.submit('onnx_concat', { x, y }, { axis, offset });
-  }
-  zeros(dims: readonly number[]): Tensor {
-    const y = this.tmp(dims);
-    this.t.submit('fill', { y }, { value: 0 });
-    return y;
-  }
-}
 
 /** Direction d's slice [1, …] of a [dirs, …] weight, or the weight itself when there is one direction. */
 const dirSlice = (o: Ops, w: Tensor, s: RnnSpec, d: number) => (s.dirs === 1 ? w : o.slice(w, 0, d, d + 1));

@@ -3,6 +3,7 @@ import { TandemError } from '../../core/errors.js';
 import { ACTIVATION_OPS } from './activations.js';
 import { CONV_OPS } from './conv.js';
 import { ELEMENTWISE_OPS } from './elementwise.js';
+import { EINSUM_OPS } from './einsum.js';
 import { GATHER_ND_OPS } from './gather-nd.js';
 import { INDEX_OPS } from './indexing.js';
 import { LOSS_OPS } from './losses.js';
@@ -29,6 +30,7 @@ export const ONNX_OPS: Readonly<Record<string, OpImpl>> = {
   ...SCATTER_OPS,
   ...LOSS_OPS,
   ...RECURRENT_OPS,
+  ...EINSUM_OPS,
 };
 
 /** The op's implementation, or TANDEM_ERR_UNSUPPORTED naming the op, its domain and the opset. */
