@@ -7,6 +7,7 @@ import { onnxIndexGroup } from './onnx/index-group.js';
 import { onnxLayoutGroup } from './onnx/layout-group.js';
 import { onnxLogicGroup } from './onnx/logic-group.js';
 import { onnxNormGroup } from './onnx/norm-group.js';
+import { onnxSampleGroup } from './onnx/sample-group.js';
 import { onnxScatterGroup } from './onnx/scatter-group.js';
 
 export const ONNX_GROUPS: readonly OnnxOpGroup[] = [
@@ -18,4 +19,5 @@ export const ONNX_GROUPS: readonly OnnxOpGroup[] = [
   onnxIndexGroup,
   onnxLogicGroup,
   onnxScatterGroup,
+  onnxSampleGroup,
 ];

@@ -1,0 +1,66 @@
+/**
+ * GridSample as an op group, with its conformance cases: every mode × padding × align_corners in f32
+ * and a few in the other float dtypes, grids reaching past [−1, 1] so the padding modes matter (values
+ * on a 1/64 grid, exact in every dtype, so nearest meets half-way ties on purpose). No WebGPU version:
+ * the runtime places it on the CPU or CUDA.
+ */
+import type { DType } from '../../core/dtype.js';
+import type { ConformanceCase } from '../case-types.js';
+import { elementTolerance, type OnnxOpGroup } from './common.js';
+import {
+  GRID_SAMPLE_MODES,
+  GRID_SAMPLE_PADDING,
+  onnxGridSampleCpu,
+  onnxGridSampleCuda,
+  onnxGridSampleDef,
+  onnxGridSampleReference,
+} from './grid-sample.js';
+
+/** n points in [−1.6, 1.6] on a 1/64 grid, from a fixed linear congruential sequence. */
+function gridValues(n: number, seed: number): number[] {
+  let s = seed;
+  return Array.from({ length: n }, () => {
+    s = (s * 1103515245 + 12345) % 2 ** 31;
+    return (Math.floor((s / 2 ** 31) * 205) - 102) / 64;
+  });
+}
+
+function gridSampleCases(): ConformanceCase[] {
+  const out: ConformanceCase[] = [];
+  const add = (dtype: DType, mode: string, padding: string, align: boolean, seed: number) => {
+    const [x, grid] = [
+      [2, 3, 5, 6],
+      [2, 4, 3, 2],
+    ];
+    out.push({
+      name: `onnx_grid_sample ${dtype} ${mode} ${padding}${align ? ' align_corners' : ''}`,
+      op: 'onnx_grid_sample',
+      args: {
+        x: { shape: x, dtype },
+        grid: { shape: grid, dtype, values: gridValues(48, seed) },
+        y: { shape: [2, 3, 4, 3], dtype },
+      },
+      scalars: { mode, padding, alignCorners: align },
+      ...(mode === 'nearest' ? { rtol: 0, atol: 0 } : elementTolerance(dtype, mode === 'cubic' ? 40 : 8)),
+    });
+  };
+  let seed = 1;
+  for (const mode of GRID_SAMPLE_MODES)
+    for (const padding of GRID_SAMPLE_PADDING)
+      for (const align of [false, true]) add('f32', mode, padding, align, seed++);
+  add('f64', 'cubic', 'reflection', false, 99);
+  add('f16', 'linear', 'border', true, 100);
+  add('bf16', 'nearest', 'zeros', false, 101);
+  return out;
+}
+
+export const onnxSampleGroup: OnnxOpGroup = {
+  name: 'onnx-sample',
+  defs: [onnxGridSampleDef],
+  impls: [
+    { op: 'onnx_grid_sample', backend: 'cpu', impl: onnxGridSampleCpu },
+    { op: 'onnx_grid_sample', backend: 'cuda', impl: onnxGridSampleCuda },
+  ],
+  references: { onnx_grid_sample: onnxGridSampleReference },
+  cases: () => gridSampleCases(),
+};
