@@ -84,6 +84,9 @@ const BINARY_F: Record<string, (a: number, b: number) => number> = {
   Or: (a, b) => +(a !== 0 || b !== 0),
   Xor: (a, b) => +((a !== 0) !== (b !== 0)),
   Mod: (a, b) => a - b * Math.floor(a / b),
+  // BitShift (unsigned integers only, like Mod's integer form evaluated on the host): RIGHT by default
+  // here, LEFT chosen from the direction attribute below; the result wraps to the type's width.
+  BitShift: (a, b) => Math.floor(a / 2 ** b),
 };
 
 const BOOL_OUT = new Set(['Equal', 'Less', 'LessOrEqual', 'Greater', 'GreaterOrEqual', 'And', 'Or', 'Xor']);
@@ -133,6 +136,12 @@ function binaryImplOf(op: string): OpImpl {
       let f = BINARY_F[op]!;
       if (op === 'Div' && isInt) f = intDiv;
       if (op === 'Mod' && c.attrs.int('fmod', 0) === 1) f = (a, b) => a % b;
+      if (op === 'BitShift') {
+        const dir = c.attrs.string('direction', '');
+        if (dir !== 'LEFT' && dir !== 'RIGHT')
+          throw fail(c, `direction '${dir}' is not LEFT or RIGHT`, 'TANDEM_ERR_BAD_DATA');
+        if (dir === 'LEFT') f = (a, b) => a * 2 ** b;
+      }
       const acc = broadcastTo(x[0]!, dims);
       for (let i = 1; i < x.length; i++) {
         const b = broadcastTo(x[i]!, dims);
