@@ -12,6 +12,7 @@ import { SequenceCollector } from '../runtime/sequence-collector.js';
 import type { TaskHandle } from '../runtime/task.js';
 import { hostTensor, isFloatType, roundTo, type ElemType } from './host-tensor.js';
 import type { OnnxModel } from './model.js';
+import { ONNX_OPS } from './ops/table.js';
 import type { LowerTarget } from './ops/types.js';
 import { bindPlan, type BoundInput, type Plan, type PlannedValue } from './plan.js';
 import { profileFromEnv, StepProfiler, type OnnxProfile } from './profile.js';
@@ -80,10 +81,21 @@ export class OnnxExecutor {
   /** The last profiled run's per-node profile (RunOptions.profile). */
   lastProfile: OnnxProfile | undefined;
 
+  /** Graph inputs some node reads at one of its op's hostInputs: bound with their values. */
+  private readonly hostRead: ReadonlySet<string>;
+
   constructor(
     readonly model: OnnxModel,
     private readonly rt: OnnxRuntime,
-  ) {}
+  ) {
+    const graphInputs = new Set(model.inputs.map((v) => v.name));
+    this.hostRead = new Set(
+      model.nodes.flatMap((n) => {
+        const host = n.domain === '' ? ONNX_OPS[n.opType]?.hostInputs : undefined;
+        return (host ?? []).map((i) => n.inputs[i] ?? '').filter((v) => graphInputs.has(v));
+      }),
+    );
+  }
 
   /** Bytes of the weights uploaded so far (device memory held between runs). */
   get weightBytes(): number {
@@ -126,9 +138,10 @@ export class OnnxExecutor {
           { input: name },
         );
       }
-      // Small inputs are also known to the planner (Resize scales or Clip bounds given as inputs);
-      // large float data goes to the device only, without a float64 copy.
-      const known = !isFloatType(type) || n <= HOST_KNOWN_FLOATS;
+      // Small inputs are also known to the planner (Resize scales or Clip bounds given as inputs), and
+      // so are inputs an op must read on the host (NonMaxSuppression's boxes); other float data goes
+      // to the device only, without a float64 copy.
+      const known = !isFloatType(type) || n <= HOST_KNOWN_FLOATS || this.hostRead.has(name);
       bound.set(name, {
         type,
         dims: [...f.dims],
@@ -218,6 +231,11 @@ export class OnnxExecutor {
           },
           scratch: (dims, like) => {
             const t = this.rt.tensor(dims, like.dtype);
+            scratch.push(t);
+            return t;
+          },
+          constant: (dims, dtype, data) => {
+            const t = this.rt.tensor(dims, dtype, toDevice(data, dtype));
             scratch.push(t);
             return t;
           },

@@ -11,6 +11,7 @@ import { LAYOUT_OPS } from './layout.js';
 import { MATH_OPS } from './math.js';
 import { REARRANGE_OPS } from './rearrange.js';
 import { SAMPLING_OPS } from './sampling.js';
+import { SELECTION_OPS } from './selection.js';
 import { SCATTER_OPS } from './scatter.js';
 import { RECURRENT_OPS } from './recurrent.js';
 import { RESIZE_OPS } from './resize.js';
@@ -33,6 +34,7 @@ export const ONNX_OPS: Readonly<Record<string, OpImpl>> = {
   ...RECURRENT_OPS,
   ...EINSUM_OPS,
   ...SAMPLING_OPS,
+  ...SELECTION_OPS,
 };
 
 /** The op's implementation, or TANDEM_ERR_UNSUPPORTED naming the op, its domain and the opset. */
