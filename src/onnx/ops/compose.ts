@@ -35,7 +35,7 @@ export class DeviceOps {
     );
     return y;
   }
-  binary(op: 'add' | 'sub' | 'mul', a: Tensor, b: Tensor, into?: Tensor): Tensor {
+  binary(op: 'add' | 'sub' | 'mul' | 'div', a: Tensor, b: Tensor, into?: Tensor): Tensor {
     const dims = a.shape.length >= b.shape.length ? a.shape : b.shape;
     const c = into ?? this.tmp(dims);
     this.t.submit('onnx_binary', { a, b, c }, { op });
