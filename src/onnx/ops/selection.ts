@@ -1,13 +1,13 @@
 /**
- * Ops whose output size depends on data: Compress, Unique and NonMaxSuppression. A plan fixes every
+ * Ops whose output size depends on data: Compress, NonZero, Unique and NonMaxSuppression. A plan fixes every
  * value's dims before the run, so the data deciding a size must be known on the host when the plan is
  * bound (an initializer, an integer input, or a graph input the executor keeps on the host because an
  * op lists it in hostInputs). Compress then runs on the device: its condition (host-known) becomes the
- * kept indices of an onnx_gather. Unique and NonMaxSuppression are evaluated on the host from their
+ * kept indices of an onnx_gather. NonZero, Unique and NonMaxSuppression are evaluated on the host from their
  * host-known inputs (their results are small index lists); on data computed during the run they are
  * TANDEM_ERR_UNSUPPORTED, never a wrong size.
  */
-import { roundTo, type HostTensor } from '../host-tensor.js';
+import { numelOf, roundTo, type HostTensor } from '../host-tensor.js';
 import { fail, inp, make, normAxis } from './util.js';
 import type { OpCall, OpImpl } from './types.js';
 
@@ -65,6 +65,28 @@ const compressImpl: OpImpl = {
     if (s.kept.length === 0) return;
     const indices = t.constant([s.kept.length], 'i32', s.kept);
     t.submit('onnx_gather', { data: x, indices, y: t.output(0) }, { axis: s.axis ?? 0 });
+  },
+};
+
+// ---- NonZero
+
+const nonZeroImpl: OpImpl = {
+  hostInputs: [0],
+  infer: (c) => {
+    const x = needHost(c, 0, 'the input');
+    return [{ type: 'int64', dims: [x.dims.length, x.data.filter((v) => v !== 0).length] }];
+  },
+  evaluate: (_c, x) => {
+    const t = x[0]!;
+    const hits: number[] = [];
+    t.data.forEach((v, e) => v !== 0 && hits.push(e));
+    // [rank, count]: row d holds the d-th coordinate of every nonzero element, in storage order.
+    const out: number[] = [];
+    t.dims.forEach((_, d) => {
+      const stride = numelOf(t.dims.slice(d + 1));
+      for (const e of hits) out.push(Math.floor(e / stride) % t.dims[d]!);
+    });
+    return [make('int64', [t.dims.length, hits.length], out)];
   },
 };
 
@@ -200,6 +222,7 @@ const nmsImpl: OpImpl = {
 
 export const SELECTION_OPS: Record<string, OpImpl> = {
   Compress: compressImpl,
+  NonZero: nonZeroImpl,
   Unique: uniqueImpl,
   NonMaxSuppression: nmsImpl,
 };
