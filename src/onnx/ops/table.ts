@@ -13,8 +13,10 @@ import { REARRANGE_OPS } from './rearrange.js';
 import { SAMPLING_OPS } from './sampling.js';
 import { SELECTION_OPS } from './selection.js';
 import { SCATTER_OPS } from './scatter.js';
+import { NORM_COMPOSED_OPS } from './norm-composed.js';
 import { RECURRENT_OPS } from './recurrent.js';
 import { RESIZE_OPS } from './resize.js';
+import { WINDOW_OPS } from './windows.js';
 import { VALUE_OPS } from './values.js';
 import type { OpImpl } from './types.js';
 
@@ -35,6 +37,8 @@ export const ONNX_OPS: Readonly<Record<string, OpImpl>> = {
   ...EINSUM_OPS,
   ...SAMPLING_OPS,
   ...SELECTION_OPS,
+  ...NORM_COMPOSED_OPS,
+  ...WINDOW_OPS,
 };
 
 /** The op's implementation, or TANDEM_ERR_UNSUPPORTED naming the op, its domain and the opset. */

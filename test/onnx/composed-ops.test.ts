@@ -1,0 +1,110 @@
+/**
+ * Ops composed from existing kernels on the CPU against the float64 graph, with the attribute values
+ * and shapes ONNX's node tests leave out: Tile on device data, integer-base Pow, Dropout's mask, Celu,
+ * MeanVarianceNormalization, LRN and ReverseSequence. Inputs larger than the planner's host-known size,
+ * so every node runs on kernels; random values (seeded).
+ */
+import { after, before, describe, it } from 'node:test';
+import { Runtime } from '../../src/runtime/runtime.js';
+import { checkOp, float, int, ints, randoms, type OpCase } from './op-check.js';
+
+const numel = (d: number[]) => d.reduce((a, b) => a * b, 1);
+
+describe('onnx ops composed from existing kernels', () => {
+  let rt: Runtime;
+  before(async () => {
+    rt = await Runtime.create({ backends: ['cpu'], calibrate: false, log: () => undefined });
+  });
+  after(async () => {
+    await rt.close();
+  });
+  const r = randoms(11);
+  const x = (dims: number[], name = 'x') => ({ name, dims, data: r(numel(dims)) });
+
+  const cases: Array<[string, OpCase]> = [
+    [
+      'Tile [2,3,4] by [3,1,2]',
+      {
+        op: 'Tile',
+        inputs: [x([2, 3, 4]), { name: 'reps', dims: [3], data: [3, 1, 2], type: 7 }],
+        outputs: ['y'],
+      },
+    ],
+    [
+      'Tile [17] by [2]',
+      { op: 'Tile', inputs: [x([17]), { name: 'reps', dims: [1], data: [2], type: 7 }], outputs: ['y'] },
+    ],
+    [
+      'Pow int32 base, float exponent',
+      {
+        op: 'Pow',
+        opset: 15,
+        inputs: [
+          { name: 'b', dims: [4, 5], data: Array.from({ length: 20 }, (_, i) => (i % 7) - 3), type: 6 },
+          { name: 'e', dims: [5], data: [0, 1, 2, 3, 0.5] },
+        ],
+        outputs: ['y'],
+      },
+    ],
+    [
+      'Dropout inference with mask',
+      { op: 'Dropout', opset: 13, inputs: [x([3, 7])], outputs: ['y', 'mask'] },
+    ],
+    [
+      'Dropout training with ratio 0',
+      {
+        op: 'Dropout',
+        opset: 13,
+        inputs: [
+          x([3, 7]),
+          { name: 'ratio', dims: [], data: [0] },
+          { name: 'train', dims: [], data: [1], type: 9 },
+        ],
+        outputs: ['y', 'mask'],
+      },
+    ],
+    [
+      'Celu alpha 2',
+      { op: 'Celu', opset: 12, attrs: [float('alpha', 2)], inputs: [x([4, 6])], outputs: ['y'] },
+    ],
+    [
+      'MVN axes [1]',
+      {
+        op: 'MeanVarianceNormalization',
+        opset: 13,
+        attrs: [ints('axes', [1])],
+        inputs: [x([3, 5, 2])],
+        outputs: ['y'],
+      },
+    ],
+    [
+      'MVN default axes',
+      { op: 'MeanVarianceNormalization', opset: 13, inputs: [x([2, 3, 2, 4])], outputs: ['y'] },
+    ],
+    [
+      'LRN size 4 on [2,6,5] (asymmetric window)',
+      {
+        op: 'LRN',
+        opset: 13,
+        attrs: [int('size', 4), float('alpha', 0.3), float('beta', 0.6), float('bias', 1.5)],
+        inputs: [x([2, 6, 5])],
+        outputs: ['y'],
+      },
+    ],
+    [
+      'LRN size 3 on [1,5,3,4]',
+      { op: 'LRN', opset: 13, attrs: [int('size', 3)], inputs: [x([1, 5, 3, 4])], outputs: ['y'] },
+    ],
+    [
+      'ReverseSequence batch_axis 0',
+      {
+        op: 'ReverseSequence',
+        opset: 10,
+        attrs: [int('batch_axis', 0), int('time_axis', 1)],
+        inputs: [x([3, 5, 2]), { name: 'lens', dims: [3], data: [5, 0, 3], type: 7 }],
+        outputs: ['y'],
+      },
+    ],
+  ];
+  for (const [name, c] of cases) it(name, () => checkOp(rt, c, 1e-5).then(() => undefined));
+});
