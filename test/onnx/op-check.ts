@@ -42,6 +42,14 @@ export interface OpCase {
   /** Inputs in node order; '' for an omitted optional input. type: ONNX element type code (1 float). */
   readonly inputs: ReadonlyArray<{ name: string; dims: number[]; data: number[]; type?: number } | ''>;
   readonly outputs: ReadonlyArray<string>;
+  /**
+   * Nodes run first, reading graph inputs listed in `feeds`: an input of the checked node named as one
+   * of their outputs is computed during the run (integer data that would otherwise fold on the host).
+   */
+  readonly pre?: {
+    nodes: NodeSpec[];
+    feeds: Array<{ name: string; dims: number[]; data: number[]; type?: number }>;
+  };
 }
 
 /**
@@ -49,11 +57,16 @@ export interface OpCase {
  * scaled by max(1, |reference|)). Returns the largest difference; asserts the node ran on device kernels.
  */
 export async function checkOp(rt: Runtime, c: OpCase, tol = 1e-5): Promise<number> {
-  const present = c.inputs.filter((v): v is Exclude<typeof v, ''> => v !== '');
+  const made = new Set((c.pre?.nodes ?? []).flatMap((n) => n.outputs));
+  const present = [
+    ...(c.pre?.feeds ?? []),
+    ...c.inputs.filter((v): v is Exclude<typeof v, ''> => v !== '' && !made.has(v.name)),
+  ];
   const model = parseOnnxModel(
     encodeModel({
       opset: c.opset ?? 17,
       nodes: [
+        ...(c.pre?.nodes ?? []),
         {
           op: c.op,
           inputs: c.inputs.map((v) => (v === '' ? '' : v.name)),

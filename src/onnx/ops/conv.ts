@@ -3,6 +3,7 @@
  * Conv, ConvTranspose, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool. auto_pad is resolved to
  * explicit pads here, so the kernels only ever see (top, left, bottom, right).
  */
+import type { Tensor } from '../../memory/tensor.js';
 import { numelOf, type HostTensor } from '../host-tensor.js';
 import { fail, inp, make } from './util.js';
 import type { LowerTarget, OpCall, OpImpl } from './types.js';
@@ -121,7 +122,7 @@ function convGeo(c: OpCall): Geo {
   return geometry(c, c.attrs.ints('kernel_shape') ?? w.slice(2), hw(inp(c, 0).dims, spatialRank(c)));
 }
 
-function convOut(c: OpCall): number[] {
+export function convOut(c: OpCall): number[] {
   const [x, w] = [inp(c, 0).dims, inp(c, 1).dims];
   const group = c.attrs.int('group', 1);
   if (x[1] !== w[1]! * group || w[0]! % group !== 0)
@@ -131,7 +132,7 @@ function convOut(c: OpCall): number[] {
   return outDims(c, x[0]!, w[0]!, convGeo(c), hw(x, spatialRank(c)));
 }
 
-function convEval(c: OpCall, x: HostTensor, w: HostTensor, b: HostTensor | undefined): HostTensor {
+export function convEval(c: OpCall, x: HostTensor, w: HostTensor, b: HostTensor | undefined): HostTensor {
   const g = convGeo(c);
   const dims = convOut(c);
   const [n, ci] = [x.dims[0]!, x.dims[1]!];
@@ -168,34 +169,38 @@ function convEval(c: OpCall, x: HostTensor, w: HostTensor, b: HostTensor | undef
   return make(x.type, dims, out);
 }
 
-function zeroBias(t: LowerTarget, n: number, like: ReturnType<LowerTarget['input']>) {
+export function zeroBias(t: LowerTarget, n: number, like: ReturnType<LowerTarget['input']>) {
   const b = t.scratch([n], like);
   t.submit('fill', { y: b }, { value: 0 });
   return b;
+}
+
+/** onnx_conv with the node's geometry on the given device tensors (also the integer convolutions' f64 operands). */
+export function submitConv(c: OpCall, t: LowerTarget, x0: Tensor, w: Tensor, b: Tensor, y: Tensor): void {
+  const g = convGeo(c);
+  const x = as4d(t, x0, g.rank);
+  const w4 = as4d(t, w, g.rank);
+  const y4 = g.rank === 2 ? y : t.scratch([y.shape[0]!, y.shape[1]!, 1, y.shape[2]!], y);
+  t.submit(
+    'onnx_conv',
+    { x, w: w4, b, y: y4 },
+    {
+      group: c.attrs.int('group', 1),
+      ...str(g),
+      ...fusedActivation(c),
+      ...(t.gemmPrecision === 'tf32' && y.dtype === 'f32' ? { precision: 'tf32' } : {}),
+    },
+  );
+  if (y4 !== y) t.submit('copy', { x: y4, y });
 }
 
 const convImpl: OpImpl = {
   infer: (c) => [{ type: inp(c, 0).type, dims: convOut(c) }],
   evaluate: (c, x) => [convEval(c, x[0]!, x[1]!, x[2])],
   lower: (c, t) => {
-    const g = convGeo(c);
     const w = t.input(1);
-    const x = as4d(t, t.input(0), g.rank);
-    const w4 = as4d(t, w, g.rank);
     const b = c.inputs[2] ? t.input(2) : zeroBias(t, w.shape[0]!, w);
-    const y = t.output(0);
-    const y4 = g.rank === 2 ? y : t.scratch([y.shape[0]!, y.shape[1]!, 1, y.shape[2]!], y);
-    t.submit(
-      'onnx_conv',
-      { x, w: w4, b, y: y4 },
-      {
-        group: c.attrs.int('group', 1),
-        ...str(g),
-        ...fusedActivation(c),
-        ...(t.gemmPrecision === 'tf32' && y.dtype === 'f32' ? { precision: 'tf32' } : {}),
-      },
-    );
-    if (y4 !== y) t.submit('copy', { x: y4, y });
+    submitConv(c, t, t.input(0), w, b, t.output(0));
   },
 };
 

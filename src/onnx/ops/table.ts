@@ -14,6 +14,7 @@ import { SAMPLING_OPS } from './sampling.js';
 import { SELECTION_OPS } from './selection.js';
 import { SCATTER_OPS } from './scatter.js';
 import { NORM_COMPOSED_OPS } from './norm-composed.js';
+import { QUANTIZE_OPS } from './quantize.js';
 import { RECURRENT_OPS } from './recurrent.js';
 import { RESIZE_OPS } from './resize.js';
 import { WINDOW_OPS } from './windows.js';
@@ -39,6 +40,7 @@ export const ONNX_OPS: Readonly<Record<string, OpImpl>> = {
   ...SELECTION_OPS,
   ...NORM_COMPOSED_OPS,
   ...WINDOW_OPS,
+  ...QUANTIZE_OPS,
 };
 
 /** The op's implementation, or TANDEM_ERR_UNSUPPORTED naming the op, its domain and the opset. */
