@@ -108,3 +108,40 @@ describe('onnx ops composed from existing kernels', () => {
   ];
   for (const [name, c] of cases) it(name, () => checkOp(rt, c, 1e-5).then(() => undefined));
 });
+
+describe('onnx training-mode BatchNormalization', () => {
+  let rt: Runtime;
+  before(async () => {
+    rt = await Runtime.create({ backends: ['cpu'], calibrate: false, log: () => undefined });
+  });
+  after(async () => {
+    await rt.close();
+  });
+  const r = randoms(31);
+  const v = (name: string, dims: number[], lo = -1, hi = 1) => ({
+    name,
+    dims,
+    data: r(numel(dims)).map((e) => lo + ((e + 1) / 2) * (hi - lo)),
+  });
+  const bn = (outputs: string[]): OpCase => ({
+    op: 'BatchNormalization',
+    opset: 15,
+    attrs: [int('training_mode', 1), float('momentum', 0.8), float('epsilon', 1e-3)],
+    inputs: [v('x', [3, 4, 2, 3]), v('s', [4]), v('b', [4]), v('m', [4]), v('var', [4], 0.5, 2)],
+    outputs,
+  });
+  it('with running statistics', () => checkOp(rt, bn(['y', 'rm', 'rv'])).then(() => undefined));
+  it('after a Conv, y only: not folded into the conv as an inference BatchNormalization', () => {
+    // Constant weights and parameters: what the planner folds into the conv in inference mode.
+    const params = bn([]).inputs.slice(1) as Array<{ name: string; dims: number[]; data: number[] }>;
+    return checkOp(rt, {
+      ...bn(['y']),
+      inputs: [{ name: 'c', dims: [3, 4, 2, 3], data: [] }, ...params],
+      pre: {
+        nodes: [{ op: 'Conv', inputs: ['x', 'w'], outputs: ['c'], attrs: [ints('pads', [1, 1, 1, 1])] }],
+        feeds: [v('x', [3, 2, 2, 3])],
+        constants: [v('w', [4, 2, 3, 3]), ...params],
+      },
+    }).then(() => undefined);
+  });
+});

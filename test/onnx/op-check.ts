@@ -8,7 +8,7 @@ import { OnnxExecutor, type InputTensor } from '../../src/onnx/executor.js';
 import { parseOnnxModel } from '../../src/onnx/model.js';
 import { evaluateReference } from '../../src/onnx/reference.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
-import { encodeModel, type NodeSpec } from './build-model.js';
+import { encodeModel, floatTensor, type NodeSpec } from './build-model.js';
 
 export type Attr = NonNullable<NodeSpec['attrs']>[number];
 export const int = (name: string, i: number): Attr => ({ name, i, type: 2 });
@@ -49,6 +49,8 @@ export interface OpCase {
   readonly pre?: {
     nodes: NodeSpec[];
     feeds: Array<{ name: string; dims: number[]; data: number[]; type?: number }>;
+    /** Float initializers (constants: what the planner may fold into a convolution). */
+    constants?: Array<{ name: string; dims: number[]; data: number[] }>;
   };
 }
 
@@ -57,7 +59,10 @@ export interface OpCase {
  * scaled by max(1, |reference|)). Returns the largest difference; asserts the node ran on device kernels.
  */
 export async function checkOp(rt: Runtime, c: OpCase, tol = 1e-5): Promise<number> {
-  const made = new Set((c.pre?.nodes ?? []).flatMap((n) => n.outputs));
+  const made = new Set([
+    ...(c.pre?.nodes ?? []).flatMap((n) => n.outputs),
+    ...(c.pre?.constants ?? []).map((v) => v.name),
+  ]);
   const present = [
     ...(c.pre?.feeds ?? []),
     ...c.inputs.filter((v): v is Exclude<typeof v, ''> => v !== '' && !made.has(v.name)),
@@ -76,6 +81,7 @@ export async function checkOp(rt: Runtime, c: OpCase, tol = 1e-5): Promise<numbe
       ],
       inputs: present.map((v) => ({ name: v.name, dims: v.dims, type: v.type ?? 1 })),
       outputs: c.outputs.filter((o) => o !== '').map((name) => ({ name, dims: [] })),
+      initializers: (c.pre?.constants ?? []).map((v) => floatTensor(v.name, v.dims, v.data)),
     }),
   );
   const feeds: Record<string, InputTensor> = Object.fromEntries(
