@@ -10,6 +10,15 @@ import { checkOp, float, int, ints, randoms, type OpCase } from './op-check.js';
 
 const numel = (d: number[]) => d.reduce((a, b) => a * b, 1);
 
+/** Flat positions in [1, 2, 6, 6] of a 2×2-window max over [1, 2, 3, 3] (a fixed cell per window). */
+function unpoolIndices(): number[] {
+  const out: number[] = [];
+  for (let ch = 0; ch < 2; ch++)
+    for (let y = 0; y < 3; y++)
+      for (let x = 0; x < 3; x++) out.push(ch * 36 + (2 * y + ((x + ch) % 2)) * 6 + 2 * x + (y % 2));
+  return out;
+}
+
 describe('onnx ops composed from existing kernels', () => {
   let rt: Runtime;
   before(async () => {
@@ -102,6 +111,21 @@ describe('onnx ops composed from existing kernels', () => {
         opset: 10,
         attrs: [int('batch_axis', 0), int('time_axis', 1)],
         inputs: [x([3, 5, 2]), { name: 'lens', dims: [3], data: [5, 0, 3], type: 7 }],
+        outputs: ['y'],
+      },
+    ],
+    [
+      'MaxUnpool into a larger output_shape',
+      {
+        op: 'MaxUnpool',
+        opset: 11,
+        attrs: [ints('kernel_shape', [2, 2]), ints('strides', [2, 2])],
+        inputs: [
+          x([1, 2, 3, 3]),
+          // Each value's window position in the unpooled [1, 2, 6, 6] (one cell of its 2×2 window).
+          { name: 'i', dims: [1, 2, 3, 3], type: 7, data: unpoolIndices() },
+          { name: 'shape', dims: [4], type: 7, data: [1, 2, 7, 8] },
+        ],
         outputs: ['y'],
       },
     ],
