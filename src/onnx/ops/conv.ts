@@ -51,8 +51,8 @@ function geometry(c: OpCall, kernel: readonly number[], inHW: [number, number], 
   const autoPad = c.attrs.string('auto_pad', 'NOTSET');
   if (autoPad === 'VALID') pads = new Array<number>(2 * rank).fill(0);
   else if (autoPad === 'SAME_UPPER' || autoPad === 'SAME_LOWER') {
-    if (transposed)
-      throw fail(c, 'auto_pad SAME with ConvTranspose is not supported', 'TANDEM_ERR_UNSUPPORTED');
+    // ConvTranspose's SAME: the output is in·stride, its pads follow as for output_shape (below).
+    if (transposed) return { rank, kh, kw, sh, sw, dh, dw, top: 0, bottom: 0, left: 0, right: 0 };
     const ins = rank === 1 ? [inHW[1]] : inHW;
     const ks = rank === 1 ? [kw] : [kh, kw];
     const ss = rank === 1 ? [sw] : [sh, sw];
@@ -213,7 +213,11 @@ function convTransposeSpec(c: OpCall): { g: Geo; dims: number[]; outPad: [number
   let outPad = two(c, c.attrs.ints('output_padding'), rank, 0);
   const [h, wd] = hw(x, rank);
   const full = (n: number, s: number, k: number, d: number, op: number) => s * (n - 1) + op + d * (k - 1) + 1;
-  const shape = c.attrs.ints('output_shape');
+  const autoPad = c.attrs.string('auto_pad', 'NOTSET');
+  const same = autoPad === 'SAME_UPPER' || autoPad === 'SAME_LOWER';
+  const shape =
+    c.attrs.ints('output_shape') ??
+    (same ? x.slice(2).map((n, i) => n * (rank === 1 ? g.sw : [g.sh, g.sw][i]!)) : undefined);
   if (shape) {
     // Explicit output shape: the pads follow from it (SAME_UPPER-style split, as ONNX specifies).
     const want = rank === 1 ? [1, shape[shape.length - 1]!] : shape.slice(-2);
@@ -226,7 +230,7 @@ function convTransposeSpec(c: OpCall): { g: Geo; dims: number[]; outPad: [number
       tot[0] = Math.max(0, tot[0]!);
       tot[1] = Math.max(0, tot[1]!);
     }
-    const upper = c.attrs.string('auto_pad', 'NOTSET') !== 'SAME_LOWER';
+    const upper = autoPad !== 'SAME_LOWER';
     [g.top, g.bottom] = upper
       ? [Math.floor(tot[0]! / 2), tot[0]! - Math.floor(tot[0]! / 2)]
       : [tot[0]! - Math.floor(tot[0]! / 2), Math.floor(tot[0]! / 2)];
