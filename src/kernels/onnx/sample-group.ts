@@ -1,12 +1,15 @@
 /**
- * GridSample as an op group, with its conformance cases: every mode × padding × align_corners in f32
+ * GridSample and Det as an op group (kernels that read a small neighbourhood or matrix per output),
+ * with their conformance cases. GridSample: every mode × padding × align_corners in f32
  * and a few in the other float dtypes, grids reaching past [−1, 1] so the padding modes matter (values
- * on a 1/64 grid, exact in every dtype, so nearest meets half-way ties on purpose). No WebGPU version:
- * the runtime places it on the CPU or CUDA.
+ * on a 1/64 grid, exact in every dtype, so nearest meets half-way ties on purpose). Det: sizes 1 to 7
+ * (the reference's Leibniz sum against elimination), batched. No WebGPU versions: the runtime places
+ * them on the CPU or CUDA.
  */
 import type { DType } from '../../core/dtype.js';
 import type { ConformanceCase } from '../case-types.js';
 import { elementTolerance, type OnnxOpGroup } from './common.js';
+import { onnxDetCpu, onnxDetCuda, onnxDetDef, onnxDetReference } from './det.js';
 import {
   GRID_SAMPLE_MODES,
   GRID_SAMPLE_PADDING,
@@ -54,13 +57,40 @@ function gridSampleCases(): ConformanceCase[] {
   return out;
 }
 
+function detCases(): ConformanceCase[] {
+  const out: ConformanceCase[] = [];
+  for (const dtype of ['f32', 'f64', 'f16', 'bf16'] as const)
+    for (const shape of [
+      [3, 3],
+      [2, 4, 4],
+      [5, 1, 1],
+      [2, 1, 6, 6],
+      [7, 7],
+    ]) {
+      const n = shape[shape.length - 1]!;
+      out.push({
+        name: `onnx_det ${dtype} [${shape.join(',')}]`,
+        op: 'onnx_det',
+        args: { x: { shape, dtype }, y: { shape: shape.slice(0, -2), dtype } },
+        scalars: {},
+        // Elimination in double against the permutation sum: the one rounding to the dtype, and
+        // cancellation in the f64 sums (n! terms of products ≤ 1).
+        ...elementTolerance(dtype, 2),
+        ...(dtype === 'f64' ? { rtol: 1e-12, atol: 1e-12 * n } : {}),
+      });
+    }
+  return out;
+}
+
 export const onnxSampleGroup: OnnxOpGroup = {
   name: 'onnx-sample',
-  defs: [onnxGridSampleDef],
+  defs: [onnxGridSampleDef, onnxDetDef],
   impls: [
     { op: 'onnx_grid_sample', backend: 'cpu', impl: onnxGridSampleCpu },
     { op: 'onnx_grid_sample', backend: 'cuda', impl: onnxGridSampleCuda },
+    { op: 'onnx_det', backend: 'cpu', impl: onnxDetCpu },
+    { op: 'onnx_det', backend: 'cuda', impl: onnxDetCuda },
   ],
-  references: { onnx_grid_sample: onnxGridSampleReference },
-  cases: () => gridSampleCases(),
+  references: { onnx_grid_sample: onnxGridSampleReference, onnx_det: onnxDetReference },
+  cases: () => [...gridSampleCases(), ...detCases()],
 };

@@ -3,6 +3,7 @@ import { TandemError } from '../../core/errors.js';
 import { ACTIVATION_OPS } from './activations.js';
 import { CONV_OPS } from './conv.js';
 import { ELEMENTWISE_OPS } from './elementwise.js';
+import { DET_OPS } from './det.js';
 import { EINSUM_OPS } from './einsum.js';
 import { GATHER_ND_OPS } from './gather-nd.js';
 import { INDEX_OPS } from './indexing.js';
@@ -43,6 +44,7 @@ export const ONNX_OPS: Readonly<Record<string, OpImpl>> = {
   ...WINDOW_OPS,
   ...QUANTIZE_OPS,
   ...UNPOOL_OPS,
+  ...DET_OPS,
 };
 
 /** The op's implementation, or TANDEM_ERR_UNSUPPORTED naming the op, its domain and the opset. */
