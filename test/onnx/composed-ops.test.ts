@@ -115,6 +115,54 @@ describe('onnx ops composed from existing kernels', () => {
       },
     ],
     [
+      'DFT complex, axis 2, dft_length 7 (zero-padded)',
+      {
+        op: 'DFT',
+        opset: 17,
+        attrs: [int('axis', 2)],
+        inputs: [x([2, 3, 5, 2]), { name: 'n', dims: [], type: 7, data: [7] }],
+        outputs: ['y'],
+      },
+    ],
+    [
+      'DFT real, onesided, dft_length 4 (truncated)',
+      {
+        op: 'DFT',
+        opset: 17,
+        attrs: [int('onesided', 1)],
+        inputs: [x([3, 6, 1]), { name: 'n', dims: [], type: 7, data: [4] }],
+        outputs: ['y'],
+      },
+    ],
+    [
+      'DFT inverse complex',
+      { op: 'DFT', opset: 17, attrs: [int('inverse', 1)], inputs: [x([2, 9, 2])], outputs: ['y'] },
+    ],
+    [
+      'STFT complex signal, frame_length 6, step 3',
+      {
+        op: 'STFT',
+        opset: 17,
+        inputs: [
+          x([2, 20, 2]),
+          { name: 'step', dims: [], type: 7, data: [3] },
+          '',
+          { name: 'len', dims: [], type: 7, data: [6] },
+        ],
+        outputs: ['y'],
+      },
+    ],
+    [
+      'STFT real signal with a window, two-sided',
+      {
+        op: 'STFT',
+        opset: 17,
+        attrs: [int('onesided', 0)],
+        inputs: [x([1, 30, 1]), { name: 'step', dims: [], type: 7, data: [4] }, x([8], 'w')],
+        outputs: ['y'],
+      },
+    ],
+    [
       'MaxUnpool into a larger output_shape',
       {
         op: 'MaxUnpool',

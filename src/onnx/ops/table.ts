@@ -13,6 +13,7 @@ import { MATH_OPS } from './math.js';
 import { REARRANGE_OPS } from './rearrange.js';
 import { SAMPLING_OPS } from './sampling.js';
 import { SELECTION_OPS } from './selection.js';
+import { SPECTRAL_OPS } from './spectral.js';
 import { SCATTER_OPS } from './scatter.js';
 import { NORM_COMPOSED_OPS } from './norm-composed.js';
 import { QUANTIZE_OPS } from './quantize.js';
@@ -45,6 +46,7 @@ export const ONNX_OPS: Readonly<Record<string, OpImpl>> = {
   ...QUANTIZE_OPS,
   ...UNPOOL_OPS,
   ...DET_OPS,
+  ...SPECTRAL_OPS,
 };
 
 /** The op's implementation, or TANDEM_ERR_UNSUPPORTED naming the op, its domain and the opset. */
