@@ -20,6 +20,7 @@ import { QUANTIZE_OPS } from './quantize.js';
 import { RECURRENT_OPS } from './recurrent.js';
 import { RESIZE_OPS } from './resize.js';
 import { WINDOW_OPS } from './windows.js';
+import { TFIDF_OPS } from './tfidf.js';
 import { UNPOOL_OPS } from './unpool.js';
 import { VALUE_OPS } from './values.js';
 import type { OpImpl } from './types.js';
@@ -47,6 +48,7 @@ export const ONNX_OPS: Readonly<Record<string, OpImpl>> = {
   ...UNPOOL_OPS,
   ...DET_OPS,
   ...SPECTRAL_OPS,
+  ...TFIDF_OPS,
 };
 
 /** The op's implementation, or TANDEM_ERR_UNSUPPORTED naming the op, its domain and the opset. */
