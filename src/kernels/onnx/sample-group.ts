@@ -1,6 +1,7 @@
 /**
- * GridSample and Det as an op group (kernels that read a small neighbourhood or matrix per output),
- * with their conformance cases. GridSample: every mode × padding × align_corners in f32
+ * GridSample, RoiAlign and Det as an op group (kernels that read a small neighbourhood or matrix per
+ * output), with their conformance cases. RoiAlign: rois inside, across and outside the image, both
+ * modes and coordinate conventions, fixed and adaptive sampling. GridSample: every mode × padding × align_corners in f32
  * and a few in the other float dtypes, grids reaching past [−1, 1] so the padding modes matter (values
  * on a 1/64 grid, exact in every dtype, so nearest meets half-way ties on purpose). Det: sizes 1 to 7
  * (the reference's Leibniz sum against elimination), batched. No WebGPU versions: the runtime places
@@ -9,6 +10,7 @@
 import type { DType } from '../../core/dtype.js';
 import type { ConformanceCase } from '../case-types.js';
 import { elementTolerance, type OnnxOpGroup } from './common.js';
+import { onnxRoiAlignCpu, onnxRoiAlignCuda, onnxRoiAlignDef, onnxRoiAlignReference } from './roi-align.js';
 import { onnxDetCpu, onnxDetCuda, onnxDetDef, onnxDetReference } from './det.js';
 import {
   GRID_SAMPLE_MODES,
@@ -57,6 +59,31 @@ function gridSampleCases(): ConformanceCase[] {
   return out;
 }
 
+const ROIS = [0.5, 1, 6, 7, -2, -1, 4, 3.5, 3, 2, 10, 9, 1, 1, 1.5, 1.25, -3, -3, -1.5, -2];
+
+function roiAlignCases(): ConformanceCase[] {
+  const out: ConformanceCase[] = [];
+  const add = (dtype: DType, mode: string, halfPixel: boolean, samplingRatio: number, spatialScale: number) =>
+    out.push({
+      name: `onnx_roi_align ${dtype} ${mode}${halfPixel ? ' half_pixel' : ''} ratio ${samplingRatio} scale ${spatialScale}`,
+      op: 'onnx_roi_align',
+      args: {
+        x: { shape: [2, 3, 8, 9], dtype },
+        rois: { shape: [5, 4], dtype, values: ROIS },
+        batchIndices: { shape: [5], dtype: 'i32', values: [0, 1, 1, 0, 1] },
+        y: { shape: [5, 3, 3, 4], dtype },
+      },
+      scalars: { mode, halfPixel, samplingRatio, spatialScale },
+      ...elementTolerance(dtype, 4),
+    });
+  for (const mode of ['avg', 'max']) for (const halfPixel of [false, true]) add('f32', mode, halfPixel, 2, 1);
+  add('f32', 'avg', true, 0, 1);
+  add('f64', 'avg', false, 0, 0.5);
+  add('f16', 'max', true, 3, 1);
+  add('bf16', 'avg', true, 2, 0.5);
+  return out;
+}
+
 function detCases(): ConformanceCase[] {
   const out: ConformanceCase[] = [];
   for (const dtype of ['f32', 'f64', 'f16', 'bf16'] as const)
@@ -84,13 +111,19 @@ function detCases(): ConformanceCase[] {
 
 export const onnxSampleGroup: OnnxOpGroup = {
   name: 'onnx-sample',
-  defs: [onnxGridSampleDef, onnxDetDef],
+  defs: [onnxGridSampleDef, onnxRoiAlignDef, onnxDetDef],
   impls: [
     { op: 'onnx_grid_sample', backend: 'cpu', impl: onnxGridSampleCpu },
     { op: 'onnx_grid_sample', backend: 'cuda', impl: onnxGridSampleCuda },
+    { op: 'onnx_roi_align', backend: 'cpu', impl: onnxRoiAlignCpu },
+    { op: 'onnx_roi_align', backend: 'cuda', impl: onnxRoiAlignCuda },
     { op: 'onnx_det', backend: 'cpu', impl: onnxDetCpu },
     { op: 'onnx_det', backend: 'cuda', impl: onnxDetCuda },
   ],
-  references: { onnx_grid_sample: onnxGridSampleReference, onnx_det: onnxDetReference },
-  cases: () => [...gridSampleCases(), ...detCases()],
+  references: {
+    onnx_grid_sample: onnxGridSampleReference,
+    onnx_roi_align: onnxRoiAlignReference,
+    onnx_det: onnxDetReference,
+  },
+  cases: () => [...gridSampleCases(), ...roiAlignCases(), ...detCases()],
 };
