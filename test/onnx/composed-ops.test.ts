@@ -163,6 +163,24 @@ describe('onnx ops composed from existing kernels', () => {
       },
     ],
     [
+      'GatherElements at rank 7 (flattened around the axis)',
+      {
+        op: 'GatherElements',
+        opset: 13,
+        attrs: [int('axis', 3)],
+        inputs: [
+          x([2, 1, 2, 3, 2, 1, 2]),
+          {
+            name: 'i',
+            dims: [2, 1, 2, 4, 2, 1, 2],
+            type: 7,
+            data: Array.from({ length: 64 }, (_, k) => (k * 7) % 3),
+          },
+        ],
+        outputs: ['y'],
+      },
+    ],
+    [
       'MaxUnpool into a larger output_shape',
       {
         op: 'MaxUnpool',

@@ -3,6 +3,7 @@
  * (row-major order is kept); Transpose, Slice, Split, Concat, Gather and Expand lower onto the onnx_*
  * data-movement kernels.
  */
+import { MAX_RANK } from '../../kernels/onnx/shapes.js';
 import { numelOf, type HostTensor } from '../host-tensor.js';
 import {
   broadcastDims,
@@ -196,6 +197,13 @@ const sliceImpl: OpImpl = {
   },
   lower: (c, t) => {
     const s = sliceSpec(c);
+    const rank = inp(c, 0).dims.length;
+    if (rank > MAX_RANK)
+      throw fail(
+        c,
+        `rank ${rank} on device data is not supported (at most ${MAX_RANK})`,
+        'TANDEM_ERR_UNSUPPORTED',
+      );
     t.submit(
       'onnx_slice',
       { x: t.input(0), y: t.output(0) },
