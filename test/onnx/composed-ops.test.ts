@@ -6,7 +6,7 @@
  */
 import { after, before, describe, it } from 'node:test';
 import { Runtime } from '../../src/runtime/runtime.js';
-import { checkOp, float, int, ints, randoms, type OpCase } from './op-check.js';
+import { checkOp, float, int, ints, randoms, str, type OpCase } from './op-check.js';
 
 const numel = (d: number[]) => d.reduce((a, b) => a * b, 1);
 
@@ -177,6 +177,48 @@ describe('onnx ops composed from existing kernels', () => {
             data: Array.from({ length: 64 }, (_, k) => (k * 7) % 3),
           },
         ],
+        outputs: ['y'],
+      },
+    ],
+    [
+      '3-d MaxPool: pads, strides, dilations, ceil mode',
+      {
+        op: 'MaxPool',
+        opset: 12,
+        attrs: [
+          ints('kernel_shape', [2, 3, 2]),
+          ints('strides', [2, 1, 2]),
+          ints('dilations', [1, 2, 1]),
+          ints('pads', [1, 0, 1, 0, 2, 1]),
+          int('ceil_mode', 1),
+        ],
+        inputs: [x([2, 2, 5, 6, 5])],
+        outputs: ['y'],
+      },
+    ],
+    [
+      '3-d AveragePool counting pads, ceil mode',
+      {
+        op: 'AveragePool',
+        opset: 11,
+        attrs: [
+          ints('kernel_shape', [3, 2, 2]),
+          ints('strides', [2, 2, 1]),
+          ints('pads', [1, 1, 0, 1, 0, 1]),
+          int('count_include_pad', 1),
+          int('ceil_mode', 1),
+        ],
+        inputs: [x([1, 3, 6, 5, 4])],
+        outputs: ['y'],
+      },
+    ],
+    [
+      '3-d AveragePool auto_pad SAME_UPPER',
+      {
+        op: 'AveragePool',
+        opset: 11,
+        attrs: [ints('kernel_shape', [2, 3, 3]), ints('strides', [1, 2, 2]), str('auto_pad', 'SAME_UPPER')],
+        inputs: [x([1, 2, 4, 5, 6])],
         outputs: ['y'],
       },
     ],

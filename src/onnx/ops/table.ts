@@ -16,6 +16,7 @@ import { SELECTION_OPS } from './selection.js';
 import { SPECTRAL_OPS } from './spectral.js';
 import { SCATTER_OPS } from './scatter.js';
 import { NORM_COMPOSED_OPS } from './norm-composed.js';
+import { withPool3d } from './pool3d.js';
 import { QUANTIZE_OPS } from './quantize.js';
 import { RECURRENT_OPS } from './recurrent.js';
 import { RESIZE_OPS } from './resize.js';
@@ -49,6 +50,8 @@ export const ONNX_OPS: Readonly<Record<string, OpImpl>> = {
   ...DET_OPS,
   ...SPECTRAL_OPS,
   ...TFIDF_OPS,
+  MaxPool: withPool3d('max', CONV_OPS['MaxPool']!),
+  AveragePool: withPool3d('avg', CONV_OPS['AveragePool']!),
 };
 
 /** The op's implementation, or TANDEM_ERR_UNSUPPORTED naming the op, its domain and the opset. */
