@@ -112,6 +112,8 @@ const PICKED = [
   'onnx_roi_align f32 max half_pixel ratio 2 scale 1',
   'onnx_roi_align f64 avg ratio 0 scale 0.5',
   'onnx_roi_align bf16 avg half_pixel ratio 2 scale 0.5',
+  'onnx_maxpool_indices f32 3x3 s2 p1 ceil',
+  'onnx_maxpool_indices bf16 2x2 d2 column-major',
   'onnx_det f32 [2,4,4]',
   'onnx_det f64 [7,7]',
   'onnx_det bf16 [5,1,1]',

@@ -223,6 +223,31 @@ describe('onnx ops composed from existing kernels', () => {
       },
     ],
     [
+      '1-d MaxPool with Indices',
+      {
+        op: 'MaxPool',
+        opset: 12,
+        attrs: [ints('kernel_shape', [3]), ints('strides', [2]), ints('pads', [1, 1])],
+        inputs: [x([2, 3, 9])],
+        outputs: ['y', 'i'],
+      },
+    ],
+    [
+      '2-d MaxPool with Indices, storage_order 1, ceil mode',
+      {
+        op: 'MaxPool',
+        opset: 12,
+        attrs: [
+          ints('kernel_shape', [2, 3]),
+          ints('strides', [2, 2]),
+          int('storage_order', 1),
+          int('ceil_mode', 1),
+        ],
+        inputs: [x([1, 2, 5, 6])],
+        outputs: ['y', 'i'],
+      },
+    ],
+    [
       'MaxUnpool into a larger output_shape',
       {
         op: 'MaxUnpool',

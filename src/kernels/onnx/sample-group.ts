@@ -1,6 +1,7 @@
 /**
- * GridSample, RoiAlign and Det as an op group (kernels that read a small neighbourhood or matrix per
- * output), with their conformance cases. RoiAlign: rois inside, across and outside the image, both
+ * GridSample, RoiAlign, MaxPool with indices and Det as an op group (kernels that read a small
+ * neighbourhood or matrix per output), with their conformance cases. MaxPool with indices: both
+ * storage orders, padded, strided, dilated and ceil-mode windows (exact: copies and positions). RoiAlign: rois inside, across and outside the image, both
  * modes and coordinate conventions, fixed and adaptive sampling. GridSample: every mode × padding × align_corners in f32
  * and a few in the other float dtypes, grids reaching past [−1, 1] so the padding modes matter (values
  * on a 1/64 grid, exact in every dtype, so nearest meets half-way ties on purpose). Det: sizes 1 to 7
@@ -10,6 +11,12 @@
 import type { DType } from '../../core/dtype.js';
 import type { ConformanceCase } from '../case-types.js';
 import { elementTolerance, type OnnxOpGroup } from './common.js';
+import {
+  onnxMaxpoolIndicesCpu,
+  onnxMaxpoolIndicesCuda,
+  onnxMaxpoolIndicesDef,
+  onnxMaxpoolIndicesReference,
+} from './pool-indices.js';
 import { onnxRoiAlignCpu, onnxRoiAlignCuda, onnxRoiAlignDef, onnxRoiAlignReference } from './roi-align.js';
 import { onnxDetCpu, onnxDetCuda, onnxDetDef, onnxDetReference } from './det.js';
 import {
@@ -84,6 +91,39 @@ function roiAlignCases(): ConformanceCase[] {
   return out;
 }
 
+function maxpoolIndicesCases(): ConformanceCase[] {
+  const out: ConformanceCase[] = [];
+  const add = (
+    dtype: DType,
+    label: string,
+    x: number[],
+    y: number[],
+    scalars: Record<string, string | number | boolean>,
+  ) =>
+    out.push({
+      name: `onnx_maxpool_indices ${dtype} ${label}`,
+      op: 'onnx_maxpool_indices',
+      args: { x: { shape: x, dtype }, y: { shape: y, dtype }, indices: { shape: y, dtype: 'i32' } },
+      scalars,
+      rtol: 0,
+      atol: 0,
+    });
+  for (const dtype of ['f32', 'f64', 'f16', 'bf16'] as const) {
+    add(dtype, '3x3 s2 p1 ceil', [2, 3, 7, 8], [2, 3, 4, 5], {
+      kernel: '3,3',
+      strides: '2,2',
+      pads: '1,1,1,1',
+      ceilMode: true,
+    });
+    add(dtype, '2x2 d2 column-major', [1, 2, 6, 5], [1, 2, 4, 3], {
+      kernel: '2,2',
+      dilations: '2,2',
+      storageOrder: 1,
+    });
+  }
+  return out;
+}
+
 function detCases(): ConformanceCase[] {
   const out: ConformanceCase[] = [];
   for (const dtype of ['f32', 'f64', 'f16', 'bf16'] as const)
@@ -111,19 +151,22 @@ function detCases(): ConformanceCase[] {
 
 export const onnxSampleGroup: OnnxOpGroup = {
   name: 'onnx-sample',
-  defs: [onnxGridSampleDef, onnxRoiAlignDef, onnxDetDef],
+  defs: [onnxGridSampleDef, onnxRoiAlignDef, onnxMaxpoolIndicesDef, onnxDetDef],
   impls: [
     { op: 'onnx_grid_sample', backend: 'cpu', impl: onnxGridSampleCpu },
     { op: 'onnx_grid_sample', backend: 'cuda', impl: onnxGridSampleCuda },
     { op: 'onnx_roi_align', backend: 'cpu', impl: onnxRoiAlignCpu },
     { op: 'onnx_roi_align', backend: 'cuda', impl: onnxRoiAlignCuda },
+    { op: 'onnx_maxpool_indices', backend: 'cpu', impl: onnxMaxpoolIndicesCpu },
+    { op: 'onnx_maxpool_indices', backend: 'cuda', impl: onnxMaxpoolIndicesCuda },
     { op: 'onnx_det', backend: 'cpu', impl: onnxDetCpu },
     { op: 'onnx_det', backend: 'cuda', impl: onnxDetCuda },
   ],
   references: {
     onnx_grid_sample: onnxGridSampleReference,
     onnx_roi_align: onnxRoiAlignReference,
+    onnx_maxpool_indices: onnxMaxpoolIndicesReference,
     onnx_det: onnxDetReference,
   },
-  cases: () => [...gridSampleCases(), ...roiAlignCases(), ...detCases()],
+  cases: () => [...gridSampleCases(), ...roiAlignCases(), ...maxpoolIndicesCases(), ...detCases()],
 };

@@ -88,14 +88,14 @@ function outDims(c: OpCall, n: number, ch: number, g: Geo, inHW: [number, number
   return g.rank === 1 ? [n, ch, wo] : [n, ch, ho, wo];
 }
 
-const str = (g: Geo) => ({
+export const str = (g: Geo) => ({
   strides: `${g.sh},${g.sw}`,
   dilations: `${g.dh},${g.dw}`,
   pads: `${g.top},${g.left},${g.bottom},${g.right}`,
 });
 
 /** The tensor as the 2-d kernels see it: a 1-d op's [N,C,L] is a copy into [N,C,1,L]. */
-function as4d(t: LowerTarget, x: ReturnType<LowerTarget['input']>, rank: number) {
+export function as4d(t: LowerTarget, x: ReturnType<LowerTarget['input']>, rank: number) {
   if (rank === 2) return x;
   const v = t.scratch([x.shape[0]!, x.shape[1]!, 1, x.shape[2]!], x);
   t.submit('copy', { x, y: v });
@@ -305,15 +305,12 @@ const convTransposeImpl: OpImpl = {
   },
 };
 
-function poolSpec(c: OpCall): { g: Geo; dims: number[]; ceil: boolean } {
+/** Pool geometry; storage_order only orders MaxPool's Indices (maxpool-indices.ts), not the values. */
+export function poolSpec(c: OpCall): { g: Geo; dims: number[]; ceil: boolean } {
   const x = inp(c, 0).dims;
   const rank = spatialRank(c);
   const k = c.attrs.ints('kernel_shape');
   if (!k) throw fail(c, 'kernel_shape is required', 'TANDEM_ERR_BAD_DATA');
-  if (c.node.outputs.length > 1 && c.node.outputs[1])
-    throw fail(c, "MaxPool's Indices output is not supported", 'TANDEM_ERR_UNSUPPORTED');
-  if (c.attrs.int('storage_order', 0) !== 0)
-    throw fail(c, 'storage_order 1 is not supported', 'TANDEM_ERR_UNSUPPORTED');
   const ceil = c.attrs.int('ceil_mode', 0) === 1;
   const g = geometry(c, k, hw(x, rank));
   return { g, ceil, dims: outDims(c, x[0]!, x[1]!, g, hw(x, rank), ceil) };

@@ -7,6 +7,7 @@
  * rule. The float64 evaluation is the direct loop over the 3-d window.
  */
 import { numelOf } from '../host-tensor.js';
+import { maxpoolIndicesImpl, wantsIndices } from './maxpool-indices.js';
 import { fail, inp, make } from './util.js';
 import type { OpCall, OpImpl } from './types.js';
 
@@ -130,10 +131,14 @@ function pool3dImpl(op: 'max' | 'avg'): OpImpl {
   };
 }
 
-/** The 2-d op for ranks 3–4, the 3-d composition for rank 5. */
+/**
+ * The 2-d op for ranks 3–4 (MaxPool with its Indices output on onnx_maxpool_indices), the 3-d
+ * composition for rank 5.
+ */
 export function withPool3d(op: 'max' | 'avg', flat: OpImpl): OpImpl {
   const deep = pool3dImpl(op);
-  const pick = (c: OpCall) => (inp(c, 0).dims.length === 5 ? deep : flat);
+  const pick = (c: OpCall) =>
+    inp(c, 0).dims.length === 5 ? deep : op === 'max' && wantsIndices(c) ? maxpoolIndicesImpl : flat;
   return {
     infer: (c) => pick(c).infer(c),
     evaluate: (c, x) => pick(c).evaluate(c, x),
