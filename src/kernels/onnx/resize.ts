@@ -166,21 +166,15 @@ export interface AxisTable {
   readonly t: Float64Array;
 }
 
+/** Nearest and linear taps as two indices and the second one's weight (the WebGPU kernel's tables). */
 export function axisTable(g: ResizeGeometry, inSize: number, outSize: number, scale: number): AxisTable {
-  const table = { i0: new Int32Array(outSize), i1: new Int32Array(outSize), t: new Float64Array(outSize) };
-  for (let o = 0; o < outSize; o++) {
-    const v = sourceCoord(g.coord, o, scale, inSize, outSize);
-    if (g.mode === 'nearest') {
-      table.i0[o] = table.i1[o] = nearestIndex(g.nearest, v, inSize);
-      continue;
-    }
-    const c = Math.min(Math.max(v, 0), inSize - 1);
-    const i0 = Math.floor(c);
-    table.i0[o] = i0;
-    table.i1[o] = Math.min(i0 + 1, inSize - 1);
-    table.t[o] = c - i0;
-  }
-  return table;
+  const taps = axisTaps(g, inSize, outSize, scale, [0, 1]);
+  const last = taps.taps - 1;
+  return {
+    i0: Int32Array.from({ length: outSize }, (_, o) => taps.idx[o * taps.taps]!),
+    i1: Int32Array.from({ length: outSize }, (_, o) => taps.idx[o * taps.taps + last]!),
+    t: Float64Array.from({ length: outSize }, (_, o) => (last === 0 ? 0 : taps.w[o * taps.taps + last]!)),
+  };
 }
 
 /** Keys' cubic convolution weight of a pixel at distance d (ONNX's cubic_coeff_a = A). */
