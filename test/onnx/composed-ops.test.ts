@@ -248,6 +248,21 @@ describe('onnx ops composed from existing kernels', () => {
       },
     ],
     [
+      'Slice at rank 7 (backward, strided and whole axes)',
+      {
+        op: 'Slice',
+        opset: 13,
+        inputs: [
+          x([2, 3, 2, 2, 2, 2, 3]),
+          { name: 'starts', dims: [3], type: 7, data: [2, 0, 0] },
+          { name: 'ends', dims: [3], type: 7, data: [-10, 2, 3] },
+          { name: 'axes', dims: [3], type: 7, data: [1, 4, 6] },
+          { name: 'steps', dims: [3], type: 7, data: [-1, 1, 2] },
+        ],
+        outputs: ['y'],
+      },
+    ],
+    [
       'MaxUnpool into a larger output_shape',
       {
         op: 'MaxUnpool',

@@ -17,6 +17,7 @@ import {
   stridesOf,
 } from './util.js';
 import type { OpCall, OpImpl } from './types.js';
+import { lowerWideSlice } from './wide-slice.js';
 
 const list = (xs: readonly number[]): string => xs.join(',');
 
@@ -198,12 +199,7 @@ const sliceImpl: OpImpl = {
   lower: (c, t) => {
     const s = sliceSpec(c);
     const rank = inp(c, 0).dims.length;
-    if (rank > MAX_RANK)
-      throw fail(
-        c,
-        `rank ${rank} on device data is not supported (at most ${MAX_RANK})`,
-        'TANDEM_ERR_UNSUPPORTED',
-      );
+    if (rank > MAX_RANK) return lowerWideSlice(c, t, sliceRanges(inp(c, 0).dims, s));
     t.submit(
       'onnx_slice',
       { x: t.input(0), y: t.output(0) },
