@@ -8,6 +8,7 @@ import { onnxIndexGroup } from './onnx/index-group.js';
 import { onnxLayoutGroup } from './onnx/layout-group.js';
 import { onnxLogicGroup } from './onnx/logic-group.js';
 import { onnxNormGroup } from './onnx/norm-group.js';
+import { onnxSampleGroup } from './onnx/sample-group.js';
 import { onnxScatterGroup } from './onnx/scatter-group.js';
 
 export const ONNX_GROUPS: readonly OnnxOpGroup[] = [
@@ -20,4 +21,5 @@ export const ONNX_GROUPS: readonly OnnxOpGroup[] = [
   onnxLogicGroup,
   onnxScatterGroup,
   imageNormalizeGroup,
+  onnxSampleGroup,
 ];

@@ -87,6 +87,13 @@ export class Attrs {
     return this.ints(name);
   }
 
+  strings(name: string): readonly string[] | undefined {
+    const v = this.map.get(name);
+    if (v === undefined) return undefined;
+    if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) throw this.bad(name, 'a list of strings');
+    return v as readonly string[];
+  }
+
   tensor(name: string): HostTensor | undefined {
     const v = this.map.get(name);
     if (v === undefined) return undefined;

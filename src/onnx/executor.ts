@@ -13,6 +13,7 @@ import type { TaskHandle } from '../runtime/task.js';
 import { imageNormalizeScalars, type ImageNormalizeParams } from '../kernels/image_normalize/params.js';
 import { hostTensor, isFloatType, roundTo, type ElemType } from './host-tensor.js';
 import type { OnnxModel } from './model.js';
+import { ONNX_OPS } from './ops/table.js';
 import type { LowerTarget } from './ops/types.js';
 import { bindPlan, type BoundInput, type Plan, type PlannedValue } from './plan.js';
 import { profileFromEnv, StepProfiler, type OnnxProfile } from './profile.js';
@@ -104,10 +105,21 @@ export class OnnxExecutor {
   /** Nodes (op:name) of the last run with a kernel on the fallback device (RunOptions.fallback). */
   lastFallbacks: readonly string[] = [];
 
+  /** Graph inputs some node reads at one of its op's hostInputs: bound with their values. */
+  private readonly hostRead: ReadonlySet<string>;
+
   constructor(
     readonly model: OnnxModel,
     private readonly rt: OnnxRuntime,
-  ) {}
+  ) {
+    const graphInputs = new Set(model.inputs.map((v) => v.name));
+    this.hostRead = new Set(
+      model.nodes.flatMap((n) => {
+        const host = n.domain === '' ? ONNX_OPS[n.opType]?.hostInputs : undefined;
+        return (host ?? []).map((i) => n.inputs[i] ?? '').filter((v) => graphInputs.has(v));
+      }),
+    );
+  }
 
   /** Bytes of the weights uploaded so far (device memory held between runs). */
   get weightBytes(): number {
@@ -154,9 +166,10 @@ export class OnnxExecutor {
         bound.set(name, { type: info?.type ?? 'float', dims: imageDims(name, f, info?.type) });
         continue;
       }
-      // Small inputs are also known to the planner (Resize scales or Clip bounds given as inputs);
-      // large float data goes to the device only, without a float64 copy.
-      const known = !isFloatType(type) || n <= HOST_KNOWN_FLOATS;
+      // Small inputs are also known to the planner (Resize scales or Clip bounds given as inputs), and
+      // so are inputs an op must read on the host (NonMaxSuppression's boxes); other float data goes
+      // to the device only, without a float64 copy.
+      const known = !isFloatType(type) || n <= HOST_KNOWN_FLOATS || this.hostRead.has(name);
       bound.set(name, {
         type,
         dims: [...f.dims],
@@ -284,6 +297,11 @@ export class OnnxExecutor {
           },
           scratch: (dims, like) => {
             const t = this.rt.tensor(dims, like.dtype);
+            scratch.push(t);
+            return t;
+          },
+          constant: (dims, dtype, data) => {
+            const t = this.rt.tensor(dims, dtype, toDevice(data, dtype));
             scratch.push(t);
             return t;
           },

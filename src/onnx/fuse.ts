@@ -87,6 +87,8 @@ function affineOf(
   const ones = (v: number) => new Array<number>(o).fill(v);
   if (r.node.opType === 'BatchNormalization') {
     if (r.node.inputs[0] !== y || r.node.outputs.slice(1).some((n) => n !== '')) return undefined;
+    // Training mode normalizes with the batch's statistics, not the constant ones.
+    if (r.call.attrs.int('training_mode', 0) === 1) return undefined;
     const [sc, bi, mean, variance] = [1, 2, 3, 4].map((i) => hostFloats(values, r.node.inputs[i]));
     if (!sc || !bi || !mean || !variance || numelOf(sc.dims) !== o) return undefined;
     const eps = r.call.attrs.float('epsilon', 1e-5);

@@ -11,6 +11,9 @@ export interface NodeSpec {
     i?: number;
     f?: number;
     ints?: number[];
+    floats?: number[];
+    s?: Uint8Array;
+    strings?: Uint8Array[];
     t?: TensorProto;
     type: number;
   }>;

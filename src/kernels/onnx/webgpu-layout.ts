@@ -112,8 +112,11 @@ ${LINEAR_MAIN}
 
 export const onnxResizeWebGpu: WebGpuKernel = {
   kind: 'webgpu-kernel',
-  supports: (args) =>
+  // Bicubic and tf_crop_and_resize have no WGSL version: declined, placed on the CPU or CUDA.
+  supports: (args, scalars) =>
     args.length === 2 &&
+    scalars['mode'] !== 'cubic' &&
+    scalars['coordinateTransformationMode'] !== 'tf_crop_and_resize' &&
     args.every((a) => a.dtype === 'f32') &&
     (args[1]!.shape[2] ?? 0) + (args[1]!.shape[3] ?? 0) <= MAX_RESIZE_TABLE,
   plan(args: readonly TensorDesc[], scalars) {
@@ -229,8 +232,13 @@ ${LINEAR_MAIN}
 
 export const onnxPadWebGpu: WebGpuKernel = {
   kind: 'webgpu-kernel',
-  supports: (args) =>
-    args.length === 2 && args[0]!.dtype === args[1]!.dtype && WORD_DTYPES.includes(args[0]!.dtype),
+  // Bicubic and tf_crop_and_resize have no WGSL version: declined, placed on the CPU or CUDA.
+  supports: (args, scalars) =>
+    args.length === 2 &&
+    scalars['mode'] !== 'cubic' &&
+    scalars['coordinateTransformationMode'] !== 'tf_crop_and_resize' &&
+    args[0]!.dtype === args[1]!.dtype &&
+    WORD_DTYPES.includes(args[0]!.dtype),
   plan(args, scalars) {
     const x = args[0]!;
     const g = padGeometry(x, scalars);

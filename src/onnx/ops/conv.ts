@@ -3,6 +3,7 @@
  * Conv, ConvTranspose, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool. auto_pad is resolved to
  * explicit pads here, so the kernels only ever see (top, left, bottom, right).
  */
+import type { Tensor } from '../../memory/tensor.js';
 import { numelOf, type HostTensor } from '../host-tensor.js';
 import { fail, inp, make } from './util.js';
 import type { LowerTarget, OpCall, OpImpl } from './types.js';
@@ -50,8 +51,8 @@ function geometry(c: OpCall, kernel: readonly number[], inHW: [number, number], 
   const autoPad = c.attrs.string('auto_pad', 'NOTSET');
   if (autoPad === 'VALID') pads = new Array<number>(2 * rank).fill(0);
   else if (autoPad === 'SAME_UPPER' || autoPad === 'SAME_LOWER') {
-    if (transposed)
-      throw fail(c, 'auto_pad SAME with ConvTranspose is not supported', 'TANDEM_ERR_UNSUPPORTED');
+    // ConvTranspose's SAME: the output is in·stride, its pads follow as for output_shape (below).
+    if (transposed) return { rank, kh, kw, sh, sw, dh, dw, top: 0, bottom: 0, left: 0, right: 0 };
     const ins = rank === 1 ? [inHW[1]] : inHW;
     const ks = rank === 1 ? [kw] : [kh, kw];
     const ss = rank === 1 ? [sw] : [sh, sw];
@@ -87,14 +88,14 @@ function outDims(c: OpCall, n: number, ch: number, g: Geo, inHW: [number, number
   return g.rank === 1 ? [n, ch, wo] : [n, ch, ho, wo];
 }
 
-const str = (g: Geo) => ({
+export const str = (g: Geo) => ({
   strides: `${g.sh},${g.sw}`,
   dilations: `${g.dh},${g.dw}`,
   pads: `${g.top},${g.left},${g.bottom},${g.right}`,
 });
 
 /** The tensor as the 2-d kernels see it: a 1-d op's [N,C,L] is a copy into [N,C,1,L]. */
-function as4d(t: LowerTarget, x: ReturnType<LowerTarget['input']>, rank: number) {
+export function as4d(t: LowerTarget, x: ReturnType<LowerTarget['input']>, rank: number) {
   if (rank === 2) return x;
   const v = t.scratch([x.shape[0]!, x.shape[1]!, 1, x.shape[2]!], x);
   t.submit('copy', { x, y: v });
@@ -121,7 +122,7 @@ function convGeo(c: OpCall): Geo {
   return geometry(c, c.attrs.ints('kernel_shape') ?? w.slice(2), hw(inp(c, 0).dims, spatialRank(c)));
 }
 
-function convOut(c: OpCall): number[] {
+export function convOut(c: OpCall): number[] {
   const [x, w] = [inp(c, 0).dims, inp(c, 1).dims];
   const group = c.attrs.int('group', 1);
   if (x[1] !== w[1]! * group || w[0]! % group !== 0)
@@ -131,7 +132,7 @@ function convOut(c: OpCall): number[] {
   return outDims(c, x[0]!, w[0]!, convGeo(c), hw(x, spatialRank(c)));
 }
 
-function convEval(c: OpCall, x: HostTensor, w: HostTensor, b: HostTensor | undefined): HostTensor {
+export function convEval(c: OpCall, x: HostTensor, w: HostTensor, b: HostTensor | undefined): HostTensor {
   const g = convGeo(c);
   const dims = convOut(c);
   const [n, ci] = [x.dims[0]!, x.dims[1]!];
@@ -168,34 +169,38 @@ function convEval(c: OpCall, x: HostTensor, w: HostTensor, b: HostTensor | undef
   return make(x.type, dims, out);
 }
 
-function zeroBias(t: LowerTarget, n: number, like: ReturnType<LowerTarget['input']>) {
+export function zeroBias(t: LowerTarget, n: number, like: ReturnType<LowerTarget['input']>) {
   const b = t.scratch([n], like);
   t.submit('fill', { y: b }, { value: 0 });
   return b;
+}
+
+/** onnx_conv with the node's geometry on the given device tensors (also the integer convolutions' f64 operands). */
+export function submitConv(c: OpCall, t: LowerTarget, x0: Tensor, w: Tensor, b: Tensor, y: Tensor): void {
+  const g = convGeo(c);
+  const x = as4d(t, x0, g.rank);
+  const w4 = as4d(t, w, g.rank);
+  const y4 = g.rank === 2 ? y : t.scratch([y.shape[0]!, y.shape[1]!, 1, y.shape[2]!], y);
+  t.submit(
+    'onnx_conv',
+    { x, w: w4, b, y: y4 },
+    {
+      group: c.attrs.int('group', 1),
+      ...str(g),
+      ...fusedActivation(c),
+      ...(t.gemmPrecision === 'tf32' && y.dtype === 'f32' ? { precision: 'tf32' } : {}),
+    },
+  );
+  if (y4 !== y) t.submit('copy', { x: y4, y });
 }
 
 const convImpl: OpImpl = {
   infer: (c) => [{ type: inp(c, 0).type, dims: convOut(c) }],
   evaluate: (c, x) => [convEval(c, x[0]!, x[1]!, x[2])],
   lower: (c, t) => {
-    const g = convGeo(c);
     const w = t.input(1);
-    const x = as4d(t, t.input(0), g.rank);
-    const w4 = as4d(t, w, g.rank);
     const b = c.inputs[2] ? t.input(2) : zeroBias(t, w.shape[0]!, w);
-    const y = t.output(0);
-    const y4 = g.rank === 2 ? y : t.scratch([y.shape[0]!, y.shape[1]!, 1, y.shape[2]!], y);
-    t.submit(
-      'onnx_conv',
-      { x, w: w4, b, y: y4 },
-      {
-        group: c.attrs.int('group', 1),
-        ...str(g),
-        ...fusedActivation(c),
-        ...(t.gemmPrecision === 'tf32' && y.dtype === 'f32' ? { precision: 'tf32' } : {}),
-      },
-    );
-    if (y4 !== y) t.submit('copy', { x: y4, y });
+    submitConv(c, t, t.input(0), w, b, t.output(0));
   },
 };
 
@@ -208,7 +213,11 @@ function convTransposeSpec(c: OpCall): { g: Geo; dims: number[]; outPad: [number
   let outPad = two(c, c.attrs.ints('output_padding'), rank, 0);
   const [h, wd] = hw(x, rank);
   const full = (n: number, s: number, k: number, d: number, op: number) => s * (n - 1) + op + d * (k - 1) + 1;
-  const shape = c.attrs.ints('output_shape');
+  const autoPad = c.attrs.string('auto_pad', 'NOTSET');
+  const same = autoPad === 'SAME_UPPER' || autoPad === 'SAME_LOWER';
+  const shape =
+    c.attrs.ints('output_shape') ??
+    (same ? x.slice(2).map((n, i) => n * (rank === 1 ? g.sw : [g.sh, g.sw][i]!)) : undefined);
   if (shape) {
     // Explicit output shape: the pads follow from it (SAME_UPPER-style split, as ONNX specifies).
     const want = rank === 1 ? [1, shape[shape.length - 1]!] : shape.slice(-2);
@@ -221,7 +230,7 @@ function convTransposeSpec(c: OpCall): { g: Geo; dims: number[]; outPad: [number
       tot[0] = Math.max(0, tot[0]!);
       tot[1] = Math.max(0, tot[1]!);
     }
-    const upper = c.attrs.string('auto_pad', 'NOTSET') !== 'SAME_LOWER';
+    const upper = autoPad !== 'SAME_LOWER';
     [g.top, g.bottom] = upper
       ? [Math.floor(tot[0]! / 2), tot[0]! - Math.floor(tot[0]! / 2)]
       : [tot[0]! - Math.floor(tot[0]! / 2), Math.floor(tot[0]! / 2)];
@@ -296,15 +305,12 @@ const convTransposeImpl: OpImpl = {
   },
 };
 
-function poolSpec(c: OpCall): { g: Geo; dims: number[]; ceil: boolean } {
+/** Pool geometry; storage_order only orders MaxPool's Indices (maxpool-indices.ts), not the values. */
+export function poolSpec(c: OpCall): { g: Geo; dims: number[]; ceil: boolean } {
   const x = inp(c, 0).dims;
   const rank = spatialRank(c);
   const k = c.attrs.ints('kernel_shape');
   if (!k) throw fail(c, 'kernel_shape is required', 'TANDEM_ERR_BAD_DATA');
-  if (c.node.outputs.length > 1 && c.node.outputs[1])
-    throw fail(c, "MaxPool's Indices output is not supported", 'TANDEM_ERR_UNSUPPORTED');
-  if (c.attrs.int('storage_order', 0) !== 0)
-    throw fail(c, 'storage_order 1 is not supported', 'TANDEM_ERR_UNSUPPORTED');
   const ceil = c.attrs.int('ceil_mode', 0) === 1;
   const g = geometry(c, k, hw(x, rank));
   return { g, ceil, dims: outDims(c, x[0]!, x[1]!, g, hw(x, rank), ceil) };

@@ -5,6 +5,7 @@
  */
 import { roundTo, type ElemType } from '../host-tensor.js';
 import { broadcastDims, broadcastTo, fail, inp, make, same } from './util.js';
+import { IDENTITY_OPS } from './identity.js';
 import { type Scalars, UNARY, type UnarySpec } from './unary-table.js';
 import type { LowerTarget, OpCall, OpImpl } from './types.js';
 
@@ -84,6 +85,9 @@ const BINARY_F: Record<string, (a: number, b: number) => number> = {
   Or: (a, b) => +(a !== 0 || b !== 0),
   Xor: (a, b) => +((a !== 0) !== (b !== 0)),
   Mod: (a, b) => a - b * Math.floor(a / b),
+  // BitShift (unsigned integers only, like Mod's integer form evaluated on the host): RIGHT by default
+  // here, LEFT chosen from the direction attribute below; the result wraps to the type's width.
+  BitShift: (a, b) => Math.floor(a / 2 ** b),
 };
 
 const BOOL_OUT = new Set(['Equal', 'Less', 'LessOrEqual', 'Greater', 'GreaterOrEqual', 'And', 'Or', 'Xor']);
@@ -122,6 +126,23 @@ function binaryImpl(op: string): OpImpl {
   return binaryImplOf(op);
 }
 
+/**
+ * Pow with an integer base (its result type): both operands cast to f64 (exact for every i32), the
+ * power there, and the cast back truncating toward zero as numpy's astype does.
+ */
+function lowerIntPow(c: OpCall, t: LowerTarget): void {
+  const f64 = { dtype: 'f64' as const };
+  const [a, b] = [0, 1].map((i) => {
+    const x = t.input(i);
+    const y = t.scratch(x.shape, f64);
+    t.submit('cast', { x, y });
+    return y;
+  });
+  const p = t.scratch(naryDims(c), f64);
+  t.submit('onnx_binary', { a: a!, b: b!, c: p }, { op: 'pow' });
+  t.submit('cast', { x: p, y: t.output(0) });
+}
+
 function binaryImplOf(op: string): OpImpl {
   const kernelOp = BINARY_KERNEL[op];
   return {
@@ -133,6 +154,12 @@ function binaryImplOf(op: string): OpImpl {
       let f = BINARY_F[op]!;
       if (op === 'Div' && isInt) f = intDiv;
       if (op === 'Mod' && c.attrs.int('fmod', 0) === 1) f = (a, b) => a % b;
+      if (op === 'BitShift') {
+        const dir = c.attrs.string('direction', '');
+        if (dir !== 'LEFT' && dir !== 'RIGHT')
+          throw fail(c, `direction '${dir}' is not LEFT or RIGHT`, 'TANDEM_ERR_BAD_DATA');
+        if (dir === 'LEFT') f = (a, b) => a * 2 ** b;
+      }
       const acc = broadcastTo(x[0]!, dims);
       for (let i = 1; i < x.length; i++) {
         const b = broadcastTo(x[i]!, dims);
@@ -154,6 +181,7 @@ function binaryImplOf(op: string): OpImpl {
             const n = c.inputs.length;
             if (n === 1) return t.submit('copy', { x: t.input(0), y: t.output(0) });
             const y = t.output(0);
+            if (op === 'Pow' && (y.dtype === 'i32' || y.dtype === 'u8')) return lowerIntPow(c, t);
             if (y.dtype !== 'f32' && y.dtype !== 'f64' && y.dtype !== 'f16' && y.dtype !== 'bf16') {
               throw fail(
                 c,
@@ -204,29 +232,6 @@ const CAST_TO: Record<number, ElemType> = {
   13: 'uint64',
   16: 'bfloat16',
 };
-
-function inferenceOnly(c: OpCall): void {
-  if (c.node.outputs.length > 1 && c.node.outputs[1] !== '')
-    throw fail(c, 'the mask output is not supported', 'TANDEM_ERR_UNSUPPORTED');
-  const training = c.inputs[2];
-  if (training && (!training.host || training.host.data[0] !== 0))
-    throw fail(c, 'training-mode Dropout is not supported (inference only)', 'TANDEM_ERR_UNSUPPORTED');
-}
-
-/** Identity and inference-mode Dropout: a device copy of any dtype (Dropout's mask output is refused). */
-function copyImpl(): OpImpl {
-  return {
-    infer: (c) => {
-      inferenceOnly(c);
-      return [same(c)];
-    },
-    evaluate: (c, x) => {
-      inferenceOnly(c);
-      return [x[0]!];
-    },
-    lower: (_c, t) => t.submit('copy', { x: t.input(0), y: t.output(0) }),
-  };
-}
 
 /** CastLike: Cast to the element type of the second input. */
 const castLikeImpl: OpImpl = {
@@ -368,8 +373,7 @@ export const ELEMENTWISE_OPS: Record<string, OpImpl> = {
     Object.entries(UNARY).map(([k, v]) => [k, unaryImpl(v, k !== 'Identity' && k !== 'Dropout')]),
   ),
   ...Object.fromEntries(Object.keys(BINARY_F).map((k) => [k, binaryImpl(k)])),
-  Identity: copyImpl(),
-  Dropout: copyImpl(),
+  ...IDENTITY_OPS,
   Cast: castImpl,
   CastLike: castLikeImpl,
   Where: whereImpl,

@@ -5,6 +5,7 @@
  * host evaluation runs the kernels' own float64 references, so host and device agree by construction.
  */
 import type { Scalars } from '../../devices/device.js';
+import type { Tensor } from '../../memory/tensor.js';
 import type { RefArg } from '../../kernels/common/reference.js';
 import { onnxArgReduceReference } from '../../kernels/onnx/index-ops.js';
 import { onehotGeometry, onnxHardmaxReference, onnxOnehotReference } from '../../kernels/onnx/onehot.js';
@@ -122,12 +123,32 @@ const gatherElementsImpl: OpImpl = {
     return [make(data.type, dims, y)];
   },
   lower: (c, t) => {
-    deviceRank(c);
+    const { axis } = gatherElementsSpec(c);
+    const [d, i] = [inp(c, 0).dims, inp(c, 1).dims];
+    const alike = (from: number, to: number) => d.slice(from, to).every((v, k) => v === i[from + k]);
+    if (d.length <= MAX_RANK || !alike(0, axis) || !alike(axis + 1, d.length)) {
+      deviceRank(c);
+      return t.submit(
+        'onnx_gather_elements',
+        { data: t.input(0), indices: t.input(1), y: t.output(0) },
+        { axis },
+      );
+    }
+    // Past rank 6 with indices as large as data off the axis: [outer, axis, inner] views, the same
+    // elements in the same order.
+    const [outer, inner] = [numelOf(d.slice(0, axis)), numelOf(d.slice(axis + 1))];
+    const view = (v: Tensor, n: number) => {
+      const y = t.scratch([outer, n, inner], v);
+      t.submit('copy', { x: v, y });
+      return y;
+    };
+    const y = t.scratch([outer, i[axis]!, inner], t.output(0));
     t.submit(
       'onnx_gather_elements',
-      { data: t.input(0), indices: t.input(1), y: t.output(0) },
-      { axis: gatherElementsSpec(c).axis },
+      { data: view(t.input(0), d[axis]!), indices: view(t.input(1), i[axis]!), y },
+      { axis: 1 },
     );
+    t.submit('copy', { x: y, y: t.output(0) });
   },
 };
 

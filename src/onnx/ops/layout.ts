@@ -3,6 +3,7 @@
  * (row-major order is kept); Transpose, Slice, Split, Concat, Gather and Expand lower onto the onnx_*
  * data-movement kernels.
  */
+import { MAX_RANK } from '../../kernels/onnx/shapes.js';
 import { numelOf, type HostTensor } from '../host-tensor.js';
 import {
   broadcastDims,
@@ -16,6 +17,7 @@ import {
   stridesOf,
 } from './util.js';
 import type { OpCall, OpImpl } from './types.js';
+import { lowerWideSlice } from './wide-slice.js';
 
 const list = (xs: readonly number[]): string => xs.join(',');
 
@@ -196,6 +198,8 @@ const sliceImpl: OpImpl = {
   },
   lower: (c, t) => {
     const s = sliceSpec(c);
+    const rank = inp(c, 0).dims.length;
+    if (rank > MAX_RANK) return lowerWideSlice(c, t, sliceRanges(inp(c, 0).dims, s));
     t.submit(
       'onnx_slice',
       { x: t.input(0), y: t.output(0) },

@@ -3,7 +3,8 @@
  * weights and ignore_index), composed from existing kernels: the picked log-probabilities by
  * onnx_gather_elements along the class axis, the class weights by onnx_gather, ignored targets masked
  * with onnx_compare + onnx_where, then onnx_binary / onnx_unary / onnx_reduce; SoftmaxCrossEntropyLoss
- * runs onnx_softmax (log) along the class axis first. The host evaluation is a float64 loop.
+ * runs onnx_softmax (log) along the class axis first; inputs past the kernels' rank 6 run on flat
+ * [N, C, D] views. The host evaluation is a float64 loop.
  */
 import type { Tensor } from '../../memory/tensor.js';
 import { MAX_RANK } from '../../kernels/onnx/shapes.js';
@@ -95,13 +96,29 @@ function lossImpl(softmax: boolean): OpImpl {
     },
     lower: (c, t) => {
       const s = lossSpec(c);
-      if (inp(c, 0).dims.length > MAX_RANK)
-        throw fail(
-          c,
-          `rank ${inp(c, 0).dims.length} on device data is not supported`,
-          'TANDEM_ERR_UNSUPPORTED',
-        );
-      lowerLoss(c, t, s, softmax);
+      if (inp(c, 0).dims.length <= MAX_RANK) return lowerLoss(c, t, s, softmax);
+      // Past the kernels' rank 6: [N, C, d1 … dk] as [N, C, d1·…·dk] (the loss is per position either
+      // way): inputs copied into the flat views, outputs computed there and copied out.
+      const x = inp(c, 0).dims;
+      const flat = [x[0]!, x[1]!, numelOf(x.slice(2))];
+      const view = (v: Tensor, dims: readonly number[]) => {
+        const y = t.scratch(dims, v);
+        t.submit('copy', { x: v, y });
+        return y;
+      };
+      const ins = [view(t.input(0), flat), view(t.input(1), [flat[0]!, flat[2]!])];
+      const outs = new Map<number, Tensor>();
+      const flatDims = (i: number) => (i === 1 ? flat : s.reduction === 'none' ? [flat[0]!, flat[2]!] : []);
+      const inner: LowerTarget = {
+        ...t,
+        input: (i) => ins[i] ?? t.input(i),
+        output: (i) => {
+          if (!outs.has(i)) outs.set(i, t.scratch(flatDims(i), t.input(0)));
+          return outs.get(i)!;
+        },
+      };
+      lowerLoss(c, inner, { ...s, dims: [flat[0]!, flat[2]!] }, softmax);
+      for (const [i, v] of outs) t.submit('copy', { x: v, y: t.output(i) });
     },
   };
 }

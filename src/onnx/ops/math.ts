@@ -2,7 +2,8 @@
  * Matrix products, normalizations, softmax and reductions: MatMul, Gemm, BatchNormalization,
  * LayerNormalization, Softmax, LogSoftmax, Reduce*.
  */
-import { numelOf } from '../host-tensor.js';
+import { numelOf, type HostTensor } from '../host-tensor.js';
+import { bnBatchStats, bnTraining, lowerBnTraining } from './batchnorm-training.js';
 import { broadcastDims, broadcastTo, fail, inp, make, normAxis, optHostInts, stridesOf } from './util.js';
 import type { OpCall, OpImpl } from './types.js';
 
@@ -104,22 +105,38 @@ const gemmImpl: OpImpl = {
 
 const batchNormImpl: OpImpl = {
   infer: (c) => {
-    if (c.node.outputs.filter((o) => o !== '').length > 1 || c.attrs.int('training_mode', 0) === 1)
-      throw fail(c, 'training-mode BatchNormalization is not supported', 'TANDEM_ERR_UNSUPPORTED');
-    return [{ type: inp(c, 0).type, dims: inp(c, 0).dims }];
+    const dims = inp(c, 0).dims;
+    if (!bnTraining(c)) {
+      if (c.node.outputs.filter((o) => o !== '').length > 1)
+        throw fail(c, 'running statistics outputs need training_mode 1', 'TANDEM_ERR_BAD_DATA');
+      return [{ type: inp(c, 0).type, dims }];
+    }
+    const stat = { type: inp(c, 3).type, dims: [dims[1]!] };
+    return [{ type: inp(c, 0).type, dims }, stat, stat];
   },
   evaluate: (c, x) => {
     const eps = c.attrs.float('epsilon', 1e-5);
     const t = x[0]!;
     const ch = t.dims[1]!;
     const inner = numelOf(t.dims.slice(2));
+    const training = bnTraining(c) ? bnBatchStats(t) : undefined;
+    const [mean, variance] = training ?? [x[3]!.data, x[4]!.data];
     const out = t.data.map((v, i) => {
       const k = Math.floor(i / inner) % ch;
-      return ((v - x[3]!.data[k]!) / Math.sqrt(x[4]!.data[k]! + eps)) * x[1]!.data[k]! + x[2]!.data[k]!;
+      return ((v - mean[k]!) / Math.sqrt(variance[k]! + eps)) * x[1]!.data[k]! + x[2]!.data[k]!;
     });
-    return [make(t.type, t.dims, out)];
+    if (!training) return [make(t.type, t.dims, out)];
+    const m = c.attrs.float('momentum', 0.9);
+    const run = (old: HostTensor, cur: Float64Array) =>
+      make(
+        old.type,
+        [ch],
+        old.data.map((v, k) => v * m + cur[k]! * (1 - m)),
+      );
+    return [make(t.type, t.dims, out), run(x[3]!, training[0]), run(x[4]!, training[1])];
   },
-  lower: (c, t) =>
+  lower: (c, t) => {
+    if (bnTraining(c)) return lowerBnTraining(c, t);
     t.submit(
       'onnx_batchnorm',
       {
@@ -131,7 +148,8 @@ const batchNormImpl: OpImpl = {
         y: t.output(0),
       },
       { epsilon: c.attrs.float('epsilon', 1e-5) },
-    ),
+    );
+  },
 };
 
 /** LayerNormalization's rows: [M, C] with C = ∏ dims[axis:]; Mean/InvStdDev have dims[:axis] + 1s. */

@@ -1,7 +1,9 @@
 /**
  * DepthToSpace and SpaceToDepth: x [N,C,H,W] viewed as a rank-6 tensor, permuted, viewed as the result
  * (ONNX's definition, DCR and CRD modes); on device a copy into the rank-6 view, onnx_transpose and a
- * copy out, so any dtype the copies take.
+ * copy out, so any dtype the copies take. ReverseSequence: each batch entry's first sequence_lens[b]
+ * time steps reversed, on device one onnx_gather of x's (time, batch) rows by source row indices
+ * computed from the host-known lengths.
  */
 import { numelOf } from '../host-tensor.js';
 import { fail, inp, make, stridesOf } from './util.js';
@@ -75,7 +77,61 @@ const rearrangeImpl: OpImpl = {
   },
 };
 
+/** For each (time, batch) row of x in storage order: the row it reads. */
+function reverseRows(c: OpCall): { rows: number[]; rest: number } {
+  const dims = inp(c, 0).dims;
+  const timeAxis = c.attrs.int('time_axis', 0);
+  const batchAxis = c.attrs.int('batch_axis', 1);
+  if (dims.length < 2 || ![timeAxis, batchAxis].every((a) => a === 0 || a === 1) || timeAxis === batchAxis)
+    throw fail(c, `time_axis ${timeAxis} and batch_axis ${batchAxis} must be 0 and 1 of a rank ≥ 2 input`);
+  const lens = inp(c, 1).host;
+  if (!lens)
+    throw fail(
+      c,
+      `sequence_lens computed during the run (op ReverseSequence, domain ai.onnx, opset ${c.opset}, input 1) is not supported`,
+      'TANDEM_ERR_UNSUPPORTED',
+    );
+  const [T, B] = [dims[timeAxis]!, dims[batchAxis]!];
+  if (lens.data.length !== B || lens.data.some((l) => l < 0 || l > T))
+    throw fail(c, `sequence_lens must hold ${B} lengths in [0, ${T}]`, 'TANDEM_ERR_BAD_DATA');
+  const at = (t: number, b: number) => (timeAxis === 0 ? t * B + b : b * T + t);
+  const rows = new Array<number>(T * B);
+  for (let t = 0; t < T; t++)
+    for (let b = 0; b < B; b++) {
+      const len = lens.data[b]!;
+      rows[at(t, b)] = at(t < len ? len - 1 - t : t, b);
+    }
+  return { rows, rest: numelOf(dims.slice(2)) };
+}
+
+const reverseSequenceImpl: OpImpl = {
+  hostInputs: [1],
+  infer: (c) => {
+    reverseRows(c);
+    return [{ type: inp(c, 0).type, dims: inp(c, 0).dims }];
+  },
+  evaluate: (c, x) => {
+    const { rows, rest } = reverseRows(c);
+    const out = rows.flatMap((r) => Array.from(x[0]!.data.subarray(r * rest, (r + 1) * rest)));
+    return [make(x[0]!.type, x[0]!.dims, out)];
+  },
+  lower: (c, t) => {
+    const { rows, rest } = reverseRows(c);
+    const x = t.input(0);
+    const flat = t.scratch([rows.length, rest], x);
+    t.submit('copy', { x, y: flat });
+    const picked = t.scratch([rows.length, rest], x);
+    t.submit(
+      'onnx_gather',
+      { data: flat, indices: t.constant([rows.length], 'i32', rows), y: picked },
+      { axis: 0 },
+    );
+    t.submit('copy', { x: picked, y: t.output(0) });
+  },
+};
+
 export const REARRANGE_OPS: Record<string, OpImpl> = {
+  ReverseSequence: reverseSequenceImpl,
   DepthToSpace: rearrangeImpl,
   SpaceToDepth: rearrangeImpl,
 };

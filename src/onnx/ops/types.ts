@@ -3,6 +3,7 @@
  * inputs' (shape inference at bind time), a float64 evaluation on the host (constant folding of shape
  * subgraphs and the whole-graph float64 reference), and optionally a lowering onto runtime kernels.
  */
+import type { DType } from '../../core/dtype.js';
 import type { Tensor } from '../../memory/tensor.js';
 import type { Attrs } from '../attributes.js';
 import type { ElemType, HostTensor } from '../host-tensor.js';
@@ -46,6 +47,11 @@ export interface LowerTarget {
   output(i: number): Tensor;
   /** A scratch tensor of `like`'s dtype, freed after the node's tasks are submitted. */
   scratch(dims: readonly number[], like: Pick<Tensor, 'dtype'>): Tensor;
+  /**
+   * A device tensor of values the lowering computed on the host from host-known inputs (Compress's
+   * kept indices), freed with the scratch tensors.
+   */
+  constant(dims: readonly number[], dtype: DType, data: ArrayLike<number>): Tensor;
   submit(
     kernel: string,
     args: Record<string, Tensor>,

@@ -1,6 +1,6 @@
 /**
  * Operators that make values rather than move them: Shape, Size and EyeLike (dims only), Constant,
- * ConstantOfShape and Range (host values), Tile (host only), and Pad (onnx_pad on device).
+ * ConstantOfShape and Range (host values), Tile (onnx_expand on device), and Pad (onnx_pad on device).
  */
 import { elemTypeOf, numelOf, type ElemType, type HostTensor } from '../host-tensor.js';
 import { fail, hostInts, inp, make, normAxis, optHostInts, stridesOf } from './util.js';
@@ -157,6 +157,26 @@ const tileImpl: OpImpl = {
       out[e] = src.data[off]!;
     }
     return [make(src.type, dims, out)];
+  },
+  // On device data, one repeated axis at a time: the tensor viewed as [outer, 1, d, inner], onnx_expand
+  // to [outer, r, d, inner], which holds the tensor tiled r times along that axis.
+  lower: (c, t) => {
+    const reps = hostInts(c, 1, 'repeats');
+    let x = t.input(0);
+    const dims = [...x.shape];
+    const axes = reps.map((r, i) => (r === 1 ? -1 : i)).filter((i) => i >= 0);
+    if (axes.length === 0) return t.submit('copy', { x, y: t.output(0) });
+    for (const [k, i] of axes.entries()) {
+      const [outer, inner] = [numelOf(dims.slice(0, i)), numelOf(dims.slice(i + 1))];
+      const v = t.scratch([outer, 1, dims[i]!, inner], x);
+      t.submit('copy', { x, y: v });
+      dims[i] = dims[i]! * reps[i]!;
+      const last = k === axes.length - 1;
+      const e = t.scratch([outer, reps[i]!, v.shape[2]!, inner], x);
+      t.submit('onnx_expand', { x: v, y: e });
+      if (last) t.submit('copy', { x: e, y: t.output(0) });
+      x = e;
+    }
   },
 };
 
