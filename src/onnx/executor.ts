@@ -10,7 +10,6 @@ import type { Tensor } from '../memory/tensor.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { SequenceCollector } from '../runtime/sequence-collector.js';
 import type { TaskHandle } from '../runtime/task.js';
-import { imageNormalizeScalars, type ImageNormalizeParams } from '../kernels/image_normalize/params.js';
 import { hostTensor, isFloatType, roundTo, type ElemType } from './host-tensor.js';
 import type { OnnxModel } from './model.js';
 import { ONNX_OPS } from './ops/table.js';
@@ -18,6 +17,7 @@ import type { LowerTarget } from './ops/types.js';
 import { bindPlan, type BoundInput, type Plan, type PlannedValue } from './plan.js';
 import { profileFromEnv, StepProfiler, type OnnxProfile } from './profile.js';
 import { KernelPlacement } from './fallback.js';
+import { imageDims, submitImageNormalize, type ImageFeed } from './image-feed.js';
 
 export type OnnxRuntime = Pick<
   Runtime,
@@ -66,12 +66,6 @@ export interface RunOptions {
    * before the run's first kernel, on `device` (default the run's own).
    */
   readonly images?: Readonly<Record<string, ImageFeed>>;
-}
-
-export interface ImageFeed {
-  readonly params: ImageNormalizeParams;
-  /** Where image_normalize runs when the run's device has no implementation of it (WebGPU). */
-  readonly device?: string;
 }
 
 export interface OutputTensor {
@@ -215,20 +209,7 @@ export class OnnxExecutor {
       else x = this.keepIo(key, this.rt.tensor(f.dims, 'u8', f.data as Uint8Array));
       kept.add(x);
       const y = this.rt.tensor(v.dims, dtypeOf(v.type));
-      let h: TaskHandle;
-      try {
-        h = this.rt.submit({
-          kernel: 'image_normalize',
-          args: { x, y },
-          scalars: imageNormalizeScalars(image.params),
-          device: image.device ?? opts.device,
-          name: `image_normalize:${name}`,
-          tags: opts.tags,
-        });
-      } catch (e) {
-        this.rt.free(y);
-        throw e;
-      }
+      const h = submitImageNormalize(this.rt, { x, y }, image, name, opts.device, opts.tags);
       live.set(name, y);
       if (profiler) {
         await h.done;
@@ -393,22 +374,6 @@ export class OnnxExecutor {
     for (const t of this.io.values()) this.rt.free(t);
     this.io.clear();
   }
-}
-
-/** The graph-side dims (N×3×H×W) of an image feed (N×H×W×3 uint8), checked. */
-function imageDims(name: string, f: InputTensor, type: ElemType | undefined): number[] {
-  const [n, h, w, c] = f.dims;
-  if (f.dims.length !== 4 || c !== 3 || !(f.data instanceof Uint8Array))
-    throw new TandemError(
-      'TANDEM_ERR_SHAPE',
-      `onnx: image input '${name}' must be uint8 [N, H, W, 3], got [${f.dims.join(', ')}]`,
-      { input: name },
-    );
-  if (type !== undefined && !isFloatType(type))
-    throw new TandemError('TANDEM_ERR_DTYPE', `onnx: input '${name}' is ${type}, not a float image`, {
-      input: name,
-    });
-  return [n!, 3, h!, w!];
 }
 
 function toDevice(data: ArrayLike<number>, dtype: DType): ArrayLike<number> | HostArray {

@@ -6,7 +6,8 @@
  * keeps serving its other models.
  */
 import { TandemError, failedStep } from '../../../core/errors.js';
-import { OnnxExecutor, type ImageFeed, type InputTensor, type OutputTensor } from '../../../onnx/executor.js';
+import { OnnxExecutor, type InputTensor, type OutputTensor } from '../../../onnx/executor.js';
+import type { ImageFeed } from '../../../onnx/image-feed.js';
 import { isFloatType, numelOf } from '../../../onnx/host-tensor.js';
 import { loadOnnxFile, type OnnxModel } from '../../../onnx/model.js';
 import { opImpl } from '../../../onnx/ops/table.js';
