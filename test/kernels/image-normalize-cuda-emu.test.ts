@@ -6,12 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type HostArray, hostView } from '../../src/core/dtype.js';
-import { numel } from '../../src/core/shape.js';
-import type { CudaKernelImpl, CudaNative } from '../../src/devices/cuda/kernel-api.js';
-import { checkCase, prepareCase } from '../../src/kernels/conformance.js';
+import type { CudaKernelImpl } from '../../src/devices/cuda/kernel-api.js';
 import { imageNormalizeGroup } from '../../src/kernels/onnx/image-group.js';
-import { hostCudaUnavailable, runNativeOnHost } from './cuda-emu/host-cuda.js';
+import { hostCudaUnavailable } from './cuda-emu/host-cuda.js';
+import { runCaseOnEmulator } from './cuda-emu/run-case.js';
 
 const unavailable = hostCudaUnavailable();
 if (unavailable) console.log(`# skip image_normalize CUDA emulation: ${unavailable}`);
@@ -34,25 +32,6 @@ void describe('image_normalize on the CUDA host emulator', { skip: unavailable ?
     ));
   const def = imageNormalizeGroup.defs[0]!;
   const impl = imageNormalizeGroup.impls.find((e) => e.backend === 'cuda')!.impl as CudaKernelImpl;
-  const native: CudaNative =
-    impl.kind === 'native' ? impl : { kind: 'native', run: (ctx, args, s) => ctx.launch(impl, args, s) };
   for (const c of cases)
-    if (c)
-      void it(c.name, () => {
-        const prepared = prepareCase(def, c);
-        def.validate(prepared.descs, c.scalars);
-        const descs = def.args.map((s) => prepared.descs[s.name]!);
-        const initial = def.args.map((s) => {
-          const a = prepared.initial[s.name]!;
-          return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
-        });
-        const { outputs } = runNativeOnHost(native, descs, initial, c.scalars);
-        const results: Record<string, HostArray> = {};
-        def.args.forEach((s, i) => {
-          const d = descs[i]!;
-          const copy = Uint8Array.from(outputs[i]!);
-          results[s.name] = hostView(d.dtype, copy.buffer, 0, numel(d.shape));
-        });
-        assert.deepEqual(checkCase(c, prepared, results), []);
-      });
+    if (c) void it(c.name, () => assert.deepEqual(runCaseOnEmulator(c, { def, impl }), []));
 });

@@ -8,41 +8,14 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type HostArray, hostView } from '../../src/core/dtype.js';
-import { numel } from '../../src/core/shape.js';
-import type { CudaKernelImpl, CudaNative } from '../../src/devices/cuda/kernel-api.js';
-import { CONFORMANCE_CASES, type ConformanceCase } from '../../src/kernels/conformance-cases.js';
-import { checkCase, prepareCase } from '../../src/kernels/conformance.js';
-import { KERNEL_IMPLS } from '../../src/kernels/register.js';
+import { CONFORMANCE_CASES } from '../../src/kernels/conformance-cases.js';
 import { conv2dCudaWith } from '../../src/kernels/conv2d/cuda.js';
 import { conv2dBackwardCudaWith } from '../../src/kernels/conv2d_backward/cuda.js';
-import { defOf } from './cpu-harness.js';
-import { hostCudaUnavailable, runNativeOnHost } from './cuda-emu/host-cuda.js';
+import { hostCudaUnavailable } from './cuda-emu/host-cuda.js';
+import { runCaseOnEmulator } from './cuda-emu/run-case.js';
 
 const unavailable = hostCudaUnavailable();
 if (unavailable) console.log(`# skip conv CUDA emulation: ${unavailable}`);
-
-function runOnEmulator(c: ConformanceCase, override?: CudaNative): string[] {
-  const def = defOf(c.op);
-  const prepared = prepareCase(def, c);
-  def.validate(prepared.descs, c.scalars);
-  const impl =
-    override ?? (KERNEL_IMPLS.find((e) => e.op === c.op && e.backend === 'cuda')!.impl as CudaKernelImpl);
-  const native: CudaNative =
-    impl.kind === 'native' ? impl : { kind: 'native', run: (ctx, args, s) => ctx.launch(impl, args, s) };
-  const descs = def.args.map((s) => prepared.descs[s.name]!);
-  const initial = def.args.map((s) => {
-    const a = prepared.initial[s.name]!;
-    return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
-  });
-  const { outputs } = runNativeOnHost(native, descs, initial, c.scalars);
-  const results: Record<string, HostArray> = {};
-  def.args.forEach((s, i) => {
-    const d = descs[i]!;
-    results[s.name] = hostView(d.dtype, outputs[i]!.buffer, outputs[i]!.byteOffset, numel(d.shape));
-  });
-  return checkCase(c, prepared, results);
-}
 
 /**
  * Odd sizes, stride 2 with padding 2, a 3x5 kernel, both accumulate modes, overlapping and padded pool
@@ -61,7 +34,7 @@ const cases = CONFORMANCE_CASES.filter((c) => PICKED.some((p) => p.test(c.name))
 void describe('conv group CUDA kernels on the host emulator', { skip: unavailable ?? false }, () => {
   void it('picks the cases it means to run', () => assert.equal(cases.length, 2 + 2 + 1 + 4 + 4));
   for (const c of cases) {
-    void it(c.name, () => assert.deepEqual(runOnEmulator(c), []));
+    void it(c.name, () => assert.deepEqual(runCaseOnEmulator(c), []));
   }
   // A 1-byte column budget: one image per chunk, so n0 > 0 offsets and dw's accumulation across chunks run.
   for (const [op, impl] of [
@@ -69,6 +42,6 @@ void describe('conv group CUDA kernels on the host emulator', { skip: unavailabl
     ['conv2d_backward', conv2dBackwardCudaWith(1)],
   ] as const) {
     const c = cases.find((k) => k.op === op && k.name.includes('f32 n3'))!;
-    void it(`${c.name}, one image per chunk`, () => assert.deepEqual(runOnEmulator(c, impl), []));
+    void it(`${c.name}, one image per chunk`, () => assert.deepEqual(runCaseOnEmulator(c, { impl }), []));
   }
 });

@@ -7,38 +7,12 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type HostArray, hostView } from '../../src/core/dtype.js';
-import { numel } from '../../src/core/shape.js';
-import type { CudaKernelImpl, CudaNative } from '../../src/devices/cuda/kernel-api.js';
-import { CONFORMANCE_CASES, type ConformanceCase } from '../../src/kernels/conformance-cases.js';
-import { checkCase, prepareCase } from '../../src/kernels/conformance.js';
-import { KERNEL_IMPLS } from '../../src/kernels/register.js';
-import { defOf } from './cpu-harness.js';
-import { hostCudaUnavailable, runNativeOnHost } from './cuda-emu/host-cuda.js';
+import { CONFORMANCE_CASES } from '../../src/kernels/conformance-cases.js';
+import { hostCudaUnavailable } from './cuda-emu/host-cuda.js';
+import { runCaseOnEmulator } from './cuda-emu/run-case.js';
 
 const unavailable = hostCudaUnavailable();
 if (unavailable) console.log(`# skip onnx CUDA emulation: ${unavailable}`);
-
-function runOnEmulator(c: ConformanceCase): string[] {
-  const def = defOf(c.op);
-  const prepared = prepareCase(def, c);
-  def.validate(prepared.descs, c.scalars);
-  const impl = KERNEL_IMPLS.find((e) => e.op === c.op && e.backend === 'cuda')!.impl as CudaKernelImpl;
-  const native: CudaNative =
-    impl.kind === 'native' ? impl : { kind: 'native', run: (ctx, args, s) => ctx.launch(impl, args, s) };
-  const descs = def.args.map((s) => prepared.descs[s.name]!);
-  const initial = def.args.map((s) => {
-    const a = prepared.initial[s.name]!;
-    return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
-  });
-  const { outputs } = runNativeOnHost(native, descs, initial, c.scalars);
-  const results: Record<string, HostArray> = {};
-  def.args.forEach((s, i) => {
-    const d = descs[i]!;
-    results[s.name] = hostView(d.dtype, outputs[i]!.buffer, outputs[i]!.byteOffset, numel(d.shape));
-  });
-  return checkCase(c, prepared, results);
-}
 
 /** Exact case names: each CUDA program once in f32, its broadcast/index paths, and a 16-bit dtype. */
 const PICKED = [
@@ -186,5 +160,5 @@ void describe('onnx kernels on the CUDA host emulator', { skip: unavailable ?? f
       cases.map((c) => c?.name),
       PICKED,
     ));
-  for (const c of cases) if (c) void it(c.name, () => assert.deepEqual(runOnEmulator(c), []));
+  for (const c of cases) if (c) void it(c.name, () => assert.deepEqual(runCaseOnEmulator(c), []));
 });
