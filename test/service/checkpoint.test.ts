@@ -40,9 +40,10 @@ async function runJobs(db: Db, n: number): Promise<void> {
 const walBytes = (dir: string): number => statSync(join(dir, 'tandem.sqlite-wal')).size;
 /**
  * What the WAL stays under with the thread: ~1 MiB (restartFrames 200) when it runs freely, a few MiB
- * when a loaded machine holds it back; without checkpoints the same jobs leave ~57 MiB.
+ * when a loaded machine holds it back (13.3 MiB once, with two other test suites and a clean-clone CI
+ * sharing the 2 cores); without checkpoints the same jobs leave ~57 MiB.
  */
-const BOUND = 12 * 2 ** 20;
+const BOUND = 16 * 2 ** 20;
 
 void test('checkpointer: the server connection never checkpoints, the thread keeps the WAL bounded', async () => {
   const dir = tempDir();
