@@ -11,6 +11,7 @@
 import { type DType, bytesPerElement } from '../../core/dtype.js';
 import type { UniformWord } from '../../devices/webgpu/kernel-api.js';
 import { fillPattern } from '../fill/webgpu.js';
+import { storedValue } from './gather-pad.js';
 import { MAX_RANK } from './shapes.js';
 import { u32 } from './webgpu-steps.js';
 
@@ -116,11 +117,12 @@ export function wordCount(dtype: DType, n: number): number {
 }
 
 /**
- * Words (lo, hi) holding the bits of a value stored as `dtype` (fill's encoding): an element narrower
- * than 4 bytes sits in the low bits of lo, as bits_ returns it.
+ * Words (lo, hi) holding the bits of `value` stored as `dtype` (fill's encoding; integers truncated
+ * and saturated as the CPU stores them): an element narrower than 4 bytes sits in the low bits of lo,
+ * as bits_ returns it.
  */
 export function valueWords(dtype: DType, value: number): [UniformWord, UniformWord] {
-  const [lo, hi] = fillPattern(dtype, value);
+  const [lo, hi] = fillPattern(dtype, isIntDType(dtype) ? storedValue(dtype, value) : value);
   return [u32(lo), u32(hi)];
 }
 
