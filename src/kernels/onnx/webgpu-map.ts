@@ -19,6 +19,7 @@ import {
 } from './map-program.js';
 import { BINARY_OPS, type BinaryOp, type UnaryOp } from './elementwise-ops.js';
 import { BINARY_WGSL, POW_REF, UNARY_WGSL } from './webgpu.js';
+import { HYPERBOLIC_WGSL } from './webgpu-math.js';
 
 const isBinary = (op: string): op is BinaryOp => (BINARY_OPS as readonly string[]).includes(op);
 
@@ -73,7 +74,7 @@ export function mapWgsl(p: MapProgram): string {
       `let beta = ${param('beta')}; let lo = ${param('min')}; let hi = ${param('max')}; ${r} = ${expr}; }`
     );
   });
-  return `${POW_REF}fn prog(r0: f32) -> f32 {
+  return `${POW_REF}${HYPERBOLIC_WGSL}fn prog(r0: f32) -> f32 {
 ${lines.join('\n')}
   return r${p.instrs.length};
 }

@@ -2,7 +2,8 @@
  * WebGPU versions of onnx_unary and onnx_binary (f32 arithmetic; f16 native or packed and bf16 packed
  * storage through common/webgpu.ts). onnx_binary broadcasts in f32; same-shape operands take every
  * float storage. Ops whose WGSL would lose accuracy against the float64 reference (erf, gelu, softplus
- * and elu, which need erf/log1p/expm1 that WGSL lacks) are declined, so the runtime places them elsewhere.
+ * and elu, which need erf/log1p/expm1 that WGSL lacks) are declined, so the runtime places them elsewhere;
+ * the hyperbolic ops use webgpu-math.ts's cancellation-free forms.
  */
 import { numel } from '../../core/shape.js';
 import type { WebGpuKernel } from '../../devices/webgpu/kernel-api.js';
@@ -12,6 +13,7 @@ import { elementwiseStep, elementwiseWgsl, floatStorage, LINEAR_MAIN } from '../
 import { pad6 } from './common.js';
 import { BINARY_OPS, type BinaryOp, type UnaryOp, unaryParams } from './elementwise-ops.js';
 import { broadcastStrides, sameShape } from './shapes.js';
+import { HYPERBOLIC_WGSL } from './webgpu-math.js';
 
 export const UNARY_WGSL: Partial<Record<UnaryOp, string>> = {
   relu: 'select(x, 0.0, x < 0.0)',
@@ -30,6 +32,19 @@ export const UNARY_WGSL: Partial<Record<UnaryOp, string>> = {
   gelu_tanh: '0.5 * x * (1.0 + tanh(clamp(0.7978845608028654 * (x + 0.044715 * x * x * x), -15.0, 15.0)))',
   clip: 'select(select(x, P.lo, x < P.lo), P.hi, x > P.hi)',
   identity: 'x',
+  // WGSL's round() rounds halves to even, as numpy and CUDA's rint.
+  round: 'round(x)',
+  floor: 'floor(x)',
+  ceil: 'ceil(x)',
+  // ±0 and NaN fall through both tests and are kept.
+  sign: 'select(select(x, 1.0, x > 0.0), -1.0, x < 0.0)',
+  thresholded_relu: 'select(0.0, x, x > P.alpha)',
+  shrink: 'select(select(0.0, x - P.beta, x > P.alpha), x + P.beta, x < -P.alpha)',
+  sinh: 't_sinh(x)',
+  cosh: 't_cosh(x)',
+  asinh: 't_asinh(x)',
+  acosh: 't_acosh(x)',
+  atanh: 't_atanh(x)',
 };
 
 export const onnxUnaryWebGpu: WebGpuKernel = {
@@ -48,6 +63,7 @@ export const onnxUnaryWebGpu: WebGpuKernel = {
       output: 'Y',
       expr: UNARY_WGSL[p.op]!,
       params: ['alpha: f32', 'beta: f32', 'lo: f32', 'hi: f32'],
+      helpers: HYPERBOLIC_WGSL,
     });
     // f32 uniforms: clip's ±f64-max defaults become ±inf, which clamps nothing, as intended.
     return [
