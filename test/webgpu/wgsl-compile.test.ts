@@ -131,6 +131,16 @@ function variants(): Variant[] {
           args: [t([10], from), t([10], to)],
           scalars: {},
         });
+  for (const [from, to] of [
+    ['f32', 'f64'],
+    ['f64', 'f32'],
+  ] as const)
+    out.push({
+      name: `cast ${from}->${to}`,
+      kernel: castWebGpu,
+      args: [t([10], from), t([10], to)],
+      scalars: {},
+    });
   // onnx_map's generated program functions in every storage (native f16 cannot run on llvmpipe).
   for (const dtype of ['f32', 'f16', 'bf16'] as const)
     for (const [label, program] of MAP_PROGRAMS)
