@@ -1,7 +1,7 @@
 /**
  * The index and scan ONNX ops (ArgMax/ArgMin, GatherElements, Trilu, CumSum, Hardmax, OneHot, TopK, GatherND) as an op group, with
  * their conformance cases. WebGPU versions of gather_elements, gather_nd, argreduce, hardmax and onehot
- * in webgpu-index.ts.
+ * in webgpu-index.ts, of topk and cumsum in webgpu-scan.ts (trilu has none yet).
  */
 import type { Scalars } from '../../devices/device.js';
 import type { ConformanceCase } from '../case-types.js';
@@ -57,6 +57,7 @@ import {
   onnxHardmaxWebGpu,
   onnxOnehotWebGpu,
 } from './webgpu-index.js';
+import { onnxCumsumWebGpu, onnxTopkWebGpu } from './webgpu-scan.js';
 
 const EXACT = { rtol: 0, atol: 0 };
 
@@ -293,6 +294,8 @@ export const onnxIndexGroup: OnnxOpGroup = {
     { op: 'onnx_hardmax', backend: 'webgpu', impl: onnxHardmaxWebGpu },
     { op: 'onnx_onehot', backend: 'webgpu', impl: onnxOnehotWebGpu },
     { op: 'onnx_gather_nd', backend: 'webgpu', impl: onnxGatherNdWebGpu },
+    { op: 'onnx_topk', backend: 'webgpu', impl: onnxTopkWebGpu },
+    { op: 'onnx_cumsum', backend: 'webgpu', impl: onnxCumsumWebGpu },
   ],
   references: {
     onnx_argreduce: onnxArgReduceReference,
