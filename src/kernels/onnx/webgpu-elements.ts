@@ -140,9 +140,9 @@ export function array6(p: string): string {
 export function offsetWgsl(idx: string, strides: readonly string[]): string {
   const decl = strides.map((s) => `var o_${s} = 0u;`).join(' ');
   const acc = strides.map((s) => `o_${s} += c * ${s}[k];`).join(' ');
-  return `var r = ${idx};
+  return `var rix = ${idx};
   ${decl}
-  for (var k = 5; k >= 0; k--) { let c = r % d[k]; r = r / d[k]; ${acc} }`;
+  for (var k = 5; k >= 0; k--) { let c = rix % d[k]; rix = rix / d[k]; ${acc} }`;
 }
 
 export function words(values: readonly number[]): UniformWord[] {

@@ -8,13 +8,14 @@
  * (WGSL cannot compare it as a number).
  *
  * CumSum: one invocation per line along the axis, f32 and i32 (whose running sum is kept in 64 bits and
- * saturated at each store, as the CPU's double sums are). 16-bit lines would share words between
- * invocations, and f64 cannot be added in WGSL: both declined.
+ * saturated at each store, as the CPU's double sums are), and f64 with a software double addition
+ * (webgpu-f64.ts). 16-bit lines would share words between invocations: declined.
  */
 import type { DType } from '../../core/dtype.js';
 import type { WebGpuKernel, WebGpuStep } from '../../devices/webgpu/kernel-api.js';
 import { LINEAR_MAIN } from '../common/webgpu.js';
 import { cumsumGeometry } from './scan.js';
+import { onnxCumsumF64WebGpu } from './webgpu-f64.js';
 import { topkGeometry } from './topk.js';
 import {
   H2F_WGSL,
@@ -136,10 +137,13 @@ ${int ? I64_SUM_WGSL : ''}${LINEAR_MAIN}
 
 export const onnxCumsumWebGpu: WebGpuKernel = {
   kind: 'webgpu-kernel',
-  supports: (args) =>
-    args.length === 2 && args[0]!.dtype === args[1]!.dtype && ['f32', 'i32'].includes(args[0]!.dtype),
-  plan(args, scalars): WebGpuStep[] {
+  supports: (args, scalars, f) =>
+    args.length === 2 &&
+    args[0]!.dtype === args[1]!.dtype &&
+    (['f32', 'i32'].includes(args[0]!.dtype) || onnxCumsumF64WebGpu.supports(args, scalars, f)),
+  plan(args, scalars, f): readonly WebGpuStep[] {
     const x = args[0]!;
+    if (x.dtype === 'f64') return onnxCumsumF64WebGpu.plan(args, scalars, f);
     const g = cumsumGeometry(x, scalars);
     const n = g.outer * g.inner;
     const wgsl = cumsumWgsl(x.dtype as 'f32' | 'i32', g.exclusive, g.reverse);

@@ -1,7 +1,7 @@
 /**
  * WebGPU versions of onnx_unary and onnx_binary (f32 arithmetic; f16 native or packed and bf16 packed
  * storage through common/webgpu.ts). onnx_binary broadcasts in f32; same-shape operands take every
- * float storage. Ops whose WGSL would lose accuracy against the float64 reference (erf, gelu, softplus
+ * float storage; f64 max/min run on the words (webgpu-f64.ts). Ops whose WGSL would lose accuracy against the float64 reference (erf, gelu, softplus
  * and elu, which need erf/log1p/expm1 that WGSL lacks) are declined, so the runtime places them elsewhere;
  * the hyperbolic ops use webgpu-math.ts's cancellation-free forms.
  */
@@ -13,6 +13,7 @@ import { elementwiseStep, elementwiseWgsl, floatStorage, LINEAR_MAIN } from '../
 import { pad6 } from './common.js';
 import { BINARY_OPS, type BinaryOp, type UnaryOp, unaryParams } from './elementwise-ops.js';
 import { broadcastStrides, sameShape } from './shapes.js';
+import { onnxBinaryF64WebGpu } from './webgpu-f64.js';
 import { HYPERBOLIC_WGSL } from './webgpu-math.js';
 
 export const UNARY_WGSL: Partial<Record<UnaryOp, string>> = {
@@ -129,12 +130,14 @@ ${LINEAR_MAIN}
 
 export const onnxBinaryWebGpu: WebGpuKernel = {
   kind: 'webgpu-kernel',
-  supports: (args, _s, f) => {
+  supports: (args, scalars, f) => {
     if (args.length !== 3 || args.some((a) => a.dtype !== args[0]!.dtype)) return false;
+    if (args[0]!.dtype === 'f64') return onnxBinaryF64WebGpu.supports(args, scalars, f);
     const same = sameShape(args[0]!.shape, args[2]!.shape) && sameShape(args[1]!.shape, args[2]!.shape);
     return same ? floatStorage(args[0]!.dtype, f) !== undefined : args[0]!.dtype === 'f32';
   },
   plan(args, scalars, f) {
+    if (args[0]!.dtype === 'f64') return onnxBinaryF64WebGpu.plan(args, scalars, f);
     const op = enumScalar('onnx_binary', scalars, 'op', BINARY_OPS);
     const specials = [
       { type: 'f32', value: Infinity },
