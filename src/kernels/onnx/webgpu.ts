@@ -1,9 +1,9 @@
 /**
  * WebGPU versions of onnx_unary and onnx_binary (f32 arithmetic; f16 native or packed and bf16 packed
  * storage through common/webgpu.ts). onnx_binary broadcasts in f32; same-shape operands take every
- * float storage; f64 max/min run on the words (webgpu-f64.ts). Ops whose WGSL would lose accuracy against the float64 reference (erf, gelu, softplus
- * and elu, which need erf/log1p/expm1 that WGSL lacks) are declined, so the runtime places them elsewhere;
- * the hyperbolic ops use webgpu-math.ts's cancellation-free forms.
+ * float storage; f64 max/min run on the words (webgpu-f64.ts). Functions WGSL lacks or computes with
+ * cancellation (erf, erfc for Gelu, log1p, expm1, the hyperbolic ops) come from webgpu-math.ts, within
+ * a few ULP of the float64 reference.
  */
 import { numel } from '../../core/shape.js';
 import type { WebGpuKernel } from '../../devices/webgpu/kernel-api.js';
@@ -14,7 +14,7 @@ import { pad6 } from './common.js';
 import { BINARY_OPS, type BinaryOp, type UnaryOp, unaryParams } from './elementwise-ops.js';
 import { broadcastStrides, sameShape } from './shapes.js';
 import { onnxBinaryF64WebGpu } from './webgpu-f64.js';
-import { HYPERBOLIC_WGSL } from './webgpu-math.js';
+import { UNARY_MATH_WGSL } from './webgpu-math.js';
 
 export const UNARY_WGSL: Partial<Record<UnaryOp, string>> = {
   relu: 'select(x, 0.0, x < 0.0)',
@@ -46,6 +46,11 @@ export const UNARY_WGSL: Partial<Record<UnaryOp, string>> = {
   asinh: 't_asinh(x)',
   acosh: 't_acosh(x)',
   atanh: 't_atanh(x)',
+  erf: 't_erf(x)',
+  gelu: 't_gelu(x)',
+  // Past 30 the reference returns x itself (log1p(e^x) = x in double there).
+  softplus: 'select(t_log1p(t_exp(x)), x, x > 30.0)',
+  elu: 'select(x, P.alpha * t_expm1(x), x < 0.0)',
 };
 
 export const onnxUnaryWebGpu: WebGpuKernel = {
@@ -64,7 +69,7 @@ export const onnxUnaryWebGpu: WebGpuKernel = {
       output: 'Y',
       expr: UNARY_WGSL[p.op]!,
       params: ['alpha: f32', 'beta: f32', 'lo: f32', 'hi: f32'],
-      helpers: HYPERBOLIC_WGSL,
+      helpers: UNARY_MATH_WGSL,
     });
     // f32 uniforms: clip's ±f64-max defaults become ±inf, which clamps nothing, as intended.
     return [
