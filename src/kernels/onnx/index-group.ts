@@ -1,7 +1,7 @@
 /**
  * The index and scan ONNX ops (ArgMax/ArgMin, GatherElements, Trilu, CumSum, Hardmax, OneHot, TopK, GatherND) as an op group, with
  * their conformance cases. WebGPU versions of gather_elements, gather_nd, argreduce, hardmax and onehot
- * in webgpu-index.ts, of topk and cumsum in webgpu-scan.ts (trilu has none yet).
+ * in webgpu-index.ts, of topk, cumsum and trilu in webgpu-scan.ts.
  */
 import type { Scalars } from '../../devices/device.js';
 import type { ConformanceCase } from '../case-types.js';
@@ -57,7 +57,7 @@ import {
   onnxHardmaxWebGpu,
   onnxOnehotWebGpu,
 } from './webgpu-index.js';
-import { onnxCumsumWebGpu, onnxTopkWebGpu } from './webgpu-scan.js';
+import { onnxCumsumWebGpu, onnxTopkWebGpu, onnxTriluWebGpu } from './webgpu-scan.js';
 
 const EXACT = { rtol: 0, atol: 0 };
 
@@ -296,6 +296,7 @@ export const onnxIndexGroup: OnnxOpGroup = {
     { op: 'onnx_gather_nd', backend: 'webgpu', impl: onnxGatherNdWebGpu },
     { op: 'onnx_topk', backend: 'webgpu', impl: onnxTopkWebGpu },
     { op: 'onnx_cumsum', backend: 'webgpu', impl: onnxCumsumWebGpu },
+    { op: 'onnx_trilu', backend: 'webgpu', impl: onnxTriluWebGpu },
   ],
   references: {
     onnx_argreduce: onnxArgReduceReference,

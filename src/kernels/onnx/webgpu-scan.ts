@@ -1,5 +1,5 @@
 /**
- * WGSL for onnx_topk and onnx_cumsum (topk.ts, scan.ts).
+ * WGSL for onnx_topk, onnx_cumsum and onnx_trilu (topk.ts, scan.ts).
  *
  * TopK: one invocation per output element repeats the CUDA program's selection passes up to its own
  * rank (O(rank·dim): simple, not fast), once for the values (stored bits of x, so 16-bit and u8 values
@@ -14,10 +14,13 @@
 import type { DType } from '../../core/dtype.js';
 import type { WebGpuKernel, WebGpuStep } from '../../devices/webgpu/kernel-api.js';
 import { LINEAR_MAIN } from '../common/webgpu.js';
-import { cumsumGeometry } from './scan.js';
+import { numel } from '../../core/shape.js';
+import { cumsumGeometry, triluGeometry } from './scan.js';
 import { onnxCumsumF64WebGpu } from './webgpu-f64.js';
 import { topkGeometry } from './topk.js';
 import {
+  BITS_DTYPES,
+  bitsWgsl,
   H2F_WGSL,
   IS_NAN_WGSL,
   isIntDType,
@@ -148,5 +151,38 @@ export const onnxCumsumWebGpu: WebGpuKernel = {
     const n = g.outer * g.inner;
     const wgsl = cumsumWgsl(x.dtype as 'f32' | 'i32', g.exclusive, g.reverse);
     return linearStep(wgsl, g.dim === 0 ? 0 : n, [0, 1], words([n, g.dim, g.inner]));
+  },
+};
+
+// ---- trilu
+
+/** Elements kept or zeroed (the all-zero bits are 0 in every dtype), copied as bits: every dtype. */
+function triluWgsl(dtype: DType, upper: boolean): string {
+  return `struct Params { n: u32, rows: u32, cols: u32, k: i32 }
+@group(0) @binding(0) var<storage, read> X: array<u32>;
+@group(0) @binding(1) var<storage, read_write> Y: array<u32>;
+@group(0) @binding(2) var<uniform> P: Params;
+${bitsWgsl('X', dtype)}fn elem(e: u32, part: u32) -> u32 {
+  let d = i32(e % P.cols) - i32((e / P.cols) % P.rows);
+  return select(0u, bits_X(e, part), d ${upper ? '>=' : '<='} P.k);
+}
+${LINEAR_MAIN}
+  ${storeWordsWgsl('Y', dtype)}
+}
+`;
+}
+
+export const onnxTriluWebGpu: WebGpuKernel = {
+  kind: 'webgpu-kernel',
+  supports: (args) =>
+    args.length === 2 && args[0]!.dtype === args[1]!.dtype && BITS_DTYPES.includes(args[0]!.dtype),
+  plan(args, scalars) {
+    const x = args[0]!;
+    const g = triluGeometry(x, scalars);
+    const n = numel(x.shape);
+    // k beyond ±(rows + cols) keeps or zeroes everything; clamped so it fits an i32 uniform.
+    const k = Math.max(-(g.rows + g.cols), Math.min(g.rows + g.cols, g.k));
+    const w = [...words([n, g.rows, g.cols]), { type: 'i32' as const, value: k }];
+    return linearStep(triluWgsl(x.dtype, g.upper), wordCount(x.dtype, n), [0, 1], w);
   },
 };
