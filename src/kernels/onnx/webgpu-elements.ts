@@ -17,6 +17,8 @@ import { u32 } from './webgpu-steps.js';
 
 /** Dtypes read as numbers: floats as f32, integers as i32. f64 is not (WGSL has no f64). */
 export const NUMERIC_DTYPES: readonly DType[] = ['f32', 'f16', 'bf16', 'i32', 'u8'];
+/** Dtypes compared exactly (orderWgsl): the numeric ones and f64, ranked on its two words. */
+export const ORDERED_DTYPES: readonly DType[] = [...NUMERIC_DTYPES, 'f64'];
 /** Dtypes copied as bits: all of Tandem's. */
 export const BITS_DTYPES: readonly DType[] = ['f32', 'f64', 'f16', 'bf16', 'i32', 'u8'];
 
@@ -68,13 +70,62 @@ export function bitsWgsl(name: string, dtype: DType): string {
 `;
 }
 
-/** The WGSL type a numeric read of `dtype` gives. */
-export function valueType(dtype: DType): 'f32' | 'i32' {
-  return isIntDType(dtype) ? 'i32' : 'f32';
+/** The WGSL type a read of `dtype` gives: f32, i32, or an f64's two words (lo, hi). */
+export function valueType(dtype: DType): 'f32' | 'i32' | 'vec2<u32>' {
+  return dtype === 'f64' ? 'vec2<u32>' : isIntDType(dtype) ? 'i32' : 'f32';
 }
 
-/** `fn val_<name>(o: u32) -> f32|i32`: element o of tensor <name> as a number (needs bits_<name>, h2f). */
+/** f64 as vec2<u32>(lo, hi): NaN on the bits, and an order key (−0 as +0) compared hi then lo. */
+export const F64_ORDER_WGSL = `fn d_nan(v: vec2<u32>) -> bool {
+  let m = v.y & 0x7fffffffu;
+  return m > 0x7ff00000u || (m == 0x7ff00000u && v.x != 0u);
+}
+fn d_key(v: vec2<u32>) -> vec2<u32> {
+  if (((v.y & 0x7fffffffu) | v.x) == 0u) { return vec2<u32>(0u, 0x80000000u); }
+  if ((v.y & 0x80000000u) != 0u) { return ~v; }
+  return vec2<u32>(v.x, v.y | 0x80000000u);
+}
+fn d_less(a: vec2<u32>, b: vec2<u32>) -> bool {
+  let p = d_key(a);
+  let q = d_key(b);
+  return p.y < q.y || (p.y == q.y && p.x < q.x);
+}
+`;
+
+/**
+ * Exact order on values read by val_ (the same for every dtype, so a kernel is written once):
+ * v_nan(v), v_lt(a, b) and v_eq(a, b) for non-NaN a, b (−0 equals +0), v_nz(v) (nonzero; NaN is).
+ * Floats compare on keys of their bits, not with float compares that a driver may take as NaN-free.
+ */
+export function orderWgsl(dtype: DType): string {
+  const t = valueType(dtype);
+  if (dtype === 'f64')
+    return `${F64_ORDER_WGSL}fn v_nan(v: ${t}) -> bool { return d_nan(v); }
+fn v_lt(a: ${t}, b: ${t}) -> bool { return d_less(a, b); }
+fn v_eq(a: ${t}, b: ${t}) -> bool { return all(d_key(a) == d_key(b)); }
+fn v_nz(v: ${t}) -> bool { return ((v.y & 0x7fffffffu) | v.x) != 0u; }
+`;
+  if (isIntDType(dtype))
+    return `fn v_nan(v: i32) -> bool { return false; }
+fn v_lt(a: i32, b: i32) -> bool { return a < b; }
+fn v_eq(a: i32, b: i32) -> bool { return a == b; }
+fn v_nz(v: i32) -> bool { return v != 0; }
+`;
+  return `${dtype === 'f16' ? H2F_WGSL : ''}${IS_NAN_WGSL}${KEY_WGSL}fn v_nan(v: f32) -> bool { return is_nan(v); }
+fn v_lt(a: f32, b: f32) -> bool { return key(a) < key(b); }
+fn v_eq(a: f32, b: f32) -> bool { return key(a) == key(b); }
+fn v_nz(v: f32) -> bool { return (bitcast<u32>(v) & 0x7fffffffu) != 0u; }
+`;
+}
+
+/**
+ * `fn val_<name>(o: u32)`: element o of tensor <name> as valueType(dtype) (needs h2f for f16, which
+ * orderWgsl brings); bits_<name> comes with it.
+ */
 export function valueWgsl(name: string, dtype: DType): string {
+  if (dtype === 'f64')
+    return `${bitsWgsl(name, dtype)}fn val_${name}(o: u32) -> vec2<u32> { return vec2<u32>(${name}[2u * o], ${name}[2u * o + 1u]); }
+`;
   const raw = `bits_${name}(o, 0u)`;
   const expr =
     dtype === 'f32'

@@ -13,25 +13,8 @@ import { pad6 } from './common.js';
 import { BINARY_OPS } from './elementwise-ops.js';
 import { cumsumGeometry } from './scan.js';
 import { broadcastStrides } from './shapes.js';
-import { array6, fields6, offsetWgsl, words } from './webgpu-elements.js';
+import { array6, F64_ORDER_WGSL, fields6, offsetWgsl, words } from './webgpu-elements.js';
 import { linearStep, u32 } from './webgpu-steps.js';
-
-/** vec2<u32>(lo, hi) helpers: NaN test and an order key (−0 as +0) compared hi then lo. */
-const F64_ORDER_WGSL = `fn d_nan(v: vec2<u32>) -> bool {
-  let m = v.y & 0x7fffffffu;
-  return m > 0x7ff00000u || (m == 0x7ff00000u && v.x != 0u);
-}
-fn d_key(v: vec2<u32>) -> vec2<u32> {
-  if (((v.y & 0x7fffffffu) | v.x) == 0u) { return vec2<u32>(0u, 0x80000000u); }
-  if ((v.y & 0x80000000u) != 0u) { return ~v; }
-  return vec2<u32>(v.x, v.y | 0x80000000u);
-}
-fn d_less(a: vec2<u32>, b: vec2<u32>) -> bool {
-  let p = d_key(a);
-  let q = d_key(b);
-  return p.y < q.y || (p.y == q.y && p.x < q.x);
-}
-`;
 
 function maxMinWgsl(max: boolean): string {
   return `struct Params { n: u32, ${fields6('d', 'sa', 'sb').join(', ')} }

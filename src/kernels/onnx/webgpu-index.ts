@@ -2,9 +2,9 @@
  * WGSL for the index ops (index-ops.ts, onehot.ts, gather-nd.ts): onnx_gather_elements,
  * onnx_gather_nd, onnx_argreduce, onnx_hardmax and onnx_onehot, one invocation per output word
  * (webgpu-elements.ts). Gathers and one-hot copy bits, so they take every dtype; argreduce and hardmax
- * compare numbers (floats on order-preserving keys, NaN on the bits: exact on any driver), so f64 —
- * which WGSL cannot hold as a number — is declined. An index outside its axis gives the miss value
- * (NaN, 0 for integers) as on the CPU.
+ * compare through orderWgsl (floats, f64 on its words, on order-preserving keys with NaN on the bits:
+ * exact on any driver). One-hot's float indices are truncated in f32, so f64 indices are declined. An
+ * index outside its axis gives the miss value (NaN, 0 for integers) as on the CPU.
  */
 import type { DType } from '../../core/dtype.js';
 import { numel } from '../../core/shape.js';
@@ -23,8 +23,9 @@ import {
   H2F_WGSL,
   IS_NAN_WGSL,
   isIntDType,
-  KEY_WGSL,
   NUMERIC_DTYPES,
+  ORDERED_DTYPES,
+  orderWgsl,
   storeWordsWgsl,
   valueWgsl,
   valueWords,
@@ -151,20 +152,18 @@ export const onnxGatherNdWebGpu: WebGpuKernel = {
  * of the maximum (minimum); NaN wins, the first one or with `last` the last one, as index-ops.ts.
  */
 function lineBestWgsl(dtype: DType, min: boolean, last: boolean): string {
-  const int = isIntDType(dtype);
-  const ord = (v: string) => (int ? v : `key(${v})`);
-  const rel = (min ? '<' : '>') + (last ? '=' : '');
-  const nan = (v: string) => (int ? 'false' : `is_nan(${v})`);
-  return `${dtype === 'f16' ? H2F_WGSL : ''}${int ? '' : IS_NAN_WGSL + KEY_WGSL}${valueWgsl('X', dtype)}
+  // Taken when v comes strictly before best (first index wins) or not after it (last index wins).
+  const take = min ? (last ? '!v_lt(best, v)' : 'v_lt(v, best)') : last ? '!v_lt(v, best)' : 'v_lt(best, v)';
+  return `${orderWgsl(dtype)}${valueWgsl('X', dtype)}
 fn line_best(base: u32) -> u32 {
   var best = val_X(base);
   var at = 0u;
   for (var k = 1u; k < P.dim; k++) {
     let v = val_X(base + k * P.inner);
     var take = false;
-    if (${nan('best')}) { take = ${last ? nan('v') : 'false'}; }
-    else if (${nan('v')}) { take = true; }
-    else { take = ${ord('v')} ${rel} ${ord('best')}; }
+    if (v_nan(best)) { take = ${last ? 'v_nan(v)' : 'false'}; }
+    else if (v_nan(v)) { take = true; }
+    else { take = ${take}; }
     if (take) { best = v; at = k; }
   }
   return at;
@@ -179,7 +178,7 @@ const NUMERIC_BINDINGS = `@group(0) @binding(0) var<storage, read> X: array<u32>
 export const onnxArgReduceWebGpu: WebGpuKernel = {
   kind: 'webgpu-kernel',
   supports: (args) =>
-    args.length === 2 && NUMERIC_DTYPES.includes(args[0]!.dtype) && args[1]!.dtype === 'i32',
+    args.length === 2 && ORDERED_DTYPES.includes(args[0]!.dtype) && args[1]!.dtype === 'i32',
   plan(args, scalars) {
     const x = args[0]!;
     const g = argGeometry(x, scalars);
@@ -206,20 +205,20 @@ export const onnxHardmaxWebGpu: WebGpuKernel = {
     const x = args[0]!;
     const g = hardmaxGeometry(x, scalars);
     const n = numel(x.shape);
-    const wgsl = `struct Params { n: u32, dim: u32, inner: u32, one: u32 }
+    const wgsl = `struct Params { n: u32, dim: u32, inner: u32, one_lo: u32, one_hi: u32 }
 ${NUMERIC_BINDINGS}
 ${lineBestWgsl(x.dtype, false, false)}fn elem(e: u32, part: u32) -> u32 {
   let inn = e % P.inner;
   let k = (e / P.inner) % P.dim;
   let at = line_best((e / (P.inner * P.dim)) * P.dim * P.inner + inn);
-  return select(0u, P.one, k == at);
+  return select(0u, select(P.one_lo, P.one_hi, part == 1u), k == at);
 }
 ${LINEAR_MAIN}
   ${storeWordsWgsl('Y', x.dtype)}
 }
 `;
-    const one = valueWords(x.dtype, 1)[0];
-    return linearStep(wgsl, wordCount(x.dtype, n), [0, 1], [...words([n, g.dim, g.inner]), one]);
+    const one = valueWords(x.dtype, 1);
+    return linearStep(wgsl, wordCount(x.dtype, n), [0, 1], [...words([n, g.dim, g.inner]), ...one]);
   },
 };
 

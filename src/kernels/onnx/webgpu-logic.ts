@@ -1,8 +1,9 @@
 /**
  * WGSL for the bool-result ops (compare.ts): onnx_compare, onnx_isinf and onnx_where, with u8 (bool)
- * tensors read and written inside u32 words (webgpu-elements.ts). Float comparisons run on
- * order-preserving keys of the bits with NaN tested on the bits, so the 0/1 results are exact on any
- * driver; integers (i32, u8) compare as i32. Where copies bits, so it takes every dtype (f64 too).
+ * tensors read and written inside u32 words (webgpu-elements.ts). Comparisons use orderWgsl: floats
+ * (f64 on its two words) on order-preserving keys of the bits with NaN tested on the bits, so the 0/1
+ * results are exact on any driver; integers (i32, u8) compare as i32. Where copies bits, so it takes
+ * every dtype.
  */
 import { numel } from '../../core/shape.js';
 import type { DType } from '../../core/dtype.js';
@@ -19,53 +20,44 @@ import {
   bitsWgsl,
   fields6,
   H2F_WGSL,
-  IS_NAN_WGSL,
-  isIntDType,
-  KEY_WGSL,
-  NUMERIC_DTYPES,
   offsetWgsl,
+  ORDERED_DTYPES,
+  orderWgsl,
   storeWordsWgsl,
+  valueType,
   valueWgsl,
   wordCount,
   words,
 } from './webgpu-elements.js';
 import { linearStep, u32 } from './webgpu-steps.js';
 
-const RELATION: Partial<Record<CompareOp, string>> = {
-  equal: '==',
-  less: '<',
-  less_equal: '<=',
-  greater: '>',
-  greater_equal: '>=',
+/** Each op on values p, q (orderWgsl's functions; comparisons with NaN are false). */
+const COMPARE_WGSL: Record<CompareOp, string> = {
+  equal: 'v_eq(p, q)',
+  less: 'v_lt(p, q)',
+  less_equal: 'v_lt(p, q) || v_eq(p, q)',
+  greater: 'v_lt(q, p)',
+  greater_equal: 'v_lt(q, p) || v_eq(p, q)',
+  and: 'v_nz(p) && v_nz(q)',
+  or: 'v_nz(p) || v_nz(q)',
+  xor: 'v_nz(p) != v_nz(q)',
 };
 
-const LOGIC: Partial<Record<CompareOp, string>> = { and: '&&', or: '||', xor: '!=' };
-
 function compareFn(op: CompareOp, dtype: DType): string {
-  const int = isIntDType(dtype);
-  const rel = RELATION[op];
-  if (rel !== undefined) {
-    const body = int ? `p ${rel} q` : `!is_nan(p) && !is_nan(q) && key(p) ${rel} key(q)`;
-    return `fn cmp(p: ${int ? 'i32' : 'f32'}, q: ${int ? 'i32' : 'f32'}) -> bool { return ${body}; }
-`;
-  }
-  // Any nonzero value is true, NaN included; −0 is false.
-  const nz = int
-    ? 'fn nz(v: i32) -> bool { return v != 0; }'
-    : 'fn nz(v: f32) -> bool { return (bitcast<u32>(v) & 0x7fffffffu) != 0u; }';
-  return `${nz}
-fn cmp(p: ${int ? 'i32' : 'f32'}, q: ${int ? 'i32' : 'f32'}) -> bool { return nz(p) ${LOGIC[op]!} nz(q); }
+  const t = valueType(dtype);
+  const logic = op === 'and' || op === 'or' || op === 'xor';
+  const body = logic ? COMPARE_WGSL[op] : `!v_nan(p) && !v_nan(q) && (${COMPARE_WGSL[op]})`;
+  return `fn cmp(p: ${t}, q: ${t}) -> bool { return ${body}; }
 `;
 }
 
 function compareWgsl(op: CompareOp, dtype: DType): string {
-  const float = !isIntDType(dtype);
   return `struct Params { n: u32, ${fields6('d', 'sa', 'sb').join(', ')} }
 @group(0) @binding(0) var<storage, read> A: array<u32>;
 @group(0) @binding(1) var<storage, read> B: array<u32>;
 @group(0) @binding(2) var<storage, read_write> C: array<u32>;
 @group(0) @binding(3) var<uniform> P: Params;
-${dtype === 'f16' ? H2F_WGSL : ''}${float ? IS_NAN_WGSL + KEY_WGSL : ''}${valueWgsl('A', dtype)}${valueWgsl('B', dtype)}${compareFn(op, dtype)}
+${orderWgsl(dtype)}${valueWgsl('A', dtype)}${valueWgsl('B', dtype)}${compareFn(op, dtype)}
 fn elem(e: u32, part: u32) -> u32 {
   ${array6('d')}
   ${array6('sa')}
@@ -90,7 +82,7 @@ export const onnxCompareWebGpu: WebGpuKernel = {
   supports: (args) =>
     args.length === 3 &&
     args[0]!.dtype === args[1]!.dtype &&
-    NUMERIC_DTYPES.includes(args[0]!.dtype) &&
+    ORDERED_DTYPES.includes(args[0]!.dtype) &&
     args[2]!.dtype === 'u8',
   plan(args, scalars) {
     const op = enumScalar('onnx_compare', scalars, 'op', COMPARE_OPS);

@@ -3,9 +3,9 @@
  *
  * TopK: one invocation per output element repeats the CUDA program's selection passes up to its own
  * rank (O(rank·dim): simple, not fast), once for the values (stored bits of x, so 16-bit and u8 values
- * are written a word at a time, webgpu-elements.ts) and once for the i32 indices. Floats are ranked on
- * order-preserving keys with NaN on the bits (above every number), integers as i32; f64 is declined
- * (WGSL cannot compare it as a number).
+ * are written a word at a time, webgpu-elements.ts) and once for the i32 indices. Values are ranked
+ * through orderWgsl: floats (f64 on its words) on order-preserving keys with NaN on the bits (above
+ * every number), integers as i32.
  *
  * CumSum: one invocation per line along the axis, f32 and i32 (whose running sum is kept in 64 bits and
  * saturated at each store, as the CPU's double sums are), and f64 with a software double addition
@@ -21,12 +21,10 @@ import { topkGeometry } from './topk.js';
 import {
   BITS_DTYPES,
   bitsWgsl,
-  H2F_WGSL,
-  IS_NAN_WGSL,
-  isIntDType,
-  KEY_WGSL,
-  NUMERIC_DTYPES,
+  ORDERED_DTYPES,
+  orderWgsl,
   storeWordsWgsl,
+  valueType,
   valueWgsl,
   wordCount,
   words,
@@ -35,30 +33,24 @@ import { linearStep } from './webgpu-steps.js';
 
 /** `fn before(a, i, b, j) -> bool`: (a, i) comes first in the result's order (topk.ts's rule). */
 function beforeWgsl(dtype: DType, largest: boolean): string {
-  const t = isIntDType(dtype) ? 'i32' : 'f32';
-  const cmp = largest ? '>' : '<';
-  const body = isIntDType(dtype)
-    ? `if (a != b) { return a ${cmp} b; }
-  return i < j;`
-    : `let an = is_nan(a);
-  let bn = is_nan(b);
-  if (an || bn) { return select(${largest ? 'an' : 'bn'}, i < j, an && bn); }
-  if (key(a) != key(b)) { return key(a) ${cmp} key(b); }
-  return i < j;`;
+  const t = valueType(dtype);
   return `fn before(a: ${t}, i: u32, b: ${t}, j: u32) -> bool {
-  ${body}
+  let an = v_nan(a);
+  let bn = v_nan(b);
+  if (an || bn) { return select(${largest ? 'an' : 'bn'}, i < j, an && bn); }
+  if (!v_eq(a, b)) { return ${largest ? 'v_lt(b, a)' : 'v_lt(a, b)'}; }
+  return i < j;
 }
 `;
 }
 
 function topkWgsl(dtype: DType, largest: boolean, values: boolean): string {
   const out = values ? 'V' : 'J';
-  const float = !isIntDType(dtype);
   return `struct Params { n: u32, dim: u32, inner: u32, k: u32 }
 @group(0) @binding(0) var<storage, read> X: array<u32>;
 @group(0) @binding(1) var<storage, read_write> ${out}: array<u32>;
 @group(0) @binding(2) var<uniform> P: Params;
-${dtype === 'f16' ? H2F_WGSL : ''}${float ? IS_NAN_WGSL + KEY_WGSL : ''}${valueWgsl('X', dtype)}${beforeWgsl(dtype, largest)}fn elem(e: u32, part: u32) -> u32 {
+${orderWgsl(dtype)}${valueWgsl('X', dtype)}${beforeWgsl(dtype, largest)}fn elem(e: u32, part: u32) -> u32 {
   let inn = e % P.inner;
   let rank = (e / P.inner) % P.k;
   let base = (e / (P.inner * P.k)) * P.dim * P.inner + inn;
@@ -88,7 +80,7 @@ export const onnxTopkWebGpu: WebGpuKernel = {
   kind: 'webgpu-kernel',
   supports: (args) =>
     args.length === 3 &&
-    NUMERIC_DTYPES.includes(args[0]!.dtype) &&
+    ORDERED_DTYPES.includes(args[0]!.dtype) &&
     args[1]!.dtype === args[0]!.dtype &&
     args[2]!.dtype === 'i32',
   plan(args, scalars) {
