@@ -28,6 +28,8 @@ import { linearDxActWebGpu } from '../../src/kernels/linear_dx_act/webgpu.js';
 import { MAP_PROGRAMS } from '../../src/kernels/onnx/elementwise-group.js';
 import { parseMapProgram } from '../../src/kernels/onnx/map-program.js';
 import { mapWgslSupported, onnxMapWebGpu } from '../../src/kernels/onnx/webgpu-map.js';
+import { UNARY_OPS as ONNX_UNARY_OPS } from '../../src/kernels/onnx/elementwise-ops.js';
+import { onnxUnaryWebGpu } from '../../src/kernels/onnx/webgpu.js';
 import { openWebGpu } from './harness.js';
 
 const t = (shape: number[], dtype: DType): TensorDesc => ({
@@ -129,6 +131,16 @@ function variants(): Variant[] {
           args: [t([10], from), t([10], to)],
           scalars: {},
         });
+  for (const [from, to] of [
+    ['f32', 'f64'],
+    ['f64', 'f32'],
+  ] as const)
+    out.push({
+      name: `cast ${from}->${to}`,
+      kernel: castWebGpu,
+      args: [t([10], from), t([10], to)],
+      scalars: {},
+    });
   // onnx_map's generated program functions in every storage (native f16 cannot run on llvmpipe).
   for (const dtype of ['f32', 'f16', 'bf16'] as const)
     for (const [label, program] of MAP_PROGRAMS)
@@ -139,6 +151,15 @@ function variants(): Variant[] {
           args: [t([2, 3, 5], dtype), t([2, 3, 5], dtype)],
           scalars: { program },
         });
+  // onnx_unary in every storage: the ops with helper functions (webgpu-math.ts) under native f16 too.
+  for (const dtype of ['f32', 'f16', 'bf16'] as const)
+    for (const op of ONNX_UNARY_OPS)
+      out.push({
+        name: `onnx_unary ${op} ${dtype}`,
+        kernel: onnxUnaryWebGpu,
+        args: [t([2, 3, 5], dtype), t([2, 3, 5], dtype)],
+        scalars: { op },
+      });
   return out;
 }
 

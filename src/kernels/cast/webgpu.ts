@@ -1,5 +1,5 @@
 /**
- * WGSL cast among f32, i32, f16 and bf16. Float to i32 truncates toward zero and saturates, NaN -> 0
+ * WGSL cast among f32, i32, f16 and bf16, and between f32 and f64 (webgpu-f64.ts). Float to i32 truncates toward zero and saturates, NaN -> 0
  * (convert.ts): written out because WGSL's own conversion clamps to the largest f32 below 2^31 and
  * leaves NaN undefined; NaN is tested on the bits, which fast-math compilers cannot fold away. f16 is
  * native with shader-f16; packed f16 and bf16 travel two per u32 word (common/webgpu.ts), and a cast
@@ -9,6 +9,7 @@ import type { DType } from '../../core/dtype.js';
 import { numel } from '../../core/shape.js';
 import type { WebGpuFeatures, WebGpuKernel } from '../../devices/webgpu/kernel-api.js';
 import { LINEAR_MAIN, isPacked, packingWgsl } from '../common/webgpu.js';
+import { castF64Step } from './webgpu-f64.js';
 
 type CastType = 'f32' | 'i32' | 'f16' | 'f16x2' | 'bf16x2';
 type Packed = 'f16x2' | 'bf16x2';
@@ -73,15 +74,25 @@ ${helpers}${LINEAR_MAIN}
 `;
 }
 
+/** f32 <-> f64, by bits (webgpu-f64.ts). */
+function isF64Pair(a: DType, b: DType): boolean {
+  return (a === 'f64' && b === 'f32') || (a === 'f32' && b === 'f64');
+}
+
 export const castWebGpu: WebGpuKernel = {
   kind: 'webgpu-kernel',
   supports: (args, _s, f) =>
     args.length === 2 &&
     (args[0]!.dtype === args[1]!.dtype ||
+      isF64Pair(args[0]!.dtype, args[1]!.dtype) ||
       (castType(args[0]!.dtype, f) !== undefined && castType(args[1]!.dtype, f) !== undefined)),
   plan(args, _scalars, f) {
     const [x, y] = [args[0]!, args[1]!];
     if (x.dtype === y.dtype) return [{ kind: 'copy', src: 0, dst: 1, bytes: x.bytes }];
+    if (isF64Pair(x.dtype, y.dtype)) {
+      const n = numel(x.shape);
+      return n === 0 ? [] : [castF64Step(y.dtype === 'f64', n)];
+    }
     const from = castType(x.dtype, f)!;
     const to = castType(y.dtype, f)!;
     const n = numel(x.shape);

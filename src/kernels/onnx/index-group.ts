@@ -1,6 +1,7 @@
 /**
  * The index and scan ONNX ops (ArgMax/ArgMin, GatherElements, Trilu, CumSum, Hardmax, OneHot, TopK, GatherND) as an op group, with
- * their conformance cases. No WebGPU versions: the runtime places these ops on CPU or CUDA devices.
+ * their conformance cases. WebGPU versions of gather_elements, gather_nd, argreduce, hardmax and onehot
+ * in webgpu-index.ts, of topk, cumsum and trilu in webgpu-scan.ts.
  */
 import type { Scalars } from '../../devices/device.js';
 import type { ConformanceCase } from '../case-types.js';
@@ -48,6 +49,15 @@ import {
   onnxTriluDef,
   onnxTriluReference,
 } from './scan.js';
+
+import {
+  onnxArgReduceWebGpu,
+  onnxGatherElementsWebGpu,
+  onnxGatherNdWebGpu,
+  onnxHardmaxWebGpu,
+  onnxOnehotWebGpu,
+} from './webgpu-index.js';
+import { onnxCumsumWebGpu, onnxTopkWebGpu, onnxTriluWebGpu } from './webgpu-scan.js';
 
 const EXACT = { rtol: 0, atol: 0 };
 
@@ -279,6 +289,14 @@ export const onnxIndexGroup: OnnxOpGroup = {
     { op: 'onnx_onehot', backend: 'cuda', impl: onnxOnehotCuda },
     { op: 'onnx_topk', backend: 'cuda', impl: onnxTopkCuda },
     { op: 'onnx_gather_nd', backend: 'cuda', impl: onnxGatherNdCuda },
+    { op: 'onnx_argreduce', backend: 'webgpu', impl: onnxArgReduceWebGpu },
+    { op: 'onnx_gather_elements', backend: 'webgpu', impl: onnxGatherElementsWebGpu },
+    { op: 'onnx_hardmax', backend: 'webgpu', impl: onnxHardmaxWebGpu },
+    { op: 'onnx_onehot', backend: 'webgpu', impl: onnxOnehotWebGpu },
+    { op: 'onnx_gather_nd', backend: 'webgpu', impl: onnxGatherNdWebGpu },
+    { op: 'onnx_topk', backend: 'webgpu', impl: onnxTopkWebGpu },
+    { op: 'onnx_cumsum', backend: 'webgpu', impl: onnxCumsumWebGpu },
+    { op: 'onnx_trilu', backend: 'webgpu', impl: onnxTriluWebGpu },
   ],
   references: {
     onnx_argreduce: onnxArgReduceReference,

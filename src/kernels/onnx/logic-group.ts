@@ -1,6 +1,6 @@
 /**
  * The ONNX ops with bool (u8) results or conditions (comparisons, And/Or/Xor, IsInf/IsNaN, Where) as
- * an op group, with their conformance cases. No WebGPU versions: the runtime places them on CPU/CUDA.
+ * an op group, with their conformance cases. WebGPU versions in webgpu-logic.ts.
  */
 import type { ConformanceCase } from '../case-types.js';
 import { COPY_DTYPES, FLOAT_DTYPES, type OnnxOpGroup } from './common.js';
@@ -20,6 +20,7 @@ import {
   onnxWhereReference,
 } from './compare.js';
 import { broadcastShape } from './shapes.js';
+import { onnxCompareWebGpu, onnxIsInfWebGpu, onnxWhereWebGpu } from './webgpu-logic.js';
 
 const EXACT = { rtol: 0, atol: 0 };
 
@@ -109,6 +110,9 @@ export const onnxLogicGroup: OnnxOpGroup = {
     { op: 'onnx_compare', backend: 'cuda', impl: onnxCompareCuda },
     { op: 'onnx_isinf', backend: 'cuda', impl: onnxIsInfCuda },
     { op: 'onnx_where', backend: 'cuda', impl: onnxWhereCuda },
+    { op: 'onnx_compare', backend: 'webgpu', impl: onnxCompareWebGpu },
+    { op: 'onnx_isinf', backend: 'webgpu', impl: onnxIsInfWebGpu },
+    { op: 'onnx_where', backend: 'webgpu', impl: onnxWhereWebGpu },
   ],
   references: {
     onnx_compare: onnxCompareReference,

@@ -1,6 +1,6 @@
 /**
  * ScatterElements and ScatterND as an op group, with their conformance cases (repeated indices draw on
- * purpose: every reduction meets them). No WebGPU versions: the runtime places them on CPU or CUDA.
+ * purpose: every reduction meets them). WebGPU versions (f32, i32; f64 replacement) in webgpu-scatter.ts.
  */
 import type { ConformanceCase } from '../case-types.js';
 import { COPY_DTYPES, elementTolerance, type OnnxOpGroup, sumTolerance } from './common.js';
@@ -15,6 +15,7 @@ import {
   onnxScatterNdDef,
   onnxScatterNdReference,
 } from './scatter.js';
+import { onnxScatterElementsWebGpu, onnxScatterNdWebGpu } from './webgpu-scatter.js';
 
 /** Exact for replacement, max and min (and integers); a few roundings per repeated index otherwise. */
 function tolerance(dtype: string, reduction: string, repeats: number) {
@@ -96,6 +97,8 @@ export const onnxScatterGroup: OnnxOpGroup = {
     { op: 'onnx_scatter_nd', backend: 'cpu', impl: onnxScatterNdCpu },
     { op: 'onnx_scatter_elements', backend: 'cuda', impl: onnxScatterElementsCuda },
     { op: 'onnx_scatter_nd', backend: 'cuda', impl: onnxScatterNdCuda },
+    { op: 'onnx_scatter_elements', backend: 'webgpu', impl: onnxScatterElementsWebGpu },
+    { op: 'onnx_scatter_nd', backend: 'webgpu', impl: onnxScatterNdWebGpu },
   ],
   references: {
     onnx_scatter_elements: onnxScatterElementsReference,

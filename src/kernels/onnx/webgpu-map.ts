@@ -3,8 +3,8 @@
  * The program is compiled into a function `prog(r0: f32) -> f32` whose numbers are uniform fields
  * P.k0…P.k15 (like CUDA's K0…K15), so programs that differ only in their numbers — PaddleOCR's
  * per-layer affine constants — share one pipeline. The uniform block also carries P.inf and P.nan
- * (WGSL has no literals for them; pow needs both). Ops without a faithful WGSL form (erf, gelu,
- * softplus, elu: see webgpu.ts) make the whole program unsupported, so the runtime places it elsewhere.
+ * (WGSL has no literals for them; pow needs both). Every unary op has a WGSL form (webgpu.ts, with
+ * webgpu-math.ts's functions); an op without one would make the whole program unsupported.
  */
 import { numel } from '../../core/shape.js';
 import type { UniformWord, WebGpuKernel } from '../../devices/webgpu/kernel-api.js';
@@ -19,6 +19,7 @@ import {
 } from './map-program.js';
 import { BINARY_OPS, type BinaryOp, type UnaryOp } from './elementwise-ops.js';
 import { BINARY_WGSL, POW_REF, UNARY_WGSL } from './webgpu.js';
+import { UNARY_MATH_WGSL } from './webgpu-math.js';
 
 const isBinary = (op: string): op is BinaryOp => (BINARY_OPS as readonly string[]).includes(op);
 
@@ -73,7 +74,7 @@ export function mapWgsl(p: MapProgram): string {
       `let beta = ${param('beta')}; let lo = ${param('min')}; let hi = ${param('max')}; ${r} = ${expr}; }`
     );
   });
-  return `${POW_REF}fn prog(r0: f32) -> f32 {
+  return `${POW_REF}${UNARY_MATH_WGSL}fn prog(r0: f32) -> f32 {
 ${lines.join('\n')}
   return r${p.instrs.length};
 }

@@ -1,8 +1,9 @@
 /**
  * WebGPU versions of onnx_unary and onnx_binary (f32 arithmetic; f16 native or packed and bf16 packed
  * storage through common/webgpu.ts). onnx_binary broadcasts in f32; same-shape operands take every
- * float storage. Ops whose WGSL would lose accuracy against the float64 reference (erf, gelu, softplus
- * and elu, which need erf/log1p/expm1 that WGSL lacks) are declined, so the runtime places them elsewhere.
+ * float storage; f64 max/min run on the words (webgpu-f64.ts). Functions WGSL lacks or computes with
+ * cancellation (erf, erfc for Gelu, log1p, expm1, the hyperbolic ops) come from webgpu-math.ts, within
+ * a few ULP of the float64 reference.
  */
 import { numel } from '../../core/shape.js';
 import type { WebGpuKernel } from '../../devices/webgpu/kernel-api.js';
@@ -12,6 +13,8 @@ import { elementwiseStep, elementwiseWgsl, floatStorage, LINEAR_MAIN } from '../
 import { pad6 } from './common.js';
 import { BINARY_OPS, type BinaryOp, type UnaryOp, unaryParams } from './elementwise-ops.js';
 import { broadcastStrides, sameShape } from './shapes.js';
+import { onnxBinaryF64WebGpu } from './webgpu-f64.js';
+import { UNARY_MATH_WGSL } from './webgpu-math.js';
 
 export const UNARY_WGSL: Partial<Record<UnaryOp, string>> = {
   relu: 'select(x, 0.0, x < 0.0)',
@@ -30,6 +33,24 @@ export const UNARY_WGSL: Partial<Record<UnaryOp, string>> = {
   gelu_tanh: '0.5 * x * (1.0 + tanh(clamp(0.7978845608028654 * (x + 0.044715 * x * x * x), -15.0, 15.0)))',
   clip: 'select(select(x, P.lo, x < P.lo), P.hi, x > P.hi)',
   identity: 'x',
+  // WGSL's round() rounds halves to even, as numpy and CUDA's rint.
+  round: 'round(x)',
+  floor: 'floor(x)',
+  ceil: 'ceil(x)',
+  // ±0 and NaN fall through both tests and are kept.
+  sign: 'select(select(x, 1.0, x > 0.0), -1.0, x < 0.0)',
+  thresholded_relu: 'select(0.0, x, x > P.alpha)',
+  shrink: 'select(select(0.0, x - P.beta, x > P.alpha), x + P.beta, x < -P.alpha)',
+  sinh: 't_sinh(x)',
+  cosh: 't_cosh(x)',
+  asinh: 't_asinh(x)',
+  acosh: 't_acosh(x)',
+  atanh: 't_atanh(x)',
+  erf: 't_erf(x)',
+  gelu: 't_gelu(x)',
+  // Past 30 the reference returns x itself (log1p(e^x) = x in double there).
+  softplus: 'select(t_log1p(t_exp(x)), x, x > 30.0)',
+  elu: 'select(x, P.alpha * t_expm1(x), x < 0.0)',
 };
 
 export const onnxUnaryWebGpu: WebGpuKernel = {
@@ -48,6 +69,7 @@ export const onnxUnaryWebGpu: WebGpuKernel = {
       output: 'Y',
       expr: UNARY_WGSL[p.op]!,
       params: ['alpha: f32', 'beta: f32', 'lo: f32', 'hi: f32'],
+      helpers: UNARY_MATH_WGSL,
     });
     // f32 uniforms: clip's ±f64-max defaults become ±inf, which clamps nothing, as intended.
     return [
@@ -113,12 +135,14 @@ ${LINEAR_MAIN}
 
 export const onnxBinaryWebGpu: WebGpuKernel = {
   kind: 'webgpu-kernel',
-  supports: (args, _s, f) => {
+  supports: (args, scalars, f) => {
     if (args.length !== 3 || args.some((a) => a.dtype !== args[0]!.dtype)) return false;
+    if (args[0]!.dtype === 'f64') return onnxBinaryF64WebGpu.supports(args, scalars, f);
     const same = sameShape(args[0]!.shape, args[2]!.shape) && sameShape(args[1]!.shape, args[2]!.shape);
     return same ? floatStorage(args[0]!.dtype, f) !== undefined : args[0]!.dtype === 'f32';
   },
   plan(args, scalars, f) {
+    if (args[0]!.dtype === 'f64') return onnxBinaryF64WebGpu.plan(args, scalars, f);
     const op = enumScalar('onnx_binary', scalars, 'op', BINARY_OPS);
     const specials = [
       { type: 'f32', value: Infinity },
