@@ -8,7 +8,7 @@
  */
 import type { DType } from '../../core/dtype.js';
 import { numel } from '../../core/shape.js';
-import type { Scalars } from '../../devices/device.js';
+import type { Scalars, TensorDesc } from '../../devices/device.js';
 import type { WebGpuKernel } from '../../devices/webgpu/kernel-api.js';
 import { LINEAR_MAIN } from '../common/webgpu.js';
 import { missingValue, pad6 } from './common.js';
@@ -70,13 +70,19 @@ ${LINEAR_MAIN}
 `;
 }
 
-export const onnxGatherElementsWebGpu: WebGpuKernel = {
-  kind: 'webgpu-kernel',
-  supports: (args) =>
+/** data, i32 indices, y of data's dtype: the gathers copy bits, so every dtype whose bits they read. */
+function gatherSupports(args: readonly TensorDesc[]): boolean {
+  return (
     args.length === 3 &&
     args[0]!.dtype === args[2]!.dtype &&
     args[1]!.dtype === 'i32' &&
-    BITS_DTYPES.includes(args[0]!.dtype),
+    BITS_DTYPES.includes(args[0]!.dtype)
+  );
+}
+
+export const onnxGatherElementsWebGpu: WebGpuKernel = {
+  kind: 'webgpu-kernel',
+  supports: gatherSupports,
   plan(args, scalars) {
     const [data, indices, y] = [args[0]!, args[1]!, args[2]!];
     const g = gatherElementsGeometry(data, indices, scalars);
@@ -125,11 +131,7 @@ ${LINEAR_MAIN}
 
 export const onnxGatherNdWebGpu: WebGpuKernel = {
   kind: 'webgpu-kernel',
-  supports: (args) =>
-    args.length === 3 &&
-    args[0]!.dtype === args[2]!.dtype &&
-    args[1]!.dtype === 'i32' &&
-    BITS_DTYPES.includes(args[0]!.dtype),
+  supports: gatherSupports,
   plan(args, scalars) {
     const y = args[2]!;
     const g = gatherNdGeometry(args[0]!, args[1]!, scalars);
