@@ -107,6 +107,20 @@ export function i64Params(values: readonly number[]): CudaParam[] {
 }
 
 /**
+ * CUDA source: `store_miss(y, i)` writes what a gather reads for an index out of range (`missingValue`:
+ * NaN for floats, 0 for integers); the program defines IS_FLOAT.
+ */
+export const CUDA_STORE_MISS = `
+static __device__ __forceinline__ void store_miss(X_t* y, long long i) {
+#if IS_FLOAT
+  stX(y, i, (X_c)(0.0 / 0.0));
+#else
+  y[i] = (X_t)0;
+#endif
+}
+`;
+
+/**
  * CUDA source: `DIMS6(d)` declares six i64 parameters d0..d5; `offset6(i, d, s)` turns a row-major
  * index over dims d into Σ coordinate·stride (strides may be 0 or negative). Axes of size 1 (the padding
  * to rank 6) are skipped, and with the define IDX32 (every index < 2³¹, see `idx32`) the divisions are

@@ -16,6 +16,7 @@ import { intScalar } from '../common/scalars.js';
 import {
   COPY_DTYPES,
   CUDA_INDEX,
+  CUDA_STORE_MISS,
   i64Params,
   missingValue,
   onnxDef,
@@ -112,7 +113,7 @@ export const onnxGatherNdCpu: CpuKernel = (args, scalars) => {
 export const onnxGatherNdCuda: CudaProgram = {
   kind: 'program',
   entry: 'tdm_onnx_gather_nd',
-  source: `${CUDA_INDEX}
+  source: `${CUDA_INDEX}${CUDA_STORE_MISS}
 extern "C" __global__ void tdm_onnx_gather_nd(const X_t* __restrict__ data, const int* __restrict__ idx,
     X_t* __restrict__ y, long long n, long long m, long long slice, long long rowsPerBatch, long long batchSize,
     DIMS6(dd), DIMS6(ds)) {
@@ -125,11 +126,7 @@ extern "C" __global__ void tdm_onnx_gather_nd(const X_t* __restrict__ data, cons
       off = k >= 0 && k < dims[j] ? off + k * str[j] : -1;
     }
     if (off >= 0) y[i] = data[off + i % slice];
-#if IS_FLOAT
-    else stX(y, i, (X_c)(0.0 / 0.0));
-#else
-    else y[i] = (X_t)0;
-#endif
+    else store_miss(y, i);
   }
 }`,
   dtypes: (args) => ({ X: args[0]!.desc.dtype }),

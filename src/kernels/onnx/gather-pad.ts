@@ -14,6 +14,7 @@ import { enumScalar, intScalar, numberScalar } from '../common/scalars.js';
 import {
   COPY_DTYPES,
   CUDA_INDEX,
+  CUDA_STORE_MISS,
   i64Params,
   missingValue,
   onnxDef,
@@ -95,7 +96,7 @@ export const onnxGatherCpu: CpuKernel = (args, scalars) => {
 export const onnxGatherCuda: CudaProgram = {
   kind: 'program',
   entry: 'tdm_onnx_gather',
-  source: `
+  source: `${CUDA_STORE_MISS}
 extern "C" __global__ void tdm_onnx_gather(const X_t* __restrict__ data, const int* __restrict__ idx,
     X_t* __restrict__ y, long long n, long long dim, long long count, long long inner) {
   ${GRID_STRIDE} {
@@ -103,11 +104,7 @@ extern "C" __global__ void tdm_onnx_gather(const X_t* __restrict__ data, const i
     long long k = idx[j];
     if (k < 0) k += dim;
     if (k >= 0 && k < dim) y[i] = data[(o * dim + k) * inner + in];
-#if IS_FLOAT
-    else stX(y, i, (X_c)(0.0 / 0.0));
-#else
-    else y[i] = (X_t)0;
-#endif
+    else store_miss(y, i);
   }
 }`,
   dtypes: (args) => ({ X: args[0]!.desc.dtype }),

@@ -17,6 +17,7 @@ import { boolScalar, enumScalar, intScalar } from '../common/scalars.js';
 import {
   COPY_DTYPES,
   CUDA_INDEX,
+  CUDA_STORE_MISS,
   i64Params,
   missingValue,
   onnxDef,
@@ -235,7 +236,7 @@ export const onnxGatherElementsCpu: CpuKernel = (args, scalars) => {
 export const onnxGatherElementsCuda: CudaProgram = {
   kind: 'program',
   entry: 'tdm_onnx_gather_elements',
-  source: `${CUDA_INDEX}
+  source: `${CUDA_INDEX}${CUDA_STORE_MISS}
 extern "C" __global__ void tdm_onnx_gather_elements(const X_t* __restrict__ data, const int* __restrict__ idx,
     X_t* __restrict__ y, long long n, long long dim, long long axis, DIMS6(id), DIMS6(ds)) {
   const long long idims[6] = ARR6(id), dstr[6] = ARR6(ds);
@@ -243,11 +244,7 @@ extern "C" __global__ void tdm_onnx_gather_elements(const X_t* __restrict__ data
     long long k = idx[i];
     if (k < 0) k += dim;
     if (k < 0 || k >= dim) {
-#if IS_FLOAT
-      stX(y, i, (X_c)(0.0 / 0.0));
-#else
-      y[i] = (X_t)0;
-#endif
+      store_miss(y, i);
       continue;
     }
     long long r = i, off = 0;
