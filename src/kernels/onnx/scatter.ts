@@ -41,6 +41,14 @@ const COMBINE_CUDA = `
 #else
 #define TDM_COMBINE(a, b) (((a) != (a) || (b) != (b)) ? (a) + (b) : ((a) < (b) ? (a) : (b)))
 #endif
+// Update s applied to y[at]: replaced as stored (bits kept), or combined in the compute type.
+static __device__ __forceinline__ void scatter_store(X_t* y, long long at, const X_t* upd, long long s) {
+#if RED == 0
+  y[at] = upd[s];
+#else
+  stX(y, at, TDM_COMBINE(ldX(y, at), ldX(upd, s)));
+#endif
+}
 `;
 
 function reductionOf(op: string, scalars: Scalars): Reduction {
@@ -167,12 +175,7 @@ extern "C" __global__ void tdm_onnx_scatter_elements(const int* __restrict__ idx
       long long k = idx[s];
       if (k < 0) k += dim;
       if (k < 0 || k >= dim) continue;
-      long long at = ybase + k * ystr[axis];
-#if RED == 0
-      y[at] = upd[s];
-#else
-      stX(y, at, TDM_COMBINE(ldX(y, at), ldX(upd, s)));
-#endif
+      scatter_store(y, ybase + k * ystr[axis], upd, s);
     }
   }
 }`,
@@ -291,12 +294,7 @@ extern "C" __global__ void tdm_onnx_scatter_nd(const int* __restrict__ idx, cons
         off = k >= 0 && k < dims[j] ? off + k * str[j] : -1;
       }
       if (off < 0) continue;
-      long long at = off + i, s = r * n + i;
-#if RED == 0
-      y[at] = upd[s];
-#else
-      stX(y, at, TDM_COMBINE(ldX(y, at), ldX(upd, s)));
-#endif
+      scatter_store(y, off + i, upd, r * n + i);
     }
   }
 }`,
