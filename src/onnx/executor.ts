@@ -38,8 +38,11 @@ export interface RunOptions {
    * kernel this device cannot run goes to `fallback` (fallback.ts).
    */
   readonly device?: string;
-  /** Where kernels `device` cannot run go: a kind or an id (default 'cpu'), or null to refuse them. */
-  readonly fallback?: string | null;
+  /**
+   * Where kernels `device` cannot run go: a kind or an id, or several tried in order (default 'cpu'); null
+   * to refuse them.
+   */
+  readonly fallback?: string | readonly string[] | null;
   readonly tags?: Readonly<Record<string, string>>;
   /** Compute dtype for float values on device: 'f32' (default), or 'f16'/'bf16' (GPU, lower accuracy). */
   readonly floatDType?: 'f32' | 'f16' | 'bf16';
@@ -196,6 +199,11 @@ export class OnnxExecutor {
       // the first kernel that reads it, inside that step's time.
       profiler?.recordExtra(name, 'Input', performance.now() - started, v.dims);
     }
+    const placement = new KernelPlacement(
+      this.rt,
+      opts.device,
+      opts.fallback === undefined ? 'cpu' : opts.fallback,
+    );
     for (const [name, image] of Object.entries(opts.images ?? {})) {
       const f = feeds[name];
       const v = plan.values.get(name);
@@ -209,7 +217,7 @@ export class OnnxExecutor {
       else x = this.keepIo(key, this.rt.tensor(f.dims, 'u8', f.data as Uint8Array));
       kept.add(x);
       const y = this.rt.tensor(v.dims, dtypeOf(v.type));
-      const h = submitImageNormalize(this.rt, { x, y }, image, name, opts.device, opts.tags);
+      const h = submitImageNormalize(this.rt, { x, y }, image, name, placement, opts.tags);
       live.set(name, y);
       if (profiler) {
         await h.done;
@@ -245,11 +253,6 @@ export class OnnxExecutor {
       'onnx',
     );
     const free = (t: Tensor): void => collector.free(t);
-    const placement = new KernelPlacement(
-      this.rt,
-      opts.device,
-      opts.fallback === undefined ? 'cpu' : opts.fallback,
-    );
     try {
       for (let k = 0; k < plan.steps.length; k++) {
         const step = plan.steps[k]!;

@@ -14,16 +14,19 @@ import type { Runtime } from '../runtime/runtime.js';
 export type PlacementRuntime = Pick<Runtime, 'canRun'>;
 
 export class KernelPlacement {
-  /** Nodes (op:name) some of whose kernels ran on the fallback device in this run. */
+  /** Nodes (op:name) some of whose kernels ran on a fallback device in this run. */
   readonly fellBack = new Set<string>();
+  private readonly fallbacks: readonly string[];
 
   constructor(
     private readonly rt: PlacementRuntime,
     /** The run's device; undefined: the scheduler places every kernel. */
     private readonly device: string | undefined,
-    /** Where kernels the device cannot run go; null: none (strict). */
-    private readonly fallback: string | null,
-  ) {}
+    /** Where kernels the device cannot run go, the first that can; null or []: none (strict). */
+    fallback: string | readonly string[] | null,
+  ) {
+    this.fallbacks = fallback === null ? [] : typeof fallback === 'string' ? [fallback] : fallback;
+  }
 
   /** rt.submit's `device` for this kernel of node `node`. */
   deviceFor(
@@ -34,14 +37,17 @@ export class KernelPlacement {
   ): string | undefined {
     const device = this.device;
     if (device === undefined || this.rt.canRun(kernel, args, scalars, device)) return device;
-    const to = this.fallback;
-    if (to === null || to === device || !this.rt.canRun(kernel, args, scalars, to)) {
+    const to = this.fallbacks.find((f) => f !== device && this.rt.canRun(kernel, args, scalars, f));
+    if (to === undefined) {
       const dtypes = [...new Set(Object.values(args).map((t) => t.dtype))].join(', ');
+      const tried = this.fallbacks.filter((f) => f !== device);
       throw new TandemError(
         'TANDEM_ERR_UNSUPPORTED',
         `onnx: node ${node} needs kernel ${kernel} on ${dtypes}, which ${device} cannot run` +
-          (to === null ? ' (no fallback device)' : ` and neither can the fallback ${to}`),
-        { node, kernel, device, ...(to === null ? {} : { fallback: to }) },
+          (tried.length === 0
+            ? ' (no fallback device)'
+            : ` and neither can the fallback ${tried.join(' or ')}`),
+        { node, kernel, device, ...(tried.length === 0 ? {} : { fallback: tried }) },
       );
     }
     this.fellBack.add(node);

@@ -8,12 +8,11 @@ import { imageNormalizeScalars, type ImageNormalizeParams } from '../kernels/ima
 import type { Tensor } from '../memory/tensor.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { TaskHandle } from '../runtime/task.js';
+import type { KernelPlacement } from './fallback.js';
 import { isFloatType, type ElemType } from './host-tensor.js';
 
 export interface ImageFeed {
   readonly params: ImageNormalizeParams;
-  /** Where image_normalize runs when the run's device has no implementation of it (WebGPU). */
-  readonly device?: string;
 }
 
 /** The graph-side dims (N×3×H×W) of an image feed (N×H×W×3 uint8), checked. */
@@ -36,22 +35,28 @@ export function imageDims(
   return [n!, 3, h!, w!];
 }
 
-/** Submits image_normalize from the pixels x into the graph input y; y is freed if the submit throws. */
+/**
+ * Submits image_normalize from the pixels x into the graph input y, placed like the run's kernels (on a
+ * WebGPU run, which has no WGSL for it, on the fallback); y is freed if the submit throws.
+ */
 export function submitImageNormalize(
   rt: Pick<Runtime, 'submit' | 'free'>,
   io: { readonly x: Tensor; readonly y: Tensor },
   image: ImageFeed,
   name: string,
-  device: string | undefined,
+  placement: KernelPlacement,
   tags: Readonly<Record<string, string>> | undefined,
 ): TaskHandle {
   try {
+    const args = { x: io.x, y: io.y };
+    const scalars = imageNormalizeScalars(image.params);
+    const node = `image_normalize:${name}`;
     return rt.submit({
       kernel: 'image_normalize',
-      args: { x: io.x, y: io.y },
-      scalars: imageNormalizeScalars(image.params),
-      device: image.device ?? device,
-      name: `image_normalize:${name}`,
+      args,
+      scalars,
+      device: placement.deviceFor('image_normalize', args, scalars, node),
+      name: node,
       tags,
     });
   } catch (e) {

@@ -49,6 +49,11 @@ void describe('onnx kernel placement and fallback', () => {
           e.message,
         ),
     );
+    // Several fallbacks: the first that can run it (no cuda device is open here).
+    assert.equal(
+      new KernelPlacement(rt, 'webgpu', ['cuda', 'cpu']).deviceFor('onnx_unary', args, scalars, 'Relu:r'),
+      'cpu',
+    );
     const nowhere = new KernelPlacement(rt, 'webgpu', 'cuda');
     assert.throws(
       () => nowhere.deviceFor('onnx_unary', args, scalars, 'Relu:r'),

@@ -1,7 +1,7 @@
 /**
  * image_normalize as an op group (joined to the ONNX groups: it feeds served ONNX image models), with
- * its conformance cases. No WebGPU version: a batch placed on WebGPU runs it on the next kind of the
- * model's placement that has it (src/service/serving/models/onnx-image.ts).
+ * its conformance cases. No WebGPU version: a run placed on WebGPU runs it on its fallback device
+ * (src/onnx/fallback.ts; a served model's are its placement's other kinds).
  */
 import { type DType, epsilon } from '../../core/dtype.js';
 import type { ConformanceCase } from '../case-types.js';

@@ -82,3 +82,18 @@ export function requirePlacement(
     { kinds: [...rule.kinds], present },
   );
 }
+
+/**
+ * Where a batch on `device` sends the kernels that device cannot run (an ONNX model on WebGPU: the nodes
+ * without WGSL, image_normalize): the rule's other kinds that are present, in the rule's order, so a
+ * model never runs outside its placement; none leaves the run strict (TANDEM_ERR_UNSUPPORTED).
+ */
+export function fallbackKinds(
+  device: string | undefined,
+  rule: ModelPlacement,
+  rt: Pick<ServiceRuntime, 'devices'>,
+): string[] {
+  const kind = rt.devices.find((d) => d.info.kind === device || d.info.id === device)?.info.kind;
+  const present = new Set<string>(rt.devices.map((d) => d.info.kind));
+  return rule.kinds.filter((k) => k !== kind && present.has(k));
+}

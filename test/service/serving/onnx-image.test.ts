@@ -13,7 +13,7 @@ import { Runtime } from '../../../src/runtime/runtime.js';
 import { OCR_DET_MODEL, ocrAssetsDir } from '../../../src/onnx/ocr.js';
 import type { ModelSpec, ServedModel } from '../../../src/service/serving/model.js';
 import { onnxFactory, type OnnxOutputs } from '../../../src/service/serving/models/onnx.js';
-import { imageDevice } from '../../../src/service/serving/models/onnx-image.js';
+import { fallbackKinds } from '../../../src/service/serving/placement.js';
 import { textLikePixels } from '../../onnx/ocr-images.js';
 
 const assets = ocrAssetsDir();
@@ -185,21 +185,16 @@ describe(
   },
 );
 
-describe('onnx preprocess: where image_normalize runs', () => {
+describe('onnx on a device that lacks a kernel: where it runs instead', () => {
   const devices = (...kinds: string[]) =>
     ({ devices: kinds.map((kind, i) => ({ info: { kind, id: `${kind}:${i}` } })) }) as unknown as Parameters<
-      typeof imageDevice
+      typeof fallbackKinds
     >[2];
-  it("the batch's device when it has the kernel, else the placement's next kind present that has it", () => {
+  it("the placement's other kinds that are present, in its order; none outside the placement", () => {
     const p = { kinds: ['webgpu', 'cuda', 'cpu'] } as const;
-    assert.equal(imageDevice('cuda', p, devices('cuda', 'cpu')), 'cuda');
-    assert.equal(imageDevice('cpu:1', p, devices('webgpu', 'cpu')), 'cpu:1');
-    assert.equal(imageDevice('webgpu', p, devices('webgpu', 'cpu')), 'cpu');
-    assert.equal(imageDevice('webgpu', p, devices('webgpu', 'cpu', 'cuda')), 'cuda');
-    assert.equal(imageDevice(undefined, p, devices('webgpu')), undefined);
-    assert.throws(
-      () => imageDevice('webgpu', { kinds: ['webgpu', 'cuda'] }, devices('webgpu', 'cpu')),
-      (e: unknown) => e instanceof TandemError && e.code === 'TANDEM_ERR_DEVICE_ABSENT',
-    );
+    assert.deepEqual(fallbackKinds('webgpu', p, devices('webgpu', 'cpu')), ['cpu']);
+    assert.deepEqual(fallbackKinds('webgpu', p, devices('webgpu', 'cpu', 'cuda')), ['cuda', 'cpu']);
+    assert.deepEqual(fallbackKinds('cpu:1', p, devices('webgpu', 'cpu')), ['webgpu']);
+    assert.deepEqual(fallbackKinds('webgpu', { kinds: ['webgpu', 'cuda'] }, devices('webgpu', 'cpu')), []);
   });
 });

@@ -5,12 +5,11 @@
  * reading the body was most of the server's time; as bytes it is 1.2 MB, over HTTP and into the device.
  */
 import { TandemError } from '../../../core/errors.js';
-import type { HardwareKind } from '../../../devices/device.js';
 import type { ImageNormalizeParams } from '../../../kernels/image_normalize/params.js';
 import { imageNormalizeGroup } from '../../../kernels/onnx/image-group.js';
 import { isFloatType } from '../../../onnx/host-tensor.js';
 import type { OnnxModel } from '../../../onnx/model.js';
-import type { JsonSchema, ServiceRuntime } from '../../jobs/job-type.js';
+import type { JsonSchema } from '../../jobs/job-type.js';
 import type { ModelPlacement } from '../model.js';
 
 export interface ImagePreprocess extends ImageNormalizeParams {
@@ -110,28 +109,4 @@ export function checkImagePlacement(placement: ModelPlacement): void {
     throw invalid(
       `needs a device kind that runs image_normalize (${IMAGE_KINDS.join(', ')}); the placement allows ${placement.kinds.join(', ')}`,
     );
-}
-
-/**
- * Where a batch's image_normalize runs: the batch's own device when its kind has the kernel; otherwise
- * (a WebGPU batch) the first kind of the model's placement that has it and is present, so the model
- * never runs outside the kinds its placement allows; the runtime moves the float image to the batch's
- * device. Undefined (the scheduler's choice among eligible kinds) for an unconstrained batch.
- */
-export function imageDevice(
-  batchDevice: string | undefined,
-  placement: ModelPlacement,
-  rt: Pick<ServiceRuntime, 'devices'>,
-): string | undefined {
-  if (batchDevice === undefined) return undefined;
-  const kind = rt.devices.find((d) => d.info.kind === batchDevice || d.info.id === batchDevice)?.info.kind;
-  if (kind === undefined || IMAGE_KINDS.includes(kind)) return batchDevice;
-  const present = new Set<HardwareKind>(rt.devices.map((d) => d.info.kind as HardwareKind));
-  const next = placement.kinds.find((k) => IMAGE_KINDS.includes(k) && present.has(k));
-  if (next === undefined)
-    throw new TandemError(
-      'TANDEM_ERR_DEVICE_ABSENT',
-      `onnx: the batch runs on ${batchDevice}, which has no image_normalize, and the placement (${placement.kinds.join(', ')}) has no present kind that does (${IMAGE_KINDS.join(', ')})`,
-    );
-  return next;
 }

@@ -12,12 +12,12 @@ import { isFloatType, numelOf } from '../../../onnx/host-tensor.js';
 import { loadOnnxFile, type OnnxModel } from '../../../onnx/model.js';
 import { opImpl } from '../../../onnx/ops/table.js';
 import type { JsonSchema, ServiceRuntime } from '../../jobs/job-type.js';
+import { fallbackKinds } from '../placement.js';
 import type { BatchContext, ModelFactory, ModelPlacement, ModelSpec, ServedModel } from '../model.js';
 import { isBatchable, parseOnnxInputs, type OnnxItem } from './onnx-inputs.js';
 import {
   checkImageInput,
   checkImagePlacement,
-  imageDevice,
   parsePreprocess,
   preprocessSchema,
   type ImagePreprocess,
@@ -144,7 +144,8 @@ class OnnxServedModel implements ServedModel<OnnxItem, OnnxOutputs> {
     maxBatchSize: number,
     private readonly outputEncoding: ValuesEncoding = 'json',
     private readonly sequences = false,
-    private readonly preprocess?: { image: ImagePreprocess; placement: ModelPlacement },
+    private readonly placement: ModelPlacement,
+    private readonly preprocess?: ImagePreprocess,
   ) {
     this.batchable = isBatchable(model);
     this.maxBatchSize = this.batchable ? maxBatchSize : 1;
@@ -180,7 +181,7 @@ class OnnxServedModel implements ServedModel<OnnxItem, OnnxOutputs> {
   }
 
   parse(inputs: unknown): OnnxItem {
-    return parseOnnxInputs(this.model, inputs, this.preprocess?.image.input);
+    return parseOnnxInputs(this.model, inputs, this.preprocess?.input);
   }
 
   async runBatch(items: readonly OnnxItem[], ctx: BatchContext): Promise<Array<OnnxOutputs | TandemError>> {
@@ -218,8 +219,7 @@ class OnnxServedModel implements ServedModel<OnnxItem, OnnxOutputs> {
       // Pixels (every item of the group has them: its key says so): stacked as bytes, [n, H, W, 3];
       // the executor normalizes them on the device.
       if (first.data instanceof Uint8Array && this.preprocess) {
-        const { image, placement } = this.preprocess;
-        images[info.name] = { params: image, device: imageDevice(ctx.device, placement, ctx.rt) };
+        images[info.name] = { params: this.preprocess };
         const per = first.data.length;
         const key = `${info.name}:u8`;
         const stage = this.takeStaging(key, per, Uint8Array);
@@ -250,6 +250,8 @@ class OnnxServedModel implements ServedModel<OnnxItem, OnnxOutputs> {
     try {
       out = await this.exec.run(feeds, {
         device: ctx.device,
+        // Kernels the batch's device cannot run go to the placement's other kinds, never outside it.
+        fallback: fallbackKinds(ctx.device, this.placement, ctx.rt),
         tags: ctx.tags,
         floatDType: this.floatDType,
         sequences: this.sequences,
@@ -319,7 +321,8 @@ export const onnxFactory: ModelFactory = {
       cfg.maxBatchSize,
       cfg.outputEncoding,
       cfg.sequences,
-      cfg.preprocess && { image: cfg.preprocess, placement: spec.placement },
+      spec.placement,
+      cfg.preprocess,
     );
   },
 };
