@@ -2,7 +2,9 @@
 # weights, SDPA), the same architecture as gpt2_train.py, on 128-token inputs at the given batch sizes.
 # Two heads: 'last' (next-token logits of the last position only, what the served scoring computes) and
 # 'full' (logits at every position). One JSON line per batch size with the faster head as `ms`.
-# usage: python3 gpt2_infer.py [1,64]
+# usage: python3 gpt2_infer.py [1,64] [--once]
+# --once: 3 warm-up passes and one timed 'last' pass per batch size, nothing printed but the line — for a
+# profiler (scripts/gpu/kernel-times.sh runs it under Nsight Compute) to see a few passes only.
 import json, sys, time, torch, torch.nn as nn, torch.nn.functional as F
 C, L, H, V, T = 768, 12, 12, 50304, 1024
 S = 128
@@ -32,8 +34,16 @@ def timed(m, x, last, reps):
     return (time.perf_counter() - t0) / reps * 1e3
 torch.manual_seed(1)
 m = G().cuda().to(torch.bfloat16).eval()
-for n in [int(b) for b in (sys.argv[1] if len(sys.argv) > 1 else '1,64').split(',')]:
+once = '--once' in sys.argv
+args = [a for a in sys.argv[1:] if not a.startswith('--')]
+for n in [int(b) for b in (args[0] if args else '1,64').split(',')]:
     x = torch.randint(0, 50257, (n, S), device='cuda')
+    if once:
+        with torch.inference_mode():
+            for _ in range(3): m(x, True)
+            torch.cuda.synchronize(); t0 = time.perf_counter(); m(x, True); torch.cuda.synchronize()
+        print(json.dumps({"side": "torch", "once": True, "batch": n, "ms": (time.perf_counter() - t0) * 1e3}), flush=True)
+        continue
     last = timed(m, x, True, 100); full = timed(m, x, False, 100)
     ms = min(last, full)
     print(json.dumps({"side": "torch", "batch": n, "seq": S, "ms": ms, "lastMs": last, "fullMs": full,
