@@ -18,6 +18,7 @@ import {
   type SequenceChunks,
 } from '../runtime/sequence-collector.js';
 import type { TaskHandle } from '../runtime/task.js';
+import { gradTarget } from './grad-routing.js';
 import { Var, type VarHost } from './var.js';
 
 /** Working precision: parameters and activations in this dtype; accumulation is f32 (f64 for f64). */
@@ -75,12 +76,6 @@ export interface StepCapture {
 
 function spareKey(shape: readonly number[], dtype: DType): string {
   return `${dtype}:${shape.join('x')}`;
-}
-
-/** Where a gradient contribution goes: the tensor, and whether to add to what it holds. */
-export interface GradTarget {
-  readonly tensor: Tensor;
-  readonly accumulate: boolean;
 }
 
 export class Nn implements VarHost {
@@ -330,113 +325,12 @@ export class Nn implements VarHost {
     return out;
   }
 
-  /**
-   * Where a contribution to `v`'s gradient goes: null when `v` needs none. The first contribution
-   * since the last zeroGrad overwrites, later ones add.
-   */
-  gradTarget(v: Var): GradTarget | null {
-    if (!v.requiresGrad) return null;
-    if (v.grad === null) v.grad = this.tensor(v.shape, v.dtype);
-    const accumulate = v.gradWritten;
-    v.gradWritten = true;
-    return { tensor: v.grad, accumulate };
-  }
-
-  /**
-   * Gradient outputs of a kernel that has one `accumulate` flag for several of them (dw and db of
-   * linear_dw, dx/dw/db of layernorm_backward). `slots` pairs each gradient with the Var it belongs
-   * to (null: the kernel needs the output but nothing wants it) and its shape and dtype. Call
-   * `finish()` after submitting the kernel: it frees scratch outputs and adds redirected ones in.
-   */
-  jointTargets(slots: readonly { v: Var | null; shape: readonly number[]; dtype: DType }[]): {
-    tensors: Tensor[];
-    accumulate: boolean;
-    finish: () => void;
-  } {
-    const wanted = slots.filter((s) => s.v !== null && s.v.requiresGrad).map((s) => s.v!);
-    const agree = wanted.every((v) => v.gradWritten === wanted[0]?.gradWritten);
-    const scratch: Tensor[] = [];
-    const redirect: [Var, Tensor][] = [];
-    let accumulate = false;
-    const tensors = slots.map(({ v, shape, dtype }) => {
-      if (v !== null && v.requiresGrad && agree) {
-        const t = this.gradTarget(v)!;
-        accumulate = t.accumulate;
-        return t.tensor;
-      }
-      const t = this.tensor(shape, dtype);
-      if (v !== null && v.requiresGrad) redirect.push([v, t]);
-      else scratch.push(t);
-      return t;
-    });
-    return {
-      tensors,
-      accumulate,
-      finish: () => {
-        for (const [v, t] of redirect) if (!this.adoptGrad(v, t)) this.free(t);
-        for (const t of scratch) this.free(t);
-      },
-    };
-  }
-
-  /**
-   * Makes `grad` itself `v`'s gradient when nothing else will add into it (an intermediate used
-   * once, with no gradient yet); otherwise copies or adds it in. True when `grad` was handed over (the
-   * caller must then not free it).
-   */
-  adoptGrad(v: Var, grad: Tensor): boolean {
-    if (!v.requiresGrad) return false;
-    if (v.kind === 'intermediate' && v.uses === 1 && (v.grad === null || !v.gradWritten)) {
-      if (v.grad !== null && v.grad !== grad) this.free(v.grad);
-      v.grad = grad;
-      v.gradWritten = true;
-      this.handedOver.add(grad);
-      return true;
-    }
-    const target = this.gradTarget(v)!;
-    if (target.accumulate) this.submit('axpy', { x: grad, y: target.tensor }, { alpha: 1 });
-    else this.submit('copy', { x: grad, y: target.tensor });
-    return false;
-  }
-
-  /**
-   * For a kernel that overwrites its gradient output (no accumulate flag): where to write, and a
-   * `finish()` that adds a scratch result into `v`'s gradient when it already held one (or frees it
-   * when `v` needs none).
-   */
-  overwriteTarget(v: Var): { tensor: Tensor; finish: () => void } {
-    if (v.requiresGrad && !v.gradWritten)
-      return { tensor: this.gradTarget(v)!.tensor, finish: () => undefined };
-    const t = this.tensor(v.shape, v.dtype);
-    return {
-      tensor: t,
-      finish: () => {
-        if (!(v.requiresGrad && this.adoptGrad(v, t))) this.free(t);
-      },
-    };
-  }
-
-  /** Gives `grad` unchanged to every one of `vars` (a sum's inputs): one may take it by reference. */
-  shareGrad(grad: Tensor, vars: readonly Var[]): void {
-    let taken = false;
-    for (const v of vars) {
-      if (!taken) {
-        taken = this.adoptGrad(v, grad);
-        continue;
-      }
-      const t = this.gradTarget(v);
-      if (t === null) continue;
-      if (t.accumulate) this.submit('axpy', { x: grad, y: t.tensor }, { alpha: 1 });
-      else this.submit('copy', { x: grad, y: t.tensor });
-    }
-  }
-
   // ---- the backward pass ----------------------------------------------------------------------
 
   private root: Var | null = null;
   /** Gradient tensors an op handed to its input by reference during this backward: not freed with
-   * the output they came from. */
-  private readonly handedOver = new Set<Tensor>();
+   * the output they came from (filled by grad-routing.ts's adoptGrad). */
+  readonly handedOver = new Set<Tensor>();
   /**
    * The last two losses backpropagated, kept readable (a loop reads step k's loss while step k + 1 is
    * queued); older ones are freed.
@@ -538,7 +432,7 @@ export class Nn implements VarHost {
     this.root = root;
     try {
       if (seedGrad === null) {
-        const seed = this.gradTarget(root)!;
+        const seed = gradTarget(this, root)!;
         if (this.lossScaleTensor === null) this.submit('fill', { y: seed.tensor }, { value: this.lossScale });
         else this.submit('cast', { x: this.lossScaleTensor, y: seed.tensor });
       } else {

@@ -5,6 +5,7 @@
 import { TandemError } from '../../core/errors.js';
 import type { Nn } from '../context.js';
 import type { Var } from '../var.js';
+import { overwriteTarget } from '../grad-routing.js';
 
 /**
  * qkv [B, T, 3C] → y [B, T, C]; or, with `seq` = T, the rows of a linear layer qkv [B·T, 3C] → y
@@ -40,7 +41,7 @@ export function causalSelfAttention(nn: Nn, qkv: Var, heads: number, seq?: numbe
     [qkv],
     (g) => {
       if (!qkv.requiresGrad) return;
-      const d = nn.overwriteTarget(qkv);
+      const d = overwriteTarget(nn, qkv);
       nn.submit('attention_backward', { dy: g, qkv: qkv.data, y, lse, dqkv: d.tensor }, scalars);
       d.finish();
     },

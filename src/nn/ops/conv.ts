@@ -3,6 +3,7 @@ import { TandemError } from '../../core/errors.js';
 import type { Nn } from '../context.js';
 import type { Var } from '../var.js';
 import { requireShape } from './shapes.js';
+import { jointTargets, overwriteTarget } from '../grad-routing.js';
 
 function outSize(op: string, size: number, k: number, stride: number, padding: number): number {
   const o = Math.floor((size + 2 * padding - k) / stride) + 1;
@@ -46,11 +47,11 @@ export function conv2d(nn: Nn, x: Var, w: Var, b: Var, { stride = 1, padding = 0
   const scalars = { stride, padding };
   nn.submit('conv2d', { x: x.data, w: w.data, b: b.data, y }, scalars);
   return nn.result(y, [x, w, b], (g) => {
-    const j = nn.jointTargets([
+    const j = jointTargets(nn, [
       { v: w, shape: w.shape, dtype: w.dtype },
       { v: b, shape: b.shape, dtype: b.dtype },
     ]);
-    const dx = nn.overwriteTarget(x);
+    const dx = overwriteTarget(nn, x);
     nn.submit(
       'conv2d_backward',
       { dy: g, x: x.data, w: w.data, dx: dx.tensor, dw: j.tensors[0]!, db: j.tensors[1]! },
@@ -84,7 +85,7 @@ export function pool2d(
   nn.submit('pool2d', { x: x.data, y }, scalars);
   return nn.result(y, [x], (g) => {
     if (!x.requiresGrad) return;
-    const dx = nn.overwriteTarget(x);
+    const dx = overwriteTarget(nn, x);
     nn.submit('pool2d_backward', { x: x.data, dy: g, dx: dx.tensor }, scalars);
     dx.finish();
   });

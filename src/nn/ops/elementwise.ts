@@ -5,12 +5,13 @@ import type { Nn } from '../context.js';
 import type { Var } from '../var.js';
 import type { Activation } from './linear.js';
 import { requireShape } from './shapes.js';
+import { gradTarget, shareGrad } from '../grad-routing.js';
 
 export function activation(nn: Nn, x: Var, op: Activation): Var {
   const y = nn.tensor(x.shape);
   nn.submit('activation', { x: x.data, y }, { op });
   return nn.result(y, [x], (g) => {
-    const dx = nn.gradTarget(x);
+    const dx = gradTarget(nn, x);
     if (dx !== null)
       nn.submit(
         'activation_backward',
@@ -27,7 +28,7 @@ export function add(nn: Nn, a: Var, b: Var): Var {
   nn.submit('binary', { a: a.data, b: b.data, c }, { op: 'add' });
   return nn.result(c, [a, b], (g) => {
     // Both inputs receive g itself; only one of them may take it by reference.
-    nn.shareGrad(g, [a, b]);
+    shareGrad(nn, g, [a, b]);
   });
 }
 
@@ -41,7 +42,7 @@ export function reshape(nn: Nn, x: Var, shape: readonly number[]): Var {
   const y = nn.tensor(shape, x.dtype);
   nn.submit('copy', { x: x.data, y });
   return nn.result(y, [x], (g) => {
-    const dx = nn.gradTarget(x);
+    const dx = gradTarget(nn, x);
     if (dx === null) return;
     if (!dx.accumulate) {
       nn.submit('copy', { x: g, y: dx.tensor });
@@ -72,7 +73,7 @@ export function dropout(nn: Nn, x: Var, p: number): Var {
   const y = nn.tensor(x.shape);
   nn.submit('dropout', { x: x.data, y }, { p, seed });
   return nn.result(y, [x], (g) => {
-    const dx = nn.gradTarget(x);
+    const dx = gradTarget(nn, x);
     if (dx !== null)
       nn.submit('dropout_backward', { dy: g, dx: dx.tensor }, { p, seed, accumulate: dx.accumulate });
   });

@@ -3,6 +3,7 @@ import { TandemError } from '../../core/errors.js';
 import type { Nn } from '../context.js';
 import type { Var } from '../var.js';
 import { requireDtype, requireMatrix } from './shapes.js';
+import { jointTargets } from '../grad-routing.js';
 
 export function embedding(nn: Nn, ids: Var, wte: Var, wpe: Var): Var {
   requireDtype('embedding', 'ids', ids, 'i32');
@@ -22,7 +23,7 @@ export function embedding(nn: Nn, ids: Var, wte: Var, wpe: Var): Var {
   const y = nn.tensor([b * t, c]);
   nn.submit('embedding', { ids: ids.data, wte: wte.data, wpe: wpe.data, y });
   const out = nn.result(y, [wte, wpe], (g) => {
-    const j = nn.jointTargets([
+    const j = jointTargets(nn, [
       { v: wte, shape: wte.shape, dtype: wte.dtype },
       { v: wpe, shape: wpe.shape, dtype: wpe.dtype },
     ]);

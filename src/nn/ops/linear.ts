@@ -7,6 +7,7 @@ import type { Tensor } from '../../memory/tensor.js';
 import type { Nn } from '../context.js';
 import type { Var } from '../var.js';
 import { requireMatrix } from './shapes.js';
+import { gradTarget, jointTargets } from '../grad-routing.js';
 
 export type Activation = 'gelu' | 'relu';
 
@@ -37,11 +38,11 @@ export function linear(nn: Nn, x: Var, w: Var, b: Var | null, act?: Activation):
         dpre = nn.tensor([m, n]);
         nn.submit('activation_backward', { x: pre, dy: g, dx: dpre }, { op: act!, accumulate: false });
       }
-      const dx = nn.gradTarget(x);
+      const dx = gradTarget(nn, x);
       if (dx !== null)
         nn.submit('gemm', { a: dpre, b: w.data, c: dx.tensor }, { beta: dx.accumulate ? 1 : 0 });
       if (b !== null) {
-        const j = nn.jointTargets([
+        const j = jointTargets(nn, [
           { v: w, shape: [n, k], dtype: w.dtype },
           { v: b, shape: [n], dtype: b.dtype },
         ]);
@@ -54,7 +55,7 @@ export function linear(nn: Nn, x: Var, w: Var, b: Var | null, act?: Activation):
         }
         j.finish();
       } else {
-        const dw = nn.gradTarget(w);
+        const dw = gradTarget(nn, w);
         if (dw !== null)
           nn.submit(
             'gemm',
@@ -87,7 +88,7 @@ export function mlp(nn: Nn, x: Var, w1: Var, b1: Var, w2: Var, b2: Var, act: Act
     y,
     [x, w1, b1, w2, b2],
     (g) => {
-      const j2 = nn.jointTargets([
+      const j2 = jointTargets(nn, [
         { v: w2, shape: [n, hidden], dtype: w2.dtype },
         { v: b2, shape: [n], dtype: b2.dtype },
       ]);
@@ -99,7 +100,7 @@ export function mlp(nn: Nn, x: Var, w1: Var, b1: Var, w2: Var, b2: Var, act: Act
       j2.finish();
       const dpre = nn.tensor([m, hidden]);
       nn.submit('linear_dx_act', { dy: g, w: w2.data, pre, dx: dpre }, { act });
-      const j1 = nn.jointTargets([
+      const j1 = jointTargets(nn, [
         { v: w1, shape: [hidden, k], dtype: w1.dtype },
         { v: b1, shape: [hidden], dtype: b1.dtype },
       ]);
@@ -109,7 +110,7 @@ export function mlp(nn: Nn, x: Var, w1: Var, b1: Var, w2: Var, b2: Var, act: Act
         { accumulate: j1.accumulate },
       );
       j1.finish();
-      const dx = nn.gradTarget(x);
+      const dx = gradTarget(nn, x);
       if (dx !== null)
         nn.submit('gemm', { a: dpre, b: w1.data, c: dx.tensor }, { beta: dx.accumulate ? 1 : 0 });
       nn.free(dpre);

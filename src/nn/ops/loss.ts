@@ -7,6 +7,7 @@ import { TandemError } from '../../core/errors.js';
 import type { Nn } from '../context.js';
 import type { Var } from '../var.js';
 import { requireDtype, requireMatrix, requireShape } from './shapes.js';
+import { adoptGrad } from '../grad-routing.js';
 
 /**
  * Mean cross-entropy of `logits` [M, Vp] against `targets` (i32 [M], −1 = ignored row). `vocab` (≤ Vp)
@@ -42,7 +43,7 @@ export function crossEntropy(nn: Nn, logits: Var, targets: Var, vocab?: number):
         'TANDEM_ERR_INVALID_ARGUMENT',
         'crossEntropy: its loss must be the value backward() is called on (its gradient is computed in the forward pass)',
       );
-    nn.adoptGrad(logits, logits.data);
+    adoptGrad(nn, logits, logits.data);
   });
   return out;
 }

@@ -6,6 +6,7 @@ import type { Tensor } from '../../memory/tensor.js';
 import type { Nn } from '../context.js';
 import type { Var } from '../var.js';
 import { requireMatrix, requireShape } from './shapes.js';
+import { gradTarget, jointTargets, shareGrad } from '../grad-routing.js';
 
 const EPS = 1e-5;
 
@@ -17,8 +18,8 @@ interface Saved {
 function normBackward(nn: Nn, g: Tensor, x: Var, w: Var, b: Var, { mean, rstd }: Saved): void {
   const [m, c] = x.shape as [number, number];
   // dx gets its own target (it accumulates into a residual stream); dw and db share one flag.
-  const dx = nn.gradTarget(x);
-  const j = nn.jointTargets([
+  const dx = gradTarget(nn, x);
+  const j = jointTargets(nn, [
     { v: w, shape: [c], dtype: w.dtype },
     { v: b, shape: [c], dtype: b.dtype },
   ]);
@@ -59,7 +60,7 @@ export function residualLayerNorm(nn: Nn, a: Var, r: Var, w: Var, b: Var, eps = 
   nn.submit('residual_layernorm', { a: a.data, r: r.data, s, w: w.data, b: b.data, y, mean, rstd }, { eps });
   // The sum passes its gradient to both summands unchanged.
   const sum = nn.result(s, [a, r], (g) => {
-    nn.shareGrad(g, [a, r]);
+    shareGrad(nn, g, [a, r]);
   });
   const out = nn.result(y, [sum, w, b], (g) => normBackward(nn, g, sum, w, b, { mean, rstd }), [mean, rstd]);
   return { sum, y: out };
