@@ -86,7 +86,12 @@ try {
       maxNorm: 1,
       deviceScalars: staticStep || (values['precision'] === 'f16' && lossScaling === 'device'),
     });
-    const replay = staticStep ? new StaticTraining(nn, opt) : null;
+    const amp = nn.precision === 'f16' && lossScaling === 'device' ? new DeviceGradScaler(nn, opt) : null;
+    // A recorded step records fp16's device-side update (amp_update) with it, as the Trainer does.
+    const replay = staticStep
+      ? new StaticTraining(nn, opt, amp === null ? undefined : (lr) => amp.update(lr))
+      : null;
+    amp?.seed();
     let seed = 12345;
     const randomTokens = (): Int32Array =>
       Int32Array.from({ length: batch * t }, () => {
@@ -107,7 +112,6 @@ try {
         perOp.set(e.op, o);
       },
     };
-    const amp = nn.precision === 'f16' && lossScaling === 'device' ? new DeviceGradScaler(nn, opt) : null;
     const scaler = nn.precision === 'f16' && amp === null ? new GradScaler() : null;
     const stepMs: number[] = [];
     const hostMs: number[] = [];
