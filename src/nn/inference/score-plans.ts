@@ -3,8 +3,11 @@
  * pass (inputs, the blocks' working buffers, outputs) and its kernels as a prepared runtime sequence.
  * A request of a known shape writes its token ids and row indices into the plan's input tensors and
  * runs the sequence again — one task, no kernel revalidated, no tensor made, the same device addresses
- * each time (what lets a GPU backend replay the launches). Plans are kept for small shapes only, where
- * the host's per-kernel cost is what a request waits for; a few, the least recently used dropped first.
+ * each time (what lets a GPU backend replay the launches). Small shapes gain latency: the host's
+ * per-kernel cost is what such a request waits for. Large ones (up to B.7's batch of 64 × 128 tokens)
+ * gain throughput: under the lane the host builds the next batch while the GPU runs this one, and a
+ * replayed plan takes it ~0.1 ms instead of a pass's worth of kernel launches. A few are kept, bounded
+ * in bytes, the least recently used dropped first.
  */
 import type { Tensor } from '../../memory/tensor.js';
 import type { PreparedSequence } from '../../runtime/sequence.js';
@@ -18,11 +21,20 @@ export interface ScorePlan {
   readonly tensors: readonly Tensor[];
 }
 
-/** Rows (batch × length) up to which a scoring shape gets a plan. */
-export const PLAN_MAX_ROWS = 2048;
+/**
+ * Rows (batch × length) up to which a scoring shape gets a plan (GPT-2 124M at 8192 rows: ~215 MB of
+ * working buffers); `TANDEM_SCORE_PLAN_ROWS` overrides it (0: no plans), for benchmarks that compare.
+ */
+export const PLAN_MAX_ROWS = planRowsFromEnv(process.env['TANDEM_SCORE_PLAN_ROWS'], 8192);
 /** Plans kept per model, and the bytes their tensors may hold together (the newest is always kept). */
 export const MAX_PLANS = 16;
-export const MAX_PLAN_BYTES = 256 * 2 ** 20;
+export const MAX_PLAN_BYTES = 512 * 2 ** 20;
+
+function planRowsFromEnv(value: string | undefined, fallback: number): number {
+  if (value === undefined || value === '') return fallback;
+  const n = Number(value);
+  return Number.isInteger(n) && n >= 0 ? n : fallback;
+}
 
 export class ScorePlans {
   private readonly plans = new Map<string, ScorePlan>();
