@@ -4,19 +4,36 @@
  * intermediate tensor is freed as soon as its last reader has been submitted, and weights (values that
  * depend on no input) are uploaded once and kept for later runs.
  */
-import { fromNumbers, toNumbers, type DType, type HostArray } from '../core/dtype.js';
+import type { DType } from '../core/dtype.js';
 import { TandemError } from '../core/errors.js';
 import type { Tensor } from '../memory/tensor.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { SequenceCollector } from '../runtime/sequence-collector.js';
 import type { TaskHandle } from '../runtime/task.js';
-import { hostTensor, isFloatType, roundTo, type ElemType } from './host-tensor.js';
+import { deviceDType, fromDevice, toDevice } from './device-data.js';
+import { hostTensor, isFloatType, type ElemType } from './host-tensor.js';
 import type { OnnxModel } from './model.js';
 import { ONNX_OPS } from './ops/table.js';
 import type { LowerTarget } from './ops/types.js';
 import { bindPlan, type BoundInput, type Plan, type PlannedValue } from './plan.js';
 import { profileFromEnv, StepProfiler, type OnnxProfile } from './profile.js';
 import { KernelPlacement } from './fallback.js';
+import { checkOperators, needsInterpreter } from './control/ops.js';
+import {
+  DEFAULT_MAX_LOOP_ITERATIONS,
+  runInterpreted,
+  type InputValue,
+  type OutputValue,
+} from './control/run.js';
+
+export type {
+  InputValue,
+  OutputValue,
+  SequenceInput,
+  OptionalInput,
+  SequenceOutput,
+  OptionalOutput,
+} from './control/run.js';
 import { imageDims, submitImageNormalize, type ImageFeed } from './image-feed.js';
 
 export type OnnxRuntime = Pick<
@@ -69,6 +86,13 @@ export interface RunOptions {
    * before the run's first kernel, on `device` (default the run's own).
    */
   readonly images?: Readonly<Record<string, ImageFeed>>;
+  /**
+   * Models with control flow (control/): the iterations one Loop node may run in a run before it fails
+   * with TANDEM_ERR_LIMIT (default 1,000,000), so a Loop whose condition never turns false ends.
+   */
+  readonly maxLoopIterations?: number;
+  /** Models with control flow: aborting stops the run at the next node or Loop iteration (TANDEM_ERR_CANCELLED). */
+  readonly signal?: AbortSignal;
 }
 
 export interface OutputTensor {
@@ -104,11 +128,16 @@ export class OnnxExecutor {
 
   /** Graph inputs some node reads at one of its op's hostInputs: bound with their values. */
   private readonly hostRead: ReadonlySet<string>;
+  /** Subgraphs, sequences or optionals: run node by node by the interpreter (control/), not planned. */
+  readonly interpreted: boolean;
 
   constructor(
     readonly model: OnnxModel,
     private readonly rt: OnnxRuntime,
   ) {
+    this.interpreted = needsInterpreter(model);
+    // Every op of every subgraph is checked now: an unsupported one is refused before any run starts.
+    if (this.interpreted) checkOperators(model);
     const graphInputs = new Set(model.inputs.map((v) => v.name));
     this.hostRead = new Set(
       model.nodes.flatMap((n) => {
@@ -145,6 +174,17 @@ export class OnnxExecutor {
     opts: RunOptions = {},
   ): Promise<Record<string, OutputTensor>> {
     if (this.closed) throw new TandemError('TANDEM_ERR_CLOSED', 'onnx: the model has been unloaded');
+    if (this.interpreted) {
+      const out = await this.runValues(feeds, opts);
+      for (const [name, v] of Object.entries(out))
+        if (!('data' in v))
+          throw new TandemError(
+            'TANDEM_ERR_UNSUPPORTED',
+            `onnx: output '${name}' is a sequence or an optional; run() answers tensors (use runValues)`,
+            { output: name },
+          );
+      return out as Record<string, OutputTensor>;
+    }
     const floatDType = opts.floatDType ?? 'f32';
     const bound = new Map<string, BoundInput>();
     const feedTensors = new Map<string, InputTensor>();
@@ -180,8 +220,7 @@ export class OnnxExecutor {
     /** Tensors of `io`: not freed at the end of the run. */
     const kept = new Set<Tensor>();
     const outputs = new Set(this.model.outputs.map((o) => o.name));
-    const dtypeOf = (t: ElemType): DType =>
-      isFloatType(t) ? (t === 'double' ? 'f64' : floatDType) : t === 'uint8' || t === 'bool' ? 'u8' : 'i32';
+    const dtypeOf = (t: ElemType): DType => deviceDType(t, floatDType);
     const profiler = (opts.profile ?? profileFromEnv()) ? new StepProfiler(plan) : undefined;
     for (const [name, f] of feedTensors) {
       const v = plan.values.get(name);
@@ -351,6 +390,40 @@ export class OnnxExecutor {
     }
   }
 
+  /**
+   * A run whose inputs and outputs may be sequences or optionals (ONNX's value kinds). Models with control
+   * flow or such values run on the interpreter (control/interpreter.ts); others as run() does.
+   */
+  async runValues(
+    feeds: Readonly<Record<string, InputValue>>,
+    opts: RunOptions = {},
+  ): Promise<Record<string, OutputValue>> {
+    if (this.closed) throw new TandemError('TANDEM_ERR_CLOSED', 'onnx: the model has been unloaded');
+    if (!this.interpreted) {
+      const tensors: Record<string, InputTensor> = {};
+      for (const [name, f] of Object.entries(feeds)) {
+        if (!('data' in f))
+          throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `onnx: input '${name}' is a tensor`, {
+            input: name,
+          });
+        tensors[name] = f;
+      }
+      return this.run(tensors, opts);
+    }
+    const { outputs, fellBack, kernels } = await runInterpreted(this.model, this.rt, feeds, {
+      device: opts.device,
+      fallback: opts.fallback === undefined ? 'cpu' : opts.fallback,
+      floatDType: opts.floatDType ?? 'f32',
+      precision: opts.precision,
+      tags: opts.tags,
+      maxLoopIterations: opts.maxLoopIterations ?? DEFAULT_MAX_LOOP_ITERATIONS,
+      signal: opts.signal,
+    });
+    this.lastFallbacks = fellBack;
+    this.lastPlanSteps = kernels;
+    return outputs;
+  }
+
   /** Keeps `t` in the I/O cache under `key`, freeing the oldest entry past MAX_IO_TENSORS. */
   private keepIo(key: string, t: Tensor): Tensor {
     if (this.io.size >= MAX_IO_TENSORS) {
@@ -377,22 +450,4 @@ export class OnnxExecutor {
     for (const t of this.io.values()) this.rt.free(t);
     this.io.clear();
   }
-}
-
-function toDevice(data: ArrayLike<number>, dtype: DType): ArrayLike<number> | HostArray {
-  if (dtype === 'f32') return Float32Array.from(data);
-  if (dtype === 'f64') return data instanceof Float64Array ? data : Float64Array.from(data);
-  if (dtype === 'i32')
-    return Int32Array.from(data, (v) => roundTo('int32', Math.max(Math.min(v, 2 ** 31 - 1), -(2 ** 31))));
-  if (dtype === 'u8') return Uint8Array.from(data);
-  const half = new Uint16Array(data.length);
-  fromNumbers(dtype, data, half);
-  return half;
-}
-
-function fromDevice(data: HostArray, dtype: DType): Float32Array | Float64Array {
-  if (data instanceof Float32Array) return data;
-  if (data instanceof Float64Array) return data;
-  if (dtype === 'f16' || dtype === 'bf16') return Float32Array.from(toNumbers(dtype, data));
-  return Float64Array.from(data);
 }
