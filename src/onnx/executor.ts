@@ -7,7 +7,6 @@
 import type { DType } from '../core/dtype.js';
 import { TandemError } from '../core/errors.js';
 import type { Tensor } from '../memory/tensor.js';
-import type { Runtime } from '../runtime/runtime.js';
 import { SequenceCollector } from '../runtime/sequence-collector.js';
 import type { TaskHandle } from '../runtime/task.js';
 import { deviceDType, fromDevice, toDevice } from './device-data.js';
@@ -17,14 +16,10 @@ import { ONNX_OPS } from './ops/table.js';
 import type { LowerTarget } from './ops/types.js';
 import { bindPlan, type BoundInput, type Plan, type PlannedValue } from './plan.js';
 import { profileFromEnv, StepProfiler, type OnnxProfile } from './profile.js';
+import type { InputTensor, OnnxRuntime, OutputTensor, RunOptions } from './run-types.js';
 import { KernelPlacement } from './fallback.js';
 import { checkOperators, needsInterpreter } from './control/ops.js';
-import {
-  DEFAULT_MAX_LOOP_ITERATIONS,
-  runInterpreted,
-  type InputValue,
-  type OutputValue,
-} from './control/run.js';
+import { runInterpreted, tensorsOnly, type InputValue, type OutputValue } from './control/run.js';
 
 export type {
   InputValue,
@@ -34,73 +29,9 @@ export type {
   SequenceOutput,
   OptionalOutput,
 } from './control/run.js';
-import { imageDims, submitImageNormalize, type ImageFeed } from './image-feed.js';
+import { imageDims, submitImageNormalize } from './image-feed.js';
 
-export type OnnxRuntime = Pick<
-  Runtime,
-  'tensor' | 'submit' | 'submitSequence' | 'read' | 'write' | 'free' | 'canRun'
->;
-
-/** One input as the caller gives it: dims and values in row-major order. */
-export interface InputTensor {
-  readonly dims: readonly number[];
-  readonly data: ArrayLike<number>;
-  /** Element type; the model's declared type when omitted. */
-  readonly type?: ElemType;
-}
-
-export interface RunOptions {
-  /**
-   * rt.submit's `device` (a kind or an id): where the kernels run; the scheduler chooses when absent. A
-   * kernel this device cannot run goes to `fallback` (fallback.ts).
-   */
-  readonly device?: string;
-  /**
-   * Where kernels `device` cannot run go: a kind or an id, or several tried in order (default 'cpu'); null
-   * to refuse them.
-   */
-  readonly fallback?: string | readonly string[] | null;
-  readonly tags?: Readonly<Record<string, string>>;
-  /** Compute dtype for float values on device: 'f32' (default), or 'f16'/'bf16' (GPU, lower accuracy). */
-  readonly floatDType?: 'f32' | 'f16' | 'bf16';
-  /**
-   * 'tf32': f32 convolutions' GEMMs on CUDA run on tensor cores with TF32 inputs (faster, about 1e-3
-   * relative error per product); default full f32.
-   */
-  readonly precision?: 'f32' | 'tf32';
-  /**
-   * Profile the run node by node (each step waits for the previous one's tasks; slower): the result is
-   * `lastProfile`. Also on when TANDEM_ONNX_PROFILE=1.
-   */
-  readonly profile?: boolean;
-  /**
-   * Submit the run's kernels as runtime sequences (a few tasks instead of one per kernel): the runtime's
-   * per-task host work is paid per sequence. Intermediates the run would free early are held until their
-   * sequence is submitted (runtime/sequence-collector.ts). Not with `profile`, which times each step's
-   * own tasks. Default off.
-   */
-  readonly sequences?: boolean;
-  /**
-   * Inputs fed as uint8 pixels (N×H×W×3, data a Uint8Array) instead of the float N×3×H×W the graph
-   * takes: each is uploaded as bytes and turned into the graph's input by one image_normalize task
-   * before the run's first kernel, on `device` (default the run's own).
-   */
-  readonly images?: Readonly<Record<string, ImageFeed>>;
-  /**
-   * Models with control flow (control/): the iterations one Loop node may run in a run before it fails
-   * with TANDEM_ERR_LIMIT (default 1,000,000), so a Loop whose condition never turns false ends.
-   */
-  readonly maxLoopIterations?: number;
-  /** Models with control flow: aborting stops the run at the next node or Loop iteration (TANDEM_ERR_CANCELLED). */
-  readonly signal?: AbortSignal;
-}
-
-export interface OutputTensor {
-  readonly type: ElemType;
-  readonly dims: readonly number[];
-  /** float32 for float outputs computed in f32, float64 otherwise (integers, doubles). */
-  readonly data: Float32Array | Float64Array;
-}
+export type { InputTensor, OnnxRuntime, OutputTensor, RunOptions } from './run-types.js';
 
 const MAX_CACHED_PLANS = 16;
 /** Graph input/output tensors kept between runs (by name, dtype and dims); the oldest is freed first. */
@@ -175,15 +106,7 @@ export class OnnxExecutor {
   ): Promise<Record<string, OutputTensor>> {
     if (this.closed) throw new TandemError('TANDEM_ERR_CLOSED', 'onnx: the model has been unloaded');
     if (this.interpreted) {
-      const out = await this.runValues(feeds, opts);
-      for (const [name, v] of Object.entries(out))
-        if (!('data' in v))
-          throw new TandemError(
-            'TANDEM_ERR_UNSUPPORTED',
-            `onnx: output '${name}' is a sequence or an optional; run() answers tensors (use runValues)`,
-            { output: name },
-          );
-      return out as Record<string, OutputTensor>;
+      return tensorsOnly(await this.runValues(feeds, opts));
     }
     const floatDType = opts.floatDType ?? 'f32';
     const bound = new Map<string, BoundInput>();
@@ -410,15 +333,7 @@ export class OnnxExecutor {
       }
       return this.run(tensors, opts);
     }
-    const { outputs, fellBack, kernels } = await runInterpreted(this.model, this.rt, feeds, {
-      device: opts.device,
-      fallback: opts.fallback === undefined ? 'cpu' : opts.fallback,
-      floatDType: opts.floatDType ?? 'f32',
-      precision: opts.precision,
-      tags: opts.tags,
-      maxLoopIterations: opts.maxLoopIterations ?? DEFAULT_MAX_LOOP_ITERATIONS,
-      signal: opts.signal,
-    });
+    const { outputs, fellBack, kernels } = await runInterpreted(this.model, this.rt, feeds, opts);
     this.lastFallbacks = fellBack;
     this.lastPlanSteps = kernels;
     return outputs;

@@ -12,7 +12,7 @@ import { TandemError } from '../../core/errors.js';
 import type { Tensor } from '../../memory/tensor.js';
 import { Attrs, type AttrValue } from '../attributes.js';
 import { deviceDType, fromDevice, toDevice } from '../device-data.js';
-import type { OnnxRuntime } from '../executor.js';
+import type { OnnxRuntime } from '../run-types.js';
 import { KernelPlacement } from '../fallback.js';
 import { hostTensor, type HostTensor } from '../host-tensor.js';
 import { nodeReads, type OnnxGraph, type OnnxModel, type OnnxNode } from '../model.js';

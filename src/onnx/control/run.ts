@@ -4,7 +4,7 @@
  */
 import { TandemError } from '../../core/errors.js';
 import { deviceDType, fromDevice, toDevice } from '../device-data.js';
-import type { InputTensor, OnnxRuntime, OutputTensor } from '../executor.js';
+import type { InputTensor, OnnxRuntime, OutputTensor, RunOptions } from '../run-types.js';
 import { hostTensor, isFloatType, type ElemType } from '../host-tensor.js';
 import type { OnnxModel, ValueInfo } from '../model.js';
 import { checkInput } from '../plan.js';
@@ -118,7 +118,7 @@ export async function runInterpreted(
   model: OnnxModel,
   rt: OnnxRuntime,
   feeds: Readonly<Record<string, InputValue>>,
-  opts: InterpreterOptions,
+  runOpts: RunOptions,
 ): Promise<{ outputs: Record<string, OutputValue>; fellBack: string[]; kernels: number }> {
   for (const name of Object.keys(feeds))
     if (!model.inputs.some((v) => v.name === name))
@@ -126,6 +126,15 @@ export async function runInterpreted(
         name,
         `is not an input of the model (inputs: ${model.inputs.map((v) => v.name).join(', ')})`,
       );
+  const opts: InterpreterOptions = {
+    device: runOpts.device,
+    fallback: runOpts.fallback === undefined ? 'cpu' : runOpts.fallback,
+    floatDType: runOpts.floatDType ?? 'f32',
+    precision: runOpts.precision,
+    tags: runOpts.tags,
+    maxLoopIterations: runOpts.maxLoopIterations ?? DEFAULT_MAX_LOOP_ITERATIONS,
+    signal: runOpts.signal,
+  };
   const interp = new GraphInterpreter(model, rt, opts);
   try {
     const bound = new Map<string, RunValue>();
@@ -144,4 +153,16 @@ export async function runInterpreted(
   } finally {
     interp.close();
   }
+}
+
+/** run()'s answer: every output a tensor (a sequence or optional output needs runValues). */
+export function tensorsOnly(out: Record<string, OutputValue>): Record<string, OutputTensor> {
+  for (const [name, v] of Object.entries(out))
+    if (!('data' in v))
+      throw new TandemError(
+        'TANDEM_ERR_UNSUPPORTED',
+        `onnx: output '${name}' is a sequence or an optional; run() answers tensors (use runValues)`,
+        { output: name },
+      );
+  return out as Record<string, OutputTensor>;
 }
