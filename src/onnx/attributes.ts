@@ -1,10 +1,22 @@
 /** Node attributes as plain values, and typed getters that answer a clear error for a wrong type. */
 import { TandemError } from '../core/errors.js';
-import type { HostTensor } from './host-tensor.js';
+import type { ElemType, HostTensor } from './host-tensor.js';
 import { int64, type AttributeProto, type Int64 } from './proto.js';
 import { tensorFromProto, type TensorSource } from './tensor-proto.js';
 
-export type AttrValue = number | string | HostTensor | readonly number[] | readonly string[];
+/**
+ * What a graph value holds: a tensor, a sequence of tensors, or an optional of either (ONNX's sequence
+ * and optional types; maps and sparse tensors are refused).
+ */
+export type ValueKind = 'tensor' | 'sequence' | 'optional-tensor' | 'optional-sequence';
+
+/** A TYPE_PROTO attribute (Optional's `type`): the kind of value and its tensors' element type. */
+export interface TypeAttr {
+  readonly valueKind: ValueKind;
+  readonly elemType: ElemType;
+}
+
+export type AttrValue = number | string | HostTensor | TypeAttr | readonly number[] | readonly string[];
 
 const decoder = new TextDecoder();
 
@@ -25,10 +37,10 @@ export function attributeValue(a: AttributeProto, opType: string, src: TensorSou
     case 8:
       return (a.strings ?? []).map((s) => decoder.decode(s));
     default:
-      // Subgraphs (If, Loop, Scan), sparse tensors and type protos: refused by name.
+      // Sparse tensors and lists of graphs or types: refused by name (model.ts reads graphs and types).
       throw new TandemError(
         'TANDEM_ERR_UNSUPPORTED',
-        `onnx: ${opType} attribute '${a.name ?? ''}' has type ${a.type ?? 0} (graphs, sparse tensors and type protos are not supported)`,
+        `onnx: ${opType} attribute '${a.name ?? ''}' has type ${a.type ?? 0} (sparse tensors and lists of graphs or types are not supported)`,
         { op: opType, attribute: a.name },
       );
   }
@@ -97,7 +109,14 @@ export class Attrs {
   tensor(name: string): HostTensor | undefined {
     const v = this.map.get(name);
     if (v === undefined) return undefined;
-    if (typeof v !== 'object' || Array.isArray(v)) throw this.bad(name, 'a tensor');
-    return v as HostTensor;
+    if (typeof v !== 'object' || Array.isArray(v) || !('data' in v)) throw this.bad(name, 'a tensor');
+    return v;
+  }
+
+  type(name: string): TypeAttr | undefined {
+    const v = this.map.get(name);
+    if (v === undefined) return undefined;
+    if (typeof v !== 'object' || !('valueKind' in v)) throw this.bad(name, 'a type');
+    return v;
   }
 }

@@ -4,79 +4,34 @@
  * intermediate tensor is freed as soon as its last reader has been submitted, and weights (values that
  * depend on no input) are uploaded once and kept for later runs.
  */
-import { fromNumbers, toNumbers, type DType, type HostArray } from '../core/dtype.js';
+import type { DType } from '../core/dtype.js';
 import { TandemError } from '../core/errors.js';
 import type { Tensor } from '../memory/tensor.js';
-import type { Runtime } from '../runtime/runtime.js';
 import { SequenceCollector } from '../runtime/sequence-collector.js';
 import type { TaskHandle } from '../runtime/task.js';
-import { hostTensor, isFloatType, roundTo, type ElemType } from './host-tensor.js';
+import { deviceDType, fromDevice, toDevice } from './device-data.js';
+import { hostTensor, isFloatType, type ElemType } from './host-tensor.js';
 import type { OnnxModel } from './model.js';
 import { ONNX_OPS } from './ops/table.js';
 import type { LowerTarget } from './ops/types.js';
 import { bindPlan, type BoundInput, type Plan, type PlannedValue } from './plan.js';
 import { profileFromEnv, StepProfiler, type OnnxProfile } from './profile.js';
+import type { InputTensor, OnnxRuntime, OutputTensor, RunOptions } from './run-types.js';
 import { KernelPlacement } from './fallback.js';
-import { imageDims, submitImageNormalize, type ImageFeed } from './image-feed.js';
+import { checkOperators, needsInterpreter } from './control/ops.js';
+import { runInterpreted, tensorsOnly, type InputValue, type OutputValue } from './control/run.js';
 
-export type OnnxRuntime = Pick<
-  Runtime,
-  'tensor' | 'submit' | 'submitSequence' | 'read' | 'write' | 'free' | 'canRun'
->;
+export type {
+  InputValue,
+  OutputValue,
+  SequenceInput,
+  OptionalInput,
+  SequenceOutput,
+  OptionalOutput,
+} from './control/run.js';
+import { imageDims, submitImageNormalize } from './image-feed.js';
 
-/** One input as the caller gives it: dims and values in row-major order. */
-export interface InputTensor {
-  readonly dims: readonly number[];
-  readonly data: ArrayLike<number>;
-  /** Element type; the model's declared type when omitted. */
-  readonly type?: ElemType;
-}
-
-export interface RunOptions {
-  /**
-   * rt.submit's `device` (a kind or an id): where the kernels run; the scheduler chooses when absent. A
-   * kernel this device cannot run goes to `fallback` (fallback.ts).
-   */
-  readonly device?: string;
-  /**
-   * Where kernels `device` cannot run go: a kind or an id, or several tried in order (default 'cpu'); null
-   * to refuse them.
-   */
-  readonly fallback?: string | readonly string[] | null;
-  readonly tags?: Readonly<Record<string, string>>;
-  /** Compute dtype for float values on device: 'f32' (default), or 'f16'/'bf16' (GPU, lower accuracy). */
-  readonly floatDType?: 'f32' | 'f16' | 'bf16';
-  /**
-   * 'tf32': f32 convolutions' GEMMs on CUDA run on tensor cores with TF32 inputs (faster, about 1e-3
-   * relative error per product); default full f32.
-   */
-  readonly precision?: 'f32' | 'tf32';
-  /**
-   * Profile the run node by node (each step waits for the previous one's tasks; slower): the result is
-   * `lastProfile`. Also on when TANDEM_ONNX_PROFILE=1.
-   */
-  readonly profile?: boolean;
-  /**
-   * Submit the run's kernels as runtime sequences (a few tasks instead of one per kernel): the runtime's
-   * per-task host work is paid per sequence. Intermediates the run would free early are held until their
-   * sequence is submitted (runtime/sequence-collector.ts). Not with `profile`, which times each step's
-   * own tasks. Default off.
-   */
-  readonly sequences?: boolean;
-  /**
-   * Inputs fed as uint8 pixels (N×H×W×3, data a Uint8Array) instead of the float N×3×H×W the graph
-   * takes: each is uploaded as bytes and turned into the graph's input by one image_normalize task
-   * before the run's first kernel, on `device` (default the run's own).
-   */
-  readonly images?: Readonly<Record<string, ImageFeed>>;
-}
-
-export interface OutputTensor {
-  readonly type: ElemType;
-  readonly dims: readonly number[];
-  /** float32 for float outputs computed in f32, float64 otherwise (integers, doubles). */
-  readonly data: Float32Array | Float64Array;
-}
+export type { InputTensor, OnnxRuntime, OutputTensor, RunOptions } from './run-types.js';
 
 const MAX_CACHED_PLANS = 16;
 /** Graph input/output tensors kept between runs (by name, dtype and dims); the oldest is freed first. */
@@ -104,11 +59,16 @@ export class OnnxExecutor {
 
   /** Graph inputs some node reads at one of its op's hostInputs: bound with their values. */
   private readonly hostRead: ReadonlySet<string>;
+  /** Subgraphs, sequences or optionals: run node by node by the interpreter (control/), not planned. */
+  readonly interpreted: boolean;
 
   constructor(
     readonly model: OnnxModel,
     private readonly rt: OnnxRuntime,
   ) {
+    this.interpreted = needsInterpreter(model);
+    // Every op of every subgraph is checked now: an unsupported one is refused before any run starts.
+    if (this.interpreted) checkOperators(model);
     const graphInputs = new Set(model.inputs.map((v) => v.name));
     this.hostRead = new Set(
       model.nodes.flatMap((n) => {
@@ -145,6 +105,9 @@ export class OnnxExecutor {
     opts: RunOptions = {},
   ): Promise<Record<string, OutputTensor>> {
     if (this.closed) throw new TandemError('TANDEM_ERR_CLOSED', 'onnx: the model has been unloaded');
+    if (this.interpreted) {
+      return tensorsOnly(await this.runValues(feeds, opts));
+    }
     const floatDType = opts.floatDType ?? 'f32';
     const bound = new Map<string, BoundInput>();
     const feedTensors = new Map<string, InputTensor>();
@@ -180,8 +143,7 @@ export class OnnxExecutor {
     /** Tensors of `io`: not freed at the end of the run. */
     const kept = new Set<Tensor>();
     const outputs = new Set(this.model.outputs.map((o) => o.name));
-    const dtypeOf = (t: ElemType): DType =>
-      isFloatType(t) ? (t === 'double' ? 'f64' : floatDType) : t === 'uint8' || t === 'bool' ? 'u8' : 'i32';
+    const dtypeOf = (t: ElemType): DType => deviceDType(t, floatDType);
     const profiler = (opts.profile ?? profileFromEnv()) ? new StepProfiler(plan) : undefined;
     for (const [name, f] of feedTensors) {
       const v = plan.values.get(name);
@@ -351,6 +313,32 @@ export class OnnxExecutor {
     }
   }
 
+  /**
+   * A run whose inputs and outputs may be sequences or optionals (ONNX's value kinds). Models with control
+   * flow or such values run on the interpreter (control/interpreter.ts); others as run() does.
+   */
+  async runValues(
+    feeds: Readonly<Record<string, InputValue>>,
+    opts: RunOptions = {},
+  ): Promise<Record<string, OutputValue>> {
+    if (this.closed) throw new TandemError('TANDEM_ERR_CLOSED', 'onnx: the model has been unloaded');
+    if (!this.interpreted) {
+      const tensors: Record<string, InputTensor> = {};
+      for (const [name, f] of Object.entries(feeds)) {
+        if (!('data' in f))
+          throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `onnx: input '${name}' is a tensor`, {
+            input: name,
+          });
+        tensors[name] = f;
+      }
+      return this.run(tensors, opts);
+    }
+    const { outputs, fellBack, kernels } = await runInterpreted(this.model, this.rt, feeds, opts);
+    this.lastFallbacks = fellBack;
+    this.lastPlanSteps = kernels;
+    return outputs;
+  }
+
   /** Keeps `t` in the I/O cache under `key`, freeing the oldest entry past MAX_IO_TENSORS. */
   private keepIo(key: string, t: Tensor): Tensor {
     if (this.io.size >= MAX_IO_TENSORS) {
@@ -377,22 +365,4 @@ export class OnnxExecutor {
     for (const t of this.io.values()) this.rt.free(t);
     this.io.clear();
   }
-}
-
-function toDevice(data: ArrayLike<number>, dtype: DType): ArrayLike<number> | HostArray {
-  if (dtype === 'f32') return Float32Array.from(data);
-  if (dtype === 'f64') return data instanceof Float64Array ? data : Float64Array.from(data);
-  if (dtype === 'i32')
-    return Int32Array.from(data, (v) => roundTo('int32', Math.max(Math.min(v, 2 ** 31 - 1), -(2 ** 31))));
-  if (dtype === 'u8') return Uint8Array.from(data);
-  const half = new Uint16Array(data.length);
-  fromNumbers(dtype, data, half);
-  return half;
-}
-
-function fromDevice(data: HostArray, dtype: DType): Float32Array | Float64Array {
-  if (data instanceof Float32Array) return data;
-  if (data instanceof Float64Array) return data;
-  if (dtype === 'f16' || dtype === 'bf16') return Float32Array.from(toNumbers(dtype, data));
-  return Float64Array.from(data);
 }

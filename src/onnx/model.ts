@@ -7,20 +7,52 @@
 import { readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { TandemError } from '../core/errors.js';
-import { attributeValue, type AttrValue } from './attributes.js';
+import { attributeValue, type AttrValue, type ValueKind } from './attributes.js';
+
+export type { ValueKind } from './attributes.js';
 import { elemTypeOf, type ElemType, type HostTensor } from './host-tensor.js';
-import { badModel, decodeModel, int64, type Int64, type ValueInfoProto } from './proto.js';
+import {
+  badModel,
+  decodeModel,
+  int64,
+  type GraphProto,
+  type Int64,
+  type NodeProto,
+  type TypeProto,
+  type ValueInfoProto,
+} from './proto.js';
 import { tensorFromProto } from './tensor-proto.js';
 
 /** The opsets of the default domain Tandem runs (PaddleOCR's recognizer is exported at opset 9). */
 export const MIN_OPSET = 9;
 export const MAX_OPSET = 21;
 
-/** A graph input or output: element type and dims (a number, a symbolic name, or null = unknown). */
+/** AttributeProto.AttributeType numbers of the attributes parsed here rather than in attributes.ts. */
+const ATTR_GRAPH = 5;
+const ATTR_TYPE_PROTO = 13;
+
+/**
+ * A graph input or output: element type and dims (a number, a symbolic name, or null = unknown); for a
+ * sequence or an optional, those of its tensors.
+ */
 export interface ValueInfo {
   readonly name: string;
   readonly type: ElemType;
   readonly dims: ReadonlyArray<number | string | null> | null;
+  /** Absent: a tensor. */
+  readonly kind?: ValueKind;
+}
+
+/** A subgraph attribute (If's branches, Loop's and Scan's body). */
+export interface OnnxGraph {
+  readonly name: string;
+  readonly nodes: readonly OnnxNode[];
+  /** The body's formal inputs, bound by the op that runs it (all of them: none has a default). */
+  readonly inputs: readonly ValueInfo[];
+  readonly outputs: readonly ValueInfo[];
+  readonly initializers: ReadonlyMap<string, HostTensor>;
+  /** Values the graph (or a graph nested in it) reads from enclosing graphs, as the spec allows. */
+  readonly captures: readonly string[];
 }
 
 export interface OnnxNode {
@@ -31,6 +63,8 @@ export interface OnnxNode {
   readonly inputs: readonly string[];
   readonly outputs: readonly string[];
   readonly attrs: ReadonlyMap<string, AttrValue>;
+  /** Subgraph attributes by name (If, Loop, Scan, SequenceMap); absent when the node has none. */
+  readonly graphs?: ReadonlyMap<string, OnnxGraph>;
 }
 
 export interface OnnxModel {
@@ -83,19 +117,7 @@ function parseModel(bytes: Uint8Array, opts: LoadOptions): OnnxModel {
   const opset = defaultOpset(m.opsetImport ?? []);
   const initializers = new Map<string, HostTensor>();
   for (const t of g.initializer ?? []) initializers.set(t.name ?? '', tensorFromProto(t, opts));
-  const nodes: OnnxNode[] = (g.node ?? []).map((n, i) => {
-    const opType = n.opType ?? '';
-    const attrs = new Map<string, AttrValue>();
-    for (const a of n.attribute ?? []) attrs.set(a.name ?? '', attributeValue(a, opType, opts));
-    return {
-      name: n.name || `${opType}_${i}`,
-      opType,
-      domain: n.domain === 'ai.onnx' ? '' : (n.domain ?? ''),
-      inputs: n.input ?? [],
-      outputs: n.output ?? [],
-      attrs,
-    };
-  });
+  const nodes = parseNodes(g.node ?? [], graphScope(g, new Set()), opts);
   const inputs = (g.input ?? []).map(valueInfo).filter((v) => !initializers.has(v.name));
   const outputs = (g.output ?? []).map(valueInfo);
   const ordered = topologicalOrder(nodes, new Set([...inputs.map((v) => v.name), ...initializers.keys()]));
@@ -141,15 +163,18 @@ function defaultOpset(imports: ReadonlyArray<{ domain?: string | null; version?:
 }
 
 function valueInfo(v: ValueInfoProto): ValueInfo {
+  return valueInfoOf(v, false);
+}
+
+/**
+ * A value's kind, element type and dims. A subgraph's values may leave their type out (the op that runs
+ * the body gives it): `lenient` reads those as tensors of unknown type and shape.
+ */
+function valueInfoOf(v: ValueInfoProto, lenient: boolean): ValueInfo {
   const name = v.name ?? '';
-  const tt = v.type?.tensorType;
-  if (!tt) {
-    throw new TandemError(
-      'TANDEM_ERR_UNSUPPORTED',
-      `onnx: graph value '${name}' is not a tensor (sequences, maps and optionals are not supported)`,
-      { value: name },
-    );
-  }
+  if (!v.type && lenient) return { name, type: 'float', dims: null };
+  const t = typeOfProto(v.type ?? {}, `graph value '${name}'`);
+  const tt = t.tensor;
   const dims = tt.shape ? (tt.shape.dim ?? []).map(dimOf) : null;
   const type = elemTypeOf(tt.elemType ?? 0, `graph value '${name}'`);
   // Refused here, at load, rather than read as numbers later: a served model would otherwise accept
@@ -161,7 +186,117 @@ function valueInfo(v: ValueInfoProto): ValueInfo {
       { value: name, type },
     );
   }
-  return { name, type, dims };
+  return t.kind === 'tensor' ? { name, type, dims } : { name, type, dims, kind: t.kind };
+}
+
+type TensorTypeProto = NonNullable<TypeProto['tensorType']>;
+
+/** A TypeProto as a value kind and its tensors' type; maps, sparse tensors and nestings past one are refused. */
+function typeOfProto(t: TypeProto, where: string): { kind: ValueKind; tensor: TensorTypeProto } {
+  const refuse = (): never => {
+    throw new TandemError(
+      'TANDEM_ERR_UNSUPPORTED',
+      `onnx: ${where} is not a tensor, a sequence of tensors or an optional of either (maps and sparse tensors are not supported)`,
+      { value: where },
+    );
+  };
+  if (t.tensorType) return { kind: 'tensor', tensor: t.tensorType };
+  if (t.sequenceType) return { kind: 'sequence', tensor: t.sequenceType.elemType?.tensorType ?? refuse() };
+  const inner = t.optionalType?.elemType;
+  if (inner?.tensorType) return { kind: 'optional-tensor', tensor: inner.tensorType };
+  if (inner?.sequenceType)
+    return { kind: 'optional-sequence', tensor: inner.sequenceType.elemType?.tensorType ?? refuse() };
+  return refuse();
+}
+
+/** The value names a graph's nodes may read: its inputs, initializers, node outputs and the enclosing scope's. */
+function graphScope(g: GraphProto, outer: ReadonlySet<string>): Set<string> {
+  const names = new Set(outer);
+  for (const v of g.input ?? []) names.add(v.name ?? '');
+  for (const t of g.initializer ?? []) names.add(t.name ?? '');
+  for (const n of g.node ?? []) for (const o of n.output ?? []) if (o !== '') names.add(o);
+  return names;
+}
+
+function parseNodes(protos: readonly NodeProto[], scope: ReadonlySet<string>, opts: LoadOptions): OnnxNode[] {
+  return protos.map((n, i) => {
+    const opType = n.opType ?? '';
+    const name = n.name || `${opType}_${i}`;
+    const attrs = new Map<string, AttrValue>();
+    const graphs = new Map<string, OnnxGraph>();
+    for (const a of n.attribute ?? []) {
+      if (a.type === ATTR_GRAPH && a.g)
+        graphs.set(a.name ?? '', parseSubgraph(a.g, scope, `${opType} '${name}'`, opts));
+      else if (a.type === ATTR_TYPE_PROTO && a.tp) {
+        const t = typeOfProto(a.tp, `${opType} attribute '${a.name ?? ''}'`);
+        attrs.set(a.name ?? '', { valueKind: t.kind, elemType: elemTypeOf(t.tensor.elemType ?? 0, opType) });
+      } else attrs.set(a.name ?? '', attributeValue(a, opType, opts));
+    }
+    return {
+      name,
+      opType,
+      domain: n.domain === 'ai.onnx' ? '' : (n.domain ?? ''),
+      inputs: n.input ?? [],
+      outputs: n.output ?? [],
+      attrs,
+      ...(graphs.size > 0 ? { graphs } : {}),
+    };
+  });
+}
+
+/**
+ * A subgraph attribute: its nodes in order, and the values it captures from the enclosing graphs. A value
+ * that neither the subgraph nor an enclosing graph provides is a malformed model, named at load.
+ */
+function parseSubgraph(
+  g: GraphProto,
+  outer: ReadonlySet<string>,
+  owner: string,
+  opts: LoadOptions,
+): OnnxGraph {
+  const scope = graphScope(g, outer);
+  const initializers = new Map<string, HostTensor>();
+  for (const t of g.initializer ?? []) initializers.set(t.name ?? '', tensorFromProto(t, opts));
+  const nodes = parseNodes(g.node ?? [], scope, opts);
+  const inputs = (g.input ?? []).map((v) => valueInfoOf(v, true));
+  const local = new Set([...inputs.map((v) => v.name), ...initializers.keys()]);
+  for (const n of nodes) for (const o of n.outputs) if (o !== '') local.add(o);
+  const captures = new Set<string>();
+  for (const n of nodes)
+    for (const x of nodeReads(n)) {
+      if (x === '' || local.has(x)) continue;
+      if (!outer.has(x))
+        throw badModel(
+          'dangling',
+          `node '${n.name}' (${n.opType}) in the subgraph of ${owner} reads '${x}', which neither the subgraph nor an enclosing graph provides`,
+          { node: n.name, value: x, owner },
+        );
+      captures.add(x);
+    }
+  const available = new Set([...inputs.map((v) => v.name), ...initializers.keys(), ...captures]);
+  const outputs = (g.output ?? []).map((v) => valueInfoOf(v, true));
+  for (const o of outputs)
+    if (!local.has(o.name) && !outer.has(o.name))
+      throw badModel('dangling', `output '${o.name}' of the subgraph of ${owner} is produced by no node`, {
+        value: o.name,
+        owner,
+      });
+    else if (!local.has(o.name)) captures.add(o.name);
+  return {
+    name: g.name ?? '',
+    nodes: topologicalOrder(nodes, available),
+    inputs,
+    outputs,
+    initializers,
+    captures: [...captures],
+  };
+}
+
+/** The values a node reads: its inputs, and what its subgraphs capture from the graph it is in. */
+export function nodeReads(n: OnnxNode): string[] {
+  const reads = [...n.inputs];
+  for (const g of n.graphs?.values() ?? []) reads.push(...g.captures);
+  return reads;
 }
 
 type DimProto = { dimParam?: string | null; dimValue?: Int64; value?: string };
@@ -190,7 +325,7 @@ export function topologicalOrder(nodes: readonly OnnxNode[], available: Readonly
   const waiting = new Array<number>(nodes.length).fill(0);
   const readers: number[][] = nodes.map(() => []);
   nodes.forEach((n, i) => {
-    for (const x of new Set(n.inputs)) {
+    for (const x of new Set(nodeReads(n))) {
       if (x === '' || available.has(x)) continue;
       const p = producer.get(x);
       if (p === undefined)

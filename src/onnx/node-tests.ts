@@ -5,7 +5,8 @@
  * or a kernel with no implementation on the device) and skipped (listed here with the reason).
  */
 import type { TandemError } from '../core/errors.js';
-import { OnnxExecutor, type OnnxRuntime, type RunOptions } from './executor.js';
+import { OnnxExecutor, type OnnxRuntime, type OutputValue, type RunOptions } from './executor.js';
+import type { ValueData } from './sequence-proto.js';
 import { closeTo, listNodeTests, loadNodeTest, type NodeTestCase } from './test-data.js';
 
 /** Tests left out on purpose, with why. */
@@ -49,6 +50,46 @@ function codeOf(err: unknown): string {
   return typeof err === 'object' && err !== null && 'code' in err ? String((err as TandemError).code) : '';
 }
 
+/** An output against the expected value: tensors at ONNX's tolerances, sequences item by item. */
+function compareValue(what: string, got: OutputValue, want: ValueData): { maxAbs: number; detail?: string } {
+  if ('sequence' in want || 'sequence' in got) {
+    if (!('sequence' in want) || !('sequence' in got))
+      return { maxAbs: 0, detail: `output ${what} kind differs` };
+    if (got.sequence.length !== want.sequence.length)
+      return {
+        maxAbs: 0,
+        detail: `output ${what} has ${got.sequence.length} items, expected ${want.sequence.length}`,
+      };
+    let maxAbs = 0;
+    for (const [k, g] of got.sequence.entries()) {
+      const r = compareValue(`${what}[${k}]`, g, want.sequence[k]!);
+      maxAbs = Math.max(maxAbs, r.maxAbs);
+      if (r.detail !== undefined) return { maxAbs, detail: r.detail };
+    }
+    return { maxAbs };
+  }
+  if ('optional' in want || 'optional' in got) {
+    if (!('optional' in want) || !('optional' in got))
+      return { maxAbs: 0, detail: `output ${what} kind differs` };
+    if (want.optional === null || got.optional === null)
+      return want.optional === got.optional
+        ? { maxAbs: 0 }
+        : { maxAbs: 0, detail: `output ${what}: one optional is empty` };
+    return compareValue(what, got.optional, want.optional);
+  }
+  if (got.dims.join(',') !== want.dims.join(','))
+    return {
+      maxAbs: 0,
+      detail: `output ${what} has dims [${got.dims.join(', ')}], expected [${want.dims.join(', ')}]`,
+    };
+  const r = closeTo(got.data, want.data);
+  if (r.ok) return { maxAbs: r.maxAbs };
+  return {
+    maxAbs: r.maxAbs,
+    detail: `output ${what}[${r.at}] = ${got.data[r.at]}, expected ${want.data[r.at]}`,
+  };
+}
+
 export async function runNodeTest(
   rt: OnnxRuntime,
   c: NodeTestCase,
@@ -64,31 +105,17 @@ export async function runNodeTest(
     let onDevice = false;
     const fallbackNodes = new Set<string>();
     for (const set of data.sets) {
-      const feeds = Object.fromEntries(
-        Object.entries(set.inputs).map(([k, v]) => [k, { dims: v.dims, data: v.data, type: v.type }]),
-      );
-      const out = await exec.run(feeds, opts);
+      const out = await exec.runValues(set.inputs, opts);
       onDevice ||= exec.lastPlanSteps > 0;
       for (const n of exec.lastFallbacks) fallbackNodes.add(n);
       for (const [i, o] of data.model.outputs.entries()) {
         const want = set.outputs[i];
         const got = out[o.name];
         if (!want || !got) return { name: c.name, status: 'failed', detail: `output ${o.name} missing` };
-        if (got.dims.join(',') !== want.dims.join(','))
-          return {
-            name: c.name,
-            status: 'failed',
-            detail: `output ${o.name} has dims [${got.dims.join(', ')}], expected [${want.dims.join(', ')}]`,
-          };
-        const r = closeTo(got.data, want.data);
+        const r = compareValue(o.name, got, want);
         maxAbs = Math.max(maxAbs, r.maxAbs);
-        if (!r.ok)
-          return {
-            name: c.name,
-            status: 'failed',
-            detail: `output ${o.name}[${r.at}] = ${got.data[r.at]}, expected ${want.data[r.at]}`,
-            maxAbs: r.maxAbs,
-          };
+        if (r.detail !== undefined)
+          return { name: c.name, status: 'failed', detail: r.detail, maxAbs: r.maxAbs };
       }
     }
     return {

@@ -96,7 +96,7 @@ function fuseActivations(steps: readonly DeviceStep[], graphOutputs: ReadonlySet
 }
 
 /** The op's float64 evaluation; a value too large to hold on the host (RangeError) is a LIMIT error. */
-function hostEvaluate(
+export function hostEvaluate(
   impl: OpImpl,
   call: OpCall,
   ins: ReadonlyArray<PlannedValue | undefined>,
@@ -134,7 +134,7 @@ function malformedNode(call: OpCall, err: unknown): TandemError {
   );
 }
 
-function inferNode(impl: OpImpl, call: OpCall): ReturnType<OpImpl['infer']> {
+export function inferNode(impl: OpImpl, call: OpCall): ReturnType<OpImpl['infer']> {
   try {
     return impl.infer(call);
   } catch (err) {
@@ -143,7 +143,7 @@ function inferNode(impl: OpImpl, call: OpCall): ReturnType<OpImpl['infer']> {
 }
 
 /** An optional output the op does not compute (MaxPool's Indices, LayerNorm's Mean ...) is refused by name. */
-function requireOutputs(node: OnnxNode, computed: number): void {
+export function requireOutputs(node: OnnxNode, computed: number): void {
   node.outputs.forEach((o, i) => {
     if (o !== '' && i >= computed) {
       throw new TandemError(
@@ -153,6 +153,22 @@ function requireOutputs(node: OnnxNode, computed: number): void {
       );
     }
   });
+}
+
+/**
+ * Whether a node is evaluated on the host instead of submitted: its inputs are all known there and it has
+ * no kernel, depends on no graph input (weights), or carries no float data (shape arithmetic); Shape and
+ * Size read dims only.
+ */
+export function foldsOnHost(
+  impl: OpImpl,
+  present: ReadonlyArray<{ type: ElemType; host?: unknown; constant: boolean }>,
+): boolean {
+  if (impl.shapeOnly) return true;
+  const allHost = present.every((v) => v.host !== undefined);
+  const constant = present.every((v) => v.constant);
+  const floatIn = present.some((v) => isFloatType(v.type));
+  return allHost && (!impl.lower || constant || !floatIn);
 }
 
 export function bindPlan(
@@ -181,12 +197,8 @@ export function bindPlan(
     const ins = node.inputs.map((n) => (n === '' ? undefined : values.get(n)));
     const call: OpCall = { node, attrs: new Attrs(node.opType, node.attrs), opset: model.opset, inputs: ins };
     const present = ins.filter((v): v is PlannedValue => v !== undefined);
-    const allHost = present.every((v) => v.host !== undefined);
     const constant = present.every((v) => v.constant);
-    // Folded on the host: nodes whose inputs are all known there and that have no kernel, depend on
-    // no graph input (weights), or carry no float data (shape arithmetic); Shape and Size read dims only.
-    const floatIn = present.some((v) => isFloatType(v.type));
-    if (opts.foldAll || impl.shapeOnly || (allHost && (!impl.lower || constant || !floatIn))) {
+    if (opts.foldAll || foldsOnHost(impl, present)) {
       const outs = hostEvaluate(impl, call, ins);
       node.outputs.forEach((o, i) => {
         if (o !== '' && outs[i])

@@ -17,6 +17,7 @@ export type NodeProto = onnxProto.onnx.INodeProto;
 export type TensorProto = onnxProto.onnx.ITensorProto;
 export type AttributeProto = onnxProto.onnx.IAttributeProto;
 export type ValueInfoProto = onnxProto.onnx.IValueInfoProto;
+export type TypeProto = onnxProto.onnx.ITypeProto;
 export type ModelProtoFields = onnxProto.onnx.IModelProto;
 
 /** protobufjs gives int64 fields as a number or a Long ({low, high}) depending on the value. */

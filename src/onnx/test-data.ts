@@ -5,9 +5,9 @@
  */
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { HostTensor } from './host-tensor.js';
-import { loadOnnxFile, type OnnxModel } from './model.js';
+import { loadOnnxFile, type OnnxModel, type ValueKind } from './model.js';
 import { decodeTensor } from './proto.js';
+import { decodeOptional, decodeSequence, type ValueData } from './sequence-proto.js';
 import { tensorFromProto } from './tensor-proto.js';
 
 export interface NodeTestCase {
@@ -18,7 +18,7 @@ export interface NodeTestCase {
 export interface NodeTestData {
   readonly model: OnnxModel;
   /** Inputs by the model's input names; expected outputs in the model's output order. */
-  readonly sets: ReadonlyArray<{ inputs: Record<string, HostTensor>; outputs: HostTensor[] }>;
+  readonly sets: ReadonlyArray<{ inputs: Record<string, ValueData>; outputs: ValueData[] }>;
 }
 
 /** Candidate folders of node tests: $ONNX_NODE_TESTS, Debian's, then pip onnx's next to python3. */
@@ -32,8 +32,12 @@ export function listNodeTests(root: string): NodeTestCase[] {
     .sort((a, b) => a.name.localeCompare(b.name));
 }
 
-function readPb(path: string): HostTensor {
-  return tensorFromProto(decodeTensor(readFileSync(path)));
+/** A value file: a TensorProto, or a SequenceProto/OptionalProto where the graph value is one. */
+function readPb(path: string, kind: ValueKind | undefined): ValueData {
+  const bytes = readFileSync(path);
+  if (kind === 'sequence') return decodeSequence(bytes);
+  if (kind === 'optional-tensor' || kind === 'optional-sequence') return decodeOptional(bytes);
+  return tensorFromProto(decodeTensor(bytes));
 }
 
 export function loadNodeTest(c: NodeTestCase): NodeTestData {
@@ -45,11 +49,13 @@ export function loadNodeTest(c: NodeTestCase): NodeTestData {
       const dir = join(c.dir, d);
       const files = readdirSync(dir);
       const count = (prefix: string) => files.filter((f) => f.startsWith(prefix) && f.endsWith('.pb')).length;
-      const inputs: Record<string, HostTensor> = {};
+      const inputs: Record<string, ValueData> = {};
       // Inputs are in the graph's input order; optional inputs left out by the file come last.
       for (let k = 0; k < count('input_'); k++)
-        inputs[model.inputs[k]?.name ?? `#${k}`] = readPb(join(dir, `input_${k}.pb`));
-      const outputs = Array.from({ length: count('output_') }, (_, k) => readPb(join(dir, `output_${k}.pb`)));
+        inputs[model.inputs[k]?.name ?? `#${k}`] = readPb(join(dir, `input_${k}.pb`), model.inputs[k]?.kind);
+      const outputs = Array.from({ length: count('output_') }, (_, k) =>
+        readPb(join(dir, `output_${k}.pb`), model.outputs[k]?.kind),
+      );
       return { inputs, outputs };
     });
   return { model, sets };

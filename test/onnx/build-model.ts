@@ -1,5 +1,11 @@
 /** Small ONNX models written with the real protobuf encoder, for the loader's and executor's tests. */
-import { onnx, type ModelProtoFields, type TensorProto, type ValueInfoProto } from '../../src/onnx/proto.js';
+import {
+  onnx,
+  type GraphProto,
+  type ModelProtoFields,
+  type TensorProto,
+  type ValueInfoProto,
+} from '../../src/onnx/proto.js';
 
 export interface NodeSpec {
   op: string;
@@ -15,27 +21,55 @@ export interface NodeSpec {
     s?: Uint8Array;
     strings?: Uint8Array[];
     t?: TensorProto;
+    /** A subgraph (type 5): If's branches, Loop's and Scan's body. */
+    g?: GraphProto;
     type: number;
   }>;
+}
+
+/** A graph value: a tensor (default), or a sequence of tensors (`sequence: true`). */
+export interface ValueSpec {
+  name: string;
+  type?: number;
+  dims: Array<number | string>;
+  sequence?: boolean;
 }
 
 export interface ModelSpecForTest {
   opset?: number;
   nodes: NodeSpec[];
-  inputs: Array<{ name: string; type?: number; dims: Array<number | string> }>;
-  outputs: Array<{ name: string; type?: number; dims: Array<number | string> }>;
+  inputs: ValueSpec[];
+  outputs: ValueSpec[];
   initializers?: TensorProto[];
 }
 
-function valueInfo(v: { name: string; type?: number; dims: Array<number | string> }): ValueInfoProto {
+function valueInfo(v: ValueSpec): ValueInfoProto {
+  const tensorType = {
+    elemType: v.type ?? 1,
+    shape: { dim: v.dims.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) },
+  };
+  return { name: v.name, type: v.sequence ? { sequenceType: { elemType: { tensorType } } } : { tensorType } };
+}
+
+function nodeProtos(nodes: NodeSpec[], prefix: string): NonNullable<GraphProto['node']> {
+  return nodes.map((n, i) => ({
+    name: `${prefix}${i}`,
+    opType: n.op,
+    domain: n.domain ?? '',
+    input: n.inputs,
+    output: n.outputs,
+    attribute: n.attrs ?? [],
+  }));
+}
+
+/** A subgraph for a graph attribute (`{ name, g: subgraph(...), type: 5 }`); its nodes are named b0, b1 … */
+export function subgraph(spec: Omit<ModelSpecForTest, 'opset'>, name = 'body'): GraphProto {
   return {
-    name: v.name,
-    type: {
-      tensorType: {
-        elemType: v.type ?? 1,
-        shape: { dim: v.dims.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) },
-      },
-    },
+    name,
+    node: nodeProtos(spec.nodes, `${name}_n`),
+    input: spec.inputs.map(valueInfo),
+    output: spec.outputs.map(valueInfo),
+    initializer: spec.initializers ?? [],
   };
 }
 
@@ -46,14 +80,7 @@ export function encodeModel(spec: ModelSpecForTest): Uint8Array {
     opsetImport: [{ domain: '', version: spec.opset ?? 17 }],
     graph: {
       name: 'g',
-      node: spec.nodes.map((n, i) => ({
-        name: `n${i}`,
-        opType: n.op,
-        domain: n.domain ?? '',
-        input: n.inputs,
-        output: n.outputs,
-        attribute: n.attrs ?? [],
-      })),
+      node: nodeProtos(spec.nodes, 'n'),
       input: spec.inputs.map(valueInfo),
       output: spec.outputs.map(valueInfo),
       initializer: spec.initializers ?? [],

@@ -10,7 +10,7 @@ import { OnnxExecutor, type InputTensor, type OutputTensor } from '../../../onnx
 import type { ImageFeed } from '../../../onnx/image-feed.js';
 import { isFloatType, numelOf } from '../../../onnx/host-tensor.js';
 import { loadOnnxFile, type OnnxModel } from '../../../onnx/model.js';
-import { opImpl } from '../../../onnx/ops/table.js';
+import { checkOperators } from '../../../onnx/control/ops.js';
 import type { JsonSchema, ServiceRuntime } from '../../jobs/job-type.js';
 import { fallbackKinds } from '../placement.js';
 import type { BatchContext, ModelFactory, ModelPlacement, ModelSpec, ServedModel } from '../model.js';
@@ -109,11 +109,6 @@ function config(spec: ModelSpec): {
   if (typeof sequences !== 'boolean')
     throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', 'onnx config: sequences must be a boolean');
   return { maxBatchSize, floatDType, outputEncoding, sequences, preprocess: parsePreprocess(c.preprocess) };
-}
-
-/** Every node's operator must be one Tandem runs: checked at registration, not at the first request. */
-function checkOperators(model: OnnxModel): void {
-  for (const n of model.nodes) opImpl(n.opType, n.domain, model.opset);
 }
 
 function weightBytesOf(model: OnnxModel): number {
@@ -308,6 +303,14 @@ export const onnxFactory: ModelFactory = {
       );
     const model = loadOnnxFile(spec.weightsPath);
     checkOperators(model);
+    // Requests carry tensors: a sequence or optional graph value is refused now, not per request.
+    const nonTensor = [...model.inputs, ...model.outputs].find((v) => (v.kind ?? 'tensor') !== 'tensor');
+    if (nonTensor)
+      throw new TandemError(
+        'TANDEM_ERR_UNSUPPORTED',
+        `onnx: graph value '${nonTensor.name}' is a ${nonTensor.kind}; served models take and answer tensors`,
+        { value: nonTensor.name },
+      );
     if (cfg.preprocess) {
       checkImageInput(model, cfg.preprocess, isBatchable(model));
       checkImagePlacement(spec.placement);
