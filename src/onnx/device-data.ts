@@ -3,7 +3,9 @@
  * shared by the planned executor and the control-flow interpreter (control/).
  */
 import { fromNumbers, toNumbers, type DType, type HostArray } from '../core/dtype.js';
+import type { Tensor } from '../memory/tensor.js';
 import { isFloatType, roundTo, type ElemType } from './host-tensor.js';
+import type { LowerTarget } from './ops/types.js';
 
 /** Float values in the run's float dtype (double in f64), bool/uint8 as u8, other integers as i32. */
 export function deviceDType(t: ElemType, floatDType: 'f32' | 'f16' | 'bf16'): DType {
@@ -27,4 +29,19 @@ export function fromDevice(data: HostArray, dtype: DType): Float32Array | Float6
   if (data instanceof Float64Array) return data;
   if (dtype === 'f16' || dtype === 'bf16') return Float32Array.from(toNumbers(dtype, data));
   return Float64Array.from(data);
+}
+
+/** A node's scratch and constant tensors (LowerTarget's), each pushed on `scratch` to be freed after it. */
+export function scratchMakers(
+  rt: { tensor(dims: readonly number[], dtype: DType, data?: ArrayLike<number> | HostArray): Tensor },
+  scratch: Tensor[],
+): Pick<LowerTarget, 'scratch' | 'constant'> {
+  const keep = (t: Tensor): Tensor => {
+    scratch.push(t);
+    return t;
+  };
+  return {
+    scratch: (dims, like) => keep(rt.tensor(dims, like.dtype)),
+    constant: (dims, dtype, data) => keep(rt.tensor(dims, dtype, toDevice(data, dtype))),
+  };
 }

@@ -9,7 +9,7 @@ import { TandemError } from '../core/errors.js';
 import type { Tensor } from '../memory/tensor.js';
 import { SequenceCollector } from '../runtime/sequence-collector.js';
 import type { TaskHandle } from '../runtime/task.js';
-import { deviceDType, fromDevice, toDevice } from './device-data.js';
+import { deviceDType, fromDevice, scratchMakers, toDevice } from './device-data.js';
 import { hostTensor, isFloatType, type ElemType } from './host-tensor.js';
 import type { OnnxModel } from './model.js';
 import { ONNX_OPS } from './ops/table.js';
@@ -241,16 +241,7 @@ export class OnnxExecutor {
             }
             return t;
           },
-          scratch: (dims, like) => {
-            const t = this.rt.tensor(dims, like.dtype);
-            scratch.push(t);
-            return t;
-          },
-          constant: (dims, dtype, data) => {
-            const t = this.rt.tensor(dims, dtype, toDevice(data, dtype));
-            scratch.push(t);
-            return t;
-          },
+          ...scratchMakers(this.rt, scratch),
           submit: (kernel, args, scalars) => {
             const node = `${step.node.opType}:${step.node.name}`;
             const device = placement.deviceFor(kernel, args, scalars ?? {}, node);

@@ -11,7 +11,7 @@ import type { DType } from '../../core/dtype.js';
 import { TandemError } from '../../core/errors.js';
 import type { Tensor } from '../../memory/tensor.js';
 import { Attrs, type AttrValue } from '../attributes.js';
-import { deviceDType, fromDevice, toDevice } from '../device-data.js';
+import { deviceDType, fromDevice, scratchMakers, toDevice } from '../device-data.js';
 import type { OnnxRuntime } from '../run-types.js';
 import { KernelPlacement } from '../fallback.js';
 import { hostTensor, type HostTensor } from '../host-tensor.js';
@@ -316,16 +316,7 @@ export class GraphInterpreter implements ControlHost {
       input: (i) => this.deviceOf(ins[i]!, scratch),
       output: (i) =>
         (made[i] ??= this.rt.tensor(specs[i]!.dims, deviceDType(specs[i]!.type, this.opts.floatDType))),
-      scratch: (dims, like) => {
-        const t = this.rt.tensor(dims, like.dtype);
-        scratch.push(t);
-        return t;
-      },
-      constant: (dims, dtype, data) => {
-        const t = this.rt.tensor(dims, dtype, toDevice(data, dtype));
-        scratch.push(t);
-        return t;
-      },
+      ...scratchMakers(this.rt, scratch),
       submit: (kernel, args, scalars) => {
         const device = this.placement.deviceFor(kernel, args, scalars ?? {}, label);
         this.kernels++;
