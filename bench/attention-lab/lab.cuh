@@ -24,3 +24,9 @@ static __device__ __forceinline__ void mma_abt_ldsm(float (*acc)[4], unsigned (*
       mma(acc[j], a[kk + 1], kb[2], kb[3]);
     }
 }
+// Waits until none of this thread's cp.async groups is in flight.
+static __device__ __forceinline__ void cp_async_wait_0() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+// dst[0] += a, dst[1] += b in global memory (8-byte aligned), one vector reduction (sm_90: red.v2.f32).
+static __device__ __forceinline__ void red_add_v2(float* dst, float a, float b) {
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" :: "l"(dst), "f"(a), "f"(b) : "memory");
+}
