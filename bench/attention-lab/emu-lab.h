@@ -24,3 +24,5 @@ static inline void red_add_v2(float* dst, float a, float b) {
   dst[0] += a;
   dst[1] += b;
 }
+struct alignas(16) float4 { float x, y, z, w; };
+static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }

@@ -30,3 +30,19 @@ static __device__ __forceinline__ void cp_async_wait_0() { asm volatile("cp.asyn
 static __device__ __forceinline__ void red_add_v2(float* dst, float a, float b) {
   asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" :: "l"(dst), "f"(a), "f"(b) : "memory");
 }
+// The low / high 16-bit value of a packed pair as f32.
+#if IS_BF16
+static __device__ __forceinline__ float h2f_lo(unsigned v) { return __uint_as_float(v << 16); }
+static __device__ __forceinline__ float h2f_hi(unsigned v) { return __uint_as_float(v & 0xffff0000u); }
+#else
+static __device__ __forceinline__ float h2f_lo(unsigned v) {
+  float f;
+  asm("{ .reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, l; }" : "=f"(f) : "r"(v));
+  return f;
+}
+static __device__ __forceinline__ float h2f_hi(unsigned v) {
+  float f;
+  asm("{ .reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, h; }" : "=f"(f) : "r"(v));
+  return f;
+}
+#endif
