@@ -34,27 +34,36 @@ VARIANTS = json.load(open(os.path.join(HERE, "variants.json")))
 only = set(x for x in a.only.split(",") if x)
 
 
+_modules = {}
+
+
 def build(v):
-    out = f"/tmp/lab-{v['name']}.cubin"
-    cmd = ["nvcc", "-arch=sm_90", "-cubin", "-o", out, "-Xptxas", "-v", "-std=c++17", "-DHD=%d" % d,
-           "-DIS_BF16=1", *v.get("flags", []), "-x", "cu", os.path.join(HERE, v["file"])]
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    """(function, ptxas lines of its entry) for variant v; one nvcc run per (file, flags)."""
+    key = (v["file"], tuple(v.get("flags", [])))
+    if key not in _modules:
+        out = "/tmp/lab-%d.cubin" % len(_modules)
+        cmd = ["nvcc", "-arch=sm_90", "-cubin", "-o", out, "-Xptxas", "-v", "-std=c++17", "-DHD=%d" % d,
+               "-DIS_BF16=1", *v.get("flags", []), "-x", "cu", os.path.join(HERE, v["file"])]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            print(json.dumps({"variant": v["name"], "build": "failed", "stderr": r.stderr[-3000:]}), flush=True)
+            _modules[key] = None
+        else:
+            _modules[key] = (cupy.RawModule(path=out), r.stderr)
+    if _modules[key] is None:
+        return None
+    mod, stderr = _modules[key]
     # ptxas's lines for this variant's entry (a file may hold several kernels).
     info, mine = [], True
-    for l in r.stderr.splitlines():
+    for l in stderr.splitlines():
         if "Compiling entry function" in l:
             mine = ("'%s'" % v["entry"]) in l
         elif mine and ("registers" in l or "spill" in l):
             info.append(l.strip())
-    info = " ".join(info)
-    if r.returncode != 0:
-        print(json.dumps({"variant": v["name"], "build": "failed", "stderr": r.stderr[-3000:]}), flush=True)
-        return None
-    mod = cupy.RawModule(path=out)
     fn = mod.get_function(v["entry"])
     if v.get("smem", 0) > 48 * 1024:
         fn.max_dynamic_shared_size_bytes = v["smem"]
-    return fn, info
+    return fn, " ".join(info)
 
 
 def timed(fn, reps):

@@ -23,11 +23,11 @@ done
 head -20 "$OUT/fwd0.hist"
 # Nsight Compute, one kernel launch per variant (the first, the checked one): every forward variant
 # has the same entry name, so each gets its own run; a backward variant needs a forward (fwd0) first.
-for k in fwd1 fwd2 fwd3 bwd2; do
+for k in fwd1 fwd2 fwd3 bwd2 bwd3; do
   case $k in fwd*) only=$k; kn=regex:tdm_attn_fwd ;; *) only=fwd0,$k; kn=regex:tdm_attn_bwd_mma ;; esac
-  timeout 60 ncu --clock-control none --kernel-name $kn --launch-count 1 --section SpeedOfLight \
+  timeout 45 ncu --clock-control none --kernel-name $kn --launch-count 1 --section SpeedOfLight \
     --section WarpStateStats --section Occupancy --section ComputeWorkloadAnalysis --section InstructionStats \
-    --section SchedulerStats --section MemoryWorkloadAnalysis python3 lab.py --only $only --reps 1 --no-torch --b 16 > "$OUT/ncu-$k.txt" 2>&1
+    --section SchedulerStats --section MemoryWorkloadAnalysis python3 lab.py --only $only --reps 1 --no-torch --b 8 > "$OUT/ncu-$k.txt" 2>&1
   echo "ncu $k rc=$?"
   grep -E "tdm_attn|Duration|Throughput|Warp Cycles|Issue Slot|Eligible|Achieved Occ|Stall|No Eligible|One or More|Registers|Shared Memory Config" "$OUT/ncu-$k.txt" | head -40
 done
