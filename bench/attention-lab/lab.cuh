@@ -27,8 +27,14 @@ static __device__ __forceinline__ void mma_abt_ldsm(float (*acc)[4], unsigned (*
 // Waits until none of this thread's cp.async groups is in flight.
 static __device__ __forceinline__ void cp_async_wait_0() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 // dst[0] += a, dst[1] += b in global memory (8-byte aligned), one vector reduction (sm_90: red.v2.f32).
+// (PTX ISA 8.1, CUDA 12.1; two scalar reductions with an older nvcc.)
 static __device__ __forceinline__ void red_add_v2(float* dst, float a, float b) {
+#if __CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 1)
   asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" :: "l"(dst), "f"(a), "f"(b) : "memory");
+#else
+  asm volatile("red.global.add.f32 [%0], %1;" :: "l"(dst), "f"(a) : "memory");
+  asm volatile("red.global.add.f32 [%0], %1;" :: "l"(dst + 1), "f"(b) : "memory");
+#endif
 }
 // The low / high 16-bit value of a packed pair as f32.
 #if IS_BF16
