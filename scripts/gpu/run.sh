@@ -10,7 +10,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | 
 summary=()
 if [[ " $steps " == *" tests "* ]]; then
   t0=$(date +%s)
-  timeout 200 node --test --test-reporter=spec --test-concurrency=1 $(find dist/test/gpu dist/test/cuda -name '*.test.js' 2>/dev/null | sort) > "$OUT/tests.log" 2>&1
+  timeout ${TESTS_TIMEOUT:-200} node --test --test-reporter=spec --test-concurrency=1 $(find dist/test/gpu dist/test/cuda -name '*.test.js' 2>/dev/null | sort) > "$OUT/tests.log" 2>&1
   rc=$?
   summary+=("tests rc=$rc in $(( $(date +%s) - t0 ))s: $(grep -E '^ℹ (pass|fail|skipped)' "$OUT/tests.log" | tr '\n' ' ')")
   grep -E '✖|not ok|Error|AssertionError' "$OUT/tests.log" | head -40
