@@ -3,208 +3,23 @@
  * once running, by the attempt number), so a stale runner from before a restart can never overwrite a
  * newer outcome and a result is committed exactly once.
  */
-import { randomBytes } from 'node:crypto';
 import { TandemError } from '../../core/errors.js';
 import type { Db } from './db.js';
 import { WalSync, type SyncCallback } from './wal-sync.js';
+import { fromRow, insertError, listFilter, newJobId, type JobRow } from './job-rows.js';
+import type {
+  FinishOutcome,
+  InsertClaim,
+  InsertOutcome,
+  JobError,
+  JobRecord,
+  JobState,
+  ListQuery,
+  NewJob,
+} from './job-types.js';
 
-export type JobState = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
-export const TERMINAL_STATES: readonly JobState[] = ['succeeded', 'failed', 'cancelled'];
-
-export interface JobError {
-  readonly code: string;
-  readonly message: string;
-  readonly details: Readonly<Record<string, unknown>>;
-}
-
-export interface JobRecord {
-  readonly seq: number;
-  readonly id: string;
-  readonly tenantId: string;
-  readonly type: string;
-  readonly params: Readonly<Record<string, unknown>>;
-  readonly priority: number;
-  readonly jobClass: string;
-  readonly memBytes: number;
-  readonly state: JobState;
-  readonly progress: number;
-  readonly message: string;
-  readonly attempt: number;
-  readonly cancelRequested: boolean;
-  readonly idempotencyKey: string | null;
-  readonly device: string | null;
-  readonly placement: string | null;
-  readonly createdAt: number;
-  readonly startedAt: number | null;
-  readonly finishedAt: number | null;
-  readonly error: JobError | null;
-  /** Inline result (JSON) when small; large results live in `resultFile` under the data dir. */
-  readonly result: unknown;
-  readonly resultFile: string | null;
-  readonly traceFile: string | null;
-  /** The job's time budget as accepted at submit (null: a job from before deadlines; its type's default). */
-  readonly timeoutMs?: number | null;
-  /** Epoch ms past which the job is stopped: set at its first start, kept across re-queues. */
-  readonly deadlineAt?: number | null;
-}
-
-export interface NewJob {
-  readonly tenantId: string;
-  readonly type: string;
-  readonly params: Readonly<Record<string, unknown>>;
-  readonly priority: number;
-  readonly jobClass: string;
-  readonly memBytes: number;
-  readonly idempotencyKey: string | null;
-  /** Time budget in ms (timeoutSeconds, or the type's default within the tenant's maximum). */
-  readonly timeoutMs?: number;
-}
-
-/** Where a job inserted already running goes (`insertMany`'s claims). */
-export interface InsertClaim {
-  readonly device: string | null;
-  readonly placement: string | null;
-  /** Its deadline (epoch ms): it starts now, so its budget starts now. */
-  readonly deadlineAt?: number | null;
-}
-
-export type InsertOutcome =
-  { ok: true; job: JobRecord; created: boolean } | { ok: false; error: TandemError };
-
-export interface FinishOutcome {
-  readonly state: 'succeeded' | 'failed' | 'cancelled';
-  readonly result?: unknown;
-  readonly resultFile?: string | null;
-  readonly error?: JobError | null;
-  readonly traceFile?: string | null;
-  /**
-   * The device(s) the job's tasks ran on ("cpu0", "cpu0,cuda0"), null when none ran; replaces the
-   * placement target the claim wrote. Absent: left as claimed.
-   */
-  readonly device?: string | null;
-}
-
-interface JobRow {
-  seq: number;
-  id: string;
-  tenant_id: string;
-  type: string;
-  params: string;
-  priority: number;
-  job_class: string;
-  mem_bytes: number;
-  state: JobState;
-  progress: number;
-  message: string;
-  attempt: number;
-  cancel_requested: number;
-  idempotency_key: string | null;
-  device: string | null;
-  placement: string | null;
-  created_at: number;
-  started_at: number | null;
-  finished_at: number | null;
-  error: string | null;
-  result: string | null;
-  result_file: string | null;
-  trace_file: string | null;
-  timeout_ms: number | null;
-  deadline_at: number | null;
-}
-
-function fromRow(r: JobRow): JobRecord {
-  return {
-    seq: r.seq,
-    id: r.id,
-    tenantId: r.tenant_id,
-    type: r.type,
-    params: JSON.parse(r.params) as Record<string, unknown>,
-    priority: r.priority,
-    jobClass: r.job_class,
-    memBytes: r.mem_bytes,
-    state: r.state,
-    progress: r.progress,
-    message: r.message,
-    attempt: r.attempt,
-    cancelRequested: r.cancel_requested !== 0,
-    idempotencyKey: r.idempotency_key,
-    device: r.device,
-    placement: r.placement,
-    createdAt: r.created_at,
-    startedAt: r.started_at,
-    finishedAt: r.finished_at,
-    error: r.error ? (JSON.parse(r.error) as JobError) : null,
-    result: r.result === null ? null : (JSON.parse(r.result) as unknown),
-    resultFile: r.result_file,
-    traceFile: r.trace_file,
-    timeoutMs: r.timeout_ms,
-    deadlineAt: r.deadline_at,
-  };
-}
-
-// Random bytes drawn in blocks: one syscall per 680 ids instead of one per id (it showed in profiles).
-let pool = Buffer.alloc(0);
-let poolAt = 0;
-
-/** Time-ordered, unguessable job id: 8 hex digits of seconds then 12 random hex digits. */
-export function newJobId(now = Date.now()): string {
-  if (poolAt + 6 > pool.length) {
-    pool = randomBytes(4080);
-    poolAt = 0;
-  }
-  const rand = pool.toString('hex', poolAt, poolAt + 6);
-  poolAt += 6;
-  return `job_${Math.floor(now / 1000)
-    .toString(16)
-    .padStart(8, '0')}${rand}`;
-}
-
-/** Why one job of a group could not be inserted (the others commit). */
-function insertError(e: unknown): TandemError {
-  if (e instanceof TandemError) return e;
-  return new TandemError(
-    'TANDEM_ERR_UNAVAILABLE',
-    `storing the job: ${e instanceof Error ? e.message : String(e)}`,
-    {},
-    { cause: e },
-  );
-}
-
-export interface ListQuery {
-  readonly tenantId: string | null;
-  readonly state?: JobState | undefined;
-  /** A job type name. */
-  readonly type?: string | undefined;
-  readonly limit: number;
-  /** Only jobs submitted before this sequence number (pagination, newest first). */
-  readonly beforeSeq?: number | undefined;
-}
-
-/** The WHERE clause of a list or count (SQLite placeholders). */
-function listFilter(
-  q: Omit<ListQuery, 'limit' | 'beforeSeq'>,
-  beforeSeq: number | undefined,
-): { where: string; args: (string | number)[] } {
-  const where: string[] = [];
-  const args: (string | number)[] = [];
-  if (q.tenantId !== null) {
-    where.push('tenant_id = ?');
-    args.push(q.tenantId);
-  }
-  if (q.state) {
-    where.push('state = ?');
-    args.push(q.state);
-  }
-  if (q.type) {
-    where.push('type = ?');
-    args.push(q.type);
-  }
-  if (beforeSeq !== undefined) {
-    where.push('seq < ?');
-    args.push(beforeSeq);
-  }
-  return { where: where.length ? `WHERE ${where.join(' AND ')}` : '', args };
-}
+export * from './job-types.js';
+export { newJobId };
 
 export class JobStore {
   private readonly stmts;
