@@ -89,3 +89,24 @@ void test(
     assert.deepEqual(warnings, [], `${warnings.length} programs compiled with warnings`);
   },
 );
+
+/**
+ * NVRTC compiles without the host's math.h, float.h and limits.h, which nvcc's implicit CUDA headers
+ * bring in: a kernel using INFINITY compiled above and failed on the H200 (onnx_roi_align, the
+ * fifteenth session). So every program is also checked for those headers' macros, unless it defines
+ * the name itself. Needs no nvcc.
+ */
+const HOST_HEADER_MACROS =
+  /\b(INFINITY|NAN|HUGE_VALF?|M_(?:PI|E|SQRT2|LN2|LN10|LOG2E|LOG10E|PI_2|PI_4|1_PI|2_PI|2_SQRTPI|SQRT1_2)|(?:FLT|DBL)_(?:MAX|MIN|EPSILON|TRUE_MIN)|U?INT_(?:MAX|MIN)|U?LLONG_(?:MAX|MIN)|CHAR_BIT)\b/;
+
+void test('no CUDA program relies on a host header NVRTC does not have', () => {
+  const { programs } = collectCudaPrograms();
+  const offenders = new Set<string>(); // entry: macro
+  for (const p of programs) {
+    const defined = new Set([...p.source.matchAll(/^\s*#\s*define\s+(\w+)/gm)].map((m) => m[1]!));
+    const code = p.source.replace(/\/\/[^\n]*|\/\*[\s\S]*?\*\//g, '');
+    const m = HOST_HEADER_MACROS.exec(code);
+    if (m !== null && !defined.has(m[1]!)) offenders.add(`${p.entry}: ${m[1]!}`);
+  }
+  assert.deepEqual([...offenders], []);
+});

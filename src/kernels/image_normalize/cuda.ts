@@ -19,9 +19,11 @@ const SOURCE = `extern "C" __global__ void tdm_image_normalize(const unsigned ch
 #else
     const double c0 = (double)px[0], c2 = (double)px[2];
 #endif
-    stY(out, 0, (c0 * scale - m0) / s0);
-    stY(out, hw, ((double)px[1] * scale - m1) / s1);
-    stY(out, 2 * hw, (c2 * scale - m2) / s2);
+    // __dmul_rn keeps the product rounded on its own (no FMA contraction), as the CPU and the float64
+    // reference compute it: an f64 result is then the same to the last bit (the H200 found 1-2 ULP).
+    stY(out, 0, (__dmul_rn(c0, scale) - m0) / s0);
+    stY(out, hw, (__dmul_rn((double)px[1], scale) - m1) / s1);
+    stY(out, 2 * hw, (__dmul_rn(c2, scale) - m2) / s2);
   }
 }`;
 

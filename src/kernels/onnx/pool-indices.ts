@@ -118,7 +118,7 @@ extern "C" __global__ void tdm_onnx_maxpool_indices(const X_t* __restrict__ x, X
         }
       }
     }
-    stX(y, i, at < 0 ? (X_c)(-INFINITY) : best);
+    stX(y, i, at < 0 ? (X_c)(-__longlong_as_double(0x7ff0000000000000LL)) : best); // no math.h in NVRTC
     indices[i] = (int)(at < 0 ? 0 : at);
   }
 }`,

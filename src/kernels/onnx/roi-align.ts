@@ -172,7 +172,8 @@ extern "C" __global__ void tdm_onnx_roi_align(const X_t* __restrict__ x, const X
     const long long gh = ratio > 0 ? ratio : (long long)ceil(rh / OH), gw = ratio > 0 ? ratio : (long long)ceil(rw / OW);
     const double count = gh * gw > 1 ? (double)(gh * gw) : 1.0;
     const X_t* xp = x + ((long long)bidx[r] * C + c) * H * W;
-    double acc = MAX_MODE ? -INFINITY : 0.0;
+    // NVRTC has no math.h: -infinity from its bits.
+    double acc = MAX_MODE ? -__longlong_as_double(0x7ff0000000000000LL) : 0.0;
     for (long long iy = 0; iy < gh; iy++)
       for (long long ix = 0; ix < gw; ix++) {
         double sy = y1 + ph * bh + (iy + 0.5) * bh / gh, sx = x1 + pw * bw + (ix + 0.5) * bw / gw, v = 0;

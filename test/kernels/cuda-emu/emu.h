@@ -28,6 +28,7 @@ inline void __syncthreads() { g_block_bar->arrive_and_wait(); }
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 static inline float __uint_as_float(unsigned i) { float f; memcpy(&f, &i, 4); return f; }
 static inline unsigned __float_as_uint(float f) { unsigned i; memcpy(&i, &f, 4); return i; }
+static inline double __longlong_as_double(long long i) { double d; memcpy(&d, &i, 8); return d; }
 // Round-to-nearest double operations that CUDA never contracts into an fma; volatile keeps g++ from
 // contracting them either.
 static inline double __dmul_rn(double a, double b) { volatile double r = a * b; return r; }
