@@ -1,7 +1,8 @@
 /**
  * B.7: GPT-2 124M scoring (bf16, 128-token inputs) through the interactive lane, closed loop at
  * concurrency 1..64, batching on (maxQueueDelayUs 0, 100, 1000; and full batches of 64 within 3 ms)
- * and off (maxBatchSize 1), one batch in flight or two (`instances`), beside
+ * and off (maxBatchSize 1), one batch in flight or two (`instances`), kept plans of bucketed or exact
+ * batch shapes, beside
  * PyTorch's offline forward of the same model at batch 1 and 64 (bench/torch/gpt2_infer.py, run in the
  * same call). Prints the issue's ratios.
  */
@@ -17,9 +18,24 @@ interface TorchInfer {
   sequencesPerSecond: number;
 }
 
-const VARIANTS = [
+interface Variant {
+  readonly name: string;
+  readonly batching: Readonly<Record<string, unknown>>;
+  readonly delayUs: number;
+  /** The gpt config's `scoring` (kept plans); default bucketed shapes. */
+  readonly scoring?: Readonly<Record<string, unknown>>;
+}
+
+const VARIANTS: readonly Variant[] = [
   { name: 'gpt-off', batching: { maxBatchSize: 1, maxQueueDelayUs: 0 }, delayUs: 0 },
   { name: 'gpt-d0', batching: { maxBatchSize: 64, maxQueueDelayUs: 0 }, delayUs: 0 },
+  // The same with a kept plan per exact batch size (before bucketing): irregular sizes build and evict.
+  {
+    name: 'gpt-d0-exact',
+    batching: { maxBatchSize: 64, maxQueueDelayUs: 0 },
+    delayUs: 0,
+    scoring: { bucketed: false },
+  },
   { name: 'gpt-d100', batching: { maxBatchSize: 64, maxQueueDelayUs: 100 }, delayUs: 100 },
   { name: 'gpt-d1000', batching: { maxBatchSize: 64, maxQueueDelayUs: 1000 }, delayUs: 1000 },
   // Full batches: at c64 with delay 0 the clients settle into two cohorts of ~32 that alternate (one
@@ -39,7 +55,7 @@ const VARIANTS = [
     batching: { maxBatchSize: 64, preferredBatchSizes: [64], maxQueueDelayUs: 3000, instances: 2 },
     delayUs: 3000,
   },
-] as const;
+];
 const LEVELS = [1, 2, 4, 8, 16, 32, 64];
 // Diagnosis (e.g. under --cpu-prof): GPT_LANE_VARIANTS=gpt-d0 GPT_LANE_LEVELS=64 runs only those; the
 // issue's ratios are printed only for a full sweep.
@@ -61,7 +77,7 @@ export async function runGptBench(
       name: v.name,
       kind: 'gpt',
       // Token ids in, no tokenizer: the GPU machine carries no tokenizer package, and scoring needs none.
-      config: { preset: 'gpt2', precision: 'bf16', seed: 1, tokenizer: 'none' },
+      config: { preset: 'gpt2', precision: 'bf16', seed: 1, tokenizer: 'none', scoring: v.scoring ?? {} },
       placement: { kinds: [o.device] },
       batching: v.batching,
     });

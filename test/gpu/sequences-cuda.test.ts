@@ -70,7 +70,7 @@ void describe('sequences on cuda0', { skip: hasCuda ? false : reason }, () => {
       gptConfig('gpt-micro', { vocab: 97, paddedVocab: 128, context: 32 }),
     );
     const planned = new GptInference(model);
-    const perKernel = new GptInference(model, undefined, false);
+    const perKernel = new GptInference(model, undefined, { sequences: false });
     const rnd = seededRandom(11);
     const before = graphStats(rt);
     for (let round = 0; round < 5; round++)

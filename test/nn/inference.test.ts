@@ -113,7 +113,7 @@ void describe('GPT inference with a KV cache (f32, CPU)', () => {
   });
 
   void it('a forward pass is one runtime task, with the logits of a task per kernel', async () => {
-    const perKernel = new GptInference(model, undefined, false);
+    const perKernel = new GptInference(model, undefined, { sequences: false });
     const rnd = seededRandom(19);
     const seqs = [5, 17, 9].map((n) => randomTokens(n, rnd));
     let tasks = 0;
@@ -133,7 +133,7 @@ void describe('GPT inference with a KV cache (f32, CPU)', () => {
   });
 
   void it('kept plans: repeated shapes with new tokens and lengths give the per-kernel results, no leak', async () => {
-    const perKernel = new GptInference(model, undefined, false);
+    const perKernel = new GptInference(model, undefined, { sequences: false });
     const planned = new GptInference(model);
     const rnd = seededRandom(23);
     const live = (): number => [...rt.liveTensors()].length;
@@ -165,6 +165,52 @@ void describe('GPT inference with a KV cache (f32, CPU)', () => {
     planned.dispose();
     await rt.idle();
     assert.equal(live(), before, 'dispose frees every plan tensor');
+  });
+
+  void it('bucketed plans: padded rows and positions change no real row; one plan serves a bucket', async () => {
+    const perKernel = new GptInference(model, undefined, { sequences: false });
+    const exact = new GptInference(model, undefined, { plans: { bucketed: false } });
+    const bucketed = new GptInference(model);
+    const rnd = seededRandom(29);
+    // Batches of 9 and 10 (bucket 10) padded to 11 and 12 tokens (bucket 12).
+    for (const [b, t] of [
+      [9, 11],
+      [10, 12],
+      [10, 11],
+    ] as const) {
+      const seqs = Array.from({ length: b }, (_, i) => randomTokens(i === 0 ? t : 1 + (i % t), rnd));
+      const want = await perKernel.lastLogits(seqs);
+      for (const inf2 of [exact, bucketed]) {
+        const got = await inf2.lastLogits(seqs);
+        assert.equal(got.length, b, 'padding rows are not returned');
+        for (const [i, row] of got.entries())
+          for (let v = 0; v < row.length; v++)
+            assert.ok(
+              Math.abs(row[v]! - want[i]![v]!) <= 1e-5 * (1 + Math.abs(want[i]![v]!)),
+              `b ${b} row ${i}`,
+            );
+      }
+    }
+    assert.equal(bucketed.keptPlans.count, 1, 'shapes 9×11, 10×12 and 10×11 share the 10×12 plan');
+    assert.equal(exact.keptPlans.count, 3, 'exact shapes: a plan each');
+    // Two passes of one shape at once: the second runs on a copy of the plan, both right.
+    const seqsA = Array.from({ length: 10 }, () => randomTokens(12, rnd));
+    const seqsB = Array.from({ length: 10 }, () => randomTokens(12, rnd));
+    const [a, bOut] = await Promise.all([bucketed.lastLogits(seqsA), bucketed.lastLogits(seqsB)]);
+    const [wantA, wantB] = [await perKernel.lastLogits(seqsA), await perKernel.lastLogits(seqsB)];
+    assert.equal(bucketed.keptPlans.count, 2, 'a second copy while the first ran');
+    for (const [got, want] of [
+      [a, wantA],
+      [bOut, wantB],
+    ] as const)
+      for (const [i, row] of got.entries())
+        assert.ok(
+          row.every((x, v) => Math.abs(x - want[i]![v]!) <= 1e-5 * (1 + Math.abs(want[i]![v]!))),
+          `concurrent row ${i}`,
+        );
+    exact.dispose();
+    bucketed.dispose();
+    await rt.idle();
   });
 
   void it('greedy decoding on the device (top-1) picks the argmax of the cached logits', async () => {

@@ -16,7 +16,7 @@ import { TandemError } from '../../core/errors.js';
 import type { Tensor } from '../../memory/tensor.js';
 import type { GptConfig, Gpt } from '../models/gpt.js';
 import { KvCache, type KvCacheOptions } from './kv-cache.js';
-import { PLAN_MAX_ROWS, ScorePlans } from './score-plans.js';
+import { DEFAULT_PLAN_LIMITS, type ScorePlanLimits, ScorePlans, planShape } from './score-plans.js';
 import { type InferenceRuntime, type RunPlace, Scope } from './scope.js';
 
 const LN_EPS = 1e-5;
@@ -55,6 +55,18 @@ function toF32(dtype: DType, raw: HostArray): Float32Array {
   return Float32Array.from(toNumbers(dtype, raw));
 }
 
+/** How a GptInference submits its passes. */
+export interface GptInferenceOptions {
+  /**
+   * Submit each forward pass as one runtime sequence (default) rather than a task per kernel: the same
+   * kernels in the same order, with the runtime's per-task host work paid once; scoring shapes seen
+   * before then run from a kept plan (score-plans.ts).
+   */
+  readonly sequences?: boolean;
+  /** Which scoring shapes get kept plans, and how many bytes they may hold (DEFAULT_PLAN_LIMITS). */
+  readonly plans?: Partial<ScorePlanLimits>;
+}
+
 export interface CachedRun {
   readonly slot: number;
   readonly start: number;
@@ -69,23 +81,17 @@ export class GptInference {
   private readonly wpe: Tensor;
   private readonly blocks: readonly BlockWeights[];
   private readonly lnF: readonly [Tensor, Tensor];
-  /** Kept scoring passes for small repeated shapes (sequence mode). */
+  /** Kept scoring passes for repeated shapes (sequence mode). */
   private readonly plans: ScorePlans;
+  private readonly sequences: boolean;
 
-  /**
-   * @param sequences submit each forward pass as one runtime sequence (default) rather than a task per
-   *   kernel: the same kernels in the same order, with the runtime's per-task host work paid once; small
-   *   scoring shapes seen before run from a kept plan (score-plans.ts). `dispose()` frees the plans.
-   */
-  constructor(
-    model: Gpt,
-    rt?: InferenceRuntime,
-    private readonly sequences = true,
-  ) {
+  /** `dispose()` frees the kept plans; the model's weights stay the caller's. */
+  constructor(model: Gpt, rt?: InferenceRuntime, options: GptInferenceOptions = {}) {
     this.config = model.config;
     this.dtype = model.nn.dtype;
     this.rt = rt ?? model.nn.rt;
-    this.plans = new ScorePlans((t) => this.rt.free(t));
+    this.sequences = options.sequences ?? true;
+    this.plans = new ScorePlans((t) => this.rt.free(t), { ...DEFAULT_PLAN_LIMITS, ...options.plans });
     this.wte = model.wte.data;
     this.wpe = model.wpe.data;
     const pair = (w: { data: Tensor }, b: { data: Tensor } | null): readonly [Tensor, Tensor] => {
@@ -144,10 +150,14 @@ export class GptInference {
       this.checkTokens(s, `sequence ${i}`);
     }
     const b = seqs.length;
-    const ids = new Int32Array(b * t);
-    seqs.forEach((s, i) => ids.set(s, i * t));
-    const lastRows = Int32Array.from(seqs, (s, i) => i * t + s.length - 1);
-    if (this.sequences && b * t <= PLAN_MAX_ROWS) return this.lastPlanned(b, t, ids, lastRows, head, place);
+    const shape = this.sequences ? planShape(b, t, c.context, this.plans.limits) : null;
+    // Rows past the b sequences (a bucketed shape's padding) hold token 0 and read their first row.
+    const rows = shape?.b ?? b;
+    const len = shape?.t ?? t;
+    const ids = new Int32Array(rows * len);
+    seqs.forEach((s, i) => ids.set(s, i * len));
+    const lastRows = Int32Array.from({ length: rows }, (_, i) => i * len + (seqs[i]?.length ?? 1) - 1);
+    if (shape !== null) return this.lastPlanned(b, shape, ids, lastRows, head, place);
     const scope = new Scope(this.rt, place, this.sequences);
     try {
       const pass = this.scoreForward(scope, b, t, ids, lastRows, head);
@@ -155,6 +165,11 @@ export class GptInference {
     } finally {
       scope.release();
     }
+  }
+
+  /** Plans kept now, and the bytes their tensors hold (the limits: `plans` in the options). */
+  get keptPlans(): { readonly count: number; readonly bytes: number } {
+    return { count: this.plans.size, bytes: this.plans.heldBytes };
   }
 
   /** Frees the kept forward passes (see score-plans.ts); the model's own weights are the caller's. */
@@ -184,25 +199,28 @@ export class GptInference {
   }
 
   /**
-   * A scoring pass through a kept plan for its shape (made on first use): the token ids and row indices
-   * written into the plan's inputs, its prepared sequence run again, its outputs read. A failed run drops
-   * the plan (its tensors are left failed, as any task's outputs are).
+   * A scoring pass of b sequences through a kept plan for `shape` (made on first use; its padding rows
+   * are computed and not returned): the token ids and row indices written into the plan's inputs, its
+   * prepared sequence run again, its outputs read. A failed run drops the plan (its tensors are left
+   * failed, as any task's outputs are).
    */
   private async lastPlanned<H extends Head>(
     b: number,
-    t: number,
+    shape: { readonly b: number; readonly t: number },
     ids: Int32Array,
     lastRows: Int32Array,
     head: H,
     place: RunPlace,
   ): Promise<HeadOutput<H>[]> {
-    const key = `${b}x${t}|${head.kind === 'topk' ? `top${head.k}` : 'logits'}|${place.device ?? ''}`;
-    let plan = this.plans.get(key);
+    const name = `${shape.b}x${shape.t}|${head.kind === 'topk' ? `top${head.k}` : 'logits'}|${place.device ?? ''}`;
+    const picked = this.plans.pick(name);
+    const key = picked.key;
+    let plan = picked.plan;
     const writes: Promise<void>[] = [];
     if (plan === undefined) {
       const scope = new Scope(this.rt, place, true);
       try {
-        const pass = this.scoreForward(scope, b, t, ids, lastRows, head);
+        const pass = this.scoreForward(scope, shape.b, shape.t, ids, lastRows, head);
         const prepared = scope.prepare(`score ${key}`);
         plan = { ...pass, prepared, tensors: scope.adopt() };
       } finally {
@@ -210,15 +228,18 @@ export class GptInference {
       }
       this.plans.add(key, plan);
     } else writes.push(this.rt.write(plan.ids, ids), this.rt.write(plan.index, lastRows));
-    // Submitted in one turn, in this order: the runtime orders runs of one plan by its tensors.
-    const run = this.rt.submitPrepared(plan.prepared, place.tags);
-    const reads = plan.outputs.map((o) => this.rt.read(o));
+    const end = this.plans.begin(key);
     try {
+      // Submitted in one turn, in this order: the runtime orders runs of one plan by its tensors.
+      const run = this.rt.submitPrepared(plan.prepared, place.tags);
+      const reads = plan.outputs.map((o) => this.rt.read(o));
       const done = await Promise.all([...writes, run.done, ...reads]);
       return this.formatHead(head, b, done.slice(writes.length + 1) as HostArray[]);
     } catch (e) {
       this.plans.drop(key);
       throw e;
+    } finally {
+      end();
     }
   }
 

@@ -134,4 +134,40 @@ void describe("model kind 'gpt'", () => {
       code('TANDEM_ERR_INVALID_ARGUMENT'),
     );
   });
+
+  void it('scoring plans: configured per model (exact shapes, no plans); bad knobs refused by name', async () => {
+    const seqs = [
+      [5, 6, 7],
+      [1, 2, 3, 4, 5, 6, 7, 8, 9],
+    ];
+    const outs: GptScoreOutput[][] = [];
+    for (const scoring of [{}, { bucketed: false, planCopies: 1, planMiB: 8 }, { planRows: 0 }]) {
+      const m = await gptModelFactory.create(
+        spec({ preset: 'gpt-micro', precision: 'f32', seed: 4, scoring }),
+        rt,
+      );
+      const items = seqs.map((tokens) => m.parse({ tokens, topK: 4 }));
+      outs.push((await m.runBatch(items, ctx())) as GptScoreOutput[]);
+      await m.unload();
+    }
+    // Bucketed (2 × 10), exact (2 × 9) and unplanned passes give each item the same top-4 tokens.
+    for (const o of outs.slice(1))
+      assert.deepEqual(
+        o.map((r) => r.top.map((e) => e.token)),
+        outs[0]!.map((r) => r.top.map((e) => e.token)),
+      );
+    for (const [scoring, field] of [
+      [{ planRows: -1 }, 'scoring.planRows'],
+      [{ planMiB: 0 }, 'scoring.planMiB'],
+      [{ planCopies: 9 }, 'scoring.planCopies'],
+      [{ bucketed: 'yes' }, 'scoring.bucketed'],
+      [{ spare: 1 }, 'unknown scoring key "spare"'],
+      ['all', 'scoring must be an object'],
+    ] as const)
+      await assert.rejects(
+        gptModelFactory.create(spec({ preset: 'gpt-micro', scoring }), rt),
+        (e: unknown) =>
+          isTandemError(e) && e.code === 'TANDEM_ERR_INVALID_ARGUMENT' && e.message.includes(field),
+      );
+  });
 });

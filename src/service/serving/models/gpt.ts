@@ -275,7 +275,15 @@ export const gptModelFactory: ModelFactory = {
     try {
       if (spec.weightsPath !== undefined) await loadParameters(model, spec.weightsPath);
       const codec = await loadCodec(cfg.tokenizer, cfg.arch.vocab);
-      return new ServedGpt(spec.name, spec.version, cfg, model, new GptInference(model, rt), codec, device);
+      return new ServedGpt(
+        spec.name,
+        spec.version,
+        cfg,
+        model,
+        new GptInference(model, rt, { plans: cfg.scoring }),
+        codec,
+        device,
+      );
     } catch (e) {
       for (const p of model.parameters()) full.free(p.data);
       throw e;
