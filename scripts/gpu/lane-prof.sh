@@ -30,13 +30,16 @@ if [[ $steps == *" gpt "* ]]; then
 fi
 if [[ $steps == *" score "* ]]; then
   # The batch's GPU cost alone: Tandem's scoring forward in process beside PyTorch's (B.7's denominator).
-  timeout 120 python3 bench/torch/gpt2_infer.py 1,16,64 > "$OUT/gpt2-infer-torch.jsonl" 2> "$OUT/gpt2-infer-torch.err"
+  timeout 120 python3 bench/torch/gpt2_infer.py 1,16,32,64 > "$OUT/gpt2-infer-torch.jsonl" 2> "$OUT/gpt2-infer-torch.err"
   # Runtime sequences and kept plans (default) beside a task per kernel, in the same call.
   for s in on off; do
-    timeout 120 node dist/bench/gpt-score.js --sequences $s --torch "$OUT/gpt2-infer-torch.jsonl" \
-      >> "$OUT/gpt-score.jsonl" 2>&1
+    timeout 120 node dist/bench/gpt-score.js --sequences $s --batches 1,16,32,64 \
+      --torch "$OUT/gpt2-infer-torch.jsonl" >> "$OUT/gpt-score.jsonl" 2>&1
     echo "score sequences=$s rc=$?"
   done
+  # Irregular batch sizes (what the lane forms at c64): bucketed plan shapes beside exact ones.
+  timeout 120 node dist/bench/gpt-score.js --irregular 17-64 --reps 300 >> "$OUT/gpt-score.jsonl" 2>&1
+  echo "score irregular rc=$?"
   cat "$OUT/gpt-score.jsonl" | cut -c1-400
 fi
 # The profiles as one tar (one file per thread would exceed what comes back).
