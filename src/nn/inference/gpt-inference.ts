@@ -11,13 +11,16 @@
  *   kv_append writes each layer's keys and values into the slots, kv_attention reads them.
  * Logits come back as f32 rows of the real vocabulary (the padded columns are dropped).
  */
-import { type DType, type HostArray, toNumbers } from '../../core/dtype.js';
+import type { DType, HostArray } from '../../core/dtype.js';
 import { TandemError } from '../../core/errors.js';
 import type { Tensor } from '../../memory/tensor.js';
 import type { GptConfig, Gpt } from '../models/gpt.js';
+import { type Head, type HeadOutput, formatHead, headTensors } from './heads.js';
 import { KvCache, type KvCacheOptions } from './kv-cache.js';
 import { DEFAULT_PLAN_LIMITS, type ScorePlanLimits, ScorePlans, planShape } from './score-plans.js';
 import { type InferenceRuntime, type RunPlace, Scope } from './scope.js';
+
+export type { Head, HeadOutput, TopK } from './heads.js';
 
 const LN_EPS = 1e-5;
 
@@ -28,31 +31,6 @@ interface BlockWeights {
   readonly ln2: readonly [Tensor, Tensor];
   readonly fc: readonly [Tensor, Tensor];
   readonly out: readonly [Tensor, Tensor];
-}
-
-/** One sequence's rows in a cached step: tokens at positions start, start + 1, … of cache slot `slot`. */
-/** What comes back per sequence: the whole logit row, or only its k largest entries. */
-export type Head = { readonly kind: 'logits' } | { readonly kind: 'topk'; readonly k: number };
-
-export interface TopK {
-  /** Token ids, most likely first. */
-  readonly indices: Int32Array;
-  /** Their logits. */
-  readonly values: Float32Array;
-}
-
-export type HeadOutput<H extends Head> = H extends { kind: 'topk' } ? TopK : Float32Array;
-
-/** f32 values of a read tensor: 16-bit words widened by a shift (bf16) or decoded (f16). */
-function toF32(dtype: DType, raw: HostArray): Float32Array {
-  if (dtype === 'f32') return raw as Float32Array;
-  if (dtype === 'bf16') {
-    const words = raw as Uint16Array;
-    const out = new Uint32Array(words.length);
-    for (let i = 0; i < words.length; i++) out[i] = words[i]! << 16;
-    return new Float32Array(out.buffer);
-  }
-  return Float32Array.from(toNumbers(dtype, raw));
 }
 
 /** How a GptInference submits its passes. */
@@ -67,6 +45,7 @@ export interface GptInferenceOptions {
   readonly plans?: Partial<ScorePlanLimits>;
 }
 
+/** One sequence's rows in a cached step: tokens at positions start, start + 1, … of cache slot `slot`. */
 export interface CachedRun {
   readonly slot: number;
   readonly start: number;
@@ -161,7 +140,13 @@ export class GptInference {
     const scope = new Scope(this.rt, place, this.sequences);
     try {
       const pass = this.scoreForward(scope, b, t, ids, lastRows, head);
-      return this.formatHead(head, b, await Promise.all(pass.outputs.map((o) => scope.read(o))));
+      return formatHead(
+        this.config,
+        this.dtype,
+        head,
+        b,
+        await Promise.all(pass.outputs.map((o) => scope.read(o))),
+      );
     } finally {
       scope.release();
     }
@@ -195,7 +180,7 @@ export class GptInference {
     const logits = this.finish(scope, x, b * t, index, (qkv, y) =>
       scope.run('attention', { qkv, y, lse }, { heads: c.heads, seq: t }),
     );
-    return { ids: idT, index, outputs: this.headTensors(scope, logits, head) };
+    return { ids: idT, index, outputs: headTensors(scope, logits, head, this.config.vocab) };
   }
 
   /**
@@ -234,7 +219,7 @@ export class GptInference {
       const run = this.rt.submitPrepared(plan.prepared, place.tags);
       const reads = plan.outputs.map((o) => this.rt.read(o));
       const done = await Promise.all([...writes, run.done, ...reads]);
-      return this.formatHead(head, b, done.slice(writes.length + 1) as HostArray[]);
+      return formatHead(this.config, this.dtype, head, b, done.slice(writes.length + 1) as HostArray[]);
     } catch (e) {
       this.plans.drop(key);
       throw e;
@@ -309,8 +294,14 @@ export class GptInference {
         scope.run('kv_attention', { ...kv, y }, { heads: c.heads });
         layer++;
       });
-      const outputs = this.headTensors(scope, logits, head);
-      return this.formatHead(head, runs.length, await Promise.all(outputs.map((o) => scope.read(o))));
+      const outputs = headTensors(scope, logits, head, this.config.vocab);
+      return formatHead(
+        this.config,
+        this.dtype,
+        head,
+        runs.length,
+        await Promise.all(outputs.map((o) => scope.read(o))),
+      );
     } finally {
       scope.release();
     }
@@ -390,34 +381,5 @@ export class GptInference {
     const logits = scope.tensor([rows, c.paddedVocab], dt);
     scope.run('gemm', { a: h, b: this.wte, c: logits }, { transB: true });
     return logits;
-  }
-
-  /** The tensors to read for `head` from the logits rows [R, paddedVocab] (top-k runs on the device). */
-  private headTensors(scope: Scope, logits: Tensor, head: Head): Tensor[] {
-    if (head.kind === 'logits') return [logits];
-    const rows = logits.shape[0]!;
-    const values = scope.tensor([rows, head.k], 'f32');
-    const indices = scope.tensor([rows, head.k], 'i32');
-    scope.run('topk_rows', { x: logits, values, indices }, { vocab: this.config.vocab });
-    return [values, indices];
-  }
-
-  /** What `head` asks for, per row, from the host copies of `headTensors`' tensors. */
-  private formatHead<H extends Head>(head: H, rows: number, read: readonly HostArray[]): HeadOutput<H>[] {
-    const c = this.config;
-    if (head.kind === 'logits') {
-      const values = toF32(this.dtype, read[0]!);
-      return Array.from(
-        { length: rows },
-        (_, i) => values.slice(i * c.paddedVocab, i * c.paddedVocab + c.vocab) as HeadOutput<H>,
-      );
-    }
-    const k = head.k;
-    const v = read[0] as Float32Array;
-    const ix = read[1] as Int32Array;
-    return Array.from({ length: rows }, (_, i) => ({
-      values: v.slice(i * k, (i + 1) * k),
-      indices: ix.slice(i * k, (i + 1) * k),
-    })) as HeadOutput<H>[];
   }
 }
