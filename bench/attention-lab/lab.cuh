@@ -1,15 +1,6 @@
 #pragma once
 #include "common.cuh"
-// ldmatrix.x4 (no transpose): r[i] = matrix i in the B fragment order of an n-major tile (row g, cols 2c..).
-static __device__ __forceinline__ void ldsm_x4(unsigned* r, const u16* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_u32(p)) : "memory");
-}
-static __device__ __forceinline__ float ex2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
+// ldsm_x4 and ex2 come from common.cuh (Tandem's kernels have them since the v1 port, ATTN_V1).
 // acc[j] += A · Bᵀ over a 64-row tile s (row-major [TILE][RS]) with the B fragments from ldmatrix.x4:
 // matrices (rows j*8.., cols kk*16), (.., kk*16+8), (.., kk*16+16), (.., kk*16+24).
 static __device__ __forceinline__ void mma_abt_ldsm(float (*acc)[4], unsigned (*a)[4], const u16* s, int lane) {

@@ -4,7 +4,9 @@
 # call (PyTorch writes the initial weights; both train on the same Brown-corpus batches: f32 and bf16 for
 # 20 steps, f32 for 300 steps with the validation loss; the weights round-trip Tandem <-> PyTorch
 # exactly), then the benchmarks side by side with PyTorch. Logs under $OUT, a summary last.
-#   scripts/gpu/nn.sh [tests] [parity] [bench] [kernels]     (default: tests parity bench)
+#   scripts/gpu/nn.sh [tests] [parity] [bench] [kernels] [attn-v1]     (default: tests parity bench)
+#   attn-v1: the tensor-core attention's opt-in v1 (TANDEM_ATTN_MMA=v1) beside the current kernels in one
+#   call: its GPU test, the kernels beside SDPA, GPT-2 124M B=64 recorded steps (v0 / v1 / v0), torch.compile.
 #   PARITY="f32 bf16 fp16 300" picks the parity runs (default: all); KREPS sets kernel bench repetitions.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -97,6 +99,21 @@ if [[ $steps == *" kernels "* ]]; then
   diff <(node dist/bench/grad_scaler.js --growth-interval 3 --overflow 3,10,11 --steps 12) \
     <($PY bench/torch/grad_scaler.py --growth-interval 3 --overflow 3,10,11 --steps 12) > "$OUT/scaler.diff" 2>&1
   log "GradScaler vs torch (growth 3) diff rc=$? ($(wc -l < "$OUT/scaler.diff") lines)"
+fi
+if [[ $steps == *" attn-v1 "* ]]; then
+  timeout 120 node --test --test-reporter=spec dist/test/gpu/nn-attention.test.js > "$OUT/attn-v1-test.log" 2>&1
+  log "attention GPU test (v1 path included) rc=$?: $(grep -E '^ℹ (pass|fail)' "$OUT/attn-v1-test.log" | tr '\n' ' ')"
+  timeout 100 $PY bench/torch/nn_attention.py > "$OUT/torch-attention.jsonl" 2>&1
+  for v in v0 v1; do
+    TANDEM_ATTN_MMA=$v timeout 100 node dist/bench/nn-attention.js --torch "$OUT/torch-attention.jsonl" > "$OUT/attention-$v.jsonl" 2>&1
+    log "attention kernels $v rc=$?: $(tail -4 "$OUT/attention-$v.jsonl" | cut -c1-300 | tr '\n' ' ')"
+  done
+  for v in v0 v1 v0; do
+    TANDEM_ATTN_MMA=$v timeout 120 node dist/bench/nn-gpt2.js --batch 64 --steps 20 --static on >> "$OUT/gpt2-attn-$v.jsonl" 2>&1
+    log "gpt2 B=64 static, attention $v rc=$?: $(grep -o '"tokensPerSecond":[0-9.]*' "$OUT/gpt2-attn-$v.jsonl" | tail -1)"
+  done
+  timeout 150 $PY bench/torch/gpt2_train.py 64,1,1 > "$OUT/gpt2-torch-compile.txt" 2>&1
+  log "gpt2 torch.compile B=64 rc=$?: $(tail -2 "$OUT/gpt2-torch-compile.txt" | tr '\n' ' ' | cut -c1-300)"
 fi
 echo; echo "=== summary ($(date -u +%FT%TZ)) ==="
 for s in "${summary[@]}"; do echo "$s"; done

@@ -1,6 +1,6 @@
 /**
  * attention and attention_backward on CUDA at a real size (B = 2, H = 2, T = 1024, d = 64, bf16), each
- * kernel path forced in turn (tensor cores, CUDA cores) and the automatic choice, against the float64
+ * kernel path forced in turn (tensor cores, their opt-in v1, CUDA cores) and the automatic choice, against the float64
  * references. The backward gets y and lse from the reference forward, as in training, so its result is
  * the true gradient. The small odd shapes and the other dtypes run in cuda-conformance.test.ts.
  */
@@ -113,7 +113,12 @@ void describe('cuda attention, B2 H2 T1024 d64 bf16', { skip: device ? false : r
     for (const b of live.splice(0)) device!.node.free(b);
   });
 
-  for (const path of ['tensor-core', 'generic', 'auto'] as const satisfies readonly AttentionPath[]) {
+  for (const path of [
+    'tensor-core',
+    'tensor-core-v1',
+    'generic',
+    'auto',
+  ] as const satisfies readonly AttentionPath[]) {
     void it(`forward, ${path} path: y within bf16 rounding, lse within f32 accumulation error`, async () => {
       const dev = device!;
       const q = await stage(dev, [B, T, 3 * C], dtype, qkv);

@@ -17,10 +17,18 @@ import {
 } from '../../src/core/dtype.js';
 import { seededRandom } from '../../src/core/seeded-random.js';
 import type { TensorDesc } from '../../src/devices/device.js';
-import { type AttentionPath, attentionCudaPath } from '../../src/kernels/attention/cuda.js';
+import {
+  ATTENTION_FORWARD_MMA_V1,
+  type AttentionPath,
+  attentionCudaPath,
+} from '../../src/kernels/attention/cuda.js';
 import { attentionDims, lseDType } from '../../src/kernels/attention/params.js';
 import { attentionForward } from '../../src/kernels/attention/reference.js';
-import { attentionBackwardCudaPath } from '../../src/kernels/attention_backward/cuda.js';
+import {
+  ATTENTION_DKDV_MMA_V1,
+  ATTENTION_DQ_MMA_V1,
+  attentionBackwardCudaPath,
+} from '../../src/kernels/attention_backward/cuda.js';
 import { attentionBackwardValues } from '../../src/kernels/attention_backward/reference.js';
 import { hostCudaUnavailable, runNativeOnHost } from './cuda-emu/host-cuda.js';
 
@@ -72,6 +80,9 @@ interface Config {
 
 const CONFIGS: readonly Config[] = [
   { shape: [1, 70, 2, 32], dtype: 'bf16', path: 'auto', mma: true },
+  // The opt-in v1 (ldmatrix.x4, ex2.approx): both head dims it takes, both 16-bit types, ragged T.
+  { shape: [1, 70, 2, 32], dtype: 'f16', path: 'tensor-core-v1', mma: true },
+  { shape: [1, 135, 1, 64], dtype: 'bf16', path: 'tensor-core-v1', mma: true },
   { shape: [1, 37, 2, 12], dtype: 'f32', path: 'auto', mma: false },
   { shape: [2, 19, 1, 8], dtype: 'f64', path: 'auto', mma: false },
 ];
@@ -108,6 +119,8 @@ void describe('attention CUDA kernels on the host emulator', { skip: unavailable
       const tol = TOLERANCE[dtype]!;
       const suffix = mma ? '_mma' : '';
       assert.deepEqual(fwd.entries, [`tdm_attn_fwd${suffix}`]);
+      const v1 = path === 'tensor-core-v1';
+      assert.equal(fwd.programs[0] === ATTENTION_FORWARD_MMA_V1, v1, 'v1 compiled only when asked for');
       const yErr = relError(valuesOf(dtype, fwd.outputs[1]!), ref.y);
       assert.ok(yErr <= tol, `y: relative error ${yErr} > ${tol}`);
       const lseErr = relError(valuesOf(lseT, fwd.outputs[2]!), ref.lse);
@@ -129,6 +142,10 @@ void describe('attention CUDA kernels on the host emulator', { skip: unavailable
         scalars,
       );
       assert.deepEqual(bwd.entries, ['tdm_attn_delta', `tdm_attn_dkdv${suffix}`, `tdm_attn_dq${suffix}`]);
+      assert.deepEqual(
+        bwd.programs.slice(1).map((p) => p === ATTENTION_DKDV_MMA_V1 || p === ATTENTION_DQ_MMA_V1),
+        [v1, v1],
+      );
       const got = valuesOf(dtype, bwd.outputs[4]!);
       ['dq', 'dk', 'dv'].forEach((part, p) => {
         const pick = (x: Float64Array): Float64Array =>

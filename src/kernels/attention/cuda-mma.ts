@@ -28,6 +28,12 @@ const COMMON = `
 #define NEG_INF __int_as_float(0xff800000)
 #define LOG2E 1.4426950408889634f
 #define LN2 0.6931471805599453f
+// ATTN_V1 (opt-in, TANDEM_ATTN_MMA=v1; head dims 32 and 64): the B fragments of S = A·Bᵀ by ldmatrix.x4,
+// and exponentials by ex2.approx with the softmax scale folded into one FFMA (the attention lab's
+// fwd1/dkdv1/dq1, bench/attention-lab/).
+#ifndef ATTN_V1
+#define ATTN_V1 0
+#endif
 typedef unsigned short u16;
 struct alignas(16) tdm_v4 { unsigned x, y, z, w; };
 #if IS_BF16
@@ -58,6 +64,19 @@ static __device__ __forceinline__ unsigned smem_u32(const void* p) {
 static __device__ __forceinline__ void ldsm_x4_trans(unsigned* r, const u16* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_u32(p)) : "memory");
+}
+// ldmatrix.x4 (no transpose): r[i] = matrix i in the B fragment order of an n-major tile (row g, cols
+// 2c, 2c+1): four 32-bit B fragments in one shared-memory instruction instead of four lds32.
+static __device__ __forceinline__ void ldsm_x4(unsigned* r, const u16* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_u32(p)) : "memory");
+}
+// 2^x on the SFU (ex2.approx.ftz: relative error 2^-22, subnormal results flushed to 0): exp2f without
+// its range fix-up, far below the error of the 16-bit P it feeds.
+static __device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
 }
 // 16 bytes global -> shared without a register round trip (sm_80+); bytes = 0 stores zeros.
 static __device__ __forceinline__ void cp_async16(void* s, const void* g, int bytes) {
@@ -99,12 +118,27 @@ static __device__ __forceinline__ void load_a(unsigned (*a)[4], const u16* s, in
   }
 }
 // acc[j] += A · Bᵀ for the 8 column tiles j of a 64-row tile s (row-major [TILE][RS]): S = Q·Kᵀ and the like.
-static __device__ __forceinline__ void mma_abt(float (*acc)[4], unsigned (*a)[4], const u16* s, int g, int c) {
+static __device__ __forceinline__ void mma_abt(float (*acc)[4], unsigned (*a)[4], const u16* s, int lane) {
+#if ATTN_V1
+  // ldmatrix.x4: lane l names row l % 8 of matrix l / 8 = columns kk·16 + 8·(l / 8): two k steps a load.
+  const int lr = lane & 7, lm = lane >> 3;
+#pragma unroll
+  for (int j = 0; j < NT_T; j++)
+#pragma unroll
+    for (int kk = 0; kk < KS_D; kk += 2) {
+      unsigned kb[4];
+      ldsm_x4(kb, s + (j * 8 + lr) * RS + kk * 16 + lm * 8);
+      mma(acc[j], a[kk], kb[0], kb[1]);
+      mma(acc[j], a[kk + 1], kb[2], kb[3]);
+    }
+#else
+  const int g = lane >> 2, c = lane & 3;
 #pragma unroll
   for (int j = 0; j < NT_T; j++)
 #pragma unroll
     for (int kk = 0; kk < KS_D; kk++)
       mma(acc[j], a[kk], lds32(s + (j * 8 + g) * RS + kk * 16 + 2 * c), lds32(s + (j * 8 + g) * RS + kk * 16 + 8 + 2 * c));
+#endif
 }
 // acc[nd] += P · M for P the warp's 16 x 64 accumulator tiles p (tiles 2kk, 2kk+1 are the A fragment of
 // k step kk) and M a 64 x HD row-major tile s [TILE][RS]; ldmatrix.trans gives the B fragments of two
@@ -194,6 +228,20 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_fwd_mma(const u16* __
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
       for (int j = 0; j < NT_T; j++) { s[mt][j][0] = 0.f; s[mt][j][1] = 0.f; s[mt][j][2] = 0.f; s[mt][j][3] = 0.f; }
+#if ATTN_V1
+#pragma unroll
+    for (int j = 0; j < NT_T; j++)
+#pragma unroll
+      for (int kk = 0; kk < KS_D; kk += 2) {
+        unsigned kb[4];
+        ldsm_x4(kb, sK + (j * 8 + (lane & 7)) * RS + kk * 16 + (lane >> 3) * 8);
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+          mma(s[mt][j], qa[mt][kk], kb[0], kb[1]);
+          mma(s[mt][j], qa[mt][kk + 1], kb[2], kb[3]);
+        }
+      }
+#else
 #pragma unroll
     for (int j = 0; j < NT_T; j++)
 #pragma unroll
@@ -203,6 +251,7 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_fwd_mma(const u16* __
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) mma(s[mt][j], qa[mt][kk], b0, b1);
       }
+#endif
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) {
       float mx0 = NEG_INF, mx1 = NEG_INF;
@@ -211,7 +260,11 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_fwd_mma(const u16* __
 #pragma unroll
         for (int e = 0; e < 4; e++) {
           const int key = k0 + j * 8 + 2 * c + (e & 1);
+#if ATTN_V1
+          float v = s[mt][j][e];  // raw: the scale (> 0) is applied to the maximum and in the exponent's FFMA
+#else
           float v = s[mt][j][e] * scale_log2;
+#endif
           if (mask && key > row0 + 16 * mt + (e < 2 ? 0 : 8)) v = NEG_INF;
           s[mt][j][e] = v;
         }
@@ -223,17 +276,29 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_fwd_mma(const u16* __
       mx1 = fmaxf(mx1, __shfl_xor_sync(FULL, mx1, 1));
       mx1 = fmaxf(mx1, __shfl_xor_sync(FULL, mx1, 2));
       // Every row has seen key 0 by now, so the new maximum is finite (a wholly masked tile keeps it).
+#if ATTN_V1
+      const float n0 = fmaxf(m[mt][0], mx0 * scale_log2), n1 = fmaxf(m[mt][1], mx1 * scale_log2);
+      const float c0 = ex2(m[mt][0] - n0), c1 = ex2(m[mt][1] - n1);
+#else
       const float n0 = fmaxf(m[mt][0], mx0), n1 = fmaxf(m[mt][1], mx1);
       const float c0 = exp2f(m[mt][0] - n0), c1 = exp2f(m[mt][1] - n1);
+#endif
       m[mt][0] = n0;
       m[mt][1] = n1;
       float r0 = 0.f, r1 = 0.f;
 #pragma unroll
       for (int j = 0; j < NT_T; j++) {
+#if ATTN_V1
+        s[mt][j][0] = ex2(fmaf(s[mt][j][0], scale_log2, -n0));
+        s[mt][j][1] = ex2(fmaf(s[mt][j][1], scale_log2, -n0));
+        s[mt][j][2] = ex2(fmaf(s[mt][j][2], scale_log2, -n1));
+        s[mt][j][3] = ex2(fmaf(s[mt][j][3], scale_log2, -n1));
+#else
         s[mt][j][0] = exp2f(s[mt][j][0] - n0);
         s[mt][j][1] = exp2f(s[mt][j][1] - n0);
         s[mt][j][2] = exp2f(s[mt][j][2] - n1);
         s[mt][j][3] = exp2f(s[mt][j][3] - n1);
+#endif
         r0 += s[mt][j][0] + s[mt][j][1];
         r1 += s[mt][j][2] + s[mt][j][3];
       }
@@ -360,15 +425,19 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_dkdv_mma(const u16* _
     for (int j = 0; j < NT_T; j++)
 #pragma unroll
       for (int e = 0; e < 4; e++) { p[j][e] = 0.f; ds[j][e] = 0.f; }
-    mma_abt(p, ka, sQ, g, c);
-    mma_abt(ds, va, sdY, g, c);
+    mma_abt(p, ka, sQ, lane);
+    mma_abt(ds, va, sdY, lane);
     const bool diag = t0 == s0;
 #pragma unroll
     for (int j = 0; j < NT_T; j++)
 #pragma unroll
       for (int e = 0; e < 4; e++) {
         const int col = j * 8 + 2 * c + (e & 1), t = t0 + col;
+#if ATTN_V1
+        float pv = ex2(fmaf(p[j][e], scale_log2, -sLt[col]));
+#else
         float pv = exp2f(p[j][e] * scale_log2 - sLt[col]);
+#endif
         if (t >= T || (diag && t < (e < 2 ? keyA : keyB))) pv = 0.f;
         p[j][e] = pv;
         ds[j][e] = pv * (ds[j][e] - sDt[col]);
@@ -438,8 +507,8 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_dq_mma(const u16* __r
     for (int j = 0; j < NT_T; j++)
 #pragma unroll
       for (int e = 0; e < 4; e++) { s[j][e] = 0.f; dp[j][e] = 0.f; }
-    mma_abt(s, qa, sK, g, c);
-    mma_abt(dp, dya, sV, g, c);
+    mma_abt(s, qa, sK, lane);
+    mma_abt(dp, dya, sV, lane);
     const bool diag = kt == last;
 #pragma unroll
     for (int j = 0; j < NT_T; j++)
@@ -447,7 +516,11 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_dq_mma(const u16* __r
       for (int e = 0; e < 4; e++) {
         const int key = k0 + j * 8 + 2 * c + (e & 1);
         const bool lo = e < 2;
+#if ATTN_V1
+        float pv = ex2(fmaf(s[j][e], scale_log2, -(lo ? lA : lB)));
+#else
         float pv = exp2f(s[j][e] * scale_log2 - (lo ? lA : lB));
+#endif
         if (diag && key > (lo ? rowA : rowB)) pv = 0.f;
         s[j][e] = pv * (dp[j][e] - (lo ? dA : dB));
       }

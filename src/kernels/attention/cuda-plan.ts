@@ -76,6 +76,25 @@ export function mmaEligible(dtype: DType, l: AttentionLaunch, ptrs: readonly num
   );
 }
 
+/**
+ * The tensor-core kernels' v1 (ATTN_V1 in cuda-mma.ts: ldmatrix.x4 B fragments, ex2.approx with the
+ * scale in one FFMA) is opt-in until the H200 has timed it beside the current one: `TANDEM_ATTN_MMA=v1`.
+ * It needs head dims of two 16-wide k steps a load (32, 64); others keep the current kernels.
+ */
+export function mmaV1Requested(env: NodeJS.ProcessEnv = process.env): boolean {
+  return env['TANDEM_ATTN_MMA'] === 'v1';
+}
+
+export function mmaV1Eligible(l: AttentionLaunch): boolean {
+  return l.headDim % 32 === 0;
+}
+
+/** The same program compiled with ATTN_V1 (a distinct program object: the cache keys on identity). */
+export function withMmaV1(p: CudaProgram): CudaProgram {
+  const defines = p.defines;
+  return { ...p, defines: (a, s) => ({ ...defines?.(a, s), ATTN_V1: 1 }) };
+}
+
 /** Shared fields of the tensor-core programs; `rows` query or key rows per block. */
 export function mmaProgram(
   source: string,

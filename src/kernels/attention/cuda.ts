@@ -16,6 +16,9 @@ import {
   MMA_TILE,
   mmaEligible,
   mmaProgram,
+  mmaV1Eligible,
+  mmaV1Requested,
+  withMmaV1,
 } from './cuda-plan.js';
 
 /** args: qkv 0, y 1, lse 2. */
@@ -45,7 +48,13 @@ export const ATTENTION_FORWARD_MMA: CudaProgram = {
   ],
 };
 
-export type AttentionPath = 'auto' | 'generic' | 'tensor-core';
+export const ATTENTION_FORWARD_MMA_V1: CudaProgram = withMmaV1(ATTENTION_FORWARD_MMA);
+
+/**
+ * 'auto': tensor cores when the call fits them (their v1 with TANDEM_ATTN_MMA=v1 where it fits), else
+ * CUDA cores; the others force one kernel (the tests compare each against the reference).
+ */
+export type AttentionPath = 'auto' | 'generic' | 'tensor-core' | 'tensor-core-v1';
 
 function plan(args: readonly CudaArg[], scalars: Scalars): AttentionLaunch | null {
   const launch = launchOf('attention', args[0]!, scalars);
@@ -60,10 +69,32 @@ function run(path: AttentionPath, ctx: CudaKernelContext, args: readonly CudaArg
     launch,
     args.map((a) => a.ptr),
   );
-  if (path === 'tensor-core' && !eligible)
-    throw new Error('attention: this call does not fit the tensor-core kernel');
-  const program = path !== 'generic' && eligible ? ATTENTION_FORWARD_MMA : ATTENTION_FORWARD_GENERIC;
+  const v1 = mmaPathV1(path, eligible, launch, 'attention');
+  const program =
+    path !== 'generic' && eligible
+      ? v1
+        ? ATTENTION_FORWARD_MMA_V1
+        : ATTENTION_FORWARD_MMA
+      : ATTENTION_FORWARD_GENERIC;
   ctx.launch(program, args, asScalars(launch));
+}
+
+/**
+ * Whether the tensor-core launch is v1; throws when a forced tensor-core path does not fit the call
+ * (the GPU tests force each kernel and must not silently test another).
+ */
+export function mmaPathV1(
+  path: AttentionPath,
+  eligible: boolean,
+  launch: AttentionLaunch,
+  op: string,
+): boolean {
+  if ((path === 'tensor-core' || path === 'tensor-core-v1') && !eligible)
+    throw new Error(`${op}: this call does not fit the tensor-core kernel`);
+  if (path === 'tensor-core-v1' && !mmaV1Eligible(launch))
+    throw new Error(`${op}: the tensor-core kernel's v1 needs a head dim of 32 or 64`);
+  if (path === 'tensor-core-v1') return true;
+  return path === 'auto' && mmaV1Requested() && mmaV1Eligible(launch);
 }
 
 /** One path forced (GPU tests compare each against the reference); `attentionCuda` picks. */

@@ -6,7 +6,7 @@
  */
 import type { CudaArg, CudaKernelContext, CudaNative, CudaProgram } from '../../devices/cuda/kernel-api.js';
 import type { Scalars } from '../../devices/device.js';
-import type { AttentionPath } from '../attention/cuda.js';
+import { type AttentionPath, mmaPathV1 } from '../attention/cuda.js';
 import { DELTA, GENERIC_DKDV, GENERIC_DQ } from '../attention/cuda-generic.js';
 import { MMA_DKDV, MMA_DQ } from '../attention/cuda-mma.js';
 import {
@@ -17,6 +17,7 @@ import {
   launchOf,
   mmaEligible,
   mmaProgram,
+  withMmaV1,
 } from '../attention/cuda-plan.js';
 
 const WARPS_PER_BLOCK = 4;
@@ -92,6 +93,9 @@ export const ATTENTION_DQ_MMA: CudaProgram = {
   params: mmaParams,
 };
 
+export const ATTENTION_DKDV_MMA_V1: CudaProgram = withMmaV1(ATTENTION_DKDV_MMA);
+export const ATTENTION_DQ_MMA_V1: CudaProgram = withMmaV1(ATTENTION_DQ_MMA);
+
 function run(path: AttentionPath, ctx: CudaKernelContext, args: readonly CudaArg[], scalars: Scalars): void {
   const base = launchOf('attention_backward', args[1]!, scalars);
   if (base.batch === 0 || base.seq === 0) return;
@@ -100,16 +104,16 @@ function run(path: AttentionPath, ctx: CudaKernelContext, args: readonly CudaArg
     base,
     args.map((a) => a.ptr),
   );
-  if (path === 'tensor-core' && !eligible) {
-    throw new Error('attention_backward: this call does not fit the tensor-core kernel');
-  }
+  const v1 = mmaPathV1(path, eligible, base, 'attention_backward');
   const rows = base.batch * base.heads * base.seq;
   const delta = ctx.scratch(rows * (base.f64 ? 8 : 4));
   const launch = asScalars({ ...base, delta });
   ctx.launch(ATTENTION_DELTA, args, launch);
   const mma = path !== 'generic' && eligible;
-  ctx.launch(mma ? ATTENTION_DKDV_MMA : ATTENTION_DKDV_GENERIC, args, launch);
-  ctx.launch(mma ? ATTENTION_DQ_MMA : ATTENTION_DQ_GENERIC, args, launch);
+  const dkdv = v1 ? ATTENTION_DKDV_MMA_V1 : ATTENTION_DKDV_MMA;
+  const dq = v1 ? ATTENTION_DQ_MMA_V1 : ATTENTION_DQ_MMA;
+  ctx.launch(mma ? dkdv : ATTENTION_DKDV_GENERIC, args, launch);
+  ctx.launch(mma ? dq : ATTENTION_DQ_GENERIC, args, launch);
 }
 
 /** One path forced (GPU tests compare each against the reference); `attentionBackwardCuda` picks. */

@@ -120,6 +120,21 @@ static inline void ldsm_x4_trans(unsigned* r, const unsigned short* p) {
   }
   warp_bar();
 }
+// ldmatrix.sync.aligned.m8n8.x4.shared.b16: lane l names row l%8 of matrix l/8; r[i] = matrix i in
+// the fragment order: low half M_i[g][2c], high half M_i[g][2c+1].
+static inline void ldsm_x4(unsigned* r, const unsigned short* p) {
+  int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  if (((uintptr_t)p) & 15) { fprintf(stderr, "ldmatrix row address not 16-byte aligned\n"); exit(3); }
+  g_ldsm[w][lane] = p; warp_bar();
+  int g = lane >> 2, c = lane & 3;
+  for (int i = 0; i < 4; i++) {
+    unsigned lo = g_ldsm[w][i * 8 + g][2 * c], hi = g_ldsm[w][i * 8 + g][2 * c + 1];
+    r[i] = lo | (hi << 16);
+  }
+  warp_bar();
+}
+// ex2.approx.ftz.f32 (relative error 2^-22 on the GPU): the exact value here.
+static inline float ex2(float x) { return exp2f(x); }
 static inline unsigned pack2(float lo, float hi) { return (unsigned)emu_round(lo) | ((unsigned)emu_round(hi) << 16); }
 #endif
 template <class F> void emu_launch(emu_dim3 grid, int threads, F kernel) {

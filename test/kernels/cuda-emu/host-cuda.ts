@@ -149,14 +149,14 @@ function hostGemm(req: CudaGemmRequest, buffers: Map<number, Uint8Array>): void 
 
 /**
  * Runs `native` on tensors with the given descriptions and initial bytes; returns every tensor's bytes
- * afterwards and the entries launched, in order. Fake device addresses are 1 MiB apart (16-byte aligned).
+ * afterwards and the entries (and programs) launched, in order. Fake device addresses are 1 MiB apart (16-byte aligned).
  */
 export function runNativeOnHost(
   native: CudaNative,
   descs: readonly TensorDesc[],
   initial: readonly Uint8Array[],
   scalars: Scalars,
-): { outputs: Uint8Array[]; entries: string[] } {
+): { outputs: Uint8Array[]; entries: string[]; programs: CudaProgram[] } {
   const buffers = new Map<number, Uint8Array>();
   const args: CudaArg[] = descs.map((desc, i) => {
     const ptr = (i + 1) * (1 << 20);
@@ -165,6 +165,7 @@ export function runNativeOnHost(
   });
   let next = 1 << 30;
   const entries: string[] = [];
+  const programs: CudaProgram[] = [];
   const ctx: CudaKernelContext = {
     arch: 'sm_90',
     smCount: 132,
@@ -177,6 +178,7 @@ export function runNativeOnHost(
     launch(program, a, s) {
       runProgram(program, a as CudaArg[], s, buffers);
       entries.push(program.entry);
+      programs.push(program);
     },
     gemm(req) {
       hostGemm(req, buffers);
@@ -208,5 +210,5 @@ export function runNativeOnHost(
     },
   };
   native.run(ctx, args, scalars);
-  return { outputs: args.map((a) => buffers.get(a.ptr)!), entries };
+  return { outputs: args.map((a) => buffers.get(a.ptr)!), entries, programs };
 }
