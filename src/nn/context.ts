@@ -1,88 +1,35 @@
 /**
- * The autograd context: owns the tape of one step, the working precision, the device constraint and
- * the seed. Ops (src/nn/ops/) submit their forward kernels through it and record a backward closure;
- * `backward()` replays the tape in reverse, each closure submitting its gradient kernels. Nothing
- * waits on the host between ops: the runtime orders the tasks by the tensors they touch, so a whole
- * forward + backward + optimizer step is one task graph the scheduler places.
+ * The autograd context: owns the tape of one step, the working precision and the seed. Ops
+ * (src/nn/ops/) submit their forward kernels through it and record a backward closure; `backward()`
+ * replays the tape in reverse, each closure submitting its gradient kernels. Nothing waits on the host
+ * between ops: the runtime orders the tasks by the tensors they touch, so a whole forward + backward +
+ * optimizer step is one task graph the scheduler places. How the kernels go out — the device
+ * constraint, task by task, in runtime sequences or into a recorded step — is Nn's base class
+ * (submission.ts); the replay itself is tape.ts, where each gradient contribution goes grad-routing.ts.
  */
 import type { DType } from '../core/dtype.js';
-import { toNumbers } from '../core/dtype.js';
 import { TandemError } from '../core/errors.js';
-import type { Scalars } from '../devices/device.js';
 import type { Tensor } from '../memory/tensor.js';
 import type { Runtime } from '../runtime/runtime.js';
-import type { SequenceStep } from '../runtime/sequence.js';
+import { precisionOf, type NnOptions, type Precision } from './options.js';
+import { KernelSubmitter } from './submission.js';
 import {
-  SEQUENCE_HOLD_BYTES,
-  SequenceCollector,
-  type SequenceChunks,
-} from '../runtime/sequence-collector.js';
-import type { TaskHandle } from '../runtime/task.js';
-import { gradTarget } from './grad-routing.js';
+  checkLossRoot,
+  checkSegmentSeed,
+  freeOnce,
+  replayTape,
+  type TapeNode,
+  type TapeSegment,
+} from './tape.js';
 import { Var, type VarHost } from './var.js';
 
-/** Working precision: parameters and activations in this dtype; accumulation is f32 (f64 for f64). */
-export type Precision = 'f32' | 'bf16' | 'f16' | 'f64';
+export { PRECISIONS, type NnOptions, type Precision } from './options.js';
+export type { StepCapture } from './submission.js';
+export type { TapeSegment } from './tape.js';
 
-export const PRECISIONS: readonly Precision[] = ['f32', 'bf16', 'f16', 'f64'];
-
-export interface NnOptions {
-  /** A device kind or id every task of the model runs on ('cpu', 'cuda0'); default: the scheduler places. */
-  readonly device?: string;
-  readonly precision?: Precision;
-  /** Seed for parameter initialisation and dropout masks. */
-  readonly seed?: number;
-  /** Labels put on every task (a service job's id: its trace and the device it ran on find them). */
-  readonly tags?: Readonly<Record<string, string>>;
-  /** Collect kernels into runtime sequences (see `Nn.sequences`); default off (the Trainer's: `TrainSpec`). */
-  readonly sequences?: boolean;
-}
-
-/** A pass's kernels go out in chunks of 8, 16, ... 256 (see SequenceChunks). */
-const NN_CHUNKS: SequenceChunks = { first: 8, max: 256 };
-
-interface TapeNode {
-  readonly output: Var;
-  /** Sends `grad` (the gradient at `output`) to the inputs by submitting kernels. */
-  readonly backward: (grad: Tensor) => void;
-  /** Tensors kept for the backward pass only (freed after it). */
-  readonly saved: readonly Tensor[];
-  /** The parameters among the op's inputs (to tell when a parameter's gradient is final). */
-  readonly params: readonly Var[];
-}
-
-/**
- * The recorded ops of one forward pass made with `Nn.record` (a pipeline stage's micro-batch): its
- * own tape and intermediates, so several forward passes can be in flight on one context and each be
- * backpropagated later with `Nn.backwardSegment`. Opaque outside the context.
- */
-export interface TapeSegment {
-  readonly tape: readonly TapeNode[];
-  readonly made: readonly Var[];
-}
-
-/** A step recorded for replay: its kernels in order, and the tensors it freed (they must outlive it). */
-export interface StepCapture {
-  readonly steps: SequenceStep[];
-  /** Tensors the step freed and did not take again: they live as long as the recorded step. */
-  readonly kept: Set<Tensor>;
-  /**
-   * Freed tensors by dtype and shape, handed out again by later allocations of the same recording: its
-   * kernels run in recorded order on one queue, so a later kernel may reuse what an earlier one's
-   * output was — the recorded step's memory stays near a step's peak instead of its total.
-   */
-  readonly spare: Map<string, Tensor[]>;
-}
-
-function spareKey(shape: readonly number[], dtype: DType): string {
-  return `${dtype}:${shape.join('x')}`;
-}
-
-export class Nn implements VarHost {
+export class Nn extends KernelSubmitter implements VarHost {
   readonly precision: Precision;
-  readonly device: string | undefined;
   readonly seed: number;
-  private readonly tags: Readonly<Record<string, string>> | undefined;
   /**
    * The factor the loss gradient is seeded with (1, or a GradScaler's scale in fp16): kernels that
    * fuse the loss gradient into the forward pass (crossEntropy) read it there.
@@ -99,31 +46,6 @@ export class Nn implements VarHost {
    * of earlier layers is still being submitted and run). Parameters no op used are not reported.
    */
   onGradReady: ((p: Var) => void) | null = null;
-  /**
-   * The priority every task submitted from now on carries (priority-aware policies run higher first);
-   * undefined: the runtime's default. A pipeline gives backward passes precedence over forward ones.
-   */
-  priority: number | undefined = undefined;
-  /**
-   * Tasks every task submitted from now on waits for, until set back to null: a pipeline stage runs
-   * its forward and backward passes in the schedule's order by making each pass's tasks wait for the
-   * previous pass's last one.
-   */
-  waitFor: readonly TaskHandle[] | null = null;
-  /** The last task submitted through this context (null before the first). */
-  lastTask: TaskHandle | null = null;
-  /**
-   * Sequence mode: kernels are collected and go to the runtime as one sequence task at the next flush
-   * (the end of a backward pass or of an optimizer step, any read): the runtime's per-task host work is
-   * paid once per sequence instead of once per kernel (runtime/sequence.ts). Tensors freed meanwhile are
-   * held until then (runtime/sequence-collector.ts). Within a pass they also go out in growing chunks
-   * (8, 16, ... 256 kernels), so an idle device starts while the host still records. Not while `waitFor`
-   * is set: those kernels go one by one, as pipeline stages order passes by task handles.
-   */
-  sequences: boolean;
-  private readonly collector: SequenceCollector;
-  /** While a step is recorded for replay (StaticStep): its kernels, and what it freed (kept for it). */
-  private capture: StepCapture | null = null;
   private tape: TapeNode[] = [];
   /** Intermediate values made since the last backward or release: freed by them. */
   private made: Var[] = [];
@@ -131,27 +53,15 @@ export class Nn implements VarHost {
   private nextSeed: number;
   private params: Var[] = [];
 
-  constructor(
-    readonly rt: Runtime,
-    options: NnOptions = {},
-  ) {
-    const precision = options.precision ?? 'f32';
-    if (!PRECISIONS.includes(precision))
-      throw new TandemError(
-        'TANDEM_ERR_INVALID_ARGUMENT',
-        `unknown precision ${JSON.stringify(precision)}; expected one of ${PRECISIONS.join(', ')}`,
-      );
-    this.precision = precision;
-    this.device = options.device;
-    this.tags = options.tags;
-    this.sequences = options.sequences ?? false;
-    this.collector = new SequenceCollector(rt, () => this.placement(), 'nn', SEQUENCE_HOLD_BYTES, NN_CHUNKS);
+  constructor(rt: Runtime, options: NnOptions = {}) {
+    super(rt, options);
+    this.precision = precisionOf(options);
     this.seed = options.seed ?? 1;
     this.nextSeed = this.seed;
   }
 
   /** The dtype of parameters, activations and their gradients. */
-  get dtype(): DType {
+  override get dtype(): DType {
     return this.precision;
   }
 
@@ -185,106 +95,7 @@ export class Nn implements VarHost {
     }
   }
 
-  // ---- tensors and kernels --------------------------------------------------------------------
-
-  tensor(shape: readonly number[], dtype: DType = this.dtype): Tensor {
-    const c = this.capture;
-    if (c !== null) {
-      const t = c.spare.get(spareKey(shape, dtype))?.pop();
-      if (t !== undefined) {
-        c.kept.delete(t);
-        return t;
-      }
-    }
-    return this.rt.tensor(shape, dtype);
-  }
-
-  /**
-   * Submits a kernel: as its own task, or in sequence mode collected for the next `flush` (then null is
-   * returned; `lastTask` is the sequence once it is submitted).
-   */
-  submit(kernel: string, args: Readonly<Record<string, Tensor>>, scalars: Scalars = {}): TaskHandle | null {
-    if (this.capture !== null) {
-      if (this.waitFor !== null)
-        throw new TandemError(
-          'TANDEM_ERR_UNSUPPORTED',
-          'a recorded step cannot wait for other tasks (pipeline stages)',
-        );
-      this.capture.steps.push({ kernel, args, scalars });
-      return null;
-    }
-    if (this.sequences && this.waitFor === null) {
-      this.collector.push({ kernel, args, scalars });
-      return null;
-    }
-    this.flush();
-    const deps = this.waitFor;
-    this.lastTask = this.rt.submit({
-      kernel,
-      args,
-      scalars,
-      ...this.placement(),
-      ...(deps === null || deps.length === 0 ? {} : { deps }),
-    });
-    return this.lastTask;
-  }
-
-  /** Frees `t` once the kernels collected so far are submitted (at once when none are pending). */
-  free(t: Tensor): void {
-    // A recorded step's replays use every tensor it touched: what it frees lives as long as it does,
-    // and later allocations of the same recording may take it again.
-    const c = this.capture;
-    if (c === null) this.collector.free(t);
-    else if (!t.freed && !c.kept.has(t)) {
-      c.kept.add(t);
-      const key = spareKey(t.shape, t.dtype);
-      const list = c.spare.get(key);
-      if (list === undefined) c.spare.set(key, [t]);
-      else list.push(t);
-    }
-  }
-
-  /**
-   * Sequence mode: submits the collected kernels as one runtime sequence, then frees the tensors held
-   * back for them. Called at the end of a backward pass and of an optimizer step, before every read and
-   * before a parameter's gradient is reported ready; a no-op with nothing collected.
-   */
-  flush(): void {
-    if (this.capture !== null) return; // the whole step is one sequence, prepared at the end
-    this.lastTask = this.collector.flush() ?? this.lastTask;
-  }
-
-  /**
-   * Starts recording a step for replay (StaticStep.record): from now on kernels are collected into one
-   * list and freed tensors are kept, until endCapture hands both over. What was collected before goes
-   * out first.
-   */
-  beginCapture(): void {
-    if (this.capture !== null)
-      throw new TandemError(
-        'TANDEM_ERR_INVALID_ARGUMENT',
-        'a step is already being recorded on this context',
-      );
-    this.flush();
-    this.capture = { steps: [], kept: new Set(), spare: new Map() };
-  }
-
-  /** Ends the recording begun by beginCapture: its kernels, and the tensors it freed (now the caller's). */
-  endCapture(): StepCapture {
-    const c = this.capture;
-    if (c === null) throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', 'no step is being recorded');
-    this.capture = null;
-    return c;
-  }
-
-  /** The fields every task and sequence of this context carries: its device, priority and tags. */
-  placement(): { device?: string; priority?: number; tags?: Readonly<Record<string, string>> } {
-    return {
-      ...(this.device === undefined ? {} : { device: this.device }),
-      ...(this.priority === undefined ? {} : { priority: this.priority }),
-      ...(this.tags === undefined ? {} : { tags: this.tags }),
-    };
-  }
+  // ---- leaves ---------------------------------------------------------------------------------
 
   /** A parameter: a leaf with a gradient, initialised from `values` (numbers, encoded to the dtype). */
   parameter(shape: readonly number[], values: ArrayLike<number>, name: string): Var {
@@ -352,16 +163,7 @@ export class Nn implements VarHost {
   }
 
   async backward(root: Var): Promise<void> {
-    if (root.data.size !== 1)
-      throw new TandemError(
-        'TANDEM_ERR_SHAPE',
-        `backward: the loss must have one element, it has ${root.data.size} (reduce it first, e.g. with mean)`,
-      );
-    if (!this.tape.some((n) => n.output === root))
-      throw new TandemError(
-        'TANDEM_ERR_INVALID_ARGUMENT',
-        'backward: this value is not on the current tape (its step was already released or backpropagated)',
-      );
+    checkLossRoot(this.tape, root);
     try {
       this.runTape(this.tape, this.made, root, null);
       // A recorded step's loss is its own (read after every replay, freed with it), not one to release.
@@ -403,21 +205,7 @@ export class Nn implements VarHost {
    * frees it). Synchronous: the kernels are submitted when it returns.
    */
   backwardSegment(segment: TapeSegment, output: Var, grad?: Tensor): void {
-    if (!segment.tape.some((n) => n.output === output))
-      throw new TandemError(
-        'TANDEM_ERR_INVALID_ARGUMENT',
-        "backwardSegment: the output is not on this segment's tape (already backpropagated?)",
-      );
-    if (grad !== undefined && (grad.size !== output.data.size || grad.dtype !== output.dtype))
-      throw new TandemError(
-        'TANDEM_ERR_SHAPE',
-        `backwardSegment: the gradient has ${grad.size} ${grad.dtype} elements, the output ${output.data.size} ${output.dtype}`,
-      );
-    if (grad === undefined && output.data.size !== 1)
-      throw new TandemError(
-        'TANDEM_ERR_SHAPE',
-        'backwardSegment: without a gradient the output must be a one-element loss',
-      );
+    checkSegmentSeed(segment, output, grad);
     this.runTape(segment.tape, segment.made, output, grad ?? null);
     // A second call on the same segment finds an empty tape and refuses.
     (segment.tape as TapeNode[]).length = 0;
@@ -431,41 +219,7 @@ export class Nn implements VarHost {
   private runTape(tape: readonly TapeNode[], made: readonly Var[], root: Var, seedGrad: Tensor | null): void {
     this.root = root;
     try {
-      if (seedGrad === null) {
-        const seed = gradTarget(this, root)!;
-        if (this.lossScaleTensor === null) this.submit('fill', { y: seed.tensor }, { value: this.lossScale });
-        else this.submit('cast', { x: this.lossScaleTensor, y: seed.tensor });
-      } else {
-        if (root.grad !== null && root.grad !== seedGrad) this.free(root.grad);
-        root.grad = seedGrad;
-        root.gradWritten = true;
-      }
-      const freed = new Set<Tensor>();
-      const ready = this.onGradReady;
-      const usesLeft = new Map<Var, number>();
-      if (ready !== null)
-        for (const n of tape) for (const p of n.params) usesLeft.set(p, (usesLeft.get(p) ?? 0) + 1);
-      for (let i = tape.length - 1; i >= 0; i--) {
-        const node = tape[i]!;
-        const out = node.output;
-        if (out.grad !== null && out.gradWritten) node.backward(out.grad);
-        if (ready !== null)
-          for (const p of node.params) {
-            const left = usesLeft.get(p)! - 1;
-            usesLeft.set(p, left);
-            if (left === 0) {
-              this.flush(); // the gradient's kernels must be submitted before anyone reads it
-              ready(p);
-            }
-          }
-        for (const t of node.saved) this.freeOnce(t, freed);
-        if (out.grad !== null && !this.handedOver.delete(out.grad)) this.freeOnce(out.grad, freed);
-        out.grad = null;
-        out.gradWritten = false;
-      }
-      // A loss stays readable (loss.item() after backward) until the next step releases it; a
-      // pipeline stage's output (seeded with a gradient) is freed with the rest.
-      this.releaseMade(seedGrad === null ? made.filter((v) => v !== root) : made, freed);
+      replayTape(this, tape, made, root, seedGrad);
     } finally {
       this.root = null;
       this.handedOver.clear();
@@ -482,39 +236,15 @@ export class Nn implements VarHost {
     const freed = new Set<Tensor>();
     this.made = this.made.filter((v) => {
       if (keep.includes(v)) return true;
-      this.freeOnce(v.data, freed);
-      if (v.grad !== null) this.freeOnce(v.grad, freed);
+      freeOnce(this, v.data, freed);
+      if (v.grad !== null) freeOnce(this, v.grad, freed);
       return false;
     });
     this.flush();
   }
 
-  private releaseMade(made: readonly Var[], freed: Set<Tensor>): void {
-    for (const v of made) {
-      this.freeOnce(v.data, freed);
-      if (v.grad !== null) this.freeOnce(v.grad, freed);
-      v.grad = null;
-    }
-  }
-
-  private freeOnce(t: Tensor, freed: Set<Tensor>): void {
-    if (freed.has(t) || t.freed) return;
-    freed.add(t);
-    this.free(t);
-  }
-
   /** Forgets every parameter gradient (the next contribution overwrites: no fill task). */
   zeroGrad(params: readonly Var[] = this.params): void {
     for (const p of params) p.gradWritten = false;
-  }
-
-  async readTensor(t: Tensor): Promise<Float64Array> {
-    if (this.capture !== null)
-      throw new TandemError(
-        'TANDEM_ERR_UNSUPPORTED',
-        'a recorded step cannot read a value on the host (fp16 loss scaling, item()): its replays would not',
-      );
-    this.flush();
-    return toNumbers(t.dtype, await this.rt.read(t));
   }
 }
