@@ -5,24 +5,33 @@
  * in <data dir>/models/index.json and come back after a restart; a version is loaded onto the runtime
  * when registered, and after a restart on its first use. A version that fails to load (a bad weights
  * file) is marked failed with its error and the others keep serving. Requests write nothing here.
+ * A version's state and view are in model-version.ts, what a registration takes in registration.ts,
+ * and loading one onto the runtime in version-loader.ts; this file keeps the table of versions.
  */
-import { copyFileSync, renameSync } from 'node:fs';
 import type { Registry } from 'prom-client';
-import { join } from 'node:path';
-import { TandemError, withPathHidden } from '../../core/errors.js';
-import type { HardwareKind } from '../../devices/device.js';
-import { latestCheckpoint } from '../../nn/checkpoint.js';
+import { TandemError } from '../../core/errors.js';
 import type { Observer } from '../../obs/observer.js';
 import type { Tenant } from '../auth/tenants.js';
 import type { ServiceRuntime } from '../jobs/job-type.js';
 import type { JobRecord } from '../store/job-store.js';
-import { DEFAULT_BATCHING, DynamicBatcher, type BatchingConfig } from './batcher.js';
 import { ModelFiles, type Registration } from './model-files.js';
-import { ModelStats, type ModelStatsView } from './model-stats.js';
-import type { ModelFactory, ModelPlacement, ServedModel } from './model.js';
+import type { ModelFactory } from './model.js';
 import { HotLoop } from './hot-loop.js';
 import { ServingMetrics } from './metrics.js';
-import { JobDeviceUse, requirePlacement } from './placement.js';
+import {
+  ModelVersion,
+  pickVersion,
+  versionView,
+  type VersionState,
+  type VersionView,
+} from './model-version.js';
+import { JobDeviceUse } from './placement.js';
+import { newRegistration, takeWeights, type RegisterRequest } from './registration.js';
+import { loadVersion } from './version-loader.js';
+
+// Moved out by concern; re-exported so importers of repository.js are unchanged.
+export { ModelVersion, type VersionState, type VersionView } from './model-version.js';
+export type { RegisterRequest } from './registration.js';
 
 /** The runtime as the repository needs it: what models use, plus observers for the placement rule. */
 export type RepositoryRuntime = ServiceRuntime & {
@@ -41,63 +50,6 @@ export interface RepositoryOptions {
   readonly log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
   /** The lane's hot-loop window in µs (hot-loop.ts; 0: off). */
   readonly spinUs?: number;
-}
-
-export interface RegisterRequest {
-  readonly name: string;
-  readonly kind: string;
-  readonly version?: number;
-  readonly config?: Readonly<Record<string, unknown>>;
-  readonly placement?: ModelPlacement;
-  readonly batching?: Partial<BatchingConfig>;
-  readonly fromJob?: string;
-  readonly upload?: string;
-}
-
-export type VersionState = 'registered' | 'loading' | 'ready' | 'failed';
-
-/** One version as the API describes it. */
-export interface VersionView {
-  readonly name: string;
-  readonly version: number;
-  readonly kind: string;
-  readonly state: VersionState;
-  readonly error: { code: string; message: string } | null;
-  readonly config: Readonly<Record<string, unknown>>;
-  readonly placement: ModelPlacement;
-  readonly batching: BatchingConfig;
-  readonly weightBytes: number | null;
-  readonly source: Registration['source'];
-  readonly createdAt: string;
-  readonly inputSchema: Readonly<Record<string, unknown>> | null;
-  readonly outputSchema: Readonly<Record<string, unknown>> | null;
-  readonly queued: number;
-  readonly inFlight: number;
-  readonly stats: ModelStatsView;
-}
-
-/** A version in memory: its registration and, once loaded, its model and batcher. */
-export class ModelVersion {
-  state: VersionState = 'registered';
-  error: TandemError | null = null;
-  model: ServedModel | null = null;
-  batcher: DynamicBatcher<unknown, unknown> | null = null;
-  loading: Promise<void> | null = null;
-  readonly stats = new ModelStats();
-  constructor(readonly reg: Registration) {}
-}
-
-const DEFAULT_PLACEMENT: ModelPlacement = {
-  kinds: ['cuda', 'webgpu', 'cpu'] as HardwareKind[],
-  preferIdle: false,
-};
-
-/** The default placement, kept to the kinds the factory can run on. */
-function defaultPlacement(factory: ModelFactory): ModelPlacement {
-  const only = factory.deviceKinds;
-  return only === undefined
-    ? DEFAULT_PLACEMENT
-    : { ...DEFAULT_PLACEMENT, kinds: DEFAULT_PLACEMENT.kinds.filter((k) => only.includes(k)) };
 }
 
 export class ModelRepository {
@@ -197,20 +149,8 @@ export class ModelRepository {
     rt: RepositoryRuntime,
   ): Promise<VersionView> {
     const factory = this.factories.get(r.kind)!;
-    const weights = this.takeWeights(caller, r, version);
-    const reg: Registration = {
-      name: r.name,
-      version,
-      kind: r.kind,
-      config: r.config ?? {},
-      placement: r.placement ?? defaultPlacement(factory),
-      batching: { ...DEFAULT_BATCHING, ...r.batching },
-      weights,
-      source:
-        r.fromJob !== undefined ? { type: 'job', job: r.fromJob } : { type: r.upload ? 'upload' : 'builtin' },
-      owner: caller.id,
-      createdAt: Date.now(),
-    };
+    const weights = takeWeights(this.files, this.o, caller, r, version);
+    const reg = newRegistration(caller, r, version, factory, weights);
     const v = new ModelVersion(reg);
     await this.load(v, factory, rt);
     if (v.state !== 'ready') {
@@ -222,92 +162,13 @@ export class ModelRepository {
     return this.view(v);
   }
 
-  /** The weights file for a new version (relative to the models directory), or null for built-in ones. */
-  private takeWeights(caller: Tenant, r: RegisterRequest, version: number): string | null {
-    if (r.upload !== undefined) {
-      const from = this.files.uploadPath(r.upload);
-      const rel = this.files.weightsFor(r.name, version, r.kind === 'onnx' ? 'onnx' : 'safetensors');
-      try {
-        renameSync(from, this.files.path(rel));
-      } catch {
-        throw new TandemError('TANDEM_ERR_NOT_FOUND', `no upload ${r.upload}`);
-      }
-      return rel;
-    }
-    if (r.fromJob === undefined) return null;
-    const job = this.o.findJob(r.fromJob);
-    if (!job || (job.tenantId !== caller.id && caller.role !== 'admin'))
-      throw new TandemError('TANDEM_ERR_NOT_FOUND', `no job ${r.fromJob}`);
-    if (job.type !== 'train')
-      throw new TandemError(
-        'TANDEM_ERR_INVALID_ARGUMENT',
-        `job ${r.fromJob} is a ${job.type} job, not train`,
-      );
-    if (job.state !== 'succeeded' && job.state !== 'cancelled')
-      throw new TandemError('TANDEM_ERR_NOT_READY', `job ${r.fromJob} is ${job.state}: it has not finished`);
-    if (job.params['model'] !== r.kind)
-      throw new TandemError(
-        'TANDEM_ERR_BAD_CHECKPOINT',
-        `job ${r.fromJob} trained a ${String(job.params['model'])} model, not ${r.kind}`,
-      );
-    const file = latestCheckpoint(join(this.o.dataDir, 'checkpoints', job.id));
-    if (file === null) throw new TandemError('TANDEM_ERR_NOT_FOUND', `job ${r.fromJob} left no checkpoint`);
-    // A copy: the job's own directory keeps only its newest checkpoints and may be cleaned up.
-    const rel = this.files.weightsFor(r.name, version, 'safetensors');
-    copyFileSync(file, this.files.path(rel));
-    return rel;
-  }
-
-  private async load(v: ModelVersion, factory: ModelFactory, rt: RepositoryRuntime): Promise<void> {
-    const reg = v.reg;
-    v.state = 'loading';
-    try {
-      requirePlacement(reg.placement, rt, null);
-      const model = await factory.create(
-        {
-          name: reg.name,
-          version: reg.version,
-          kind: reg.kind,
-          config: reg.config,
-          placement: reg.placement,
-          ...(reg.weights === null ? {} : { weightsPath: this.files.path(reg.weights) }),
-        },
-        rt,
-      );
-      const cfg = { ...reg.batching, maxBatchSize: Math.min(reg.batching.maxBatchSize, model.maxBatchSize) };
-      const tags = { model: reg.name, version: String(reg.version) };
-      const batcher = new DynamicBatcher<unknown, unknown>(cfg, (items, id) =>
-        model.runBatch(items, {
-          rt,
-          device: requirePlacement(reg.placement, rt, this.use),
-          tags: { ...tags, batch: String(id) },
-        }),
-      );
-      batcher.onBatch((size, computeUs) => {
-        v.stats.batch(size);
-        this.metrics?.batch(reg.name, reg.version, size, computeUs);
-      });
-      v.model = model;
-      v.batcher = batcher;
-      v.state = 'ready';
-    } catch (e) {
-      v.state = 'failed';
-      // A RangeError is a size the host cannot allocate (a config's dims, not its weights file).
-      const err =
-        e instanceof TandemError
-          ? e
-          : e instanceof RangeError
-            ? new TandemError('TANDEM_ERR_LIMIT', `loading ${reg.name} v${reg.version}: ${e.message}`)
-            : new TandemError(
-                'TANDEM_ERR_BAD_CHECKPOINT',
-                `loading ${reg.name} v${reg.version}: ${String(e)}`,
-              );
-      this.o.log?.('warn', `model ${reg.name} v${reg.version}: ${err.message}`);
-      v.error =
-        reg.weights === null
-          ? err
-          : withPathHidden(err, this.files.path(reg.weights), `the weights of ${reg.name} v${reg.version}`);
-    }
+  private load(v: ModelVersion, factory: ModelFactory, rt: RepositoryRuntime): Promise<void> {
+    return loadVersion(v, factory, rt, {
+      files: this.files,
+      use: this.use,
+      metrics: this.metrics,
+      log: this.o.log,
+    });
   }
 
   /**
@@ -344,21 +205,7 @@ export class ModelRepository {
 
   /** The version a request names (or the newest that has not failed); throws NOT_FOUND. */
   private pick(name: string, version: number | undefined): ModelVersion {
-    const versions = this.byName.get(name);
-    if (!versions || versions.size === 0) throw new TandemError('TANDEM_ERR_NOT_FOUND', `no model ${name}`);
-    let v: ModelVersion | undefined;
-    if (version !== undefined) v = versions.get(version);
-    else
-      for (const x of versions.values())
-        if (x.state !== 'failed' && (v === undefined || x.reg.version > v.reg.version)) v = x;
-    if (!v)
-      throw new TandemError(
-        'TANDEM_ERR_NOT_FOUND',
-        version === undefined
-          ? `model ${name} has no version that loads`
-          : `model ${name} has no version ${version}`,
-      );
-    return v;
+    return pickVersion(this.byName.get(name), name, version);
   }
 
   list(): { name: string; versions: VersionView[] }[] {
@@ -426,27 +273,7 @@ export class ModelRepository {
   }
 
   view(v: ModelVersion): VersionView {
-    const r = v.reg;
-    return {
-      name: r.name,
-      version: r.version,
-      kind: r.kind,
-      state: v.state,
-      error: v.error
-        ? { code: v.error.code, message: v.error.message.replace(`${v.error.code}: `, '') }
-        : null,
-      config: r.config,
-      placement: r.placement,
-      batching: v.batcher?.config ?? r.batching,
-      weightBytes: v.model?.weightBytes ?? null,
-      source: r.source,
-      createdAt: new Date(r.createdAt).toISOString(),
-      inputSchema: v.model?.inputSchema ?? null,
-      outputSchema: v.model?.outputSchema ?? null,
-      queued: v.batcher?.queued ?? 0,
-      inFlight: v.batcher?.inFlightItems ?? 0,
-      stats: v.stats.view(),
-    };
+    return versionView(v);
   }
 
   /** Queued and running requests per version (metrics). */

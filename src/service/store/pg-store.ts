@@ -4,6 +4,8 @@
  * state it expects and, once running, by the attempt, so a result lands exactly once however often the
  * queue delivers the job. Each attempt is logged (agent, start, end, outcome, trace) so duplicate
  * executions after a lost agent are counted, and each stalled job's recovery time can be read back.
+ * The schema is in pg-schema.ts, the attempt statements in pg-attempt-sql.ts, the row mapping and the
+ * listing's WHERE clause in pg-rows.ts; this file keeps the pool and one method per store call.
  */
 import pg from 'pg';
 import { TandemError } from '../../core/errors.js';
@@ -17,6 +19,9 @@ import {
   type ListQuery,
   type NewJob,
 } from './job-store.js';
+import { FINISH_MANY_SQL, FINISH_SQL, START_ATTEMPTS_SQL, START_ATTEMPT_SQL } from './pg-attempt-sql.js';
+import { fromPgAttempt, fromPgRow, pgListFilter, type PgAttemptRow, type PgJobRow } from './pg-rows.js';
+import { SCHEMA } from './pg-schema.js';
 import {
   HELD_PREFIX,
   type ScaleFinish,
@@ -25,107 +30,6 @@ import {
   type JobStoreApi,
   type StoreStats,
 } from './store.js';
-
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS tandem_jobs (
-  seq BIGSERIAL PRIMARY KEY,
-  id TEXT NOT NULL UNIQUE,
-  tenant_id TEXT NOT NULL,
-  type TEXT NOT NULL,
-  params TEXT NOT NULL,
-  priority INTEGER NOT NULL,
-  job_class TEXT NOT NULL,
-  mem_bytes BIGINT NOT NULL,
-  state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')),
-  progress DOUBLE PRECISION NOT NULL DEFAULT 0,
-  message TEXT NOT NULL DEFAULT '',
-  attempt INTEGER NOT NULL DEFAULT 0,
-  cancel_requested BOOLEAN NOT NULL DEFAULT false,
-  idempotency_key TEXT,
-  device TEXT,
-  placement TEXT,
-  created_at BIGINT NOT NULL,
-  started_at BIGINT,
-  finished_at BIGINT,
-  error TEXT,
-  result TEXT
-);
-ALTER TABLE tandem_jobs ADD COLUMN IF NOT EXISTS timeout_ms BIGINT;
-ALTER TABLE tandem_jobs ADD COLUMN IF NOT EXISTS deadline_at BIGINT;
-CREATE UNIQUE INDEX IF NOT EXISTS tandem_jobs_idem ON tandem_jobs (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
-CREATE INDEX IF NOT EXISTS tandem_jobs_tenant_seq ON tandem_jobs (tenant_id, seq);
-CREATE INDEX IF NOT EXISTS tandem_jobs_queued_tenant ON tandem_jobs (tenant_id) WHERE state = 'queued';
-CREATE INDEX IF NOT EXISTS tandem_jobs_finished_at ON tandem_jobs (finished_at) WHERE finished_at IS NOT NULL;
-CREATE INDEX IF NOT EXISTS tandem_jobs_running_deadline ON tandem_jobs (deadline_at) WHERE state = 'running';
-CREATE TABLE IF NOT EXISTS tandem_attempts (
-  job_id TEXT NOT NULL,
-  attempt INTEGER NOT NULL,
-  agent TEXT NOT NULL,
-  started_at BIGINT NOT NULL,
-  rerun BOOLEAN NOT NULL,
-  finished_at BIGINT,
-  outcome TEXT,
-  trace TEXT,
-  PRIMARY KEY (job_id, attempt)
-);`;
-
-interface Row {
-  seq: string;
-  id: string;
-  tenant_id: string;
-  type: string;
-  params: string;
-  priority: number;
-  job_class: string;
-  mem_bytes: string;
-  state: JobState;
-  progress: number;
-  message: string;
-  attempt: number;
-  cancel_requested: boolean;
-  idempotency_key: string | null;
-  device: string | null;
-  placement: string | null;
-  created_at: string;
-  started_at: string | null;
-  finished_at: string | null;
-  error: string | null;
-  result: string | null;
-  timeout_ms: string | null;
-  deadline_at: string | null;
-}
-
-const num = (v: string | null): number | null => (v === null ? null : Number(v));
-
-function fromRow(r: Row): JobRecord {
-  return {
-    seq: Number(r.seq),
-    id: r.id,
-    tenantId: r.tenant_id,
-    type: r.type,
-    params: JSON.parse(r.params) as Record<string, unknown>,
-    priority: r.priority,
-    jobClass: r.job_class,
-    memBytes: Number(r.mem_bytes),
-    state: r.state,
-    progress: r.progress,
-    message: r.message,
-    attempt: r.attempt,
-    cancelRequested: r.cancel_requested,
-    idempotencyKey: r.idempotency_key,
-    device: r.device,
-    placement: r.placement,
-    createdAt: Number(r.created_at),
-    startedAt: num(r.started_at),
-    finishedAt: num(r.finished_at),
-    error: r.error ? (JSON.parse(r.error) as JobError) : null,
-    result: r.result === null ? null : (JSON.parse(r.result) as unknown),
-    resultFile: null,
-    traceFile: null,
-    timeoutMs: num(r.timeout_ms),
-    deadlineAt: num(r.deadline_at),
-  };
-}
 
 export class PgJobStore implements JobStoreApi {
   private constructor(private readonly pool: pg.Pool) {}
@@ -172,7 +76,7 @@ export class PgJobStore implements JobStoreApi {
       // One statement for the whole group: a multi-row insert is one round trip and one commit.
       const ids = plain.map(() => newJobId(now));
       const col = <T>(f: (j: NewJob) => T) => plain.map((i) => f(jobs[i]!));
-      const res = await this.pool.query<Row>(
+      const res = await this.pool.query<PgJobRow>(
         `INSERT INTO tandem_jobs (id, tenant_id, type, params, priority, job_class, mem_bytes, timeout_ms, state, created_at)
          SELECT *, 'queued', $9::bigint FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::bigint[], $8::bigint[])
          RETURNING *`,
@@ -190,7 +94,7 @@ export class PgJobStore implements JobStoreApi {
       );
       const byId = new Map(res.rows.map((r) => [r.id, r]));
       plain.forEach((i, k) => {
-        out[i] = { ok: true, job: fromRow(byId.get(ids[k]!)!), created: true };
+        out[i] = { ok: true, job: fromPgRow(byId.get(ids[k]!)!), created: true };
       });
     }
     return out;
@@ -198,7 +102,7 @@ export class PgJobStore implements JobStoreApi {
 
   private async insertKeyed(j: NewJob, now: number): Promise<InsertOutcome> {
     const params = JSON.stringify(j.params);
-    const ins = await this.pool.query<Row>(
+    const ins = await this.pool.query<PgJobRow>(
       `INSERT INTO tandem_jobs (id, tenant_id, type, params, priority, job_class, mem_bytes, state, idempotency_key, created_at, timeout_ms)
        VALUES ($1, $2, $3, $4, $5, $6, $7, 'queued', $8, $9, $10)
        ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING *`,
@@ -215,8 +119,8 @@ export class PgJobStore implements JobStoreApi {
         j.timeoutMs ?? null,
       ],
     );
-    if (ins.rows[0]) return { ok: true, job: fromRow(ins.rows[0]), created: true };
-    const prev = await this.pool.query<Row>(
+    if (ins.rows[0]) return { ok: true, job: fromPgRow(ins.rows[0]), created: true };
+    const prev = await this.pool.query<PgJobRow>(
       'SELECT * FROM tandem_jobs WHERE tenant_id = $1 AND idempotency_key = $2',
       [j.tenantId, j.idempotencyKey],
     );
@@ -229,19 +133,19 @@ export class PgJobStore implements JobStoreApi {
           jobId: p.id,
         }),
       };
-    return { ok: true, job: fromRow(p), created: false };
+    return { ok: true, job: fromPgRow(p), created: false };
   }
 
   async get(id: string): Promise<JobRecord | null> {
-    const r = await this.pool.query<Row>('SELECT * FROM tandem_jobs WHERE id = $1', [id]);
-    return r.rows[0] ? fromRow(r.rows[0]) : null;
+    const r = await this.pool.query<PgJobRow>('SELECT * FROM tandem_jobs WHERE id = $1', [id]);
+    return r.rows[0] ? fromPgRow(r.rows[0]) : null;
   }
 
   async list(q: ListQuery): Promise<JobRecord[]> {
     const args: (string | number)[] = [];
     const where = pgListFilter(q, q.beforeSeq, args);
     const sql = `SELECT * FROM tandem_jobs ${where} ORDER BY seq DESC LIMIT $${args.push(q.limit)}`;
-    return (await this.pool.query<Row>(sql, args)).rows.map(fromRow);
+    return (await this.pool.query<PgJobRow>(sql, args)).rows.map(fromPgRow);
   }
 
   /** How many jobs match `q`'s filters, counted up to `cap` (as JobStore.count). */
@@ -259,20 +163,9 @@ export class PgJobStore implements JobStoreApi {
   async startAttempt(id: string, agent: string, now = Date.now()): Promise<AttemptStart | null> {
     // One round trip: lock the row, bump the attempt, log the attempt (and whether one was in flight).
     // The deadline is set at the first start and kept by re-runs (runner/deadlines.ts says why).
-    const r = await this.pool.query<Row & { old_state: JobState }>(
-      `WITH old AS (SELECT id, state AS old_state FROM tandem_jobs WHERE id = $1 FOR UPDATE),
-       upd AS (
-         UPDATE tandem_jobs j SET state = 'running', attempt = j.attempt + 1, started_at = $2, device = $3,
-           progress = 0, message = '', deadline_at = COALESCE(j.deadline_at, $2 + j.timeout_ms)
-         FROM old WHERE j.id = old.id AND j.state IN ('queued', 'running') AND NOT j.cancel_requested
-         RETURNING j.*, old.old_state),
-       log AS (INSERT INTO tandem_attempts (job_id, attempt, agent, started_at, rerun)
-         SELECT id, attempt, $3, $2, old_state = 'running' FROM upd)
-       SELECT * FROM upd`,
-      [id, now, agent],
-    );
+    const r = await this.pool.query<PgJobRow & { old_state: JobState }>(START_ATTEMPT_SQL, [id, now, agent]);
     const row = r.rows[0];
-    return row ? { job: fromRow(row), rerun: row.old_state === 'running' } : null;
+    return row ? { job: fromPgRow(row), rerun: row.old_state === 'running' } : null;
   }
 
   /** startAttempt for many jobs in one statement (agents group the deliveries of one event-loop turn). */
@@ -281,19 +174,14 @@ export class PgJobStore implements JobStoreApi {
     agent: string,
     now = Date.now(),
   ): Promise<Map<string, AttemptStart>> {
-    const r = await this.pool.query<Row & { old_state: JobState }>(
-      `WITH old AS (SELECT id, state AS old_state FROM tandem_jobs WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE),
-       upd AS (
-         UPDATE tandem_jobs j SET state = 'running', attempt = j.attempt + 1, started_at = $2, device = $3,
-           progress = 0, message = '', deadline_at = COALESCE(j.deadline_at, $2 + j.timeout_ms)
-         FROM old WHERE j.id = old.id AND j.state IN ('queued', 'running') AND NOT j.cancel_requested
-         RETURNING j.*, old.old_state),
-       log AS (INSERT INTO tandem_attempts (job_id, attempt, agent, started_at, rerun)
-         SELECT id, attempt, $3, $2, old_state = 'running' FROM upd)
-       SELECT * FROM upd`,
-      [ids, now, agent],
+    const r = await this.pool.query<PgJobRow & { old_state: JobState }>(START_ATTEMPTS_SQL, [
+      ids,
+      now,
+      agent,
+    ]);
+    return new Map(
+      r.rows.map((row) => [row.id, { job: fromPgRow(row), rerun: row.old_state === 'running' }]),
     );
-    return new Map(r.rows.map((row) => [row.id, { job: fromRow(row), rerun: row.old_state === 'running' }]));
   }
 
   /** finish for many (job, attempt) pairs in one statement; returns the ids whose outcome landed. */
@@ -302,32 +190,15 @@ export class PgJobStore implements JobStoreApi {
     now = Date.now(),
   ): Promise<Set<string>> {
     const col = <T>(f: (x: { id: string; attempt: number; o: ScaleFinish }) => T) => items.map(f);
-    const r = await this.pool.query<{ id: string }>(
-      `WITH v AS (
-         SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[])
-           AS v(id, attempt, state, result, error, trace)),
-       upd AS (
-         UPDATE tandem_jobs j SET state = v.state, finished_at = $7, result = v.result, error = v.error,
-           progress = CASE WHEN v.state = 'succeeded' THEN 1 ELSE j.progress END
-         FROM v WHERE j.id = v.id AND j.state = 'running' AND j.attempt = v.attempt RETURNING j.id, j.attempt),
-       log AS (
-         UPDATE tandem_attempts a SET finished_at = $7, trace = v.trace,
-           outcome = CASE WHEN EXISTS (SELECT 1 FROM upd WHERE upd.id = v.id) THEN v.state ELSE 'superseded' END
-         FROM v WHERE a.job_id = v.id AND a.attempt = v.attempt AND a.outcome IS NULL),
-       lost AS (
-         UPDATE tandem_attempts a SET outcome = 'lost'
-         FROM upd WHERE a.job_id = upd.id AND a.attempt < upd.attempt AND a.outcome IS NULL)
-       SELECT id FROM upd`,
-      [
-        col((x) => x.id),
-        col((x) => x.attempt),
-        col((x) => x.o.state),
-        col((x) => (x.o.result === undefined ? null : JSON.stringify(x.o.result))),
-        col((x) => (x.o.error ? JSON.stringify(x.o.error) : null)),
-        col((x) => (x.o.trace === undefined ? null : JSON.stringify(x.o.trace))),
-        now,
-      ],
-    );
+    const r = await this.pool.query<{ id: string }>(FINISH_MANY_SQL, [
+      col((x) => x.id),
+      col((x) => x.attempt),
+      col((x) => x.o.state),
+      col((x) => (x.o.result === undefined ? null : JSON.stringify(x.o.result))),
+      col((x) => (x.o.error ? JSON.stringify(x.o.error) : null)),
+      col((x) => (x.o.trace === undefined ? null : JSON.stringify(x.o.trace))),
+      now,
+    ]);
     return new Set(r.rows.map((x) => x.id));
   }
 
@@ -340,29 +211,15 @@ export class PgJobStore implements JobStoreApi {
   }
 
   async finish(id: string, attempt: number, o: ScaleFinish, now = Date.now()): Promise<boolean> {
-    const r = await this.pool.query<{ n: string }>(
-      `WITH upd AS (
-         UPDATE tandem_jobs SET state = $3, finished_at = $4, result = $5, error = $6,
-           progress = CASE WHEN $3 = 'succeeded' THEN 1 ELSE progress END
-         WHERE id = $1 AND state = 'running' AND attempt = $2 RETURNING id),
-       log AS (
-         UPDATE tandem_attempts SET finished_at = $4, trace = $7,
-           outcome = CASE WHEN EXISTS (SELECT 1 FROM upd) THEN $3 ELSE 'superseded' END
-         WHERE job_id = $1 AND attempt = $2 AND outcome IS NULL),
-       lost AS (
-         UPDATE tandem_attempts SET outcome = 'lost'
-         WHERE job_id = $1 AND attempt < $2 AND outcome IS NULL AND EXISTS (SELECT 1 FROM upd))
-       SELECT COUNT(*) AS n FROM upd`,
-      [
-        id,
-        attempt,
-        o.state,
-        now,
-        o.result === undefined ? null : JSON.stringify(o.result),
-        o.error ? JSON.stringify(o.error) : null,
-        o.trace === undefined ? null : JSON.stringify(o.trace),
-      ],
-    );
+    const r = await this.pool.query<{ n: string }>(FINISH_SQL, [
+      id,
+      attempt,
+      o.state,
+      now,
+      o.result === undefined ? null : JSON.stringify(o.result),
+      o.error ? JSON.stringify(o.error) : null,
+      o.trace === undefined ? null : JSON.stringify(o.trace),
+    ]);
     return Number(r.rows[0]?.n ?? 0) === 1;
   }
 
@@ -406,32 +263,19 @@ export class PgJobStore implements JobStoreApi {
   }
 
   async attempts(id: string): Promise<AttemptRow[]> {
-    const r = await this.pool.query<{
-      job_id: string;
-      attempt: number;
-      agent: string;
-      started_at: string;
-      finished_at: string | null;
-      outcome: string | null;
-      trace: string | null;
-    }>('SELECT * FROM tandem_attempts WHERE job_id = $1 ORDER BY attempt', [id]);
-    return r.rows.map((a) => ({
-      jobId: a.job_id,
-      attempt: a.attempt,
-      agent: a.agent,
-      startedAt: Number(a.started_at),
-      finishedAt: num(a.finished_at),
-      outcome: a.outcome,
-      ...(a.trace === null ? {} : { trace: JSON.parse(a.trace) as unknown }),
-    }));
+    const r = await this.pool.query<PgAttemptRow>(
+      'SELECT * FROM tandem_attempts WHERE job_id = $1 ORDER BY attempt',
+      [id],
+    );
+    return r.rows.map(fromPgAttempt);
   }
 
   async overdue(before: number, limit: number): Promise<JobRecord[]> {
-    const r = await this.pool.query<Row>(
+    const r = await this.pool.query<PgJobRow>(
       `SELECT * FROM tandem_jobs WHERE state = 'running' AND deadline_at < $1 ORDER BY deadline_at LIMIT $2`,
       [before, limit],
     );
-    return r.rows.map(fromRow);
+    return r.rows.map(fromPgRow);
   }
 
   async stats(): Promise<StoreStats> {
@@ -457,18 +301,4 @@ export class PgJobStore implements JobStoreApi {
   async close(): Promise<void> {
     await this.pool.end();
   }
-}
-
-/** The WHERE clause of a list or count, its values pushed onto `args` ($1, $2, ...). */
-function pgListFilter(
-  q: Omit<ListQuery, 'limit' | 'beforeSeq'>,
-  beforeSeq: number | undefined,
-  args: (string | number)[],
-): string {
-  const where: string[] = [];
-  if (q.tenantId !== null) where.push(`tenant_id = $${args.push(q.tenantId)}`);
-  if (q.state) where.push(`state = $${args.push(q.state)}`);
-  if (q.type) where.push(`type = $${args.push(q.type)}`);
-  if (beforeSeq !== undefined) where.push(`seq < $${args.push(beforeSeq)}`);
-  return where.length ? `WHERE ${where.join(' AND ')}` : '';
 }

@@ -1,0 +1,78 @@
+/**
+ * Loading one model version onto the runtime: its factory builds the model, a dynamic batcher is put
+ * in front of it (capped at the model's own largest batch, each batch placed by the version's rule),
+ * and a failure becomes the version's error instead of an exception, so one bad weights file marks
+ * that version failed and the others keep serving. Kept apart from repository.ts because it needs
+ * only the version, its factory and the lane's shared pieces, never the table of versions.
+ */
+import { TandemError, withPathHidden } from '../../core/errors.js';
+import type { ServiceRuntime } from '../jobs/job-type.js';
+import { DynamicBatcher } from './batcher.js';
+import type { ServingMetrics } from './metrics.js';
+import type { ModelFiles } from './model-files.js';
+import type { ModelVersion } from './model-version.js';
+import type { ModelFactory } from './model.js';
+import { requirePlacement, type JobDeviceUse } from './placement.js';
+
+/** What every load shares: the weights on disk, the devices jobs use, the metrics and the log. */
+export interface LoadContext {
+  readonly files: ModelFiles;
+  readonly use: JobDeviceUse;
+  readonly metrics: ServingMetrics | null;
+  readonly log?: (level: 'info' | 'warn' | 'error', msg: string) => void;
+}
+
+/** Loads `v` with `factory` onto `rt`: ready with its model and batcher, or failed with its error. */
+export async function loadVersion(
+  v: ModelVersion,
+  factory: ModelFactory,
+  rt: ServiceRuntime,
+  ctx: LoadContext,
+): Promise<void> {
+  const reg = v.reg;
+  v.state = 'loading';
+  try {
+    requirePlacement(reg.placement, rt, null);
+    const model = await factory.create(
+      {
+        name: reg.name,
+        version: reg.version,
+        kind: reg.kind,
+        config: reg.config,
+        placement: reg.placement,
+        ...(reg.weights === null ? {} : { weightsPath: ctx.files.path(reg.weights) }),
+      },
+      rt,
+    );
+    const cfg = { ...reg.batching, maxBatchSize: Math.min(reg.batching.maxBatchSize, model.maxBatchSize) };
+    const tags = { model: reg.name, version: String(reg.version) };
+    const batcher = new DynamicBatcher<unknown, unknown>(cfg, (items, id) =>
+      model.runBatch(items, {
+        rt,
+        device: requirePlacement(reg.placement, rt, ctx.use),
+        tags: { ...tags, batch: String(id) },
+      }),
+    );
+    batcher.onBatch((size, computeUs) => {
+      v.stats.batch(size);
+      ctx.metrics?.batch(reg.name, reg.version, size, computeUs);
+    });
+    v.model = model;
+    v.batcher = batcher;
+    v.state = 'ready';
+  } catch (e) {
+    v.state = 'failed';
+    // A RangeError is a size the host cannot allocate (a config's dims, not its weights file).
+    const err =
+      e instanceof TandemError
+        ? e
+        : e instanceof RangeError
+          ? new TandemError('TANDEM_ERR_LIMIT', `loading ${reg.name} v${reg.version}: ${e.message}`)
+          : new TandemError('TANDEM_ERR_BAD_CHECKPOINT', `loading ${reg.name} v${reg.version}: ${String(e)}`);
+    ctx.log?.('warn', `model ${reg.name} v${reg.version}: ${err.message}`);
+    v.error =
+      reg.weights === null
+        ? err
+        : withPathHidden(err, ctx.files.path(reg.weights), `the weights of ${reg.name} v${reg.version}`);
+  }
+}
