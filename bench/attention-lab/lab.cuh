@@ -17,29 +17,4 @@ static __device__ __forceinline__ void mma_abt_ldsm(float (*acc)[4], unsigned (*
 }
 // Waits until none of this thread's cp.async groups is in flight.
 static __device__ __forceinline__ void cp_async_wait_0() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
-// dst[0] += a, dst[1] += b in global memory (8-byte aligned), one vector reduction (sm_90: red.v2.f32).
-// (PTX ISA 8.1, CUDA 12.1; two scalar reductions with an older nvcc.)
-static __device__ __forceinline__ void red_add_v2(float* dst, float a, float b) {
-#if __CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 1)
-  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" :: "l"(dst), "f"(a), "f"(b) : "memory");
-#else
-  asm volatile("red.global.add.f32 [%0], %1;" :: "l"(dst), "f"(a) : "memory");
-  asm volatile("red.global.add.f32 [%0], %1;" :: "l"(dst + 1), "f"(b) : "memory");
-#endif
-}
-// The low / high 16-bit value of a packed pair as f32.
-#if IS_BF16
-static __device__ __forceinline__ float h2f_lo(unsigned v) { return __uint_as_float(v << 16); }
-static __device__ __forceinline__ float h2f_hi(unsigned v) { return __uint_as_float(v & 0xffff0000u); }
-#else
-static __device__ __forceinline__ float h2f_lo(unsigned v) {
-  float f;
-  asm("{ .reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, l; }" : "=f"(f) : "r"(v));
-  return f;
-}
-static __device__ __forceinline__ float h2f_hi(unsigned v) {
-  float f;
-  asm("{ .reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, h; }" : "=f"(f) : "r"(v));
-  return f;
-}
-#endif
+// red_add_v2, h2f_lo and h2f_hi come from common.cuh too (Tandem's single-pass backward uses them).

@@ -58,6 +58,7 @@ export class FakeGpu {
     },
     cuModuleLoadData: (o) => this.handle(o),
     cuModuleGetFunction: (o) => this.handle(o),
+    cuFuncSetAttribute: () => 0,
     cuLaunchKernel: () => {
       this.launches++;
       return 0;

@@ -10,6 +10,7 @@ import type {
   CudaArg,
   CudaKernelContext,
   CudaKernelImpl,
+  CudaNative,
   CudaProgram,
 } from '../../src/devices/cuda/kernel-api.js';
 import { defineLines, prelude } from '../../src/devices/cuda/prelude.js';
@@ -17,6 +18,20 @@ import { CONFORMANCE_CASES } from '../../src/kernels/conformance-cases.js';
 import { prepareCase } from '../../src/kernels/conformance.js';
 
 import { KERNEL_DEFS, KERNEL_IMPLS } from '../../src/kernels/register.js';
+import { attentionCudaPath } from '../../src/kernels/attention/cuda.js';
+import { attentionBackwardCudaPath } from '../../src/kernels/attention_backward/cuda.js';
+
+/**
+ * Kernel variants the registered implementations reach only by opt-in (TANDEM_ATTN_MMA): compiled from
+ * the same cases too, so an opt-in kernel that does not build fails here and not on the first GPU run.
+ */
+const OPT_IN: Readonly<Record<string, readonly CudaNative[]>> = {
+  attention: [attentionCudaPath('tensor-core-v1')],
+  attention_backward: [
+    attentionBackwardCudaPath('tensor-core-v1'),
+    attentionBackwardCudaPath('tensor-core-v2'),
+  ],
+};
 
 export interface AssembledProgram {
   readonly entry: string;
@@ -87,6 +102,13 @@ export function collectCudaPrograms(): { programs: AssembledProgram[]; cases: nu
       else impl.run(recordingContext(record), args, c.scalars);
     } catch (e) {
       skipped.push(`${c.name}: ${(e as Error).message.split('\n')[0]}`);
+    }
+    for (const variant of OPT_IN[c.op] ?? []) {
+      try {
+        variant.run(recordingContext(record), args, c.scalars);
+      } catch {
+        // A case the variant does not take (head dim, dtype): the registered path covered it above.
+      }
     }
   }
   return { programs: [...byHash.values()], cases, skipped };

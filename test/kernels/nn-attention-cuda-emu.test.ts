@@ -83,6 +83,9 @@ const CONFIGS: readonly Config[] = [
   // The opt-in v1 (ldmatrix.x4, ex2.approx): both head dims it takes, both 16-bit types, ragged T.
   { shape: [1, 70, 2, 32], dtype: 'f16', path: 'tensor-core-v1', mma: true },
   { shape: [1, 135, 1, 64], dtype: 'bf16', path: 'tensor-core-v1', mma: true },
+  // v2: v1's forward and the single-pass backward (dQ accumulated by atomics, 64 KiB-class dynamic smem).
+  { shape: [1, 135, 1, 64], dtype: 'bf16', path: 'tensor-core-v2', mma: true },
+  { shape: [2, 70, 2, 32], dtype: 'f16', path: 'tensor-core-v2', mma: true },
   { shape: [1, 37, 2, 12], dtype: 'f32', path: 'auto', mma: false },
   { shape: [2, 19, 1, 8], dtype: 'f64', path: 'auto', mma: false },
 ];
@@ -120,7 +123,8 @@ void describe('attention CUDA kernels on the host emulator', { skip: unavailable
       const suffix = mma ? '_mma' : '';
       assert.deepEqual(fwd.entries, [`tdm_attn_fwd${suffix}`]);
       const v1 = path === 'tensor-core-v1';
-      assert.equal(fwd.programs[0] === ATTENTION_FORWARD_MMA_V1, v1, 'v1 compiled only when asked for');
+      const v2 = path === 'tensor-core-v2';
+      assert.equal(fwd.programs[0] === ATTENTION_FORWARD_MMA_V1, v1 || v2, 'v1 compiled only when asked for');
       const yErr = relError(valuesOf(dtype, fwd.outputs[1]!), ref.y);
       assert.ok(yErr <= tol, `y: relative error ${yErr} > ${tol}`);
       const lseErr = relError(valuesOf(lseT, fwd.outputs[2]!), ref.lse);
@@ -141,11 +145,14 @@ void describe('attention CUDA kernels on the host emulator', { skip: unavailable
         [dyBytes, qkvBytes, yBytes, lseBytes, nan(B * T * 3 * C, dtype)],
         scalars,
       );
-      assert.deepEqual(bwd.entries, ['tdm_attn_delta', `tdm_attn_dkdv${suffix}`, `tdm_attn_dq${suffix}`]);
-      assert.deepEqual(
-        bwd.programs.slice(1).map((p) => p === ATTENTION_DKDV_MMA_V1 || p === ATTENTION_DQ_MMA_V1),
-        [v1, v1],
-      );
+      if (v2) assert.deepEqual(bwd.entries, ['tdm_attn_bwd_prep', 'tdm_attn_bwd_mma', 'tdm_attn_dq_convert']);
+      else {
+        assert.deepEqual(bwd.entries, ['tdm_attn_delta', `tdm_attn_dkdv${suffix}`, `tdm_attn_dq${suffix}`]);
+        assert.deepEqual(
+          bwd.programs.slice(1).map((p) => p === ATTENTION_DKDV_MMA_V1 || p === ATTENTION_DQ_MMA_V1),
+          [v1, v1],
+        );
+      }
       const got = valuesOf(dtype, bwd.outputs[4]!);
       ['dq', 'dk', 'dv'].forEach((part, p) => {
         const pick = (x: Float64Array): Float64Array =>

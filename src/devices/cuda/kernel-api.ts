@@ -53,6 +53,11 @@ export interface CudaProgram {
   grid(args: readonly CudaArgDesc[], scalars: Scalars): Dim3;
   block(args: readonly CudaArgDesc[], scalars: Scalars): Dim3;
   sharedBytes?(args: readonly CudaArgDesc[], scalars: Scalars): number;
+  /**
+   * The most dynamic shared memory (bytes) `sharedBytes` asks for, when over the 48 KiB a function gets
+   * without opting in: set on the function when it is loaded (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).
+   */
+  readonly maxDynamicSharedBytes?: number;
   params(args: readonly CudaArgDesc[], scalars: Scalars): readonly CudaParam[];
 }
 

@@ -13,6 +13,10 @@ import type { Nvrtc } from './ffi/nvrtc.js';
 import type { CudaArgDesc, CudaProgram } from './kernel-api.js';
 import { defineLines, prelude } from './prelude.js';
 
+/** Dynamic shared memory a function may take without opting in, and the attribute that raises it. */
+const DEFAULT_DYNAMIC_SHARED_BYTES = 48 * 1024;
+const CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
+
 export interface ProgramCacheStats {
   compiles: number;
   diskHits: number;
@@ -54,6 +58,12 @@ export class ProgramCache {
     const source =
       (usePrelude ? prelude(dtypes ?? {}) : '') + (defines ? defineLines(defines) : '') + program.source;
     const fn = this.load(source, program.entry);
+    const shared = program.maxDynamicSharedBytes ?? 0;
+    if (shared > DEFAULT_DYNAMIC_SHARED_BYTES)
+      this.driver.check(
+        this.driver.api.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared),
+        `cuFuncSetAttribute(${program.entry}, max dynamic shared ${shared})`,
+      );
     byProgram.set(spec, fn);
     return fn;
   }

@@ -17,7 +17,8 @@
  * Defines: HD (head dim, a multiple of 16, at most 64), IS_BF16 (1 bf16, 0 f16).
  */
 
-const COMMON = `
+/** The helpers every tensor-core attention kernel shares (and the single-pass backward, cuda-mma-bwd.ts). */
+export const MMA_COMMON = `
 #define TILE 64
 #define RS (HD + 8)
 #define NT_T (TILE / 8)
@@ -78,6 +79,32 @@ static __device__ __forceinline__ float ex2(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
+// dst[0] += a, dst[1] += b in global memory (8-byte aligned): one vector reduction on sm_90 with PTX 8.1
+// (CUDA 12.1), two scalar ones before (the single-pass backward's dQ accumulation).
+static __device__ __forceinline__ void red_add_v2(float* dst, float a, float b) {
+#if __CUDA_ARCH__ >= 900 && (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 1))
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" :: "l"(dst), "f"(a), "f"(b) : "memory");
+#else
+  asm volatile("red.global.add.f32 [%0], %1;" :: "l"(dst), "f"(a) : "memory");
+  asm volatile("red.global.add.f32 [%0], %1;" :: "l"(dst + 1), "f"(b) : "memory");
+#endif
+}
+// The low / high 16-bit value of a packed pair as f32.
+#if IS_BF16
+static __device__ __forceinline__ float h2f_lo(unsigned v) { return __uint_as_float(v << 16); }
+static __device__ __forceinline__ float h2f_hi(unsigned v) { return __uint_as_float(v & 0xffff0000u); }
+#else
+static __device__ __forceinline__ float h2f_lo(unsigned v) {
+  float f;
+  asm("{ .reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, l; }" : "=f"(f) : "r"(v));
+  return f;
+}
+static __device__ __forceinline__ float h2f_hi(unsigned v) {
+  float f;
+  asm("{ .reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, h; }" : "=f"(f) : "r"(v));
+  return f;
+}
+#endif
 // 16 bytes global -> shared without a register round trip (sm_80+); bytes = 0 stores zeros.
 static __device__ __forceinline__ void cp_async16(void* s, const void* g, int bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(smem_u32(s)), "l"(g), "r"(bytes) : "memory");
@@ -175,7 +202,7 @@ static __device__ __forceinline__ void store_rows(u16* base, long long ld, float
  * V stays row-major in shared memory and its B fragments come from ldmatrix.trans. Key tiles that lie
  * wholly above a warp's rows (the causal triangle) are skipped by that warp.
  */
-export const MMA_FORWARD = `${COMMON}
+export const MMA_FORWARD = `${MMA_COMMON}
 #define FQ (2 * TILE)
 #define MT 2
 extern "C" __global__ void __launch_bounds__(128) tdm_attn_fwd_mma(const u16* __restrict__ qkv, u16* __restrict__ y,
@@ -358,7 +385,7 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_fwd_mma(const u16* __
  * block y = key tile (the first tiles have the most queries, so they start first).
  * Sᵀ = K·Qᵀ, Pᵀ = exp(scale·Sᵀ − lse), dPᵀ = V·dYᵀ, dSᵀ = Pᵀ ⊙ (dPᵀ − delta); dV += Pᵀ·dY, dK += dSᵀ·Q.
  */
-export const MMA_DKDV = `${COMMON}
+export const MMA_DKDV = `${MMA_COMMON}
 extern "C" __global__ void __launch_bounds__(128) tdm_attn_dkdv_mma(const u16* __restrict__ dy, const u16* __restrict__ qkv,
     const float* __restrict__ lse, const float* __restrict__ delta, u16* __restrict__ dqkv, int T, int H, float scale, float scale_log2) {
   // Two stages of (Q, dY) tiles filled by cp.async (the next under the current one's products), with
@@ -460,7 +487,7 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_dkdv_mma(const u16* _
  * dq for 64 query rows per block over the key tiles up to the diagonal: grid (B·H, ceil(T / 64)),
  * heaviest first. S = Q·Kᵀ, P = exp(scale·S − lse), dP = dY·Vᵀ, dS = P ⊙ (dP − delta), dQ = scale·dS·K.
  */
-export const MMA_DQ = `${COMMON}
+export const MMA_DQ = `${MMA_COMMON}
 extern "C" __global__ void __launch_bounds__(128) tdm_attn_dq_mma(const u16* __restrict__ dy, const u16* __restrict__ qkv,
     const float* __restrict__ lse, const float* __restrict__ delta, u16* __restrict__ dqkv, int T, int H, float scale, float scale_log2) {
   // Two stages of (K, V) tiles filled by cp.async; the block's Q and dY rows are staged through stage 1.

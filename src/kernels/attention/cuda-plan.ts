@@ -17,6 +17,8 @@ export interface AttentionLaunch {
   readonly f64: number;
   /** Device address of the f32 (f64) delta = rowsum(dy ⊙ y) scratch, [B, H, T]; 0 in the forward. */
   readonly delta: number;
+  /** Device address of the single-pass backward's f32 dQ accumulator [B, T, C] (0 otherwise). */
+  readonly dqAcc?: number;
 }
 
 export const L = (s: Scalars): AttentionLaunch => s as unknown as AttentionLaunch;
@@ -78,11 +80,19 @@ export function mmaEligible(dtype: DType, l: AttentionLaunch, ptrs: readonly num
 
 /**
  * The tensor-core kernels' v1 (ATTN_V1 in cuda-mma.ts: ldmatrix.x4 B fragments, ex2.approx with the
- * scale in one FFMA) is opt-in until the H200 has timed it beside the current one: `TANDEM_ATTN_MMA=v1`.
- * It needs head dims of two 16-wide k steps a load (32, 64); others keep the current kernels.
+ * scale in one FFMA) is opt-in until the H200 has timed it beside the current one: `TANDEM_ATTN_MMA=v1`;
+ * `v2` adds the single-pass backward (attention_backward/cuda-mma-bwd.ts) to it. Both need head dims of
+ * two 16-wide k steps a load (32, 64); others keep the current kernels.
  */
+export type MmaVersion = 'v0' | 'v1' | 'v2';
+
+export function mmaVersionRequested(env: NodeJS.ProcessEnv = process.env): MmaVersion {
+  const v = env['TANDEM_ATTN_MMA'];
+  return v === 'v1' || v === 'v2' ? v : 'v0';
+}
+
 export function mmaV1Requested(env: NodeJS.ProcessEnv = process.env): boolean {
-  return env['TANDEM_ATTN_MMA'] === 'v1';
+  return mmaVersionRequested(env) !== 'v0';
 }
 
 export function mmaV1Eligible(l: AttentionLaunch): boolean {
@@ -90,9 +100,12 @@ export function mmaV1Eligible(l: AttentionLaunch): boolean {
 }
 
 /** The same program compiled with ATTN_V1 (a distinct program object: the cache keys on identity). */
-export function withMmaV1(p: CudaProgram): CudaProgram {
+export function withMmaV1<P extends Pick<CudaProgram, 'defines'>>(p: P): P {
   const defines = p.defines;
-  return { ...p, defines: (a, s) => ({ ...defines?.(a, s), ATTN_V1: 1 }) };
+  return {
+    ...p,
+    defines: (a: readonly CudaArgDesc[], s: Scalars) => ({ ...defines?.(a, s), ATTN_V1: 1 }),
+  };
 }
 
 /** Shared fields of the tensor-core programs; `rows` query or key rows per block. */

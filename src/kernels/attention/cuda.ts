@@ -16,8 +16,9 @@ import {
   MMA_TILE,
   mmaEligible,
   mmaProgram,
+  type MmaVersion,
   mmaV1Eligible,
-  mmaV1Requested,
+  mmaVersionRequested,
   withMmaV1,
 } from './cuda-plan.js';
 
@@ -51,10 +52,10 @@ export const ATTENTION_FORWARD_MMA: CudaProgram = {
 export const ATTENTION_FORWARD_MMA_V1: CudaProgram = withMmaV1(ATTENTION_FORWARD_MMA);
 
 /**
- * 'auto': tensor cores when the call fits them (their v1 with TANDEM_ATTN_MMA=v1 where it fits), else
- * CUDA cores; the others force one kernel (the tests compare each against the reference).
+ * 'auto': tensor cores when the call fits them (their v1 or v2 with TANDEM_ATTN_MMA=v1|v2 where it
+ * fits), else CUDA cores; the others force one kernel (the tests compare each against the reference).
  */
-export type AttentionPath = 'auto' | 'generic' | 'tensor-core' | 'tensor-core-v1';
+export type AttentionPath = 'auto' | 'generic' | 'tensor-core' | 'tensor-core-v1' | 'tensor-core-v2';
 
 function plan(args: readonly CudaArg[], scalars: Scalars): AttentionLaunch | null {
   const launch = launchOf('attention', args[0]!, scalars);
@@ -69,7 +70,7 @@ function run(path: AttentionPath, ctx: CudaKernelContext, args: readonly CudaArg
     launch,
     args.map((a) => a.ptr),
   );
-  const v1 = mmaPathV1(path, eligible, launch, 'attention');
+  const v1 = mmaPathVersion(path, eligible, launch, 'attention') !== 'v0';
   const program =
     path !== 'generic' && eligible
       ? v1
@@ -80,21 +81,23 @@ function run(path: AttentionPath, ctx: CudaKernelContext, args: readonly CudaArg
 }
 
 /**
- * Whether the tensor-core launch is v1; throws when a forced tensor-core path does not fit the call
- * (the GPU tests force each kernel and must not silently test another).
+ * Which tensor-core kernels a launch gets (v2 is v1's forward with the single-pass backward); throws when
+ * a forced tensor-core path does not fit the call (the GPU tests force each kernel and must not silently
+ * test another).
  */
-export function mmaPathV1(
+export function mmaPathVersion(
   path: AttentionPath,
   eligible: boolean,
   launch: AttentionLaunch,
   op: string,
-): boolean {
-  if ((path === 'tensor-core' || path === 'tensor-core-v1') && !eligible)
+): MmaVersion {
+  const forced = path === 'tensor-core-v1' ? 'v1' : path === 'tensor-core-v2' ? 'v2' : null;
+  if ((path === 'tensor-core' || forced !== null) && !eligible)
     throw new Error(`${op}: this call does not fit the tensor-core kernel`);
-  if (path === 'tensor-core-v1' && !mmaV1Eligible(launch))
-    throw new Error(`${op}: the tensor-core kernel's v1 needs a head dim of 32 or 64`);
-  if (path === 'tensor-core-v1') return true;
-  return path === 'auto' && mmaV1Requested() && mmaV1Eligible(launch);
+  if (forced !== null && !mmaV1Eligible(launch))
+    throw new Error(`${op}: the tensor-core kernels' ${forced} needs a head dim of 32 or 64`);
+  if (forced !== null) return forced;
+  return path === 'auto' && mmaV1Eligible(launch) ? mmaVersionRequested() : 'v0';
 }
 
 /** One path forced (GPU tests compare each against the reference); `attentionCuda` picks. */

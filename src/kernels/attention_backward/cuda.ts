@@ -6,9 +6,10 @@
  */
 import type { CudaArg, CudaKernelContext, CudaNative, CudaProgram } from '../../devices/cuda/kernel-api.js';
 import type { Scalars } from '../../devices/device.js';
-import { type AttentionPath, mmaPathV1 } from '../attention/cuda.js';
+import { type AttentionPath, mmaPathVersion } from '../attention/cuda.js';
 import { DELTA, GENERIC_DKDV, GENERIC_DQ } from '../attention/cuda-generic.js';
 import { MMA_DKDV, MMA_DQ } from '../attention/cuda-mma.js';
+import { MMA_BWD_SINGLE_PASS } from './cuda-mma-bwd.js';
 import {
   L,
   asScalars,
@@ -16,6 +17,7 @@ import {
   genericRows,
   launchOf,
   mmaEligible,
+  MMA_TILE,
   mmaProgram,
   withMmaV1,
 } from '../attention/cuda-plan.js';
@@ -96,6 +98,45 @@ export const ATTENTION_DQ_MMA: CudaProgram = {
 export const ATTENTION_DKDV_MMA_V1: CudaProgram = withMmaV1(ATTENTION_DKDV_MMA);
 export const ATTENTION_DQ_MMA_V1: CudaProgram = withMmaV1(ATTENTION_DQ_MMA);
 
+/**
+ * The single pass's shared memory: 5 tiles of 64 rows × (d + 8) 16-bit values and dSᵀ's 64 × 72
+ * (55,296 bytes at d = 64).
+ */
+const singlePassShared = (d: number): number => (5 * MMA_TILE * (d + 8) + MMA_TILE * (MMA_TILE + 8)) * 2;
+
+/** Single pass (v2), launch 1 of 3: delta and the zeroed dQ accumulator. args: dy 0, y 2. */
+export const ATTENTION_BWD_PREP_V2: CudaProgram = {
+  ...withMmaV1(mmaProgram(MMA_BWD_SINGLE_PASS, 'tdm_attn_bwd_prep', 1)),
+  params: (_a, s) => [
+    { kind: 'ptr', arg: 0 },
+    { kind: 'ptr', arg: 2 },
+    { kind: 'addr', value: L(s).delta },
+    { kind: 'addr', value: L(s).dqAcc ?? 0 },
+    { kind: 'i32', value: L(s).seq },
+    { kind: 'i32', value: L(s).heads },
+  ],
+};
+
+/** Single pass (v2), launch 2 of 3: dK, dV and the dQ accumulation, per 64-key block. */
+export const ATTENTION_BWD_MMA_V2: CudaProgram = {
+  ...withMmaV1(mmaProgram(MMA_BWD_SINGLE_PASS, 'tdm_attn_bwd_mma', 1)),
+  sharedBytes: (_a, s) => singlePassShared(L(s).headDim),
+  maxDynamicSharedBytes: singlePassShared(64),
+  params: (a, s) => [...mmaParams(a, s), { kind: 'addr', value: L(s).dqAcc ?? 0 }],
+};
+
+/** Single pass (v2), launch 3 of 3: scale · dQ into dqkv's q columns. */
+export const ATTENTION_DQ_CONVERT_V2: CudaProgram = {
+  ...withMmaV1(mmaProgram(MMA_BWD_SINGLE_PASS, 'tdm_attn_dq_convert', 1)),
+  params: (_a, s) => [
+    { kind: 'addr', value: L(s).dqAcc ?? 0 },
+    { kind: 'ptr', arg: 4 },
+    { kind: 'i32', value: L(s).seq },
+    { kind: 'i32', value: L(s).heads },
+    { kind: 'f32', value: L(s).scale },
+  ],
+};
+
 function run(path: AttentionPath, ctx: CudaKernelContext, args: readonly CudaArg[], scalars: Scalars): void {
   const base = launchOf('attention_backward', args[1]!, scalars);
   if (base.batch === 0 || base.seq === 0) return;
@@ -104,12 +145,22 @@ function run(path: AttentionPath, ctx: CudaKernelContext, args: readonly CudaArg
     base,
     args.map((a) => a.ptr),
   );
-  const v1 = mmaPathV1(path, eligible, base, 'attention_backward');
+  const version = mmaPathVersion(path, eligible, base, 'attention_backward');
   const rows = base.batch * base.heads * base.seq;
   const delta = ctx.scratch(rows * (base.f64 ? 8 : 4));
+  const mma = path !== 'generic' && eligible;
+  if (mma && version === 'v2') {
+    // dQ accumulated in f32 [B, T, C] (rows · d values), zeroed by the prep launch.
+    const dqAcc = ctx.scratch(rows * base.headDim * 4);
+    const launch = asScalars({ ...base, delta, dqAcc });
+    ctx.launch(ATTENTION_BWD_PREP_V2, args, launch);
+    ctx.launch(ATTENTION_BWD_MMA_V2, args, launch);
+    ctx.launch(ATTENTION_DQ_CONVERT_V2, args, launch);
+    return;
+  }
   const launch = asScalars({ ...base, delta });
   ctx.launch(ATTENTION_DELTA, args, launch);
-  const mma = path !== 'generic' && eligible;
+  const v1 = version !== 'v0';
   const dkdv = v1 ? ATTENTION_DKDV_MMA_V1 : ATTENTION_DKDV_MMA;
   const dq = v1 ? ATTENTION_DQ_MMA_V1 : ATTENTION_DQ_MMA;
   ctx.launch(mma ? dkdv : ATTENTION_DKDV_GENERIC, args, launch);

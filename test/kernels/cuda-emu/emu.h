@@ -135,6 +135,14 @@ static inline void ldsm_x4(unsigned* r, const unsigned short* p) {
 }
 // ex2.approx.ftz.f32 (relative error 2^-22 on the GPU): the exact value here.
 static inline float ex2(float x) { return exp2f(x); }
+// red.global.add(.v2).f32: atomic adds (blocks run one at a time here, threads of a block at once).
+static inline void red_add_v2(float* dst, float a, float b) {
+  std::lock_guard<std::mutex> lock(g_atomic);
+  dst[0] += a;
+  dst[1] += b;
+}
+static inline float h2f_lo(unsigned v) { return emu_half((unsigned short)(v & 0xffffu)); }
+static inline float h2f_hi(unsigned v) { return emu_half((unsigned short)(v >> 16)); }
 static inline unsigned pack2(float lo, float hi) { return (unsigned)emu_round(lo) | ((unsigned)emu_round(hi) << 16); }
 #endif
 template <class F> void emu_launch(emu_dim3 grid, int threads, F kernel) {

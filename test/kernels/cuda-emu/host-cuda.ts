@@ -51,7 +51,7 @@ function hostSource(program: CudaProgram, args: readonly CudaArg[], scalars: Sca
   if (from >= 0)
     src = src.slice(0, from) + src.slice(src.indexOf('static __device__ __forceinline__ unsigned lds32('));
   // Dynamic shared memory becomes a static array (blocks run one at a time, as for __shared__).
-  src = src.replace(/extern __shared__ (\w+) (\w+)\[\];/g, 'static $1 $2[1 << 14];');
+  src = src.replace(/extern __shared__ (\w+) (\w+)\[\];/g, 'static $1 $2[1 << 16];');
   const emu = 'IS_BF16' in defines ? `#define IS_BF16_EMU ${defines['IS_BF16']}\n` : '';
   return `${emu}#include "${EMU_H}"\n${pre}${defineLines(defines)}${src}`;
 }

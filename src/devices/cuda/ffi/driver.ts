@@ -66,6 +66,7 @@ export interface CudaDriverApi {
   cuModuleLoadData(mod: Out<number>, image: Uint8Array): number;
   cuModuleUnload(mod: number): number;
   cuModuleGetFunction(fn: Out<number>, mod: number, name: string): number;
+  cuFuncSetAttribute(fn: number, attribute: number, value: number): number;
   cuLaunchKernel(
     fn: number,
     gx: number,
@@ -138,6 +139,7 @@ const DECLS: Record<keyof CudaDriverApi, string> = {
   cuModuleLoadData: 'int cuModuleLoadData(_Out_ uint64_t *mod, const void *image)',
   cuModuleUnload: 'int cuModuleUnload(uint64_t mod)',
   cuModuleGetFunction: 'int cuModuleGetFunction(_Out_ uint64_t *fn, uint64_t mod, const char *name)',
+  cuFuncSetAttribute: 'int cuFuncSetAttribute(uint64_t fn, int attrib, int value)',
   cuLaunchKernel:
     'int cuLaunchKernel(uint64_t f, uint gx, uint gy, uint gz, uint bx, uint by, uint bz, uint shmem, uint64_t stream, uint64_t params, uint64_t extra)',
   cuStreamBeginCapture_v2: 'int cuStreamBeginCapture_v2(uint64_t stream, int mode)',

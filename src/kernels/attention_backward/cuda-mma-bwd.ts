@@ -1,0 +1,211 @@
+/**
+ * The opt-in single-pass attention backward on tensor cores (TANDEM_ATTN_MMA=v2; FlashAttention-2's
+ * scheme, the attention lab's bwd2): one kernel per 64-key block computes dK and dV in registers as the
+ * two-kernel backward's dkdv does, and adds each (key block, query tile)'s dQ = dS·K into an f32
+ * accumulator [B, T, C] by vector atomics, instead of a second kernel that recomputes S, P and dP per
+ * query tile: 5 matrix products a tile pair instead of 4 + 3, one pass over Q and dY. A prep kernel
+ * computes delta = rowsum(dY ⊙ Y) and zeroes the accumulator in one pass; a convert kernel writes
+ * scale · dQ into dqkv's q columns. Unlike the two-kernel backward, the order of the f32 additions (and
+ * so dQ's last bits) depends on scheduling.
+ *
+ * Compiled with ATTN_V1 (ldmatrix.x4 B fragments, ex2.approx): head dims 32 and 64. Shared memory:
+ * [stage 0: Q, dY][stage 1: Q, dY][K], 64 rows of d + 8 each, and [dSᵀ], 64 rows of 72 (55,296 bytes at
+ * d = 64: dynamic, over the default 48 KiB), plus 1 KiB of lse and delta. (The lab's bwd2 gave dSᵀ the
+ * head dim's stride: right at d = 64 only.)
+ */
+import { MMA_COMMON } from '../attention/cuda-mma.js';
+
+export const MMA_BWD_SINGLE_PASS = `${MMA_COMMON}
+// dSᵀ is 64 keys x 64 queries whatever the head dim: its own row stride (padded by 8 as RS is).
+#define DSRS (TILE + 8)
+// acc[nd] += P · M for P the warp's 16 x 64 operand given as packed 16-bit pairs pk (pk[j][0]: row g,
+// cols 8j + 2c..; pk[j][1]: row g + 8) and M a 64 x HD row-major tile s [TILE][RS] (ldmatrix.trans).
+static __device__ __forceinline__ void mma_pv_packed(float (*acc)[4], unsigned (*pk)[2], const u16* s, int lane) {
+  const int lr = lane & 7, lm = lane >> 3;
+#pragma unroll
+  for (int kk = 0; kk < KS_T; kk++) {
+    const unsigned a[4] = {pk[2 * kk][0], pk[2 * kk][1], pk[2 * kk + 1][0], pk[2 * kk + 1][1]};
+#pragma unroll
+    for (int nd = 0; nd < NT_D; nd += 2) {
+      unsigned vb[4];
+      ldsm_x4_trans(vb, s + (kk * 16 + lr + (lm & 1) * 8) * RS + nd * 8 + (lm >> 1) * 8);
+      mma(acc[nd], a, vb[0], vb[1]);
+      mma(acc[nd + 1], a, vb[2], vb[3]);
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(128) tdm_attn_bwd_mma(const u16* __restrict__ dy, const u16* __restrict__ qkv,
+    const float* __restrict__ lse, const float* __restrict__ delta, u16* __restrict__ dqkv, int T, int H, float scale,
+    float scale_log2, float* __restrict__ dq_acc) {
+  extern __shared__ u16 smem[];
+  u16* const sK = smem + 4 * TILE * RS;
+  u16* const sdS = smem + 5 * TILE * RS;
+  __shared__ float sL[2][TILE];
+  __shared__ float sD[2][TILE];
+  const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
+  const int s0 = blockIdx.y * TILE;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
+  const int lr = lane & 7, lm = lane >> 3;
+  const int C = H * HD, w0 = warp * 16;
+  const long long ld = 3LL * C;
+  const u16* qb = qkv + (long long)b * T * ld + (long long)h * HD;
+  const u16* dyb = dy + (long long)b * T * C + (long long)h * HD;
+  float* accb = dq_acc + (long long)b * T * C + (long long)h * HD;
+  const int tiles = (T - s0 + TILE - 1) / TILE;
+  auto prefetch = [&](int st, int t0) {
+    load_tile_async(smem + st * 2 * TILE * RS, qb, ld, t0, T);
+    load_tile_async(smem + (st * 2 + 1) * TILE * RS, dyb, C, t0, T);
+  };
+  auto stats = [&](int t0, float& l2, float& dl) {
+    const int t = t0 + (int)threadIdx.x;
+    const bool in = threadIdx.x < TILE && t < T;
+    l2 = in ? lse[(long long)bh * T + t] * LOG2E : 0.f;
+    dl = in ? delta[(long long)bh * T + t] : 0.f;
+  };
+  float nextL, nextD;
+  stats(s0, nextL, nextD);
+  if (threadIdx.x < TILE) {
+    sL[0][threadIdx.x] = nextL;
+    sD[0][threadIdx.x] = nextD;
+  }
+  prefetch(0, s0);
+  cp_async_commit();
+  // K stays in shared memory for the dQ products; V is staged through the dSᵀ tile (RS ≤ DSRS).
+  load_tile(sK, qb + C, ld, s0, T);
+  load_tile(sdS, qb + 2 * C, ld, s0, T);
+  __syncthreads();
+  unsigned ka[KS_D][4], va[KS_D][4];
+  load_a(ka, sK, w0, g, c);
+  load_a(va, sdS, w0, g, c);
+  float dk[NT_D][4], dv[NT_D][4];
+#pragma unroll
+  for (int nd = 0; nd < NT_D; nd++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) { dk[nd][e] = 0.f; dv[nd][e] = 0.f; }
+  const int keyA = s0 + w0 + g, keyB = keyA + 8;
+  for (int it = 0; it < tiles; it++) {
+    const int t0 = s0 + it * TILE, st = it & 1;
+    if (it + 1 < tiles) {
+      prefetch(st ^ 1, t0 + TILE);
+      stats(t0 + TILE, nextL, nextD);
+    }
+    cp_async_commit();  // possibly empty: keeps one group per iteration
+    cp_async_wait_1();  // this thread's copies of tile it have landed
+    __syncthreads();    // and everyone else's (and, at it = 0, every warp has read V out of sdS)
+    const u16* sQ = smem + st * 2 * TILE * RS;
+    const u16* sdY = sQ + TILE * RS;
+    const float* sLt = sL[st];
+    const float* sDt = sD[st];
+    float p[NT_T][4], ds[NT_T][4];
+#pragma unroll
+    for (int j = 0; j < NT_T; j++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) { p[j][e] = 0.f; ds[j][e] = 0.f; }
+    mma_abt(p, ka, sQ, lane);
+    mma_abt(ds, va, sdY, lane);
+    const bool diag = t0 == s0;
+    unsigned pp[NT_T][2], dsp[NT_T][2];
+#pragma unroll
+    for (int j = 0; j < NT_T; j++) {
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const int col = j * 8 + 2 * c + (e & 1), t = t0 + col;
+        float pv = ex2(fmaf(p[j][e], scale_log2, -sLt[col]));
+        if (t >= T || (diag && t < (e < 2 ? keyA : keyB))) pv = 0.f;
+        p[j][e] = pv;
+        ds[j][e] = pv * (ds[j][e] - sDt[col]);
+      }
+      pp[j][0] = pack2(p[j][0], p[j][1]);
+      pp[j][1] = pack2(p[j][2], p[j][3]);
+      dsp[j][0] = pack2(ds[j][0], ds[j][1]);
+      dsp[j][1] = pack2(ds[j][2], ds[j][3]);
+      // dSᵀ rows w0 + g, w0 + g + 8 (keys), cols 8j + 2c.. (queries): 8 groups x 4 lanes hit 32 banks.
+      *(unsigned*)(sdS + (w0 + g) * DSRS + j * 8 + 2 * c) = dsp[j][0];
+      *(unsigned*)(sdS + (w0 + g + 8) * DSRS + j * 8 + 2 * c) = dsp[j][1];
+    }
+    mma_pv_packed(dv, pp, sdY, lane);
+    mma_pv_packed(dk, dsp, sQ, lane);
+    __syncthreads();  // dSᵀ complete
+    // dQ rows t0 + w0 .. + 15 (this warp's 16 queries) = dS[q][0..64) · K: A fragments of dS by
+    // ldmatrix.x4.trans of dSᵀ (matrices: keys 0-7 / 8-15 of the step x queries 0-7 / 8-15).
+    float dq[NT_D][4];
+#pragma unroll
+    for (int nd = 0; nd < NT_D; nd++) { dq[nd][0] = 0.f; dq[nd][1] = 0.f; dq[nd][2] = 0.f; dq[nd][3] = 0.f; }
+#pragma unroll
+    for (int kk = 0; kk < KS_T; kk++) {
+      unsigned a[4];
+      ldsm_x4_trans(a, sdS + (kk * 16 + lr + (lm >> 1) * 8) * DSRS + w0 + (lm & 1) * 8);
+#pragma unroll
+      for (int nd = 0; nd < NT_D; nd += 2) {
+        unsigned kb[4];
+        ldsm_x4_trans(kb, sK + (kk * 16 + lr + (lm & 1) * 8) * RS + nd * 8 + (lm >> 1) * 8);
+        mma(dq[nd], a, kb[0], kb[1]);
+        mma(dq[nd + 1], a, kb[2], kb[3]);
+      }
+    }
+    const int qA = t0 + w0 + g, qB = qA + 8;
+#pragma unroll
+    for (int nd = 0; nd < NT_D; nd++) {
+      const int col = nd * 8 + 2 * c;
+      if (qA < T) red_add_v2(accb + (long long)qA * C + col, dq[nd][0], dq[nd][1]);
+      if (qB < T) red_add_v2(accb + (long long)qB * C + col, dq[nd][2], dq[nd][3]);
+    }
+    if (it + 1 < tiles && threadIdx.x < TILE) {
+      sL[st ^ 1][threadIdx.x] = nextL;
+      sD[st ^ 1][threadIdx.x] = nextD;
+    }
+    __syncthreads();  // stage st ^ 1's statistics are in; stage st and dSᵀ are rewritten next
+  }
+  u16* out = dqkv + (long long)b * T * ld + (long long)h * HD;
+  store_rows(out + C, ld, dk, keyA, T, scale, scale, c);
+  store_rows(out + 2 * C, ld, dv, keyA, T, 1.f, 1.f, c);
+}
+
+// dqkv's q columns = 16-bit(scale · dq_acc): 64 rows of one head per block, 16 bytes of output a thread
+// a step (the accumulator read as 2 x 16 bytes).
+extern "C" __global__ void __launch_bounds__(128) tdm_attn_dq_convert(const float* __restrict__ dq_acc,
+    u16* __restrict__ dqkv, int T, int H, float scale) {
+  const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
+  const int C = H * HD, t0 = blockIdx.y * TILE;
+  const long long ld = 3LL * C;
+  for (int e = threadIdx.x; e < TILE * (HD / 8); e += blockDim.x) {
+    const int r = e / (HD / 8), col = (e - r * (HD / 8)) * 8, t = t0 + r;
+    if (t >= T) continue;
+    const float* src = dq_acc + ((long long)b * T + t) * C + h * HD + col;
+    const tdm_v4 x = *(const tdm_v4*)src, y = *(const tdm_v4*)(src + 4);
+    tdm_v4 v;
+    v.x = pack2(__uint_as_float(x.x) * scale, __uint_as_float(x.y) * scale);
+    v.y = pack2(__uint_as_float(x.z) * scale, __uint_as_float(x.w) * scale);
+    v.z = pack2(__uint_as_float(y.x) * scale, __uint_as_float(y.y) * scale);
+    v.w = pack2(__uint_as_float(y.z) * scale, __uint_as_float(y.w) * scale);
+    *(tdm_v4*)(dqkv + ((long long)b * T + t) * ld + h * HD + col) = v;
+  }
+}
+
+// delta[bh, t] = Σ dY ⊙ Y over the head's columns, and the accumulator's 64 x HD block of the same rows
+// and head zeroed: 64 rows per block, HD / 8 lanes a row (16-byte loads), the row sum by shuffles.
+extern "C" __global__ void __launch_bounds__(128) tdm_attn_bwd_prep(const u16* __restrict__ dy, const u16* __restrict__ y,
+    float* __restrict__ delta, float* __restrict__ dq_acc, int T, int H) {
+  const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
+  const int C = H * HD, t0 = blockIdx.y * TILE;
+  constexpr int LPR = HD / 8;  // lanes per row
+  for (int e = threadIdx.x; e < TILE * LPR; e += blockDim.x) {
+    const int r = e / LPR, col = (e - r * LPR) * 8, t = t0 + r;
+    float sum = 0.f;
+    if (t < T) {
+      const long long off = ((long long)b * T + t) * C + h * HD + col;
+      const tdm_v4 a = *(const tdm_v4*)(dy + off), o = *(const tdm_v4*)(y + off);
+      const unsigned av[4] = {a.x, a.y, a.z, a.w}, ov[4] = {o.x, o.y, o.z, o.w};
+#pragma unroll
+      for (int i = 0; i < 4; i++) sum += h2f_lo(av[i]) * h2f_lo(ov[i]) + h2f_hi(av[i]) * h2f_hi(ov[i]);
+      tdm_v4 z; z.x = 0u; z.y = 0u; z.z = 0u; z.w = 0u;
+      *(tdm_v4*)(dq_acc + off) = z;
+      *(tdm_v4*)(dq_acc + off + 4) = z;
+    }
+#pragma unroll
+    for (int o = 1; o < LPR; o <<= 1) sum += __shfl_xor_sync(FULL, sum, o);
+    if (t < T && col == 0) delta[(long long)bh * T + t] = sum;
+  }
+}
+`;

@@ -1,0 +1,54 @@
+/**
+ * Which tensor-core attention kernels a call gets: the current ones unless TANDEM_ATTN_MMA asks for v1
+ * (ldmatrix.x4, ex2.approx) or v2 (v1 with the single-pass backward), and only for head dims 32 and 64;
+ * a forced v1/v2 on a call they do not take is an error, not a silent fallback (the GPU tests force each
+ * kernel).
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { mmaPathVersion } from '../../src/kernels/attention/cuda.js';
+import { type AttentionLaunch, mmaVersionRequested } from '../../src/kernels/attention/cuda-plan.js';
+
+const launch = (headDim: number): AttentionLaunch => ({
+  batch: 1,
+  seq: 8,
+  heads: 1,
+  headDim,
+  scale: 1 / Math.sqrt(headDim),
+  f64: 0,
+  delta: 0,
+});
+
+test('attention tensor-core versions: opt-in by TANDEM_ATTN_MMA=v1|v2, head dims 32 and 64 only', () => {
+  assert.equal(mmaVersionRequested({}), 'v0');
+  assert.equal(mmaVersionRequested({ TANDEM_ATTN_MMA: 'v1' }), 'v1');
+  assert.equal(mmaVersionRequested({ TANDEM_ATTN_MMA: 'v2' }), 'v2');
+  assert.equal(mmaVersionRequested({ TANDEM_ATTN_MMA: 'v9' }), 'v0', 'unknown: the current kernels');
+  const saved = process.env['TANDEM_ATTN_MMA'];
+  try {
+    delete process.env['TANDEM_ATTN_MMA'];
+    assert.equal(mmaPathVersion('auto', true, launch(64), 'attention'), 'v0', 'default: the current kernels');
+    for (const v of ['v1', 'v2'] as const) {
+      process.env['TANDEM_ATTN_MMA'] = v;
+      assert.equal(mmaPathVersion('auto', true, launch(64), 'attention'), v);
+      assert.equal(mmaPathVersion('auto', true, launch(32), 'attention'), v);
+      assert.equal(mmaPathVersion('auto', true, launch(48), 'attention'), 'v0', 'd 48: the current kernels');
+      assert.equal(mmaPathVersion('tensor-core', true, launch(64), 'attention'), 'v0', 'forced current');
+    }
+  } finally {
+    if (saved === undefined) delete process.env['TANDEM_ATTN_MMA'];
+    else process.env['TANDEM_ATTN_MMA'] = saved;
+  }
+  assert.equal(mmaPathVersion('tensor-core-v1', true, launch(64), 'attention'), 'v1');
+  assert.equal(mmaPathVersion('tensor-core-v2', true, launch(32), 'attention_backward'), 'v2');
+  assert.throws(
+    () => mmaPathVersion('tensor-core-v2', true, launch(16), 'attention'),
+    /v2 needs a head dim of 32 or 64/,
+  );
+  assert.throws(
+    () => mmaPathVersion('tensor-core-v1', false, launch(64), 'attention_backward'),
+    /does not fit/,
+  );
+  assert.throws(() => mmaPathVersion('tensor-core', false, launch(64), 'attention'), /does not fit/);
+  assert.equal(mmaPathVersion('generic', false, launch(64), 'attention'), 'v0');
+});
