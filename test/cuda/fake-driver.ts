@@ -20,6 +20,8 @@ export class FakeGpu {
   refuseRecovery = false;
   launches = 0;
   resets = 0;
+  /** cuFuncSetAttribute calls: [function, attribute, value]. */
+  readonly attributes: Array<[number, number, number]> = [];
   private next = 0x1000;
   private readonly handle = (o: Out<number>): number => {
     o[0] = this.next += 0x100;
@@ -58,7 +60,10 @@ export class FakeGpu {
     },
     cuModuleLoadData: (o) => this.handle(o),
     cuModuleGetFunction: (o) => this.handle(o),
-    cuFuncSetAttribute: () => 0,
+    cuFuncSetAttribute: (fn, attribute, value) => {
+      this.attributes.push([fn, attribute, value]);
+      return 0;
+    },
     cuLaunchKernel: () => {
       this.launches++;
       return 0;
