@@ -1,6 +1,7 @@
 /**
  * Which tensor-core attention kernels a call gets: the current ones unless TANDEM_ATTN_MMA asks for v1
- * (ldmatrix.x4, ex2.approx) or v2 (v1 with the single-pass backward), and only for head dims 32 and 64;
+ * (ldmatrix.x4, ex2.approx), v2 (v1 with the single-pass backward) or v3 (v2 with the FA2-style
+ * forward), and only for head dims 32 and 64;
  * a forced v1/v2 on a call they do not take is an error, not a silent fallback (the GPU tests force each
  * kernel).
  */
@@ -19,7 +20,7 @@ const launch = (headDim: number): AttentionLaunch => ({
   delta: 0,
 });
 
-test('attention tensor-core versions: opt-in by TANDEM_ATTN_MMA=v1|v2, head dims 32 and 64 only', () => {
+test('attention tensor-core versions: opt-in by TANDEM_ATTN_MMA=v1|v2|v3, head dims 32 and 64 only', () => {
   assert.equal(mmaVersionRequested({}), 'v0');
   assert.equal(mmaVersionRequested({ TANDEM_ATTN_MMA: 'v1' }), 'v1');
   assert.equal(mmaVersionRequested({ TANDEM_ATTN_MMA: 'v2' }), 'v2');
@@ -28,7 +29,7 @@ test('attention tensor-core versions: opt-in by TANDEM_ATTN_MMA=v1|v2, head dims
   try {
     delete process.env['TANDEM_ATTN_MMA'];
     assert.equal(mmaPathVersion('auto', true, launch(64), 'attention'), 'v0', 'default: the current kernels');
-    for (const v of ['v1', 'v2'] as const) {
+    for (const v of ['v1', 'v2', 'v3'] as const) {
       process.env['TANDEM_ATTN_MMA'] = v;
       assert.equal(mmaPathVersion('auto', true, launch(64), 'attention'), v);
       assert.equal(mmaPathVersion('auto', true, launch(32), 'attention'), v);
@@ -41,6 +42,8 @@ test('attention tensor-core versions: opt-in by TANDEM_ATTN_MMA=v1|v2, head dims
   }
   assert.equal(mmaPathVersion('tensor-core-v1', true, launch(64), 'attention'), 'v1');
   assert.equal(mmaPathVersion('tensor-core-v2', true, launch(32), 'attention_backward'), 'v2');
+  assert.equal(mmaPathVersion('tensor-core-v3', true, launch(64), 'attention'), 'v3');
+  assert.equal(mmaVersionRequested({ TANDEM_ATTN_MMA: 'v3' }), 'v3');
   assert.throws(
     () => mmaPathVersion('tensor-core-v2', true, launch(16), 'attention'),
     /v2 needs a head dim of 32 or 64/,

@@ -26,7 +26,7 @@ import { attentionBackwardCudaPath } from '../../src/kernels/attention_backward/
  * the same cases too, so an opt-in kernel that does not build fails here and not on the first GPU run.
  */
 const OPT_IN: Readonly<Record<string, readonly CudaNative[]>> = {
-  attention: [attentionCudaPath('tensor-core-v1')],
+  attention: [attentionCudaPath('tensor-core-v1'), attentionCudaPath('tensor-core-v3')],
   attention_backward: [
     attentionBackwardCudaPath('tensor-core-v1'),
     attentionBackwardCudaPath('tensor-core-v2'),

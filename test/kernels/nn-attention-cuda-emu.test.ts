@@ -18,6 +18,7 @@ import {
 import { seededRandom } from '../../src/core/seeded-random.js';
 import type { TensorDesc } from '../../src/devices/device.js';
 import {
+  ATTENTION_FORWARD_MMA_FA2,
   ATTENTION_FORWARD_MMA_V1,
   type AttentionPath,
   attentionCudaPath,
@@ -86,6 +87,10 @@ const CONFIGS: readonly Config[] = [
   // v2: v1's forward and the single-pass backward (dQ accumulated by atomics, 64 KiB-class dynamic smem).
   { shape: [1, 135, 1, 64], dtype: 'bf16', path: 'tensor-core-v2', mma: true },
   { shape: [2, 70, 2, 32], dtype: 'f16', path: 'tensor-core-v2', mma: true },
+  // v3: the FA2-style forward (128-key tiles, Q re-read from shared memory) with v2's backward; T = 300
+  // crosses a 128-key tile and its 64-key diagonal case.
+  { shape: [1, 300, 1, 64], dtype: 'bf16', path: 'tensor-core-v3', mma: true },
+  { shape: [1, 135, 2, 32], dtype: 'f16', path: 'tensor-core-v3', mma: true },
   { shape: [1, 37, 2, 12], dtype: 'f32', path: 'auto', mma: false },
   { shape: [2, 19, 1, 8], dtype: 'f64', path: 'auto', mma: false },
 ];
@@ -123,8 +128,10 @@ void describe('attention CUDA kernels on the host emulator', { skip: unavailable
       const suffix = mma ? '_mma' : '';
       assert.deepEqual(fwd.entries, [`tdm_attn_fwd${suffix}`]);
       const v1 = path === 'tensor-core-v1';
-      const v2 = path === 'tensor-core-v2';
-      assert.equal(fwd.programs[0] === ATTENTION_FORWARD_MMA_V1, v1 || v2, 'v1 compiled only when asked for');
+      const v3 = path === 'tensor-core-v3';
+      const v2 = path === 'tensor-core-v2' || v3;
+      assert.equal(fwd.programs[0] === ATTENTION_FORWARD_MMA_V1, v1 || (v2 && !v3), 'v1 only when asked for');
+      assert.equal(fwd.programs[0] === ATTENTION_FORWARD_MMA_FA2, v3, 'the FA2-style forward only for v3');
       const yErr = relError(valuesOf(dtype, fwd.outputs[1]!), ref.y);
       assert.ok(yErr <= tol, `y: relative error ${yErr} > ${tol}`);
       const lseErr = relError(valuesOf(lseT, fwd.outputs[2]!), ref.lse);

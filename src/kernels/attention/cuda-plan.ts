@@ -81,14 +81,15 @@ export function mmaEligible(dtype: DType, l: AttentionLaunch, ptrs: readonly num
 /**
  * The tensor-core kernels' v1 (ATTN_V1 in cuda-mma.ts: ldmatrix.x4 B fragments, ex2.approx with the
  * scale in one FFMA) is opt-in until the H200 has timed it beside the current one: `TANDEM_ATTN_MMA=v1`;
- * `v2` adds the single-pass backward (attention_backward/cuda-mma-bwd.ts) to it. Both need head dims of
- * two 16-wide k steps a load (32, 64); others keep the current kernels.
+ * `v2` adds the single-pass backward (attention_backward/cuda-mma-bwd.ts) to it, `v3` the FA2-style
+ * forward (cuda-mma-fwd2.ts) to v2. All need head dims of two 16-wide k steps a load (32, 64); others keep
+ * the current kernels.
  */
-export type MmaVersion = 'v0' | 'v1' | 'v2';
+export type MmaVersion = 'v0' | 'v1' | 'v2' | 'v3';
 
 export function mmaVersionRequested(env: NodeJS.ProcessEnv = process.env): MmaVersion {
   const v = env['TANDEM_ATTN_MMA'];
-  return v === 'v1' || v === 'v2' ? v : 'v0';
+  return v === 'v1' || v === 'v2' || v === 'v3' ? v : 'v0';
 }
 
 export function mmaV1Requested(env: NodeJS.ProcessEnv = process.env): boolean {

@@ -6,6 +6,7 @@ import type { CudaArg, CudaKernelContext, CudaNative, CudaProgram } from '../../
 import type { Scalars } from '../../devices/device.js';
 import { GENERIC_FORWARD } from './cuda-generic.js';
 import { MMA_FORWARD } from './cuda-mma.js';
+import { FA2_KEYS, FA2_ROWS, MMA_FORWARD_FA2 } from './cuda-mma-fwd2.js';
 import {
   type AttentionLaunch,
   L,
@@ -51,11 +52,32 @@ export const ATTENTION_FORWARD_MMA: CudaProgram = {
 
 export const ATTENTION_FORWARD_MMA_V1: CudaProgram = withMmaV1(ATTENTION_FORWARD_MMA);
 
+/** Q's rows and two stages of K and V tiles, rows of d + 8 16-bit values (92,160 bytes at d = 64). */
+const fa2Shared = (d: number): number => (FA2_ROWS + 4 * FA2_KEYS) * (d + 8) * 2;
+
+/** The FA2-style forward (v3): the same parameters and grid as the current tensor-core forward. */
+export const ATTENTION_FORWARD_MMA_FA2: CudaProgram = {
+  ...withMmaV1(mmaProgram(MMA_FORWARD_FA2, 'tdm_attn_fwd_mma', 0, FA2_ROWS)),
+  params: ATTENTION_FORWARD_MMA.params,
+  sharedBytes: (_a, s) => fa2Shared(L(s).headDim),
+  maxDynamicSharedBytes: fa2Shared(64),
+};
+
 /**
- * 'auto': tensor cores when the call fits them (their v1 or v2 with TANDEM_ATTN_MMA=v1|v2 where it
- * fits), else CUDA cores; the others force one kernel (the tests compare each against the reference).
+ * 'auto': tensor cores when the call fits them (their v1, v2 or v3 with TANDEM_ATTN_MMA=v1|v2|v3 where
+ * it fits), else CUDA cores; the others force one kernel (the tests compare each against the reference).
  */
-export type AttentionPath = 'auto' | 'generic' | 'tensor-core' | 'tensor-core-v1' | 'tensor-core-v2';
+export type AttentionPath =
+  'auto' | 'generic' | 'tensor-core' | 'tensor-core-v1' | 'tensor-core-v2' | 'tensor-core-v3';
+
+const FORCED: Readonly<Record<AttentionPath, MmaVersion | null>> = {
+  auto: null,
+  generic: null,
+  'tensor-core': null,
+  'tensor-core-v1': 'v1',
+  'tensor-core-v2': 'v2',
+  'tensor-core-v3': 'v3',
+};
 
 function plan(args: readonly CudaArg[], scalars: Scalars): AttentionLaunch | null {
   const launch = launchOf('attention', args[0]!, scalars);
@@ -70,18 +92,20 @@ function run(path: AttentionPath, ctx: CudaKernelContext, args: readonly CudaArg
     launch,
     args.map((a) => a.ptr),
   );
-  const v1 = mmaPathVersion(path, eligible, launch, 'attention') !== 'v0';
-  const program =
-    path !== 'generic' && eligible
-      ? v1
-        ? ATTENTION_FORWARD_MMA_V1
-        : ATTENTION_FORWARD_MMA
-      : ATTENTION_FORWARD_GENERIC;
+  const version = mmaPathVersion(path, eligible, launch, 'attention');
+  const mma =
+    version === 'v3'
+      ? ATTENTION_FORWARD_MMA_FA2
+      : version === 'v0'
+        ? ATTENTION_FORWARD_MMA
+        : ATTENTION_FORWARD_MMA_V1;
+  const program = path !== 'generic' && eligible ? mma : ATTENTION_FORWARD_GENERIC;
   ctx.launch(program, args, asScalars(launch));
 }
 
 /**
- * Which tensor-core kernels a launch gets (v2 is v1's forward with the single-pass backward); throws when
+ * Which tensor-core kernels a launch gets (v2: v1's forward, the single-pass backward; v3: the FA2-style
+ * forward, the single-pass backward); throws when
  * a forced tensor-core path does not fit the call (the GPU tests force each kernel and must not silently
  * test another).
  */
@@ -91,7 +115,7 @@ export function mmaPathVersion(
   launch: AttentionLaunch,
   op: string,
 ): MmaVersion {
-  const forced = path === 'tensor-core-v1' ? 'v1' : path === 'tensor-core-v2' ? 'v2' : null;
+  const forced = FORCED[path];
   if ((path === 'tensor-core' || forced !== null) && !eligible)
     throw new Error(`${op}: this call does not fit the tensor-core kernel`);
   if (forced !== null && !mmaV1Eligible(launch))

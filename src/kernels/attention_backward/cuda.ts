@@ -149,7 +149,7 @@ function run(path: AttentionPath, ctx: CudaKernelContext, args: readonly CudaArg
   const rows = base.batch * base.heads * base.seq;
   const delta = ctx.scratch(rows * (base.f64 ? 8 : 4));
   const mma = path !== 'generic' && eligible;
-  if (mma && version === 'v2') {
+  if (mma && (version === 'v2' || version === 'v3')) {
     // dQ accumulated in f32 [B, T, C] (rows · d values), zeroed by the prep launch.
     const dqAcc = ctx.scratch(rows * base.headDim * 4);
     const launch = asScalars({ ...base, delta, dqAcc });
