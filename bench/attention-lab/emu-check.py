@@ -38,10 +38,19 @@ def inline(path, seen):
     return "\n".join(out)
 
 
+def emulated_names():
+    """The helpers emu.h and emu-lab.h define host versions of (`static inline T name(`)."""
+    names = set()
+    for path in (EMU_H, os.path.join(HERE, "emu-lab.h")):
+        names.update(re.findall(r"static inline [\w:<>]+\*? ?(\w+)\(", open(path).read()))
+    return names
+
+
 def strip_asm_helpers(src):
-    """Drops every `static __device__ __forceinline__` function whose body holds inline PTX (emu.h and
-    emu-lab.h define host versions of them)."""
+    """Drops every `static __device__ __forceinline__` function whose body holds inline PTX or that the
+    emulator defines itself (emu.h and emu-lab.h have host versions of them)."""
     key = "static __device__ __forceinline__"
+    emulated = emulated_names()
     out, i = [], 0
     while True:
         j = src.find(key, i)
@@ -61,7 +70,8 @@ def strip_asm_helpers(src):
             k += 1
         body = src[j:k + 1]
         out.append(src[i:j])
-        if "asm" not in body:
+        name = re.match(r"[^(]*?(\w+)\(", body[len(key):])
+        if "asm" not in body and not (name and name.group(1) in emulated):
             out.append(body)
         i = k + 1
     return "".join(out)

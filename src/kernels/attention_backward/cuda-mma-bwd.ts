@@ -163,9 +163,11 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_bwd_mma(const u16* __
 }
 
 // dqkv's q columns = 16-bit(scale · dq_acc): 64 rows of one head per block, 16 bytes of output a thread
-// a step (the accumulator read as 2 x 16 bytes).
-extern "C" __global__ void __launch_bounds__(128) tdm_attn_dq_convert(const float* __restrict__ dq_acc,
-    u16* __restrict__ dqkv, int T, int H, float scale) {
+// a step (the accumulator read as 2 x 16 bytes). The main kernel's parameter list (one argument list for
+// both; bench/attention-lab launches them so).
+extern "C" __global__ void __launch_bounds__(128) tdm_attn_dq_convert(const u16* __restrict__ dy, const u16* __restrict__ qkv,
+    const float* __restrict__ lse, const float* __restrict__ delta, u16* __restrict__ dqkv, int T, int H, float scale,
+    float scale_log2, const float* __restrict__ dq_acc) {
   const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
   const int C = H * HD, t0 = blockIdx.y * TILE;
   const long long ld = 3LL * C;

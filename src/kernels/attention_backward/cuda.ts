@@ -125,16 +125,10 @@ export const ATTENTION_BWD_MMA_V2: CudaProgram = {
   params: (a, s) => [...mmaParams(a, s), { kind: 'addr', value: L(s).dqAcc ?? 0 }],
 };
 
-/** Single pass (v2), launch 3 of 3: scale · dQ into dqkv's q columns. */
+/** Single pass (v2), launch 3 of 3: scale · dQ into dqkv's q columns (the main kernel's parameters). */
 export const ATTENTION_DQ_CONVERT_V2: CudaProgram = {
   ...withMmaV1(mmaProgram(MMA_BWD_SINGLE_PASS, 'tdm_attn_dq_convert', 1)),
-  params: (_a, s) => [
-    { kind: 'addr', value: L(s).dqAcc ?? 0 },
-    { kind: 'ptr', arg: 4 },
-    { kind: 'i32', value: L(s).seq },
-    { kind: 'i32', value: L(s).heads },
-    { kind: 'f32', value: L(s).scale },
-  ],
+  params: ATTENTION_BWD_MMA_V2.params,
 };
 
 function run(path: AttentionPath, ctx: CudaKernelContext, args: readonly CudaArg[], scalars: Scalars): void {
