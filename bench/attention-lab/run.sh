@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # One H200 call for the attention lab (README.md): the variants beside SDPA (each backend forced too),
 # then Nsight Compute on the baseline and the first variants (where the machine's runtime lets ncu read
-# counters), and a SASS opcode histogram of each kernel. Needs gen-base.mjs's outputs (carry them).
+# counters), and a SASS opcode histogram of each kernel. Needs gen-base.mjs's outputs: made here when a
+# carried .gpu (scripts/gpu/pack.sh) gives Node and dist/, else carry them.
 #   bash bench/attention-lab/run.sh        (from the repository root; results under $OUT)
 set -uo pipefail
 cd "$(dirname "$0")"
+if [ -f ../../.gpu/node.xz ]; then
+  (cd ../.. && source scripts/gpu/env.sh && node bench/attention-lab/gen-base.mjs) || echo "gen-base failed"
+fi
 OUT=${OUT:-/tmp/attention-lab}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader
