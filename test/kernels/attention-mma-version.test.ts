@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { isTandemError } from '../../src/core/errors.js';
 import { mmaPathVersion } from '../../src/kernels/attention/cuda.js';
 import { type AttentionLaunch, mmaVersionRequested } from '../../src/kernels/attention/cuda-plan.js';
 
@@ -24,7 +25,12 @@ test('attention tensor-core versions: opt-in by TANDEM_ATTN_MMA=v1|v2|v3, head d
   assert.equal(mmaVersionRequested({}), 'v0');
   assert.equal(mmaVersionRequested({ TANDEM_ATTN_MMA: 'v1' }), 'v1');
   assert.equal(mmaVersionRequested({ TANDEM_ATTN_MMA: 'v2' }), 'v2');
-  assert.equal(mmaVersionRequested({ TANDEM_ATTN_MMA: 'v9' }), 'v0', 'unknown: the current kernels');
+  assert.equal(mmaVersionRequested({ TANDEM_ATTN_MMA: '' }), 'v0');
+  assert.throws(
+    () => mmaVersionRequested({ TANDEM_ATTN_MMA: 'fast' }),
+    (e: unknown) =>
+      isTandemError(e) && /TANDEM_ATTN_MMA must be v0, v1, v2 or v3, got "fast"/.test(e.message),
+  );
   const saved = process.env['TANDEM_ATTN_MMA'];
   try {
     delete process.env['TANDEM_ATTN_MMA'];

@@ -3,6 +3,7 @@
  * ctx.launch (the program cache is keyed by program identity, so per-call values cannot live in closures).
  */
 import type { DType } from '../../core/dtype.js';
+import { TandemError } from '../../core/errors.js';
 import type { Scalars } from '../../devices/device.js';
 import type { CudaArgDesc, CudaProgram } from '../../devices/cuda/kernel-api.js';
 import { type AttentionDims, attentionDims } from './params.js';
@@ -87,9 +88,15 @@ export function mmaEligible(dtype: DType, l: AttentionLaunch, ptrs: readonly num
  */
 export type MmaVersion = 'v0' | 'v1' | 'v2' | 'v3';
 
+/** The version TANDEM_ATTN_MMA asks for (unset or empty: v0); any other value fails the launch by name. */
 export function mmaVersionRequested(env: NodeJS.ProcessEnv = process.env): MmaVersion {
   const v = env['TANDEM_ATTN_MMA'];
-  return v === 'v1' || v === 'v2' || v === 'v3' ? v : 'v0';
+  if (v === undefined || v === '') return 'v0';
+  if (v === 'v0' || v === 'v1' || v === 'v2' || v === 'v3') return v;
+  throw new TandemError(
+    'TANDEM_ERR_INVALID_ARGUMENT',
+    `TANDEM_ATTN_MMA must be v0, v1, v2 or v3, got ${JSON.stringify(v)}`,
+  );
 }
 
 export function mmaV1Requested(env: NodeJS.ProcessEnv = process.env): boolean {
