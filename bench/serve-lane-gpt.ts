@@ -114,10 +114,16 @@ export async function runGptBench(
         `c16 on/off ${fmt(on16.inferPerSec / off16.inferPerSec, 2)}x (target >= 3x), p95 ${fmt(on16.client.p95)} vs off ${fmt(off16.client.p95)} ms (${on16.client.p95 < off16.client.p95 ? 'lower' : 'NOT lower'})`,
       );
     if (on64) {
+      // The issue's bound is delay + 2 × the batch-64 compute time. The server's mean batch compute at
+      // c64 is one reading (batches there are often smaller than 64, and with two in flight a batch's
+      // compute includes waiting behind the other); PyTorch's batch-64 forward in the same call is a
+      // fixed one. Both are printed; "met" needs both.
       const bound = v.delayUs / 1000 + 2 * on64.server.compute.mean;
+      const fixed = t64 ? v.delayUs / 1000 + 2 * t64.ms : Infinity;
+      const met = on64.client.p99 <= bound && on64.client.p99 <= fixed;
       parts.push(
         `c64 ${fmt(on64.inferPerSec, 0)} seq/s = ${t64 ? fmt(on64.inferPerSec / t64.sequencesPerSecond, 2) : '?'}x PyTorch batch-64 (target >= 0.7x)`,
-        `c64 p99 ${fmt(on64.client.p99)} ms vs delay + 2 x batch compute ${fmt(bound)} ms (${on64.client.p99 <= bound ? 'met' : 'NOT met'})`,
+        `c64 p99 ${fmt(on64.client.p99)} ms vs delay + 2 x batch compute ${fmt(bound)} ms (server mean) / ${t64 ? fmt(fixed) : '?'} ms (PyTorch b64) (${met ? 'met' : 'NOT met'})`,
       );
     }
     if (parts.length > 0) lines.push(`B.7 ${v.name}: ${parts.join('; ')}`);
