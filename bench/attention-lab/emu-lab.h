@@ -2,8 +2,6 @@
 // which has mma, ldmatrix (plain and .trans), ex2, red.add.v2, the 16-bit unpacks, pack2 and cp.async).
 #pragma once
 #define __align__(n) alignas(n)
-#undef __launch_bounds__
-#define __launch_bounds__(...)
 static inline void cp_async_wait_0() {}
 struct alignas(16) float4 { float x, y, z, w; };
 static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }

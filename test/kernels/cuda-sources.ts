@@ -30,6 +30,7 @@ const OPT_IN: Readonly<Record<string, readonly CudaNative[]>> = {
   attention_backward: [
     attentionBackwardCudaPath('tensor-core-v1'),
     attentionBackwardCudaPath('tensor-core-v2'),
+    attentionBackwardCudaPath('tensor-core-v4'),
   ],
 };
 

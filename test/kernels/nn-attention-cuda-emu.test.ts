@@ -26,6 +26,7 @@ import {
 import { attentionDims, lseDType } from '../../src/kernels/attention/params.js';
 import { attentionForward } from '../../src/kernels/attention/reference.js';
 import {
+  ATTENTION_BWD_MMA_V4,
   ATTENTION_DKDV_MMA_V1,
   ATTENTION_DQ_MMA_V1,
   attentionBackwardCudaPath,
@@ -91,6 +92,9 @@ const CONFIGS: readonly Config[] = [
   // crosses a 128-key tile and its 64-key diagonal case.
   { shape: [1, 300, 1, 64], dtype: 'bf16', path: 'tensor-core-v3', mma: true },
   { shape: [1, 135, 2, 32], dtype: 'f16', path: 'tensor-core-v3', mma: true },
+  // v4: v3 with the single pass in halves (K, V fragments from shared memory, 3 blocks an SM).
+  { shape: [1, 135, 1, 64], dtype: 'bf16', path: 'tensor-core-v4', mma: true },
+  { shape: [2, 70, 2, 32], dtype: 'f16', path: 'tensor-core-v4', mma: true },
   { shape: [1, 37, 2, 12], dtype: 'f32', path: 'auto', mma: false },
   { shape: [2, 19, 1, 8], dtype: 'f64', path: 'auto', mma: false },
 ];
@@ -128,7 +132,8 @@ void describe('attention CUDA kernels on the host emulator', { skip: unavailable
       const suffix = mma ? '_mma' : '';
       assert.deepEqual(fwd.entries, [`tdm_attn_fwd${suffix}`]);
       const v1 = path === 'tensor-core-v1';
-      const v3 = path === 'tensor-core-v3';
+      const v4 = path === 'tensor-core-v4';
+      const v3 = path === 'tensor-core-v3' || v4;
       const v2 = path === 'tensor-core-v2' || v3;
       assert.equal(fwd.programs[0] === ATTENTION_FORWARD_MMA_V1, v1 || (v2 && !v3), 'v1 only when asked for');
       assert.equal(fwd.programs[0] === ATTENTION_FORWARD_MMA_FA2, v3, 'the FA2-style forward only for v3');
@@ -153,6 +158,7 @@ void describe('attention CUDA kernels on the host emulator', { skip: unavailable
         scalars,
       );
       if (v2) assert.deepEqual(bwd.entries, ['tdm_attn_bwd_prep', 'tdm_attn_bwd_mma', 'tdm_attn_dq_convert']);
+      if (v2) assert.equal(bwd.programs[1] === ATTENTION_BWD_MMA_V4, v4, 'the halves kernel only for v4');
       else {
         assert.deepEqual(bwd.entries, ['tdm_attn_delta', `tdm_attn_dkdv${suffix}`, `tdm_attn_dq${suffix}`]);
         assert.deepEqual(

@@ -22,26 +22,6 @@ export const MMA_FORWARD_FA2 = `${MMA_COMMON}
 #define MT 2
 #define SMEM_BYTES ((FQ + 4 * KN) * RS * 2)
 
-// Rows [r0, r0 + rows) of a matrix whose row t starts at base + t * ld (HD columns) into s[rows][RS]
-// by cp.async; rows at or past T are zeros.
-template <int ROWS, int NTHREADS>
-static __device__ __forceinline__ void load_rows_async(u16* s, const u16* __restrict__ base, long long ld, int r0, int T) {
-  // Thread i copies 16-byte chunk i % (HD / 8) of rows i / (HD / 8) + k * (NTHREADS / (HD / 8)): one
-  // pointer stepped by a fixed stride (no per-row 64-bit products kept live across the key loop).
-  constexpr int CPR = HD / 8, STEP = NTHREADS / CPR;
-  static_assert(NTHREADS % CPR == 0 && ROWS % STEP == 0, "whole passes");
-  const int r = threadIdx.x / CPR, c = (threadIdx.x - r * CPR) * 8;
-  const u16* g = base + (long long)(r0 + r) * ld + c;
-  const long long gs = (long long)STEP * ld;
-  u16* d = s + r * RS + c;
-#pragma unroll
-  for (int k = 0; k < ROWS / STEP; k++) {
-    const bool in = r0 + r + k * STEP < T;
-    cp_async16(d + k * STEP * RS, in ? g : base, in ? 16 : 0);
-    g += gs;
-  }
-}
-
 // One K/V tile of NK keys (NK <= KN: the first NK keys of the staged tile) for the warp's 32 rows.
 // sQw: the warp's first Q row in shared memory.
 template <bool MASK, int NK>

@@ -134,6 +134,26 @@ static __device__ __forceinline__ void load_tile_async(u16* s, const u16* __rest
     cp_async16(s + r * RS + c, base + (long long)(in ? t : 0) * ld + c, in ? 16 : 0);
   }
 }
+// Rows [r0, r0 + rows) of a matrix whose row t starts at base + t * ld (HD columns) into s[rows][RS]
+// by cp.async; rows at or past T are zeros.
+template <int ROWS, int NTHREADS>
+static __device__ __forceinline__ void load_rows_async(u16* s, const u16* __restrict__ base, long long ld, int r0, int T) {
+  // Thread i copies 16-byte chunk i % (HD / 8) of rows i / (HD / 8) + k * (NTHREADS / (HD / 8)): one
+  // pointer stepped by a fixed stride (no per-row 64-bit products kept live across the key loop).
+  constexpr int CPR = HD / 8, STEP = NTHREADS / CPR;
+  static_assert(NTHREADS % CPR == 0 && ROWS % STEP == 0, "whole passes");
+  const int r = threadIdx.x / CPR, c = (threadIdx.x - r * CPR) * 8;
+  const u16* g = base + (long long)(r0 + r) * ld + c;
+  const long long gs = (long long)STEP * ld;
+  u16* d = s + r * RS + c;
+#pragma unroll
+  for (int k = 0; k < ROWS / STEP; k++) {
+    const bool in = r0 + r + k * STEP < T;
+    cp_async16(d + k * STEP * RS, in ? g : base, in ? 16 : 0);
+    g += gs;
+  }
+}
+
 // A fragments of the warp's 16 rows (starting at row w0 of a [TILE][RS] tile), one per 16-wide k step.
 static __device__ __forceinline__ void load_a(unsigned (*a)[4], const u16* s, int w0, int g, int c) {
 #pragma unroll

@@ -83,19 +83,19 @@ export function mmaEligible(dtype: DType, l: AttentionLaunch, ptrs: readonly num
  * The tensor-core kernels' v1 (ATTN_V1 in cuda-mma.ts: ldmatrix.x4 B fragments, ex2.approx with the
  * scale in one FFMA) is opt-in until the H200 has timed it beside the current one: `TANDEM_ATTN_MMA=v1`;
  * `v2` adds the single-pass backward (attention_backward/cuda-mma-bwd.ts) to it, `v3` the FA2-style
- * forward (cuda-mma-fwd2.ts) to v2. All need head dims of two 16-wide k steps a load (32, 64); others keep
- * the current kernels.
+ * forward (cuda-mma-fwd2.ts) to v2, `v4` is v3 with the single pass in halves (cuda-mma-bwd-halves.ts).
+ * All need head dims of two 16-wide k steps a load (32, 64); others keep the current kernels.
  */
-export type MmaVersion = 'v0' | 'v1' | 'v2' | 'v3';
+export type MmaVersion = 'v0' | 'v1' | 'v2' | 'v3' | 'v4';
 
 /** The version TANDEM_ATTN_MMA asks for (unset or empty: v0); any other value fails the launch by name. */
 export function mmaVersionRequested(env: NodeJS.ProcessEnv = process.env): MmaVersion {
   const v = env['TANDEM_ATTN_MMA'];
   if (v === undefined || v === '') return 'v0';
-  if (v === 'v0' || v === 'v1' || v === 'v2' || v === 'v3') return v;
+  if (v === 'v0' || v === 'v1' || v === 'v2' || v === 'v3' || v === 'v4') return v;
   throw new TandemError(
     'TANDEM_ERR_INVALID_ARGUMENT',
-    `TANDEM_ATTN_MMA must be v0, v1, v2 or v3, got ${JSON.stringify(v)}`,
+    `TANDEM_ATTN_MMA must be v0, v1, v2, v3 or v4, got ${JSON.stringify(v)}`,
   );
 }
 

@@ -64,11 +64,17 @@ export const ATTENTION_FORWARD_MMA_FA2: CudaProgram = {
 };
 
 /**
- * 'auto': tensor cores when the call fits them (their v1, v2 or v3 with TANDEM_ATTN_MMA=v1|v2|v3 where
- * it fits), else CUDA cores; the others force one kernel (the tests compare each against the reference).
+ * 'auto': tensor cores when the call fits them (their v1…v4 with TANDEM_ATTN_MMA=v1…v4 where it fits),
+ * else CUDA cores; the others force one kernel (the tests compare each against the reference).
  */
 export type AttentionPath =
-  'auto' | 'generic' | 'tensor-core' | 'tensor-core-v1' | 'tensor-core-v2' | 'tensor-core-v3';
+  | 'auto'
+  | 'generic'
+  | 'tensor-core'
+  | 'tensor-core-v1'
+  | 'tensor-core-v2'
+  | 'tensor-core-v3'
+  | 'tensor-core-v4';
 
 const FORCED: Readonly<Record<AttentionPath, MmaVersion | null>> = {
   auto: null,
@@ -77,6 +83,7 @@ const FORCED: Readonly<Record<AttentionPath, MmaVersion | null>> = {
   'tensor-core-v1': 'v1',
   'tensor-core-v2': 'v2',
   'tensor-core-v3': 'v3',
+  'tensor-core-v4': 'v4',
 };
 
 function plan(args: readonly CudaArg[], scalars: Scalars): AttentionLaunch | null {
@@ -94,7 +101,7 @@ function run(path: AttentionPath, ctx: CudaKernelContext, args: readonly CudaArg
   );
   const version = mmaPathVersion(path, eligible, launch, 'attention');
   const mma =
-    version === 'v3'
+    version === 'v3' || version === 'v4'
       ? ATTENTION_FORWARD_MMA_FA2
       : version === 'v0'
         ? ATTENTION_FORWARD_MMA
@@ -105,7 +112,7 @@ function run(path: AttentionPath, ctx: CudaKernelContext, args: readonly CudaArg
 
 /**
  * Which tensor-core kernels a launch gets (v2: v1's forward, the single-pass backward; v3: the FA2-style
- * forward, the single-pass backward); throws when
+ * forward, the single-pass backward; v4: v3 with the single pass in halves); throws when
  * a forced tensor-core path does not fit the call (the GPU tests force each kernel and must not silently
  * test another).
  */

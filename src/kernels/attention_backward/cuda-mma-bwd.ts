@@ -15,6 +15,60 @@
  */
 import { MMA_COMMON } from '../attention/cuda-mma.js';
 
+/**
+ * The single pass's prep (delta, the zeroed accumulator) and convert (scale · dQ into dqkv) kernels, which
+ * the halves variant (cuda-mma-bwd-halves.ts) shares: appended to its source by the lab's gen-base.mjs.
+ */
+export const MMA_SINGLE_PASS_AUX = `// dqkv's q columns = 16-bit(scale · dq_acc): 64 rows of one head per block, 16 bytes of output a thread
+// a step (the accumulator read as 2 x 16 bytes). The main kernel's parameter list (one argument list for
+// both; bench/attention-lab launches them so).
+extern "C" __global__ void __launch_bounds__(128) tdm_attn_dq_convert(const u16* __restrict__ dy, const u16* __restrict__ qkv,
+    const float* __restrict__ lse, const float* __restrict__ delta, u16* __restrict__ dqkv, int T, int H, float scale,
+    float scale_log2, const float* __restrict__ dq_acc) {
+  const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
+  const int C = H * HD, t0 = blockIdx.y * TILE;
+  const long long ld = 3LL * C;
+  for (int e = threadIdx.x; e < TILE * (HD / 8); e += blockDim.x) {
+    const int r = e / (HD / 8), col = (e - r * (HD / 8)) * 8, t = t0 + r;
+    if (t >= T) continue;
+    const float* src = dq_acc + ((long long)b * T + t) * C + h * HD + col;
+    const tdm_v4 x = *(const tdm_v4*)src, y = *(const tdm_v4*)(src + 4);
+    tdm_v4 v;
+    v.x = pack2(__uint_as_float(x.x) * scale, __uint_as_float(x.y) * scale);
+    v.y = pack2(__uint_as_float(x.z) * scale, __uint_as_float(x.w) * scale);
+    v.z = pack2(__uint_as_float(y.x) * scale, __uint_as_float(y.y) * scale);
+    v.w = pack2(__uint_as_float(y.z) * scale, __uint_as_float(y.w) * scale);
+    *(tdm_v4*)(dqkv + ((long long)b * T + t) * ld + h * HD + col) = v;
+  }
+}
+
+// delta[bh, t] = Σ dY ⊙ Y over the head's columns, and the accumulator's 64 x HD block of the same rows
+// and head zeroed: 64 rows per block, HD / 8 lanes a row (16-byte loads), the row sum by shuffles.
+extern "C" __global__ void __launch_bounds__(128) tdm_attn_bwd_prep(const u16* __restrict__ dy, const u16* __restrict__ y,
+    float* __restrict__ delta, float* __restrict__ dq_acc, int T, int H) {
+  const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
+  const int C = H * HD, t0 = blockIdx.y * TILE;
+  constexpr int LPR = HD / 8;  // lanes per row
+  for (int e = threadIdx.x; e < TILE * LPR; e += blockDim.x) {
+    const int r = e / LPR, col = (e - r * LPR) * 8, t = t0 + r;
+    float sum = 0.f;
+    if (t < T) {
+      const long long off = ((long long)b * T + t) * C + h * HD + col;
+      const tdm_v4 a = *(const tdm_v4*)(dy + off), o = *(const tdm_v4*)(y + off);
+      const unsigned av[4] = {a.x, a.y, a.z, a.w}, ov[4] = {o.x, o.y, o.z, o.w};
+#pragma unroll
+      for (int i = 0; i < 4; i++) sum += h2f_lo(av[i]) * h2f_lo(ov[i]) + h2f_hi(av[i]) * h2f_hi(ov[i]);
+      tdm_v4 z; z.x = 0u; z.y = 0u; z.z = 0u; z.w = 0u;
+      *(tdm_v4*)(dq_acc + off) = z;
+      *(tdm_v4*)(dq_acc + off + 4) = z;
+    }
+#pragma unroll
+    for (int o = 1; o < LPR; o <<= 1) sum += __shfl_xor_sync(FULL, sum, o);
+    if (t < T && col == 0) delta[(long long)bh * T + t] = sum;
+  }
+}
+`;
+
 export const MMA_BWD_SINGLE_PASS = `${MMA_COMMON}
 // dSᵀ is 64 keys x 64 queries whatever the head dim: its own row stride (padded by 8 as RS is).
 #define DSRS (TILE + 8)
@@ -161,53 +215,4 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_bwd_mma(const u16* __
   store_rows(out + C, ld, dk, keyA, T, scale, scale, c);
   store_rows(out + 2 * C, ld, dv, keyA, T, 1.f, 1.f, c);
 }
-
-// dqkv's q columns = 16-bit(scale · dq_acc): 64 rows of one head per block, 16 bytes of output a thread
-// a step (the accumulator read as 2 x 16 bytes). The main kernel's parameter list (one argument list for
-// both; bench/attention-lab launches them so).
-extern "C" __global__ void __launch_bounds__(128) tdm_attn_dq_convert(const u16* __restrict__ dy, const u16* __restrict__ qkv,
-    const float* __restrict__ lse, const float* __restrict__ delta, u16* __restrict__ dqkv, int T, int H, float scale,
-    float scale_log2, const float* __restrict__ dq_acc) {
-  const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
-  const int C = H * HD, t0 = blockIdx.y * TILE;
-  const long long ld = 3LL * C;
-  for (int e = threadIdx.x; e < TILE * (HD / 8); e += blockDim.x) {
-    const int r = e / (HD / 8), col = (e - r * (HD / 8)) * 8, t = t0 + r;
-    if (t >= T) continue;
-    const float* src = dq_acc + ((long long)b * T + t) * C + h * HD + col;
-    const tdm_v4 x = *(const tdm_v4*)src, y = *(const tdm_v4*)(src + 4);
-    tdm_v4 v;
-    v.x = pack2(__uint_as_float(x.x) * scale, __uint_as_float(x.y) * scale);
-    v.y = pack2(__uint_as_float(x.z) * scale, __uint_as_float(x.w) * scale);
-    v.z = pack2(__uint_as_float(y.x) * scale, __uint_as_float(y.y) * scale);
-    v.w = pack2(__uint_as_float(y.z) * scale, __uint_as_float(y.w) * scale);
-    *(tdm_v4*)(dqkv + ((long long)b * T + t) * ld + h * HD + col) = v;
-  }
-}
-
-// delta[bh, t] = Σ dY ⊙ Y over the head's columns, and the accumulator's 64 x HD block of the same rows
-// and head zeroed: 64 rows per block, HD / 8 lanes a row (16-byte loads), the row sum by shuffles.
-extern "C" __global__ void __launch_bounds__(128) tdm_attn_bwd_prep(const u16* __restrict__ dy, const u16* __restrict__ y,
-    float* __restrict__ delta, float* __restrict__ dq_acc, int T, int H) {
-  const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
-  const int C = H * HD, t0 = blockIdx.y * TILE;
-  constexpr int LPR = HD / 8;  // lanes per row
-  for (int e = threadIdx.x; e < TILE * LPR; e += blockDim.x) {
-    const int r = e / LPR, col = (e - r * LPR) * 8, t = t0 + r;
-    float sum = 0.f;
-    if (t < T) {
-      const long long off = ((long long)b * T + t) * C + h * HD + col;
-      const tdm_v4 a = *(const tdm_v4*)(dy + off), o = *(const tdm_v4*)(y + off);
-      const unsigned av[4] = {a.x, a.y, a.z, a.w}, ov[4] = {o.x, o.y, o.z, o.w};
-#pragma unroll
-      for (int i = 0; i < 4; i++) sum += h2f_lo(av[i]) * h2f_lo(ov[i]) + h2f_hi(av[i]) * h2f_hi(ov[i]);
-      tdm_v4 z; z.x = 0u; z.y = 0u; z.z = 0u; z.w = 0u;
-      *(tdm_v4*)(dq_acc + off) = z;
-      *(tdm_v4*)(dq_acc + off + 4) = z;
-    }
-#pragma unroll
-    for (int o = 1; o < LPR; o <<= 1) sum += __shfl_xor_sync(FULL, sum, o);
-    if (t < T && col == 0) delta[(long long)bh * T + t] = sum;
-  }
-}
-`;
+${MMA_SINGLE_PASS_AUX}`;

@@ -10,6 +10,7 @@ import { type AttentionPath, mmaPathVersion } from '../attention/cuda.js';
 import { DELTA, GENERIC_DKDV, GENERIC_DQ } from '../attention/cuda-generic.js';
 import { MMA_DKDV, MMA_DQ } from '../attention/cuda-mma.js';
 import { MMA_BWD_SINGLE_PASS } from './cuda-mma-bwd.js';
+import { MMA_BWD_HALVES } from './cuda-mma-bwd-halves.js';
 import {
   L,
   asScalars,
@@ -125,6 +126,19 @@ export const ATTENTION_BWD_MMA_V2: CudaProgram = {
   params: (a, s) => [...mmaParams(a, s), { kind: 'addr', value: L(s).dqAcc ?? 0 }],
 };
 
+/**
+ * The single pass in halves (v4): K and V kept in shared memory too — 6 tiles of 64 rows × (d + 8) and
+ * dSᵀ's 64 × 72 (64,512 bytes at d = 64); the same prep and convert launches around it.
+ */
+const halvesShared = (d: number): number => (6 * MMA_TILE * (d + 8) + MMA_TILE * (MMA_TILE + 8)) * 2;
+
+export const ATTENTION_BWD_MMA_V4: CudaProgram = {
+  ...ATTENTION_BWD_MMA_V2,
+  ...withMmaV1(mmaProgram(MMA_BWD_HALVES, 'tdm_attn_bwd_mma', 1)),
+  sharedBytes: (_a, s) => halvesShared(L(s).headDim),
+  maxDynamicSharedBytes: halvesShared(64),
+};
+
 /** Single pass (v2), launch 3 of 3: scale · dQ into dqkv's q columns (the main kernel's parameters). */
 export const ATTENTION_DQ_CONVERT_V2: CudaProgram = {
   ...withMmaV1(mmaProgram(MMA_BWD_SINGLE_PASS, 'tdm_attn_dq_convert', 1)),
@@ -143,12 +157,12 @@ function run(path: AttentionPath, ctx: CudaKernelContext, args: readonly CudaArg
   const rows = base.batch * base.heads * base.seq;
   const delta = ctx.scratch(rows * (base.f64 ? 8 : 4));
   const mma = path !== 'generic' && eligible;
-  if (mma && (version === 'v2' || version === 'v3')) {
+  if (mma && (version === 'v2' || version === 'v3' || version === 'v4')) {
     // dQ accumulated in f32 [B, T, C] (rows · d values), zeroed by the prep launch.
     const dqAcc = ctx.scratch(rows * base.headDim * 4);
     const launch = asScalars({ ...base, delta, dqAcc });
     ctx.launch(ATTENTION_BWD_PREP_V2, args, launch);
-    ctx.launch(ATTENTION_BWD_MMA_V2, args, launch);
+    ctx.launch(version === 'v4' ? ATTENTION_BWD_MMA_V4 : ATTENTION_BWD_MMA_V2, args, launch);
     ctx.launch(ATTENTION_DQ_CONVERT_V2, args, launch);
     return;
   }

@@ -21,7 +21,7 @@ std::barrier<>* g_warp_bar[32];
 #define __global__
 #define __device__
 #define __forceinline__ inline
-#define __launch_bounds__(x)
+#define __launch_bounds__(...)
 #define __restrict__
 #define __shared__ static
 inline void __syncthreads() { g_block_bar->arrive_and_wait(); }

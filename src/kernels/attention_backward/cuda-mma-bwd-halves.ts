@@ -1,31 +1,18 @@
-// bwd3: bwd2 (FlashAttention-2's single backward pass, dQ by f32 atomics) with K's and V's A fragments
-// re-read from shared memory by ldmatrix.x4 at each k step instead of held in 32 registers for the whole
-// kernel (as fwd2 does for Q), and each 64-query tile handled as two halves of 32 (the Sᵀ and dPᵀ
-// accumulators 32 registers instead of 64; K's and V's fragments read twice), so the kernel fits
-// __launch_bounds__(128, 3): three blocks (12 warps) an SM instead of two. Shared memory: [stage 0: Q, dY][stage 1: Q, dY][K][V][dSᵀ], 64 rows each:
-// 7 x 64 x RS x 2 = 64512 bytes (dynamic), three blocks 189 KiB. Same convert and prep kernels as bwd2
-// (copied here so the file stands alone).
-#include "lab.cuh"
-// Rows [r0, r0 + rows) of a matrix whose row t starts at base + t * ld (HD columns) into s[rows][RS]
-// by cp.async; rows at or past T are zeros.
-template <int ROWS, int NTHREADS>
-static __device__ __forceinline__ void load_rows_async(u16* s, const u16* __restrict__ base, long long ld, int r0, int T) {
-  // Thread i copies 16-byte chunk i % (HD / 8) of rows i / (HD / 8) + k * (NTHREADS / (HD / 8)): one
-  // pointer stepped by a fixed stride (no per-row 64-bit products kept live across the key loop).
-  constexpr int CPR = HD / 8, STEP = NTHREADS / CPR;
-  static_assert(NTHREADS % CPR == 0 && ROWS % STEP == 0, "whole passes");
-  const int r = threadIdx.x / CPR, c = (threadIdx.x - r * CPR) * 8;
-  const u16* g = base + (long long)(r0 + r) * ld + c;
-  const long long gs = (long long)STEP * ld;
-  u16* d = s + r * RS + c;
-#pragma unroll
-  for (int k = 0; k < ROWS / STEP; k++) {
-    const bool in = r0 + r + k * STEP < T;
-    cp_async16(d + k * STEP * RS, in ? g : base, in ? 16 : 0);
-    g += gs;
-  }
-}
+/**
+ * The opt-in single-pass attention backward in halves (TANDEM_ATTN_MMA=v4, with the FA2-style forward;
+ * the attention lab's bwd3): the v2 single pass (cuda-mma-bwd.ts: dK, dV per 64-key block, dQ by f32
+ * atomics, the same prep and convert launches) with K's and V's A fragments re-read from shared memory
+ * by ldmatrix.x4 at each k step instead of held in 32 registers, and each 64-query tile done as two
+ * halves of 32 (the Sᵀ and dPᵀ accumulators 32 registers instead of 64), so it fits
+ * __launch_bounds__(128, 3): three blocks (12 warps) an SM instead of two. Shared memory: [stage 0: Q, dY]
+ * [stage 1: Q, dY][K][V], 64 rows of d + 8, and [dSᵀ] 64 rows of 72: 64,512 bytes at d = 64 (dynamic).
+ */
+import { MMA_COMMON } from '../attention/cuda-mma.js';
 
+export const MMA_BWD_HALVES = `${MMA_COMMON}
+// dSᵀ is 64 keys x 64 queries whatever the head dim: its own row stride (the lab's bwd3 used RS: right
+// at d = 64 only).
+#define DSRS (TILE + 8)
 // acc[j] += A · Bᵀ for A the warp's 16 rows of a row-major tile sA ([16][RS], from its first row) and B
 // a 64-row tile sB, one 16-wide k step at a time: A's fragment by one ldmatrix.x4 (4 registers), B's for
 // two 8-row column tiles by another (rows j*8.. / j*8+8.. x cols 0-7 / 8-15 of the step).
@@ -67,7 +54,7 @@ static __device__ __forceinline__ void mma_pv_packed(float (*acc)[4], unsigned (
 extern "C" __global__ void __launch_bounds__(128, 3) tdm_attn_bwd_mma(const u16* __restrict__ dy, const u16* __restrict__ qkv,
     const float* __restrict__ lse, const float* __restrict__ delta, u16* __restrict__ dqkv, int T, int H, float scale,
     float scale_log2, float* __restrict__ dq_acc) {
-  extern __shared__ __align__(16) u16 smem[];
+  extern __shared__ u16 smem[];  // dynamic: 16-byte aligned at least
   u16* const sK = smem + 4 * TILE * RS;
   u16* const sV = smem + 5 * TILE * RS;
   u16* const sdS = smem + 6 * TILE * RS;
@@ -151,8 +138,8 @@ extern "C" __global__ void __launch_bounds__(128, 3) tdm_attn_bwd_mma(const u16*
         pp[j][1] = pack2(p[j][2], p[j][3]);
         dsp[j][0] = pack2(ds[j][0], ds[j][1]);
         dsp[j][1] = pack2(ds[j][2], ds[j][3]);
-        *(unsigned*)(sdS + (w0 + g) * RS + hf * 32 + j * 8 + 2 * c) = dsp[j][0];
-        *(unsigned*)(sdS + (w0 + g + 8) * RS + hf * 32 + j * 8 + 2 * c) = dsp[j][1];
+        *(unsigned*)(sdS + (w0 + g) * DSRS + hf * 32 + j * 8 + 2 * c) = dsp[j][0];
+        *(unsigned*)(sdS + (w0 + g + 8) * DSRS + hf * 32 + j * 8 + 2 * c) = dsp[j][1];
       }
       mma_pv_packed<NJ / 2>(dv, pp, sdY + hf * 32 * RS, lane);
       mma_pv_packed<NJ / 2>(dk, dsp, sQ + hf * 32 * RS, lane);
@@ -166,7 +153,7 @@ extern "C" __global__ void __launch_bounds__(128, 3) tdm_attn_bwd_mma(const u16*
 #pragma unroll
     for (int kk = 0; kk < KS_T; kk++) {
       unsigned a[4];
-      ldsm_x4_trans(a, sdS + (kk * 16 + lr + (lm >> 1) * 8) * RS + w0 + (lm & 1) * 8);
+      ldsm_x4_trans(a, sdS + (kk * 16 + lr + (lm >> 1) * 8) * DSRS + w0 + (lm & 1) * 8);
 #pragma unroll
       for (int nd = 0; nd < NT_D; nd += 2) {
         unsigned kb[4];
@@ -192,51 +179,4 @@ extern "C" __global__ void __launch_bounds__(128, 3) tdm_attn_bwd_mma(const u16*
   store_rows(out + C, ld, dk, keyA, T, scale, scale, c);
   store_rows(out + 2 * C, ld, dv, keyA, T, 1.f, 1.f, c);
 }
-
-// dqkv's q columns = bf16(scale · dq_acc): 64 rows of one head per block, 16 bytes of output a thread
-// a step. Same parameters as tdm_attn_bwd_mma (the lab launches both with one argument list).
-extern "C" __global__ void __launch_bounds__(128) tdm_attn_dq_convert(const u16* __restrict__ dy, const u16* __restrict__ qkv,
-    const float* __restrict__ lse, const float* __restrict__ delta, u16* __restrict__ dqkv, int T, int H, float scale,
-    float scale_log2, const float* __restrict__ dq_acc) {
-  const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
-  const int C = H * HD, t0 = blockIdx.y * TILE;
-  const long long ld = 3LL * C;
-  for (int e = threadIdx.x; e < TILE * (HD / 8); e += blockDim.x) {
-    const int r = e / (HD / 8), col = (e - r * (HD / 8)) * 8, t = t0 + r;
-    if (t >= T) continue;
-    const float* src = dq_acc + ((long long)b * T + t) * C + h * HD + col;
-    const float4 x = *(const float4*)src, y = *(const float4*)(src + 4);
-    tdm_v4 v;
-    v.x = pack2(x.x * scale, x.y * scale);
-    v.y = pack2(x.z * scale, x.w * scale);
-    v.z = pack2(y.x * scale, y.y * scale);
-    v.w = pack2(y.z * scale, y.w * scale);
-    *(tdm_v4*)(dqkv + ((long long)b * T + t) * ld + h * HD + col) = v;
-  }
-}
-
-// delta[bh, t] = Σ_d dY ⊙ Y over the head's columns, and dq_acc's 64 x HD block of the same rows and
-// head zeroed: 64 rows per block, HD / 8 lanes a row (16-byte loads), the row sum by shuffles.
-extern "C" __global__ void __launch_bounds__(128) tdm_attn_bwd_prep(const u16* __restrict__ dy, const u16* __restrict__ y,
-    float* __restrict__ delta, float* __restrict__ dq_acc, int T, int H) {
-  const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
-  const int C = H * HD, t0 = blockIdx.y * TILE;
-  constexpr int LPR = HD / 8;  // lanes per row
-  for (int e = threadIdx.x; e < TILE * LPR; e += blockDim.x) {
-    const int r = e / LPR, col = (e - r * LPR) * 8, t = t0 + r;
-    float sum = 0.f;
-    if (t < T) {
-      const long long off = ((long long)b * T + t) * C + h * HD + col;
-      const tdm_v4 a = *(const tdm_v4*)(dy + off), o = *(const tdm_v4*)(y + off);
-      const unsigned av[4] = {a.x, a.y, a.z, a.w}, ov[4] = {o.x, o.y, o.z, o.w};
-#pragma unroll
-      for (int i = 0; i < 4; i++) sum += h2f_lo(av[i]) * h2f_lo(ov[i]) + h2f_hi(av[i]) * h2f_hi(ov[i]);
-      float4 z = make_float4(0.f, 0.f, 0.f, 0.f);
-      *(float4*)(dq_acc + off) = z;
-      *(float4*)(dq_acc + off + 4) = z;
-    }
-#pragma unroll
-    for (int o = 1; o < LPR; o <<= 1) sum += __shfl_xor_sync(FULL, sum, o);
-    if (t < T && col == 0) delta[(long long)bh * T + t] = sum;
-  }
-}
+`;
