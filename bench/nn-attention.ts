@@ -112,6 +112,8 @@ export async function main(argv: string[]): Promise<void> {
         T,
         d,
         dtype: 'bf16',
+        // The tensor-core kernels' version (TANDEM_ATTN_MMA, docs/deep-learning-ops.md).
+        kernels: process.env['TANDEM_ATTN_MMA'] || 'v0',
         reps,
         fwd_ms: fwdMs,
         fwdbwd_ms: fwdBwdMs,
