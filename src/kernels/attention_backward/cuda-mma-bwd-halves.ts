@@ -8,11 +8,10 @@
  * [stage 1: Q, dY][K][V], 64 rows of d + 8, and [dSᵀ] 64 rows of 72: 64,512 bytes at d = 64 (dynamic).
  */
 import { MMA_COMMON } from '../attention/cuda-mma.js';
+import { MMA_SINGLE_PASS_HELPERS } from './cuda-mma-bwd.js';
 
 export const MMA_BWD_HALVES = `${MMA_COMMON}
-// dSᵀ is 64 keys x 64 queries whatever the head dim: its own row stride (the lab's bwd3 used RS: right
-// at d = 64 only).
-#define DSRS (TILE + 8)
+${MMA_SINGLE_PASS_HELPERS}
 // acc[j] += A · Bᵀ for A the warp's 16 rows of a row-major tile sA ([16][RS], from its first row) and B
 // a 64-row tile sB, one 16-wide k step at a time: A's fragment by one ldmatrix.x4 (4 registers), B's for
 // two 8-row column tiles by another (rows j*8.. / j*8+8.. x cols 0-7 / 8-15 of the step).
@@ -33,24 +32,6 @@ static __device__ __forceinline__ void mma_abt_ss(float (*acc)[4], const u16* sA
   }
 }
 
-// acc[nd] += P · M for P the warp's 16 x 64 operand given as packed 16-bit pairs pk (pk[j][0]: row g,
-// cols 8j + 2c..; pk[j][1]: row g + 8) and M a 64 x HD row-major tile s [TILE][RS] (ldmatrix.trans).
-template <int KS>
-static __device__ __forceinline__ void mma_pv_packed(float (*acc)[4], unsigned (*pk)[2], const u16* s, int lane) {
-  const int lr = lane & 7, lm = lane >> 3;
-#pragma unroll
-  for (int kk = 0; kk < KS; kk++) {
-    const unsigned a[4] = {pk[2 * kk][0], pk[2 * kk][1], pk[2 * kk + 1][0], pk[2 * kk + 1][1]};
-#pragma unroll
-    for (int nd = 0; nd < NT_D; nd += 2) {
-      unsigned vb[4];
-      ldsm_x4_trans(vb, s + (kk * 16 + lr + (lm & 1) * 8) * RS + nd * 8 + (lm >> 1) * 8);
-      mma(acc[nd], a, vb[0], vb[1]);
-      mma(acc[nd + 1], a, vb[2], vb[3]);
-    }
-  }
-}
-
 extern "C" __global__ void __launch_bounds__(128, 3) tdm_attn_bwd_mma(const u16* __restrict__ dy, const u16* __restrict__ qkv,
     const float* __restrict__ lse, const float* __restrict__ delta, u16* __restrict__ dqkv, int T, int H, float scale,
     float scale_log2, float* __restrict__ dq_acc) {
@@ -63,7 +44,6 @@ extern "C" __global__ void __launch_bounds__(128, 3) tdm_attn_bwd_mma(const u16*
   const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
   const int s0 = blockIdx.y * TILE;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
-  const int lr = lane & 7, lm = lane >> 3;
   const int C = H * HD, w0 = warp * 16;
   const long long ld = 3LL * C;
   const u16* qb = qkv + (long long)b * T * ld + (long long)h * HD;
@@ -145,30 +125,7 @@ extern "C" __global__ void __launch_bounds__(128, 3) tdm_attn_bwd_mma(const u16*
       mma_pv_packed<NJ / 2>(dk, dsp, sQ + hf * 32 * RS, lane);
     }
     __syncthreads();  // dSᵀ complete
-    // dQ rows t0 + w0 .. + 15 (this warp's 16 queries) = dS[q][0..64) · K: A fragments of dS by
-    // ldmatrix.x4.trans of dSᵀ (matrices: keys 0-7 / 8-15 of the step x queries 0-7 / 8-15).
-    float dq[NT_D][4];
-#pragma unroll
-    for (int nd = 0; nd < NT_D; nd++) { dq[nd][0] = 0.f; dq[nd][1] = 0.f; dq[nd][2] = 0.f; dq[nd][3] = 0.f; }
-#pragma unroll
-    for (int kk = 0; kk < KS_T; kk++) {
-      unsigned a[4];
-      ldsm_x4_trans(a, sdS + (kk * 16 + lr + (lm >> 1) * 8) * DSRS + w0 + (lm & 1) * 8);
-#pragma unroll
-      for (int nd = 0; nd < NT_D; nd += 2) {
-        unsigned kb[4];
-        ldsm_x4_trans(kb, sK + (kk * 16 + lr + (lm & 1) * 8) * RS + nd * 8 + (lm >> 1) * 8);
-        mma(dq[nd], a, kb[0], kb[1]);
-        mma(dq[nd + 1], a, kb[2], kb[3]);
-      }
-    }
-    const int qA = t0 + w0 + g, qB = qA + 8;
-#pragma unroll
-    for (int nd = 0; nd < NT_D; nd++) {
-      const int col = nd * 8 + 2 * c;
-      if (qA < T) red_add_v2(accb + (long long)qA * C + col, dq[nd][0], dq[nd][1]);
-      if (qB < T) red_add_v2(accb + (long long)qB * C + col, dq[nd][2], dq[nd][3]);
-    }
+    dq_accumulate(accb, sdS, sK, t0, w0, T, C, lane);
     if (it + 1 < tiles && threadIdx.x < TILE) {
       sL[st ^ 1][threadIdx.x] = nextL;
       sD[st ^ 1][threadIdx.x] = nextD;

@@ -69,15 +69,21 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_bwd_prep(const u16* _
 }
 `;
 
-export const MMA_BWD_SINGLE_PASS = `${MMA_COMMON}
-// dSᵀ is 64 keys x 64 queries whatever the head dim: its own row stride (padded by 8 as RS is).
+/**
+ * Device helpers both single-pass kernels (this one and cuda-mma-bwd-halves.ts) use: dSᵀ's row stride,
+ * the P·M product from packed 16-bit operands, and a warp's dQ rows of one tile pair added into the f32
+ * accumulator.
+ */
+export const MMA_SINGLE_PASS_HELPERS = `// dSᵀ is 64 keys x 64 queries whatever the head dim: its own row stride (padded by 8 as RS is; the
+// lab's kernels used RS, right at d = 64 only).
 #define DSRS (TILE + 8)
-// acc[nd] += P · M for P the warp's 16 x 64 operand given as packed 16-bit pairs pk (pk[j][0]: row g,
-// cols 8j + 2c..; pk[j][1]: row g + 8) and M a 64 x HD row-major tile s [TILE][RS] (ldmatrix.trans).
+// acc[nd] += P · M for P the warp's 16 x (16 KS) operand given as packed 16-bit pairs pk (pk[j][0]: row g,
+// cols 8j + 2c..; pk[j][1]: row g + 8) and M a (16 KS) x HD row-major tile s [..][RS] (ldmatrix.trans).
+template <int KS>
 static __device__ __forceinline__ void mma_pv_packed(float (*acc)[4], unsigned (*pk)[2], const u16* s, int lane) {
   const int lr = lane & 7, lm = lane >> 3;
 #pragma unroll
-  for (int kk = 0; kk < KS_T; kk++) {
+  for (int kk = 0; kk < KS; kk++) {
     const unsigned a[4] = {pk[2 * kk][0], pk[2 * kk][1], pk[2 * kk + 1][0], pk[2 * kk + 1][1]};
 #pragma unroll
     for (int nd = 0; nd < NT_D; nd += 2) {
@@ -88,7 +94,39 @@ static __device__ __forceinline__ void mma_pv_packed(float (*acc)[4], unsigned (
     }
   }
 }
+// dQ rows t0 + w0 .. + 15 (this warp's 16 queries) = dS[q][0..64) · K, added into the accumulator rows of
+// accb (row stride C) by red.global.add.v2: A fragments of dS by ldmatrix.x4.trans of dSᵀ sdS (matrices:
+// keys 0-7 / 8-15 of the step x queries 0-7 / 8-15), K's B fragments by ldmatrix.trans of sK.
+static __device__ __forceinline__ void dq_accumulate(float* accb, const u16* sdS, const u16* sK, int t0, int w0, int T,
+    int C, int lane) {
+  const int lr = lane & 7, lm = lane >> 3, g = lane >> 2, c = lane & 3;
+  float dq[NT_D][4];
+#pragma unroll
+  for (int nd = 0; nd < NT_D; nd++) { dq[nd][0] = 0.f; dq[nd][1] = 0.f; dq[nd][2] = 0.f; dq[nd][3] = 0.f; }
+#pragma unroll
+  for (int kk = 0; kk < KS_T; kk++) {
+    unsigned a[4];
+    ldsm_x4_trans(a, sdS + (kk * 16 + lr + (lm >> 1) * 8) * DSRS + w0 + (lm & 1) * 8);
+#pragma unroll
+    for (int nd = 0; nd < NT_D; nd += 2) {
+      unsigned kb[4];
+      ldsm_x4_trans(kb, sK + (kk * 16 + lr + (lm & 1) * 8) * RS + nd * 8 + (lm >> 1) * 8);
+      mma(dq[nd], a, kb[0], kb[1]);
+      mma(dq[nd + 1], a, kb[2], kb[3]);
+    }
+  }
+  const int qA = t0 + w0 + g, qB = qA + 8;
+#pragma unroll
+  for (int nd = 0; nd < NT_D; nd++) {
+    const int col = nd * 8 + 2 * c;
+    if (qA < T) red_add_v2(accb + (long long)qA * C + col, dq[nd][0], dq[nd][1]);
+    if (qB < T) red_add_v2(accb + (long long)qB * C + col, dq[nd][2], dq[nd][3]);
+  }
+}
+`;
 
+export const MMA_BWD_SINGLE_PASS = `${MMA_COMMON}
+${MMA_SINGLE_PASS_HELPERS}
 extern "C" __global__ void __launch_bounds__(128) tdm_attn_bwd_mma(const u16* __restrict__ dy, const u16* __restrict__ qkv,
     const float* __restrict__ lse, const float* __restrict__ delta, u16* __restrict__ dqkv, int T, int H, float scale,
     float scale_log2, float* __restrict__ dq_acc) {
@@ -100,7 +138,6 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_bwd_mma(const u16* __
   const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
   const int s0 = blockIdx.y * TILE;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
-  const int lr = lane & 7, lm = lane >> 3;
   const int C = H * HD, w0 = warp * 16;
   const long long ld = 3LL * C;
   const u16* qb = qkv + (long long)b * T * ld + (long long)h * HD;
@@ -178,33 +215,10 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_bwd_mma(const u16* __
       *(unsigned*)(sdS + (w0 + g) * DSRS + j * 8 + 2 * c) = dsp[j][0];
       *(unsigned*)(sdS + (w0 + g + 8) * DSRS + j * 8 + 2 * c) = dsp[j][1];
     }
-    mma_pv_packed(dv, pp, sdY, lane);
-    mma_pv_packed(dk, dsp, sQ, lane);
+    mma_pv_packed<KS_T>(dv, pp, sdY, lane);
+    mma_pv_packed<KS_T>(dk, dsp, sQ, lane);
     __syncthreads();  // dSᵀ complete
-    // dQ rows t0 + w0 .. + 15 (this warp's 16 queries) = dS[q][0..64) · K: A fragments of dS by
-    // ldmatrix.x4.trans of dSᵀ (matrices: keys 0-7 / 8-15 of the step x queries 0-7 / 8-15).
-    float dq[NT_D][4];
-#pragma unroll
-    for (int nd = 0; nd < NT_D; nd++) { dq[nd][0] = 0.f; dq[nd][1] = 0.f; dq[nd][2] = 0.f; dq[nd][3] = 0.f; }
-#pragma unroll
-    for (int kk = 0; kk < KS_T; kk++) {
-      unsigned a[4];
-      ldsm_x4_trans(a, sdS + (kk * 16 + lr + (lm >> 1) * 8) * DSRS + w0 + (lm & 1) * 8);
-#pragma unroll
-      for (int nd = 0; nd < NT_D; nd += 2) {
-        unsigned kb[4];
-        ldsm_x4_trans(kb, sK + (kk * 16 + lr + (lm & 1) * 8) * RS + nd * 8 + (lm >> 1) * 8);
-        mma(dq[nd], a, kb[0], kb[1]);
-        mma(dq[nd + 1], a, kb[2], kb[3]);
-      }
-    }
-    const int qA = t0 + w0 + g, qB = qA + 8;
-#pragma unroll
-    for (int nd = 0; nd < NT_D; nd++) {
-      const int col = nd * 8 + 2 * c;
-      if (qA < T) red_add_v2(accb + (long long)qA * C + col, dq[nd][0], dq[nd][1]);
-      if (qB < T) red_add_v2(accb + (long long)qB * C + col, dq[nd][2], dq[nd][3]);
-    }
+    dq_accumulate(accb, sdS, sK, t0, w0, T, C, lane);
     if (it + 1 < tiles && threadIdx.x < TILE) {
       sL[st ^ 1][threadIdx.x] = nextL;
       sD[st ^ 1][threadIdx.x] = nextD;
