@@ -52,6 +52,16 @@ function randomTokens(n: number, rnd: () => number): number[] {
   return Array.from({ length: n }, () => Math.floor(rnd() * config.vocab));
 }
 
+/** Equal to f32 rounding: within 1e-5 relative (plus 1e-5 absolute near zero), element for element. */
+function assertNear(got: ArrayLike<number>, want: ArrayLike<number>, what: string): void {
+  assert.equal(got.length, want.length, what);
+  for (let v = 0; v < want.length; v++)
+    assert.ok(
+      Math.abs(got[v]! - want[v]!) <= 1e-5 * (1 + Math.abs(want[v]!)),
+      `${what}, element ${v}: ${got[v]} vs ${want[v]}`,
+    );
+}
+
 void describe('GPT inference with a KV cache (f32, CPU)', () => {
   void it('every cached step gives the full forward logits; new sequences join freed slots', async () => {
     const rnd = seededRandom(3);
@@ -129,7 +139,10 @@ void describe('GPT inference with a KV cache (f32, CPU)', () => {
     // against every kernel as its own task.
     assert.ok(sequenceTasks <= 4, `tasks with sequences: ${sequenceTasks}`);
     assert.ok(kernelTasks > 5 * config.layers + 2, `tasks without: ${kernelTasks}`);
-    for (const [i, row] of together.entries()) assert.deepEqual([...row], [...separate[i]!], `sequence ${i}`);
+    // The kept plan pads the batch to its bucket (17 tokens run as 20), so its GEMMs have other row counts
+    // than the per-kernel pass's: BLAS may block them differently (OpenBLAS on AMD EPYC does), so the
+    // logits agree to f32 rounding rather than bit for bit.
+    for (const [i, row] of together.entries()) assertNear(row, separate[i]!, `sequence ${i}`);
   });
 
   void it('kept plans: repeated shapes with new tokens and lengths give the per-kernel results, no leak', async () => {
@@ -183,12 +196,7 @@ void describe('GPT inference with a KV cache (f32, CPU)', () => {
       for (const inf2 of [exact, bucketed]) {
         const got = await inf2.lastLogits(seqs);
         assert.equal(got.length, b, 'padding rows are not returned');
-        for (const [i, row] of got.entries())
-          for (let v = 0; v < row.length; v++)
-            assert.ok(
-              Math.abs(row[v]! - want[i]![v]!) <= 1e-5 * (1 + Math.abs(want[i]![v]!)),
-              `b ${b} row ${i}`,
-            );
+        for (const [i, row] of got.entries()) assertNear(row, want[i]!, `b ${b} row ${i}`);
       }
     }
     assert.equal(bucketed.keptPlans.count, 1, 'shapes 9×11, 10×12 and 10×11 share the 10×12 plan');
@@ -203,11 +211,7 @@ void describe('GPT inference with a KV cache (f32, CPU)', () => {
       [a, wantA],
       [bOut, wantB],
     ] as const)
-      for (const [i, row] of got.entries())
-        assert.ok(
-          row.every((x, v) => Math.abs(x - want[i]![v]!) <= 1e-5 * (1 + Math.abs(want[i]![v]!))),
-          `concurrent row ${i}`,
-        );
+      for (const [i, row] of got.entries()) assertNear(row, want[i]!, `concurrent row ${i}`);
     exact.dispose();
     bucketed.dispose();
     await rt.idle();
