@@ -1,4 +1,5 @@
 import { TandemError } from './errors.js';
+import { decodeHalves, encodeHalves } from './half.js';
 
 export const DTYPES = ['f32', 'f64', 'f16', 'bf16', 'i32', 'u8'] as const;
 export type DType = (typeof DTYPES)[number];
@@ -54,71 +55,19 @@ export function hostView(
   }
 }
 
-const f32Scratch = new Float32Array(1);
-const u32Scratch = new Uint32Array(f32Scratch.buffer);
-
-export function f32ToBf16(x: number): number {
-  f32Scratch[0] = x;
-  const bits = u32Scratch[0]!;
-  if ((bits & 0x7f800000) === 0x7f800000 && (bits & 0x7fffff) !== 0) return 0x7fc0; // NaN stays NaN
-  // round to nearest even
-  const rounded = bits + 0x7fff + ((bits >>> 16) & 1);
-  return (rounded >>> 16) & 0xffff;
-}
-
-export function bf16ToF32(h: number): number {
-  u32Scratch[0] = (h & 0xffff) << 16;
-  return f32Scratch[0]!;
-}
-
-export function f32ToF16(x: number): number {
-  f32Scratch[0] = x;
-  const bits = u32Scratch[0]!;
-  const sign = (bits >>> 16) & 0x8000;
-  const exp = (bits >>> 23) & 0xff;
-  let mant = bits & 0x7fffff;
-  if (exp === 0xff) return sign | 0x7c00 | (mant !== 0 ? 0x200 : 0);
-  let e = exp - 127 + 15;
-  if (e >= 0x1f) return sign | 0x7c00;
-  if (e <= 0) {
-    if (e < -10) return sign;
-    mant |= 0x800000;
-    const shift = 14 - e;
-    let half = mant >>> shift;
-    const rem = mant & ((1 << shift) - 1);
-    const mid = 1 << (shift - 1);
-    if (rem > mid || (rem === mid && (half & 1) === 1)) half++;
-    return sign | half;
-  }
-  let half = (e << 10) | (mant >>> 13);
-  const rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem === 0x1000 && (half & 1) === 1)) half++;
-  e = half >>> 10;
-  return sign | half;
-}
-
-export function f16ToF32(h: number): number {
-  const sign = h & 0x8000 ? -1 : 1;
-  const exp = (h >>> 10) & 0x1f;
-  const mant = h & 0x3ff;
-  if (exp === 0) return sign * mant * 2 ** -24;
-  if (exp === 0x1f) return mant === 0 ? sign * Infinity : NaN;
-  return sign * (1 + mant / 1024) * 2 ** (exp - 15);
-}
+export { bf16ToF32, f16ToF32, f32ToBf16, f32ToF16 } from './half.js';
 
 /** Converts stored elements to plain numbers (decoding f16/bf16). */
 export function toNumbers(dtype: DType, data: HostArray): Float64Array {
   const out = new Float64Array(data.length);
-  if (dtype === 'f16') for (let i = 0; i < data.length; i++) out[i] = f16ToF32(data[i]!);
-  else if (dtype === 'bf16') for (let i = 0; i < data.length; i++) out[i] = bf16ToF32(data[i]!);
-  else for (let i = 0; i < data.length; i++) out[i] = data[i]!;
+  if (dtype === 'f16' || dtype === 'bf16') decodeHalves(dtype, data as Uint16Array, out);
+  else out.set(data);
   return out;
 }
 
 /** Encodes numbers into storage for `dtype` (rounding to f16/bf16, truncating to integers). */
 export function fromNumbers(dtype: DType, values: ArrayLike<number>, out: HostArray): void {
-  if (dtype === 'f16') for (let i = 0; i < values.length; i++) out[i] = f32ToF16(values[i]!);
-  else if (dtype === 'bf16') for (let i = 0; i < values.length; i++) out[i] = f32ToBf16(values[i]!);
+  if (dtype === 'f16' || dtype === 'bf16') encodeHalves(dtype, values, out as Uint16Array);
   else for (let i = 0; i < values.length; i++) out[i] = values[i]!;
 }
 

@@ -3,7 +3,8 @@
  * vocabulary, or only its k largest entries found on the device (`topk_rows`: R·k numbers leave the GPU
  * instead of R·vocab). Shared by the scoring and the cached-generation paths of GptInference.
  */
-import { type DType, type HostArray, toNumbers } from '../../core/dtype.js';
+import type { DType, HostArray } from '../../core/dtype.js';
+import { halvesToF32 } from '../../core/half.js';
 import type { Tensor } from '../../memory/tensor.js';
 import type { Scope } from './scope.js';
 
@@ -25,16 +26,10 @@ interface Vocab {
   readonly paddedVocab: number;
 }
 
-/** f32 values of a read tensor: 16-bit words widened by a shift (bf16) or decoded (f16). */
+/** f32 values of a read tensor: 16-bit words widened by a shift (bf16) or a table (f16). */
 function toF32(dtype: DType, raw: HostArray): Float32Array {
-  if (dtype === 'f32') return raw as Float32Array;
-  if (dtype === 'bf16') {
-    const words = raw as Uint16Array;
-    const out = new Uint32Array(words.length);
-    for (let i = 0; i < words.length; i++) out[i] = words[i]! << 16;
-    return new Float32Array(out.buffer);
-  }
-  return Float32Array.from(toNumbers(dtype, raw));
+  if (dtype === 'f16' || dtype === 'bf16') return halvesToF32(dtype, raw as Uint16Array);
+  return dtype === 'f32' ? (raw as Float32Array) : Float32Array.from(raw);
 }
 
 /** The tensors to read for `head` from the logits rows [R, paddedVocab] (top-k runs on the device). */
