@@ -2,7 +2,8 @@
  * Host data to and from device tensors: the device dtype of each ONNX element type and the conversions,
  * shared by the planned executor and the control-flow interpreter (control/).
  */
-import { fromNumbers, toNumbers, type DType, type HostArray } from '../core/dtype.js';
+import { fromNumbers, type DType, type HostArray } from '../core/dtype.js';
+import { halvesToF32 } from '../core/half.js';
 import type { Tensor } from '../memory/tensor.js';
 import { isFloatType, roundTo, type ElemType } from './host-tensor.js';
 import type { LowerTarget } from './ops/types.js';
@@ -27,7 +28,7 @@ export function toDevice(data: ArrayLike<number>, dtype: DType): ArrayLike<numbe
 export function fromDevice(data: HostArray, dtype: DType): Float32Array | Float64Array {
   if (data instanceof Float32Array) return data;
   if (data instanceof Float64Array) return data;
-  if (dtype === 'f16' || dtype === 'bf16') return Float32Array.from(toNumbers(dtype, data));
+  if (dtype === 'f16' || dtype === 'bf16') return halvesToF32(dtype, data as Uint16Array);
   return Float64Array.from(data);
 }
 

@@ -5,6 +5,7 @@
  */
 import { TandemError } from '../core/errors.js';
 import { imageNormalizeScalars, type ImageNormalizeParams } from '../kernels/image_normalize/params.js';
+import type { Scalars } from '../devices/device.js';
 import type { Tensor } from '../memory/tensor.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { TaskHandle } from '../runtime/task.js';
@@ -36,9 +37,37 @@ export function imageDims(
 }
 
 /**
- * Submits image_normalize from the pixels x into the graph input y, placed like the run's kernels (on a
- * WebGPU run, which has no WGSL for it, on the fallback); y is freed if the submit throws.
+ * Submits a kernel from x into y (image_normalize, or a cast of an f16/bf16 run's inputs and outputs),
+ * placed like the run's kernels (on a WebGPU run, which has no WGSL for image_normalize or bf16, on the
+ * fallback); y is freed if the submit throws and `freeOnError` is set.
  */
+export function submitIoKernel(
+  rt: Pick<Runtime, 'submit' | 'free'>,
+  kernel: 'image_normalize' | 'cast',
+  io: { readonly x: Tensor; readonly y: Tensor },
+  scalars: Scalars,
+  node: string,
+  placement: KernelPlacement,
+  tags: Readonly<Record<string, string>> | undefined,
+  freeOnError = true,
+): TaskHandle {
+  try {
+    const args = { x: io.x, y: io.y };
+    return rt.submit({
+      kernel,
+      args,
+      scalars,
+      device: placement.deviceFor(kernel, args, scalars, node),
+      name: node,
+      tags,
+    });
+  } catch (e) {
+    if (freeOnError) rt.free(io.y);
+    throw e;
+  }
+}
+
+/** image_normalize from the pixels x into the graph input y (submitIoKernel). */
 export function submitImageNormalize(
   rt: Pick<Runtime, 'submit' | 'free'>,
   io: { readonly x: Tensor; readonly y: Tensor },
@@ -47,20 +76,6 @@ export function submitImageNormalize(
   placement: KernelPlacement,
   tags: Readonly<Record<string, string>> | undefined,
 ): TaskHandle {
-  try {
-    const args = { x: io.x, y: io.y };
-    const scalars = imageNormalizeScalars(image.params);
-    const node = `image_normalize:${name}`;
-    return rt.submit({
-      kernel: 'image_normalize',
-      args,
-      scalars,
-      device: placement.deviceFor('image_normalize', args, scalars, node),
-      name: node,
-      tags,
-    });
-  } catch (e) {
-    rt.free(io.y);
-    throw e;
-  }
+  const scalars = imageNormalizeScalars(image.params);
+  return submitIoKernel(rt, 'image_normalize', io, scalars, `image_normalize:${name}`, placement, tags);
 }
