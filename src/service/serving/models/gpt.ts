@@ -261,6 +261,9 @@ export const gptModelFactory: ModelFactory = {
   description:
     'GPT-2-style language model: last-token top-k scoring through the lane, and generation with a KV cache and continuous batching through /v1/completions',
   configSchema: GPT_CONFIG_SCHEMA,
+  // No WGSL for attention or the kvcache ops: a default placement with webgpu would be registered
+  // ready and then fail every request on a machine whose first present kind is WebGPU (docs/generation.md).
+  deviceKinds: ['cpu', 'cuda'],
   async create(spec: ModelSpec, rt: ServiceRuntime) {
     const cfg = parseGptConfig(spec.config);
     const full = rt as unknown as Runtime;
