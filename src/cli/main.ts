@@ -52,6 +52,20 @@ function commandPath(program: Command, argv: readonly string[]): string {
   return path;
 }
 
+/**
+ * The reader of our output went away (`tandem infer ... | head`): what is left to print has nowhere to
+ * go, which is the reader's choice, not a failure — end quietly as other command-line tools do, instead
+ * of an unhandled 'error' event's stack trace.
+ */
+function endQuietlyOnClosedPipe(stream: NodeJS.WriteStream): void {
+  stream.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code !== 'EPIPE') throw e;
+    process.exit(process.exitCode ?? 0);
+  });
+}
+endQuietlyOnClosedPipe(process.stdout);
+endQuietlyOnClosedPipe(process.stderr);
+
 const argv = process.argv.slice(2);
 main(argv).then(
   (code) => {
