@@ -266,6 +266,14 @@ void describe('trainDataParallel', () => {
     await bad(['cpu0#0', 'cpu0#1'], 'data', 'TANDEM_ERR_INVALID_ARGUMENT', 13);
     await bad(['cpu0#0', 'cpu0#1'], 'pipeline-ish', 'TANDEM_ERR_INVALID_ARGUMENT');
     await assert.rejects(
+      trainDataParallel(rt, { ...mlp, staticStep: true }, data, {
+        devices: ['cpu0#0', 'cpu0#1'],
+        mode: 'data',
+      }),
+      (e) => isTandemError(e) && e.code === 'TANDEM_ERR_UNSUPPORTED' && /recorded step/.test(e.message),
+      'an explicit recorded step over two replicas is refused, not ignored',
+    );
+    await assert.rejects(
       trainDataParallel(rt, { ...mlp, precision: 'f16' }, data, {
         devices: ['cpu0#0', 'cpu0#1'],
         mode: 'zero1',

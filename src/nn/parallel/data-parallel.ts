@@ -73,6 +73,14 @@ export function checkParallel(spec: TrainSpec, ranks: readonly string[], mode: s
     );
   if (!Array.isArray(ranks) || ranks.length === 0 || ranks.some((r) => typeof r !== 'string'))
     throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', 'train: give at least one device to train on');
+  // Replicas run step by step (buckets all-reduced during the backward): an explicit recorded step is
+  // refused as planParallel refuses it, rather than quietly trained without one.
+  if (spec.staticStep === true && ranks.length > 1)
+    throw new TandemError(
+      'TANDEM_ERR_UNSUPPORTED',
+      `train: a recorded step (staticStep) runs on one device, not ${ranks.length}`,
+      { devices: ranks.length },
+    );
   if (new Set(ranks).size !== ranks.length)
     throw new TandemError(
       'TANDEM_ERR_INVALID_ARGUMENT',
