@@ -8,7 +8,16 @@
  * cross a warp's diagonal. With v1's ldmatrix.x4 B fragments and ex2.approx. Dynamic shared memory:
  * (128 Q rows + 2 stages × (K, V) × 128 rows) × (d + 8) × 2 bytes = 92,160 at d = 64 (opt-in attribute).
  */
-import { MMA_COMMON } from './cuda-mma.js';
+import { MMA_COMMON } from './cuda-mma-common.js';
+import {
+  FWD_ENTRY,
+  FWD_PV_STEP,
+  FWD_QUAD_MAX,
+  FWD_RESCALE,
+  FWD_SETUP,
+  FWD_STATE,
+  FWD_STORE,
+} from './cuda-mma.js';
 
 /** Keys per K/V tile and query rows per block of the FA2-style forward. */
 export const FA2_KEYS = 128;
@@ -70,10 +79,7 @@ static __device__ __forceinline__ void fwd_tile(float (*o)[NT_D][4], float (*m)[
       mx0 = fmaxf(mx0, fmaxf(s[mt][j][0], s[mt][j][1]));
       mx1 = fmaxf(mx1, fmaxf(s[mt][j][2], s[mt][j][3]));
     }
-    mx0 = fmaxf(mx0, __shfl_xor_sync(FULL, mx0, 1));
-    mx0 = fmaxf(mx0, __shfl_xor_sync(FULL, mx0, 2));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(FULL, mx1, 1));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(FULL, mx1, 2));
+${FWD_QUAD_MAX}
     // Every processed tile holds a key at or before each of the warp's rows, so n0, n1 are finite.
     const float n0 = fmaxf(m[mt][0], mx0 * sl2), n1 = fmaxf(m[mt][1], mx1 * sl2);
     const float c0 = ex2(m[mt][0] - n0), c1 = ex2(m[mt][1] - n1);
@@ -90,13 +96,9 @@ static __device__ __forceinline__ void fwd_tile(float (*o)[NT_D][4], float (*m)[
       pk[mt][j][0] = pack2(p0, p1);
       pk[mt][j][1] = pack2(p2, p3);
     }
-    l[mt][0] = l[mt][0] * c0 + r0;
-    l[mt][1] = l[mt][1] * c1 + r1;
-#pragma unroll
-    for (int nd = 0; nd < NT_D; nd++) { o[mt][nd][0] *= c0; o[mt][nd][1] *= c0; o[mt][nd][2] *= c1; o[mt][nd][3] *= c1; }
+${FWD_RESCALE}
   }
-  // O += P·V (P's accumulator tiles 2kk, 2kk+1 are the A fragment of k step kk; V's B fragments of two
-  // 8-wide column tiles per ldmatrix.x4.trans).
+  // O += P·V (P's accumulator tiles 2kk, 2kk+1 are the A fragment of k step kk).
 #pragma unroll
   for (int kk = 0; kk < KSK; kk++) {
     unsigned pa[MT][4];
@@ -107,43 +109,21 @@ static __device__ __forceinline__ void fwd_tile(float (*o)[NT_D][4], float (*m)[
       pa[mt][2] = pk[mt][2 * kk + 1][0];
       pa[mt][3] = pk[mt][2 * kk + 1][1];
     }
-#pragma unroll
-    for (int nd = 0; nd < NT_D; nd += 2) {
-      unsigned vb[4];
-      ldsm_x4_trans(vb, sV + (kk * 16 + lr + (lm & 1) * 8) * RS + nd * 8 + (lm >> 1) * 8);
-#pragma unroll
-      for (int mt = 0; mt < MT; mt++) {
-        mma(o[mt][nd], pa[mt], vb[0], vb[1]);
-        mma(o[mt][nd + 1], pa[mt], vb[2], vb[3]);
-      }
-    }
+${FWD_PV_STEP}
   }
 }
 
-extern "C" __global__ void __launch_bounds__(128) tdm_attn_fwd_mma(const u16* __restrict__ qkv, u16* __restrict__ y,
-    float* __restrict__ lse, int T, int H, float scale_log2) {
+${FWD_ENTRY}
   // [Q: FQ rows][stage 0: K, V][stage 1: K, V], each KN rows; rows RS elements.
   extern __shared__ u16 smem[];  // dynamic: 16-byte aligned at least
   u16* const sQ = smem;
-  const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
-  const int q0 = (gridDim.y - 1 - blockIdx.y) * FQ;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
-  const int C = H * HD, w0 = warp * 32;
-  const long long ld = 3LL * C;
-  const u16* qb = qkv + (long long)b * T * ld + (long long)h * HD;
+${FWD_SETUP}
   // Group 0: Q and the first (K, V) tile; the loop's first wait covers all three.
   load_rows_async<FQ, 128>(sQ, qb, ld, q0, T);
   load_rows_async<KN, 128>(smem + FQ * RS, qb + C, ld, 0, T);
   load_rows_async<KN, 128>(smem + (FQ + KN) * RS, qb + 2 * C, ld, 0, T);
   cp_async_commit();
-  float o[MT][NT_D][4];
-  float m[MT][2], l[MT][2];
-#pragma unroll
-  for (int mt = 0; mt < MT; mt++) {
-#pragma unroll
-    for (int nd = 0; nd < NT_D; nd++) { o[mt][nd][0] = 0.f; o[mt][nd][1] = 0.f; o[mt][nd][2] = 0.f; o[mt][nd][3] = 0.f; }
-    m[mt][0] = NEG_INF; m[mt][1] = NEG_INF; l[mt][0] = 0.f; l[mt][1] = 0.f;
-  }
+${FWD_STATE}
   const int row0 = q0 + w0 + g, wlast = q0 + w0 + 31;
   const u16* sQw = sQ + w0 * RS;
   const int tiles = (min(q0 + FQ, T) - 1) / KN + 1;
@@ -168,20 +148,6 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_fwd_mma(const u16* __
     }
     __syncthreads();  // stage kt & 1 is refilled by the next iteration's prefetch
   }
-  u16* yb = y + (long long)b * T * C + (long long)h * HD;
-#pragma unroll
-  for (int mt = 0; mt < MT; mt++) {
-    float l0 = l[mt][0], l1 = l[mt][1];
-    l0 += __shfl_xor_sync(FULL, l0, 1);
-    l0 += __shfl_xor_sync(FULL, l0, 2);
-    l1 += __shfl_xor_sync(FULL, l1, 1);
-    l1 += __shfl_xor_sync(FULL, l1, 2);
-    const int rowA = row0 + 16 * mt, rowB = rowA + 8;
-    store_rows(yb, C, o[mt], rowA, T, 1.f / l0, 1.f / l1, c);
-    if (c == 0) {
-      if (rowA < T) lse[(long long)bh * T + rowA] = (m[mt][0] + log2f(l0)) * LN2;
-      if (rowB < T) lse[(long long)bh * T + rowB] = (m[mt][1] + log2f(l1)) * LN2;
-    }
-  }
+${FWD_STORE}
 }
 `;

@@ -63,7 +63,7 @@ export function genericProgram(
   };
 }
 
-/** Rows per block of the tensor-core kernels (cuda-mma.ts TILE). */
+/** Rows per block of the tensor-core kernels (cuda-mma-common.ts TILE). */
 export const MMA_TILE = 64;
 
 /**
@@ -80,7 +80,7 @@ export function mmaEligible(dtype: DType, l: AttentionLaunch, ptrs: readonly num
 }
 
 /**
- * The tensor-core kernels' v1 (ATTN_V1 in cuda-mma.ts: ldmatrix.x4 B fragments, ex2.approx with the
+ * The tensor-core kernels' v1 (ATTN_V1 in cuda-mma-common.ts: ldmatrix.x4 B fragments, ex2.approx with the
  * scale in one FFMA) is opt-in until the H200 has timed it beside the current one: `TANDEM_ATTN_MMA=v1`;
  * `v2` adds the single-pass backward (attention_backward/cuda-mma-bwd.ts) to it, `v3` the FA2-style
  * forward (cuda-mma-fwd2.ts) to v2, `v4` is v3 with the single pass in halves (cuda-mma-bwd-halves.ts).

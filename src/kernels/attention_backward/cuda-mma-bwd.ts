@@ -13,7 +13,15 @@
  * d = 64: dynamic, over the default 48 KiB), plus 1 KiB of lse and delta. (The lab's bwd2 gave dSᵀ the
  * head dim's stride: right at d = 64 only.)
  */
-import { MMA_COMMON } from '../attention/cuda-mma.js';
+import { MMA_COMMON } from '../attention/cuda-mma-common.js';
+import {
+  KEY_BLOCK_SETUP,
+  KEY_LOOP_HEAD,
+  KEY_LOOP_TAIL,
+  KEY_TILE_PRODUCTS,
+  keyBlockPipeline,
+  keyFragments,
+} from './cuda-mma-bwd-parts.js';
 
 /**
  * The single pass's prep (delta, the zeroed accumulator) and convert (scale · dQ into dqkv) kernels, which
@@ -85,13 +93,7 @@ static __device__ __forceinline__ void mma_pv_packed(float (*acc)[4], unsigned (
 #pragma unroll
   for (int kk = 0; kk < KS; kk++) {
     const unsigned a[4] = {pk[2 * kk][0], pk[2 * kk][1], pk[2 * kk + 1][0], pk[2 * kk + 1][1]};
-#pragma unroll
-    for (int nd = 0; nd < NT_D; nd += 2) {
-      unsigned vb[4];
-      ldsm_x4_trans(vb, s + (kk * 16 + lr + (lm & 1) * 8) * RS + nd * 8 + (lm >> 1) * 8);
-      mma(acc[nd], a, vb[0], vb[1]);
-      mma(acc[nd + 1], a, vb[2], vb[3]);
-    }
+    mma_pv_step(acc, a, s, kk, lr, lm);
   }
 }
 // dQ rows t0 + w0 .. + 15 (this warp's 16 queries) = dS[q][0..64) · K, added into the accumulator rows of
@@ -107,13 +109,7 @@ static __device__ __forceinline__ void dq_accumulate(float* accb, const u16* sdS
   for (int kk = 0; kk < KS_T; kk++) {
     unsigned a[4];
     ldsm_x4_trans(a, sdS + (kk * 16 + lr + (lm >> 1) * 8) * DSRS + w0 + (lm & 1) * 8);
-#pragma unroll
-    for (int nd = 0; nd < NT_D; nd += 2) {
-      unsigned kb[4];
-      ldsm_x4_trans(kb, sK + (kk * 16 + lr + (lm & 1) * 8) * RS + nd * 8 + (lm >> 1) * 8);
-      mma(dq[nd], a, kb[0], kb[1]);
-      mma(dq[nd + 1], a, kb[2], kb[3]);
-    }
+    mma_pv_step(dq, a, sK, kk, lr, lm);
   }
   const int qA = t0 + w0 + g, qB = qA + 8;
 #pragma unroll
@@ -125,83 +121,20 @@ static __device__ __forceinline__ void dq_accumulate(float* accb, const u16* sdS
 }
 `;
 
-export const MMA_BWD_SINGLE_PASS = `${MMA_COMMON}
-${MMA_SINGLE_PASS_HELPERS}
-extern "C" __global__ void __launch_bounds__(128) tdm_attn_bwd_mma(const u16* __restrict__ dy, const u16* __restrict__ qkv,
-    const float* __restrict__ lse, const float* __restrict__ delta, u16* __restrict__ dqkv, int T, int H, float scale,
-    float scale_log2, float* __restrict__ dq_acc) {
-  extern __shared__ u16 smem[];
-  u16* const sK = smem + 4 * TILE * RS;
-  u16* const sdS = smem + 5 * TILE * RS;
-  __shared__ float sL[2][TILE];
-  __shared__ float sD[2][TILE];
-  const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
-  const int s0 = blockIdx.y * TILE;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
-  const int C = H * HD, w0 = warp * 16;
-  const long long ld = 3LL * C;
-  const u16* qb = qkv + (long long)b * T * ld + (long long)h * HD;
-  const u16* dyb = dy + (long long)b * T * C + (long long)h * HD;
-  float* accb = dq_acc + (long long)b * T * C + (long long)h * HD;
-  const int tiles = (T - s0 + TILE - 1) / TILE;
-  auto prefetch = [&](int st, int t0) {
-    load_tile_async(smem + st * 2 * TILE * RS, qb, ld, t0, T);
-    load_tile_async(smem + (st * 2 + 1) * TILE * RS, dyb, C, t0, T);
-  };
-  auto stats = [&](int t0, float& l2, float& dl) {
-    const int t = t0 + (int)threadIdx.x;
-    const bool in = threadIdx.x < TILE && t < T;
-    l2 = in ? lse[(long long)bh * T + t] * LOG2E : 0.f;
-    dl = in ? delta[(long long)bh * T + t] : 0.f;
-  };
-  float nextL, nextD;
-  stats(s0, nextL, nextD);
-  if (threadIdx.x < TILE) {
-    sL[0][threadIdx.x] = nextL;
-    sD[0][threadIdx.x] = nextD;
-  }
-  prefetch(0, s0);
-  cp_async_commit();
-  // K stays in shared memory for the dQ products; V is staged through the dSᵀ tile (RS ≤ DSRS).
-  load_tile(sK, qb + C, ld, s0, T);
-  load_tile(sdS, qb + 2 * C, ld, s0, T);
-  __syncthreads();
-  unsigned ka[KS_D][4], va[KS_D][4];
-  load_a(ka, sK, w0, g, c);
-  load_a(va, sdS, w0, g, c);
-  float dk[NT_D][4], dv[NT_D][4];
+/**
+ * P and dS of the single pass from the Sᵀ and dPᵀ accumulators p, ds of NJ column tiles (queries
+ * col0 + 8j + 2c.. of the tile; `col0` empty or an offset with its ' + '): pp, dsp their packed 16-bit
+ * pairs (the A operands of the dV and dK products), and dSᵀ stored in sdS for the dQ product.
+ */
+export const singlePassProbs = (
+  nj: string,
+  col0: string,
+): string => `    unsigned pp[${nj}][2], dsp[${nj}][2];
 #pragma unroll
-  for (int nd = 0; nd < NT_D; nd++)
-#pragma unroll
-    for (int e = 0; e < 4; e++) { dk[nd][e] = 0.f; dv[nd][e] = 0.f; }
-  const int keyA = s0 + w0 + g, keyB = keyA + 8;
-  for (int it = 0; it < tiles; it++) {
-    const int t0 = s0 + it * TILE, st = it & 1;
-    if (it + 1 < tiles) {
-      prefetch(st ^ 1, t0 + TILE);
-      stats(t0 + TILE, nextL, nextD);
-    }
-    cp_async_commit();  // possibly empty: keeps one group per iteration
-    cp_async_wait_1();  // this thread's copies of tile it have landed
-    __syncthreads();    // and everyone else's (and, at it = 0, every warp has read V out of sdS)
-    const u16* sQ = smem + st * 2 * TILE * RS;
-    const u16* sdY = sQ + TILE * RS;
-    const float* sLt = sL[st];
-    const float* sDt = sD[st];
-    float p[NT_T][4], ds[NT_T][4];
-#pragma unroll
-    for (int j = 0; j < NT_T; j++)
-#pragma unroll
-      for (int e = 0; e < 4; e++) { p[j][e] = 0.f; ds[j][e] = 0.f; }
-    mma_abt(p, ka, sQ, lane);
-    mma_abt(ds, va, sdY, lane);
-    const bool diag = t0 == s0;
-    unsigned pp[NT_T][2], dsp[NT_T][2];
-#pragma unroll
-    for (int j = 0; j < NT_T; j++) {
+    for (int j = 0; j < ${nj}; j++) {
 #pragma unroll
       for (int e = 0; e < 4; e++) {
-        const int col = j * 8 + 2 * c + (e & 1), t = t0 + col;
+        const int col = ${col0}j * 8 + 2 * c + (e & 1), t = t0 + col;
         float pv = ex2(fmaf(p[j][e], scale_log2, -sLt[col]));
         if (t >= T || (diag && t < (e < 2 ? keyA : keyB))) pv = 0.f;
         p[j][e] = pv;
@@ -212,21 +145,34 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_bwd_mma(const u16* __
       dsp[j][0] = pack2(ds[j][0], ds[j][1]);
       dsp[j][1] = pack2(ds[j][2], ds[j][3]);
       // dSᵀ rows w0 + g, w0 + g + 8 (keys), cols 8j + 2c.. (queries): 8 groups x 4 lanes hit 32 banks.
-      *(unsigned*)(sdS + (w0 + g) * DSRS + j * 8 + 2 * c) = dsp[j][0];
-      *(unsigned*)(sdS + (w0 + g + 8) * DSRS + j * 8 + 2 * c) = dsp[j][1];
-    }
+      *(unsigned*)(sdS + (w0 + g) * DSRS + ${col0}j * 8 + 2 * c) = dsp[j][0];
+      *(unsigned*)(sdS + (w0 + g + 8) * DSRS + ${col0}j * 8 + 2 * c) = dsp[j][1];
+    }`;
+
+/** The single pass's indices (KEY_BLOCK_SETUP) and the dQ accumulator's base accb for its batch and head. */
+export const SINGLE_PASS_SETUP = `${KEY_BLOCK_SETUP}
+  float* accb = dq_acc + (long long)b * T * C + (long long)h * HD;`;
+
+export const MMA_BWD_SINGLE_PASS = `${MMA_COMMON}
+${MMA_SINGLE_PASS_HELPERS}
+extern "C" __global__ void __launch_bounds__(128) tdm_attn_bwd_mma(const u16* __restrict__ dy, const u16* __restrict__ qkv,
+    const float* __restrict__ lse, const float* __restrict__ delta, u16* __restrict__ dqkv, int T, int H, float scale,
+    float scale_log2, float* __restrict__ dq_acc) {
+  extern __shared__ u16 smem[];
+  u16* const sK = smem + 4 * TILE * RS;
+  u16* const sdS = smem + 5 * TILE * RS;
+${SINGLE_PASS_SETUP}
+${keyBlockPipeline('load_tile_async')}
+  // K stays in shared memory for the dQ products; V is staged through the dSᵀ tile (RS ≤ DSRS): the
+  // loop's first barrier has every warp read V out of sdS before dSᵀ is stored there.
+${keyFragments('sK', 'sdS')}
+${KEY_LOOP_HEAD}
+${KEY_TILE_PRODUCTS}
+${singlePassProbs('NT_T', '')}
     mma_pv_packed<KS_T>(dv, pp, sdY, lane);
     mma_pv_packed<KS_T>(dk, dsp, sQ, lane);
     __syncthreads();  // dSᵀ complete
     dq_accumulate(accb, sdS, sK, t0, w0, T, C, lane);
-    if (it + 1 < tiles && threadIdx.x < TILE) {
-      sL[st ^ 1][threadIdx.x] = nextL;
-      sD[st ^ 1][threadIdx.x] = nextD;
-    }
-    __syncthreads();  // stage st ^ 1's statistics are in; stage st and dSᵀ are rewritten next
-  }
-  u16* out = dqkv + (long long)b * T * ld + (long long)h * HD;
-  store_rows(out + C, ld, dk, keyA, T, scale, scale, c);
-  store_rows(out + 2 * C, ld, dv, keyA, T, 1.f, 1.f, c);
+${KEY_LOOP_TAIL}
 }
 ${MMA_SINGLE_PASS_AUX}`;

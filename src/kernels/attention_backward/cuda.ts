@@ -2,13 +2,13 @@
  * attention_backward on CUDA, FlashAttention-2 style in three launches: delta = rowsum(dy ⊙ y) into
  * scratch, then dk/dv per key tile and dq per query tile (a separate pass instead of atomics: every
  * element of dqkv is written exactly once, and the result does not depend on scheduling). Tensor cores
- * (cuda-mma.ts) for f16/bf16 with head dims they tile, CUDA cores (cuda-generic.ts) otherwise.
+ * (cuda-mma-dkdv-dq.ts) for f16/bf16 with head dims they tile, CUDA cores (cuda-generic.ts) otherwise.
  */
 import type { CudaArg, CudaKernelContext, CudaNative, CudaProgram } from '../../devices/cuda/kernel-api.js';
 import type { Scalars } from '../../devices/device.js';
 import { type AttentionPath, mmaPathVersion } from '../attention/cuda.js';
 import { DELTA, GENERIC_DKDV, GENERIC_DQ } from '../attention/cuda-generic.js';
-import { MMA_DKDV, MMA_DQ } from '../attention/cuda-mma.js';
+import { MMA_DKDV, MMA_DQ } from './cuda-mma-dkdv-dq.js';
 import { MMA_BWD_SINGLE_PASS } from './cuda-mma-bwd.js';
 import { MMA_BWD_HALVES } from './cuda-mma-bwd-halves.js';
 import {
