@@ -172,6 +172,16 @@ void test(
       'TANDEM_ERR_MALFORMED_REQUEST',
       /both data and binaryDataSize/,
     );
+    // Prototype poisoning in the JSON header is refused as Fastify refuses it in a JSON body.
+    for (const poison of ['"__proto__":{"admin":true}', '"constructor":{"prototype":{"admin":true}}']) {
+      const text = `{"inputs":{"x":{"shape":[5,4],"binaryDataSize":${xBytes.length}}},${poison}}`;
+      await bad(
+        Buffer.concat([Buffer.from(text), xBytes]),
+        { 'inference-header-content-length': String(Buffer.byteLength(text)) },
+        'TANDEM_ERR_MALFORMED_REQUEST',
+        /forbidden prototype property/,
+      );
+    }
     // Sizes that add up but do not fit the shape: the model's own shape check.
     const wrong = binaryBody({ inputs: { x: { shape: [4, 4], binaryDataSize: xBytes.length } } }, xBytes);
     await bad(

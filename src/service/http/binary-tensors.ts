@@ -15,6 +15,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
+import secureJson from 'secure-json-parse';
 import { TandemError } from '../../core/errors.js';
 import { TensorValues } from '../serving/tensor-values.js';
 import { checkJsonShape, BODY_SHAPE_LIMITS } from './body-limits.js';
@@ -46,7 +47,11 @@ export function parseBinaryBody(body: Buffer, headerLength: string | string[] | 
     );
   let request: unknown;
   try {
-    request = JSON.parse(body.subarray(0, n).toString('utf8'));
+    // As Fastify parses JSON bodies: a __proto__ or constructor.prototype key is refused, not parsed.
+    request = secureJson.parse(body.subarray(0, n).toString('utf8'), null, {
+      protoAction: 'error',
+      constructorAction: 'error',
+    });
   } catch (e) {
     throw malformed(`the JSON header is not valid JSON (${(e as Error).message})`);
   }
