@@ -18,8 +18,10 @@ const common = {
   backends: ['cpu'],
   device: 'cpu',
   n: 192,
-  // ~0.3-0.5 s of CPU work in 64 gemm panels plus fills; resubmitted for as long as Y measures.
-  xJob: { type: 'gemm', params: { n: 1024, panels: 64, dtype: 'f32', device: 'cpu', checkRows: 2 } },
+  // ~0.5-1 s of CPU work in 64 gemm panels plus fills; resubmitted for as long as Y measures. At n 1024
+  // a faster CPU (AMD EPYC, 2026-12-05) drained X's burst so quickly that the control below (Y starved
+  // without fair sharing) missed its margin by 0.2 ms; n 1280 roughly doubles the burst, one task stays short.
+  xJob: { type: 'gemm', params: { n: 1280, panels: 64, dtype: 'f32', device: 'cpu', checkRows: 2 } },
   cpuThreads: 1,
   // Y is a short-job tenant (a pause between its jobs), not a second backlog: X's equal.
   gapMs: 100,
