@@ -65,7 +65,7 @@ void test(
     let fifo = 0;
     let fifoIdle = 0;
     for (let attempt = 1; attempt <= 2; attempt++) {
-      const off = await runFairShare({ ...common, fairShare: false, idleRuns: 3, runs: 5 });
+      const off = await runFairShare({ ...common, fairShare: false, idleRuns: 3, runs: 9 });
       fifo = summary(off.contended).p50;
       fifoIdle = summary(off.idle).p50;
       t.diagnostic(
