@@ -300,8 +300,9 @@ export class OnnxExecutor {
         }
         const t = deviceTensor(o.name, v);
         const started = profiler ? performance.now() : 0;
-        const data = await this.rt.read(this.widened(t, o.name, placement, opts.tags));
-        result[o.name] = { type: v.type, dims: v.dims, data: fromDevice(data, t.dtype) };
+        const read = this.widened(t, o.name, placement, opts.tags);
+        const data = await this.rt.read(read);
+        result[o.name] = { type: v.type, dims: v.dims, data: fromDevice(data, read.dtype) };
         profiler?.recordExtra(o.name, 'Output', performance.now() - started, v.dims);
       }
       if (profiler) this.lastProfile = profiler.result();

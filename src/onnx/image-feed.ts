@@ -2,6 +2,7 @@
  * Graph inputs fed as uint8 pixels (RunOptions.images): the checks on the pixels' dims and the
  * image_normalize task that turns them into the float N×3×H×W input the graph reads (kernels/
  * image_normalize). The executor uploads the bytes through its kept I/O tensors like any input.
+ * The same submission (`submitIoKernel`) casts an f16/bf16 run's f32 inputs and outputs on its device.
  */
 import { TandemError } from '../core/errors.js';
 import { imageNormalizeScalars, type ImageNormalizeParams } from '../kernels/image_normalize/params.js';

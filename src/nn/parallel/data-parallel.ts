@@ -75,10 +75,11 @@ export function checkParallel(spec: TrainSpec, ranks: readonly string[], mode: s
     throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', 'train: give at least one device to train on');
   // Replicas run step by step (buckets all-reduced during the backward): an explicit recorded step is
   // refused as planParallel refuses it, rather than quietly trained without one.
-  if (spec.staticStep === true && ranks.length > 1)
+  // (Replicas force it off for every rank, so one rank would ignore it just the same.)
+  if (spec.staticStep === true)
     throw new TandemError(
       'TANDEM_ERR_UNSUPPORTED',
-      `train: a recorded step (staticStep) runs on one device, not ${ranks.length}`,
+      `train: replicas run step by step, without a recorded step (staticStep); train one device with the Trainer for one`,
       { devices: ranks.length },
     );
   if (new Set(ranks).size !== ranks.length)
