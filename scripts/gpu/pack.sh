@@ -8,7 +8,9 @@ if [ "${GPU_PACK_PROFILE:-}" = fashion ]; then exec bash scripts/gpu/pack-fashio
 grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >> .git/info/exclude
 mkdir -p .gpu
 if [ ! -f .gpu/node.xz ] || [ "$(command -v node)" -nt .gpu/node.xz ]; then
-  xz -T2 -6 -c "$(command -v node)" > .gpu/node.xz
+  # Without its symbol tables (Node's release binary carries 12 MB of them): ~2.3 MB less to carry.
+  cp "$(command -v node)" /tmp/tandem-node && { strip /tmp/tandem-node 2>/dev/null || true; }
+  xz -T2 -9 -c /tmp/tandem-node > .gpu/node.xz && rm -f /tmp/tandem-node
 fi
 rm -rf .gpu/node_modules
 mkdir -p .gpu/node_modules

@@ -212,9 +212,12 @@ const seedSchema = {
   description: 'initialisation seed (built-in weights)',
 };
 
+const classifierMaxBatch = (kind: 'mlp' | 'cnn'): number => (kind === 'mlp' ? 1024 : 256);
+
 function classifierFactory(kind: 'mlp' | 'cnn'): ModelFactory {
   return {
     kind,
+    maxBatchSizeFor: () => classifierMaxBatch(kind),
     description:
       kind === 'mlp'
         ? 'Fashion-MNIST MLP (784 → hidden → 10, relu): one 28×28 image in, class probabilities out'
@@ -264,7 +267,7 @@ function classifierFactory(kind: 'mlp' | 'cnn'): ModelFactory {
         kind,
         inputSchema: INPUT_SCHEMA,
         outputSchema: OUTPUT_SCHEMA,
-        maxBatchSize: kind === 'mlp' ? 1024 : 256,
+        maxBatchSize: classifierMaxBatch(kind),
         weightBytes: params.reduce((s, t) => s + t.size * 4, 0),
         parse: parseImage,
         async runBatch(items: readonly Float32Array[], ctx: BatchContext) {

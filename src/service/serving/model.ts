@@ -83,6 +83,13 @@ export interface ModelFactory {
    */
   readonly deviceKinds?: readonly HardwareKind[];
   /**
+   * The largest batch a model of this config will accept, when known before it loads: a registration's
+   * maxBatchSize is capped by it at once, so the model list shows the limit the lane will use rather than
+   * the requested one until the version loads (the loaded model may still lower it, e.g. an ONNX graph
+   * with a fixed batch dimension).
+   */
+  maxBatchSizeFor?(config: Readonly<Record<string, unknown>>): number | undefined;
+  /**
    * Loads the weights (or initialises them from the config's seed when the spec has none) onto the
    * runtime. Throws TandemError: BAD_CHECKPOINT for a weights file that is not valid or does not match
    * the config, INVALID_ARGUMENT for a bad config, OUT_OF_MEMORY when it does not fit.

@@ -100,11 +100,20 @@ export function newRegistration(
     kind: r.kind,
     config: r.config ?? {},
     placement: r.placement ?? defaultPlacement(factory),
-    batching: { ...DEFAULT_BATCHING, ...r.batching },
+    batching: cappedBatching({ ...DEFAULT_BATCHING, ...r.batching }, factory, r.config ?? {}),
     weights,
     source:
       r.fromJob !== undefined ? { type: 'job', job: r.fromJob } : { type: r.upload ? 'upload' : 'builtin' },
     owner: caller.id,
     createdAt: Date.now(),
   };
+}
+
+function cappedBatching(
+  b: BatchingConfig,
+  factory: ModelFactory,
+  config: Readonly<Record<string, unknown>>,
+): BatchingConfig {
+  const cap = factory.maxBatchSizeFor?.(config);
+  return cap === undefined || cap >= b.maxBatchSize ? b : { ...b, maxBatchSize: Math.max(1, cap) };
 }

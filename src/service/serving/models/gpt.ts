@@ -264,6 +264,7 @@ export const gptModelFactory: ModelFactory = {
   // No WGSL for attention or the kvcache ops: a default placement with webgpu would be registered
   // ready and then fail every request on a machine whose first present kind is WebGPU (docs/generation.md).
   deviceKinds: ['cpu', 'cuda'],
+  maxBatchSizeFor: () => GPT_MAX_BATCH,
   async create(spec: ModelSpec, rt: ServiceRuntime) {
     const cfg = parseGptConfig(spec.config);
     const full = rt as unknown as Runtime;

@@ -294,6 +294,11 @@ export const onnxFactory: ModelFactory = {
   description:
     'an uploaded ONNX model (opsets 9–21), run by Tandem on CPU, CUDA or WebGPU kernels; inputs are named tensors {name: {shape, data}}',
   configSchema: onnxConfigSchema,
+  // The config's limit (default 16); a graph whose batch dimension is fixed lowers it to 1 when it loads.
+  maxBatchSizeFor: (c) => {
+    const n = c['maxBatchSize'] ?? 16;
+    return typeof n === 'number' && Number.isInteger(n) && n >= 1 ? n : undefined;
+  },
   async create(spec: ModelSpec, rt: ServiceRuntime): Promise<ServedModel> {
     const cfg = config(spec);
     if (!spec.weightsPath)

@@ -179,6 +179,7 @@ export const optionPricerFactory: ModelFactory = {
     'European options by Monte Carlo (Philox streams), many prices fused into one launch per batch',
   configSchema: paramsSchema(CONFIG_FIELDS),
   deviceKinds: ['cpu', 'cuda'],
+  maxBatchSizeFor: () => OPTION_PRICER_MAX_BATCH,
   create(spec: ModelSpec, _rt: ServiceRuntime): Promise<ServedModel> {
     try {
       const bad = spec.placement.kinds.find((k) => k !== 'cpu' && k !== 'cuda');
