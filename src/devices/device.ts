@@ -157,6 +157,13 @@ export interface Device {
   /** Optional finer check than "has an implementation of op" (e.g. WebGPU has no f64). */
   supports?(op: string, args: readonly TensorDesc[], scalars: Scalars, impl?: unknown): boolean;
   /**
+   * Optional: ops this device's kind implements that this device cannot run (potrf on a CUDA device
+   * whose libcusolver was not found). Never placed here: such a task goes to another device, or is
+   * refused as having none, instead of failing here. Unlike `supports` it does not depend on the call,
+   * so eligibility stays cached per kernel; fixed when the device opens.
+   */
+  readonly unavailableOps?: ReadonlySet<string>;
+  /**
    * Optional: `listener` runs when the device lost all its memory (a fault reset the GPU context),
    * before the tasks in flight are failed; the runtime drops replicas on `node` (coherence.dropNode).
    */

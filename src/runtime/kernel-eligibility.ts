@@ -58,6 +58,7 @@ export class KernelEligibility {
       for (const w of this.workers) {
         const info = w.device.info;
         if (!k.impls.has(info.kind) || this.lost.has(info.id)) continue;
+        if (w.device.unavailableOps?.has(k.def.name)) continue;
         if (constraint && constraint !== info.kind && constraint !== info.id) continue;
         list.push(w.index);
       }
@@ -85,6 +86,7 @@ export class KernelEligibility {
     for (const w of this.workers) {
       const info = w.device.info;
       if (!k.impls.has(info.kind) || this.lost.has(info.id)) continue;
+      if (w.device.unavailableOps?.has(k.def.name)) continue;
       if (constraint !== info.kind && constraint !== info.id) continue;
       if (w.device.supports && !w.device.supports(k.def.name, descs, scalars, k.impls.get(info.kind)))
         continue;
@@ -100,6 +102,7 @@ export class KernelEligibility {
     for (const w of this.workers) {
       const info = w.device.info;
       if (!impls.has(info.kind) || this.lost.has(info.id)) continue;
+      if (w.device.unavailableOps?.has(task.op)) continue;
       if (task.constraint && task.constraint !== info.kind && task.constraint !== info.id) continue;
       if (w.device.supports && !w.device.supports(task.op, descs, task.scalars, impls.get(info.kind)))
         continue;

@@ -235,6 +235,8 @@ export function sequenceEligible(
     const info = w.device.info;
     const impl = seq.kernel.impls.get(info.kind);
     if (impl === undefined || lost.has(info.id)) continue;
+    const unavailable = w.device.unavailableOps;
+    if (unavailable && seq.calls.some((c) => unavailable.has(c.op))) continue;
     if (constraint && constraint !== info.kind && constraint !== info.id) continue;
     const supports = w.device.supports?.bind(w.device);
     const takes = (c: SequenceCall, s: number): boolean =>

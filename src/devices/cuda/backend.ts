@@ -135,7 +135,7 @@ async function openDevice(
       libnvrtc: nvrtc.path,
       libcublas: cublas.path,
       libcublasLt: lt?.path ?? 'not loaded',
-      libcusolver: cusolver?.path ?? 'not loaded (potrf fails on this device)',
+      libcusolver: cusolver?.path ?? 'not loaded (potrf is placed on other devices)',
       gemmEngines: JSON.stringify(cal?.gemmEngines ?? {}),
       ...(cal
         ? { h2dBandwidth: cal.h2dBandwidth, d2hBandwidth: cal.d2hBandwidth, calibratedAt: cal.measuredAt }
@@ -194,7 +194,7 @@ export function createCudaBackend(): Backend {
         const s = loadLibrary(CUSOLVER_SONAMES, dirs);
         cusolver = new Cusolver(s.lib, s.path);
       } catch (e) {
-        ctx.log(`cuda: cuSOLVER not loaded, potrf will fail on CUDA: ${describeLoadFailure(e)}`);
+        ctx.log(`cuda: cuSOLVER not loaded, potrf runs on other devices: ${describeLoadFailure(e)}`);
       }
       const devices: CudaDevice[] = [];
       try {

@@ -52,6 +52,8 @@ export class CudaDevice implements Device {
   readonly queues: readonly ExecQueue[];
   /** peerCopy becomes true when the backend enabled peer access to another GPU (peer.ts). */
   caps: DeviceCaps = { peerCopy: false, customSource: ['cuda'] };
+  /** potrf when libcusolver was not found: the scheduler places it on another device (Device). */
+  readonly unavailableOps?: ReadonlySet<string>;
   readonly id: string;
   readonly context: CudaContext;
   readonly poller: CompletionPoller;
@@ -73,6 +75,7 @@ export class CudaDevice implements Device {
   constructor(parts: CudaDeviceParts) {
     this.id = parts.id;
     this.context = parts.context;
+    if (parts.context.cusolver === null) this.unavailableOps = new Set(['potrf']);
     this.programs = parts.programs;
     const makeCurrent = (): void => this.context.makeCurrent();
     this.poller = new CompletionPoller(parts.driver, makeCurrent, (rc, call) => this.fault(rc, call));

@@ -1,9 +1,9 @@
 /**
  * Typed koffi bindings of cuSOLVER dense (cusolverDn): only Cholesky (s/d potrf with its workspace
  * query). Loaded like cuBLAS (toolkit directories, then the system loader); optional: without it the
- * backend says so when it opens (`libcusolver: not loaded`) and a potrf placed on the GPU fails with
- * TANDEM_ERR_KERNEL_FAILED naming the library (context.ts `solver()`). The device does not decline the
- * op per call: a `supports` hook would make the runtime check eligibility for every task it places.
+ * backend says so when it opens (`libcusolver: not loaded`) and each CUDA device lists potrf in its
+ * `unavailableOps`, so the scheduler places potrf on another device (or refuses it when none has one);
+ * a potrf that reaches the GPU anyway fails with TANDEM_ERR_KERNEL_FAILED naming the library.
  */
 import { TandemError } from '../../../core/errors.js';
 import type { KoffiLib } from './loader.js';
