@@ -14,6 +14,7 @@ import { Attrs, type AttrValue } from '../attributes.js';
 import { deviceDType, fromDevice, scratchMakers, toDevice } from '../device-data.js';
 import type { OnnxRuntime } from '../run-types.js';
 import { KernelPlacement } from '../fallback.js';
+import { submitIoKernel } from '../image-feed.js';
 import { hostTensor, type HostTensor } from '../host-tensor.js';
 import { nodeReads, type OnnxGraph, type OnnxModel, type OnnxNode } from '../model.js';
 import { opImpl } from '../ops/table.js';
@@ -133,6 +134,18 @@ export class GraphInterpreter implements ControlHost {
 
   adopt(t: Tensor): void {
     this.refs.adopt(t);
+  }
+
+  /**
+   * `x` cast to `dtype` on the run's device, into a new tensor the caller owns (x is left to the caller):
+   * an f16/bf16 run's float inputs go up as f32 and are narrowed there, its outputs widened there before
+   * the read, as the planned executor does, instead of converting every element on the host.
+   */
+  castOnDevice(x: Tensor, dtype: DType, label: string): Tensor {
+    const y = this.rt.tensor(x.shape, dtype);
+    submitIoKernel(this.rt, 'cast', { x, y }, {}, label, this.placement, this.opts.tags);
+    this.kernels++;
+    return y;
   }
 
   deviceType(v: TensorVal): DType {

@@ -3,6 +3,7 @@
  * bound as values (integer tensors on the host, float tensors uploaded), and the outputs read back.
  */
 import { TandemError } from '../../core/errors.js';
+import type { Tensor } from '../../memory/tensor.js';
 import { deviceDType, fromDevice, toDevice } from '../device-data.js';
 import type { InputTensor, OnnxRuntime, OutputTensor, RunOptions } from '../run-types.js';
 import { hostTensor, isFloatType, type ElemType } from '../host-tensor.js';
@@ -59,7 +60,15 @@ function bindTensor(
   // Integer data is known on the host (trip counts, positions, shapes); float data goes to the device.
   if (!isFloatType(type)) return hostVal(hostTensor(type, f.dims, f.data), false);
   const dtype = deviceDType(type, floatDType);
-  const t = rt.tensor([...f.dims], dtype, toDevice(f.data, dtype));
+  let t: Tensor;
+  if (dtype === 'f16' || dtype === 'bf16') {
+    const up = rt.tensor([...f.dims], 'f32', toDevice(f.data, 'f32'));
+    try {
+      t = interp.castOnDevice(up, dtype, `cast:input:${info.name}`);
+    } finally {
+      rt.free(up); // once the cast has read it
+    }
+  } else t = rt.tensor([...f.dims], dtype, toDevice(f.data, dtype));
   interp.adopt(t);
   return { kind: 'tensor', type, dims: [...f.dims], dev: t, constant: false };
 }
@@ -100,18 +109,33 @@ function bindFeed(
   return { kind: 'optional', value: bindTensor(interp, rt, model, info, inner, floatDType) };
 }
 
-async function outputOf(rt: OnnxRuntime, v: RunValue): Promise<OutputValue> {
+async function outputOf(
+  rt: OnnxRuntime,
+  interp: GraphInterpreter,
+  v: RunValue,
+  name: string,
+): Promise<OutputValue> {
   if (v.kind === 'tensor') {
     if (v.host) return { type: v.type, dims: v.dims, data: Float64Array.from(v.host.data) };
-    const data = await rt.read(v.dev!);
-    return { type: v.type, dims: v.dims, data: fromDevice(data, v.dev!.dtype) };
+    const dev = v.dev!;
+    if (dev.dtype !== 'f16' && dev.dtype !== 'bf16')
+      return { type: v.type, dims: v.dims, data: fromDevice(await rt.read(dev), dev.dtype) };
+    // Widened on the device: the host reads f32 instead of decoding 16-bit words.
+    const wide = interp.castOnDevice(dev, 'f32', `cast:output:${name}`);
+    try {
+      return { type: v.type, dims: v.dims, data: fromDevice(await rt.read(wide), 'f32') };
+    } finally {
+      rt.free(wide);
+    }
   }
   if (v.kind === 'sequence') {
     const items: OutputTensor[] = [];
-    for (const t of v.items) items.push((await outputOf(rt, t)) as OutputTensor);
+    for (const t of v.items) items.push((await outputOf(rt, interp, t, name)) as OutputTensor);
     return { sequence: items, type: v.elemType };
   }
-  return { optional: v.value ? ((await outputOf(rt, v.value)) as OutputTensor | SequenceOutput) : null };
+  return {
+    optional: v.value ? ((await outputOf(rt, interp, v.value, name)) as OutputTensor | SequenceOutput) : null,
+  };
 }
 
 export async function runInterpreted(
@@ -148,7 +172,8 @@ export async function runInterpreted(
     }
     const values = await interp.run(bound);
     const outputs: Record<string, OutputValue> = {};
-    for (const [i, o] of model.outputs.entries()) outputs[o.name] = await outputOf(rt, values[i]!);
+    for (const [i, o] of model.outputs.entries())
+      outputs[o.name] = await outputOf(rt, interp, values[i]!, o.name);
     return { outputs, fellBack: [...interp.fellBack], kernels: interp.kernels };
   } finally {
     interp.close();
