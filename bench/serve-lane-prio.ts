@@ -102,6 +102,17 @@ interface UnderLoad {
   readonly ratio: number;
   readonly leakedSlots: number;
   readonly memory: { before: number; after: number };
+  /** The process's JS heap after a full GC, before and after the run (NaN without --expose-gc). */
+  readonly heap: { before: number; after: number };
+}
+
+/** Heap in use after a full collection (node --expose-gc), so what remains is what is still held. */
+async function heapAfterGc(): Promise<number> {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) return NaN;
+  await new Promise((r) => setImmediate(r));
+  gc();
+  return process.memoryUsage().heapUsed;
 }
 
 /**
@@ -115,6 +126,7 @@ async function underLoad(
   inputs: (seed: number) => Record<string, unknown>,
 ): Promise<UnderLoad> {
   const memBefore = lane.rt.memoryUsage().reduce((a, u) => a + u.usedBytes, 0);
+  const heapBefore = await heapAfterGc();
   // A fixed pattern over each 20 requests: 2 high priority (10 %), 1 abandoned (5 %); the abort delays
   // repeat every 100, so 2,000 bodies (cycled) keep the pattern and give distinct seeds to most.
   const bodies = Array.from({ length: 2000 }, (_, i) => {
@@ -137,6 +149,7 @@ async function underLoad(
   await new Promise((r) => setTimeout(r, 1000));
   const slots = await lane.slots(model);
   const memAfter = lane.rt.memoryUsage().reduce((a, u) => a + u.usedBytes, 0);
+  const heapAfter = await heapAfterGc();
   const high = load.labels['high'];
   const low = load.labels['low'];
   const ratio = (high?.p99 ?? NaN) / (low?.p99 ?? NaN);
@@ -148,12 +161,14 @@ async function underLoad(
     `B.7b ${model}: high priority p99 ${fmt(high?.p99 ?? NaN)} ms / low p99 ${fmt(low?.p99 ?? NaN)} ms = ${fmt(ratio, 2)} (target <= 0.5: ${ratio <= 0.5 ? 'met' : 'NOT met'}); ` +
       `server queue p99 high ${fmt(qHigh?.p99 ?? NaN)} / low ${fmt(qLow?.p99 ?? NaN)} ms = ${fmt((qHigh?.p99 ?? NaN) / (qLow?.p99 ?? NaN), 2)}; ` +
       `${load.requests} requests, ${load.errors['aborted'] ?? 0} abandoned by the client, ${load.errors['429'] ?? 0} rejected (429), ${load.errors['504'] ?? 0} past their deadline; ` +
-      `after the run: queued ${slots.queued}, in flight ${slots.inFlight} (leaked slots ${slots.queued + slots.inFlight}); device memory in use ${memBefore} -> ${memAfter} bytes`,
+      `after the run: queued ${slots.queued}, in flight ${slots.inFlight} (leaked slots ${slots.queued + slots.inFlight}); device memory in use ${memBefore} -> ${memAfter} bytes; ` +
+      `server JS heap after GC ${fmt(heapBefore / 2 ** 20, 1)} -> ${fmt(heapAfter / 2 ** 20, 1)} MiB`,
   );
   return {
     load,
     ratio,
     leakedSlots: slots.queued + slots.inFlight,
     memory: { before: memBefore, after: memAfter },
+    heap: { before: heapBefore, after: heapAfter },
   };
 }

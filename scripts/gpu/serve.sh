@@ -41,7 +41,7 @@ if [[ $steps == *" gpt "* ]]; then
   grep -E '^B\.7|c16:|c64:' "$OUT/serve-gpt.txt" | cut -c1-600
 fi
 if [[ $steps == *" priority "* ]]; then
-  timeout 300 $NODE dist/bench/serve-lane.js priority --device cuda --requests 100000 \
+  timeout 300 $NODE --expose-gc dist/bench/serve-lane.js priority --device cuda --requests 100000 \
     --json "$OUT/serve-priority.json" > "$OUT/serve-priority.txt" 2>&1
   log "serve priority rc=$?"
   grep -E '^B\.7b' "$OUT/serve-priority.txt" | cut -c1-700
