@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# H200 call for ONNX import (issue 17), after `npm run build && scripts/gpu/pack.sh` (carry: .gpu, which
+# H200 call for ONNX import (issue 17), after `npm run build && GPU_PACK_OCR=all scripts/gpu/pack.sh` (carry: .gpu, which
 # holds dist, the service's dependencies with onnx-proto, and the OCR networks in .gpu/ocr). Steps:
 #   nodetests  ONNX's node tests (the pip onnx package's backend/test/data/node) on CUDA and on the CPU
 #   ocr        bench/torch/onnx_ocr.py renders text with PIL and runs ONNX Runtime's CPU EP (16 threads)

