@@ -44,6 +44,22 @@ export class KernelEligibility {
     return m;
   }
 
+  /**
+   * The rule every eligibility check starts from: w's kind implements `op`, the device is not lost and
+   * does not list `op` in its unavailableOps, and it matches the constraint (a kind or an id; null: any).
+   */
+  private takes(
+    w: WorkerSlot,
+    op: string,
+    impls: ReadonlyMap<string, unknown>,
+    constraint: string | null | undefined,
+  ): boolean {
+    const info = w.device.info;
+    if (!impls.has(info.kind) || this.lost.has(info.id)) return false;
+    if (w.device.unavailableOps?.has(op)) return false;
+    return !constraint || constraint === info.kind || constraint === info.id;
+  }
+
   /** Eligibility when no device filters by arguments: by kernel and constraint only, kept per kernel. */
   eligibleOf(k: RegisteredKernel, constraint: string | null): readonly number[] {
     let e = this.eligibleByKernel.get(k);
@@ -55,13 +71,7 @@ export class KernelEligibility {
     let out = e.byConstraint.get(constraint);
     if (!out) {
       const list: number[] = [];
-      for (const w of this.workers) {
-        const info = w.device.info;
-        if (!k.impls.has(info.kind) || this.lost.has(info.id)) continue;
-        if (w.device.unavailableOps?.has(k.def.name)) continue;
-        if (constraint && constraint !== info.kind && constraint !== info.id) continue;
-        list.push(w.index);
-      }
+      for (const w of this.workers) if (this.takes(w, k.def.name, k.impls, constraint)) list.push(w.index);
       e.byConstraint.set(constraint, (out = list));
     }
     return out;
@@ -84,10 +94,8 @@ export class KernelEligibility {
       descs.push(t.desc);
     }
     for (const w of this.workers) {
+      if (!this.takes(w, k.def.name, k.impls, constraint)) continue;
       const info = w.device.info;
-      if (!k.impls.has(info.kind) || this.lost.has(info.id)) continue;
-      if (w.device.unavailableOps?.has(k.def.name)) continue;
-      if (constraint !== info.kind && constraint !== info.id) continue;
       if (w.device.supports && !w.device.supports(k.def.name, descs, scalars, k.impls.get(info.kind)))
         continue;
       return true;
@@ -100,10 +108,8 @@ export class KernelEligibility {
     const descs = task.tensors.map((t) => t.desc);
     const out: number[] = [];
     for (const w of this.workers) {
+      if (!this.takes(w, task.op, impls, task.constraint)) continue;
       const info = w.device.info;
-      if (!impls.has(info.kind) || this.lost.has(info.id)) continue;
-      if (w.device.unavailableOps?.has(task.op)) continue;
-      if (task.constraint && task.constraint !== info.kind && task.constraint !== info.id) continue;
       if (w.device.supports && !w.device.supports(task.op, descs, task.scalars, impls.get(info.kind)))
         continue;
       out.push(w.index);
