@@ -132,7 +132,15 @@ void describe('a recorded training step replayed as a CUDA graph', { skip: hasCu
       const losses: number[] = [];
       await t.run((r) => losses.push(r.loss));
       await t.syncState();
-      const params = await Promise.all(t.optimizer.params.map((p) => rt.read(p.data)));
+      // The fp32 master weights: the fp16 working copies are read as raw 16-bit words, whose integer
+      // values say nothing about closeness (one ulp apart near zero reads as a large relative change).
+      const params = await Promise.all(
+        t.optimizer.params.map((p) => {
+          const master = t.optimizer.stateTensors(p).master;
+          assert.ok(master, 'fp16 training keeps fp32 master weights');
+          return rt.read(master);
+        }),
+      );
       const out = { losses, scaler: t.scalerState(), steps: t.optimizer.steps, params };
       t.dispose();
       return out;
