@@ -129,7 +129,10 @@ export async function serveCommand(opts: ServeOptions): Promise<number> {
     server.restart.then(
       (why) => {
         process.stderr.write(`tandem: stopped for a relaunch: ${why}\n`);
-        tell({ type: 'tandem:restart', reason: why }, () => resolve(RESTART_EXIT_CODE));
+        const hungKernel = server.service.kernelHung;
+        tell({ type: 'tandem:restart', reason: why, ...(hungKernel ? { hungKernel } : {}) }, () =>
+          resolve(RESTART_EXIT_CODE),
+        );
       },
       (e: unknown) => {
         process.stderr.write(`tandem: stopping for a relaunch failed: ${String(e)}\n`);

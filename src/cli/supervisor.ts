@@ -35,7 +35,16 @@ export const RESTARTS_ENV = 'TANDEM_RESTARTS';
 /** Messages over the IPC channel, child → supervisor. */
 export type ChildMessage =
   | { readonly type: 'tandem:ready'; readonly port: number }
-  | { readonly type: 'tandem:restart'; readonly reason: string };
+  | {
+      readonly type: 'tandem:restart';
+      readonly reason: string;
+      /**
+       * A GPU kernel of the child never ended: its exit would wait on the driver's teardown of that
+       * device (measured: indefinitely, spinning), so the supervisor ends it at once with SIGKILL
+       * instead of after RESTART_EXIT_GRACE_MS.
+       */
+      readonly hungKernel?: boolean;
+    };
 /** Supervisor → child. */
 export interface StopMessage {
   readonly type: 'tandem:stop';
@@ -96,6 +105,11 @@ export function killIfNotExited(c: KillableChild, graceMs: number, killed: () =>
     c.kill('SIGKILL');
   }, graceMs);
   return () => clearTimeout(timer);
+}
+
+/** How long a child that asked for a relaunch may take to exit before it is killed. */
+export function relaunchExitGraceMs(m: Extract<ChildMessage, { type: 'tandem:restart' }>): number {
+  return m.hungKernel === true ? 0 : RESTART_EXIT_GRACE_MS;
 }
 
 function say(msg: string): void {
@@ -161,9 +175,11 @@ export async function supervise(argv: readonly string[]): Promise<number> {
         port = m.port;
       } else if (m.type === 'tandem:restart') {
         reason = m.reason;
-        disarm ??= killIfNotExited(c, RESTART_EXIT_GRACE_MS, () => {
+        disarm ??= killIfNotExited(c, relaunchExitGraceMs(m), () => {
           say(
-            `the server asked for a relaunch but did not exit within ${RESTART_EXIT_GRACE_MS} ms; killing it`,
+            m.hungKernel === true
+              ? 'the server asked for a relaunch with a GPU kernel hung (its exit would wait on the device); killing it'
+              : `the server asked for a relaunch but did not exit within ${RESTART_EXIT_GRACE_MS} ms; killing it`,
           );
           killedAfterAsking = true;
         });

@@ -53,6 +53,12 @@ export interface Service extends ServiceParts {
    * owner then closes the service and exits for a relaunch. Never resolves otherwise.
    */
   readonly restartRequested: Promise<string>;
+  /**
+   * A GPU kernel of this process never ended (the hung-kernel watchdog gave its device up): close()
+   * then leaves the runtime open, and the process's own exit would wait on that device, so its owner
+   * ends it another way (under the supervisor: SIGKILL, asked for with the relaunch).
+   */
+  readonly kernelHung: boolean;
   close(): Promise<void>;
 }
 
@@ -265,6 +271,9 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
     bootstrapKey,
     recovered,
     restartRequested: loss.restartRequested,
+    get kernelHung() {
+      return watchdog.anyHung;
+    },
     async close() {
       if (closed) return;
       closed = true;

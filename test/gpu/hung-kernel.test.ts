@@ -91,6 +91,12 @@ void describe('service: a CUDA kernel that never ends, under the supervisor', { 
         assert.equal(relaunched.url, first.url);
         assert.equal(relaunched.restarts, 1);
         assert.match(serve.stderr(), /cuda0 lost: a kernel of job .* did not end by its deadline \(hung\)/);
+        // Ended at once by the supervisor (the server's own exit would wait on the driver), not after
+        // RESTART_EXIT_GRACE_MS.
+        assert.match(
+          serve.stderr(),
+          /relaunch with a GPU kernel hung \(its exit would wait on the device\); killing it/,
+        );
         console.log(`# hung kernel failed and server relaunched ${Date.now() - t0} ms after submit`);
 
         for (const j of [gemm, sleep]) {

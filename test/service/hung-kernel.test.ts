@@ -77,6 +77,7 @@ void describe('a GPU kernel that does not end by its deadline', () => {
       while ((await s.get(other.id)).state !== 'running') await new Promise((r) => setTimeout(r, 5));
       let restart: string | null = null;
       void s.svc.restartRequested.then((why) => (restart = why));
+      assert.equal(s.svc.kernelHung, false, 'no kernel hung yet');
 
       s.gpu.autoComplete = false; // the next kernel never finishes: an infinite loop
       const t0 = Date.now();
@@ -97,6 +98,8 @@ void describe('a GPU kernel that does not end by its deadline', () => {
       const why = await s.svc.restartRequested;
       assert.match(why, /cuda0 lost: a kernel of job .* did not end by its deadline \(hung\)/);
       assert.equal(restart, why);
+      // What the server tells its supervisor with the relaunch (end it at once: its exit would wait).
+      assert.equal(s.svc.kernelHung, true);
       const health = (await s.svc.app.inject({ url: '/healthz' })).json() as {
         status: string;
         devicesLost: string[];
@@ -126,6 +129,7 @@ void describe('a GPU kernel that does not end by its deadline', () => {
       const next = await createService(config, { runtime: fakeRuntime() });
       try {
         assert.deepEqual(next.recovered, { requeued: 1, queued: 2 });
+        assert.equal(next.kernelHung, false);
         assert.equal((await s.get(hung.id, next)).state, 'failed', 'the hung job is not re-run');
         for (let i = 0; i < 500 && (await s.get(waiting.id, next)).state !== 'succeeded'; i++)
           await new Promise((r) => setTimeout(r, 10));

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { describe, it } from 'node:test';
-import { killIfNotExited } from '../../src/cli/supervisor.js';
+import { killIfNotExited, RESTART_EXIT_GRACE_MS, relaunchExitGraceMs } from '../../src/cli/supervisor.js';
 
 void describe('supervisor: relaunch asked, exit late', () => {
   void it('SIGKILLs a child still alive after the grace', async () => {
@@ -20,6 +20,29 @@ void describe('supervisor: relaunch asked, exit late', () => {
     assert.equal(code, null);
     assert.equal(killed, true);
     assert.ok(Date.now() - t0 >= 190);
+  });
+
+  void it('kills at once a child that asked with a GPU kernel hung (its exit would spin in the driver)', async () => {
+    assert.equal(relaunchExitGraceMs({ type: 'tandem:restart', reason: 'x' }), RESTART_EXIT_GRACE_MS);
+    const graceMs = relaunchExitGraceMs({ type: 'tandem:restart', reason: 'x', hungKernel: true });
+    assert.equal(graceMs, 0);
+    // A child busy in its exit, as a server whose exit waits on a hung kernel's device teardown.
+    const child = spawn(
+      process.execPath,
+      ['-e', 'process.on("exit", () => { for (;;); }); process.exit(75)'],
+      {
+        stdio: 'ignore',
+      },
+    );
+    await new Promise((r) => setTimeout(r, 300)); // inside its exit handler by now
+    let killed = false;
+    const t0 = Date.now();
+    killIfNotExited(child, graceMs, () => (killed = true));
+    const [code, signal] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null];
+    assert.equal(signal, 'SIGKILL');
+    assert.equal(code, null);
+    assert.equal(killed, true);
+    assert.ok(Date.now() - t0 < 1000, `killed ${Date.now() - t0} ms after asking`);
   });
 
   void it('leaves a child that exits in time alone, and a disarmed timer does nothing', async () => {
