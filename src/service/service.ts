@@ -43,6 +43,9 @@ export type {
   ServiceRuntimeHost,
 } from './parts.js';
 
+/** How long close() waits for running jobs to stop after a kernel hung (otherwise the dispatcher's 5 s). */
+const HUNG_STOP_WAIT_MS = 1000;
+
 export interface Service extends ServiceParts {
   readonly app: FastifyInstance;
   /** Set on the first start only: the admin key, to print once. */
@@ -281,7 +284,9 @@ export async function createService(config: ServiceConfig, opts: CreateServiceOp
       submitter.close();
       shedder.stop();
       await app.close();
-      await dispatcher.stop();
+      // After a hung kernel, jobs with work queued on that GPU never end in this process: waiting the
+      // usual 5 s for them only delays the relaunch (every running job is re-queued by the next process).
+      await dispatcher.stop(watchdog.anyHung ? HUNG_STOP_WAIT_MS : undefined);
       if (opening) await opening.catch(() => undefined);
       const held = rt as ServiceRuntimeHost | null;
       if (held) for (const o of [activity, metrics, traces, loss, watchdog]) held.removeObserver(o);
