@@ -1,6 +1,6 @@
 /**
  * attention and attention_backward on CUDA at a real size (B = 2, H = 2, T = 1024, d = 64, bf16), each
- * kernel path forced in turn (tensor cores, their opt-in v1 to v4, CUDA cores) and the automatic choice, against the float64
+ * kernel path forced in turn (tensor cores, their opt-in v1 to v5, CUDA cores) and the automatic choice, against the float64
  * references. The backward gets y and lse from the reference forward, as in training, so its result is
  * the true gradient. The small odd shapes and the other dtypes run in cuda-conformance.test.ts.
  */
@@ -119,6 +119,7 @@ void describe('cuda attention, B2 H2 T1024 d64 bf16', { skip: device ? false : r
     'tensor-core-v2',
     'tensor-core-v3',
     'tensor-core-v4',
+    'tensor-core-v5',
     'generic',
     'auto',
   ] as const satisfies readonly AttentionPath[]) {

@@ -21,7 +21,7 @@ const launch = (headDim: number): AttentionLaunch => ({
   delta: 0,
 });
 
-test('attention tensor-core versions: opt-in by TANDEM_ATTN_MMA=v1…v4, head dims 32 and 64 only', () => {
+test('attention tensor-core versions: opt-in by TANDEM_ATTN_MMA=v1…v5, head dims 32 and 64 only', () => {
   assert.equal(mmaVersionRequested({}), 'v0');
   assert.equal(mmaVersionRequested({ TANDEM_ATTN_MMA: 'v1' }), 'v1');
   assert.equal(mmaVersionRequested({ TANDEM_ATTN_MMA: 'v2' }), 'v2');
@@ -29,13 +29,13 @@ test('attention tensor-core versions: opt-in by TANDEM_ATTN_MMA=v1…v4, head di
   assert.throws(
     () => mmaVersionRequested({ TANDEM_ATTN_MMA: 'fast' }),
     (e: unknown) =>
-      isTandemError(e) && /TANDEM_ATTN_MMA must be v0, v1, v2, v3 or v4, got "fast"/.test(e.message),
+      isTandemError(e) && /TANDEM_ATTN_MMA must be one of v0, v1, v2, v3, v4, v5, got "fast"/.test(e.message),
   );
   const saved = process.env['TANDEM_ATTN_MMA'];
   try {
     delete process.env['TANDEM_ATTN_MMA'];
     assert.equal(mmaPathVersion('auto', true, launch(64), 'attention'), 'v0', 'default: the current kernels');
-    for (const v of ['v1', 'v2', 'v3', 'v4'] as const) {
+    for (const v of ['v1', 'v2', 'v3', 'v4', 'v5'] as const) {
       process.env['TANDEM_ATTN_MMA'] = v;
       assert.equal(mmaPathVersion('auto', true, launch(64), 'attention'), v);
       assert.equal(mmaPathVersion('auto', true, launch(32), 'attention'), v);
@@ -51,6 +51,8 @@ test('attention tensor-core versions: opt-in by TANDEM_ATTN_MMA=v1…v4, head di
   assert.equal(mmaPathVersion('tensor-core-v3', true, launch(64), 'attention'), 'v3');
   assert.equal(mmaVersionRequested({ TANDEM_ATTN_MMA: 'v3' }), 'v3');
   assert.equal(mmaPathVersion('tensor-core-v4', true, launch(32), 'attention_backward'), 'v4');
+  assert.equal(mmaPathVersion('tensor-core-v5', true, launch(64), 'attention_backward'), 'v5');
+  assert.equal(mmaVersionRequested({ TANDEM_ATTN_MMA: 'v5' }), 'v5');
   assert.throws(
     () => mmaPathVersion('tensor-core-v2', true, launch(16), 'attention'),
     /v2 needs a head dim of 32 or 64/,

@@ -95,6 +95,9 @@ const CONFIGS: readonly Config[] = [
   // v4: v3 with the single pass in halves (K, V fragments from shared memory, 3 blocks an SM).
   { shape: [1, 135, 1, 64], dtype: 'bf16', path: 'tensor-core-v4', mma: true },
   { shape: [2, 70, 2, 32], dtype: 'f16', path: 'tensor-core-v4', mma: true },
+  // v5: the FA2-style forward with v0's backward (no ATTN_V1 in the backward's kernels).
+  { shape: [1, 300, 1, 64], dtype: 'bf16', path: 'tensor-core-v5', mma: true },
+  { shape: [2, 70, 2, 32], dtype: 'f16', path: 'tensor-core-v5', mma: true },
   { shape: [1, 37, 2, 12], dtype: 'f32', path: 'auto', mma: false },
   { shape: [2, 19, 1, 8], dtype: 'f64', path: 'auto', mma: false },
 ];
@@ -133,10 +136,15 @@ void describe('attention CUDA kernels on the host emulator', { skip: unavailable
       assert.deepEqual(fwd.entries, [`tdm_attn_fwd${suffix}`]);
       const v1 = path === 'tensor-core-v1';
       const v4 = path === 'tensor-core-v4';
+      const v5 = path === 'tensor-core-v5';
       const v3 = path === 'tensor-core-v3' || v4;
       const v2 = path === 'tensor-core-v2' || v3;
       assert.equal(fwd.programs[0] === ATTENTION_FORWARD_MMA_V1, v1 || (v2 && !v3), 'v1 only when asked for');
-      assert.equal(fwd.programs[0] === ATTENTION_FORWARD_MMA_FA2, v3, 'the FA2-style forward only for v3');
+      assert.equal(
+        fwd.programs[0] === ATTENTION_FORWARD_MMA_FA2,
+        v3 || v5,
+        'the FA2-style forward: v3 to v5',
+      );
       const yErr = relError(valuesOf(dtype, fwd.outputs[1]!), ref.y);
       assert.ok(yErr <= tol, `y: relative error ${yErr} > ${tol}`);
       const lseErr = relError(valuesOf(lseT, fwd.outputs[2]!), ref.lse);

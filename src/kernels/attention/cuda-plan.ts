@@ -84,18 +84,22 @@ export function mmaEligible(dtype: DType, l: AttentionLaunch, ptrs: readonly num
  * scale in one FFMA) is opt-in until the H200 has timed it beside the current one: `TANDEM_ATTN_MMA=v1`;
  * `v2` adds the single-pass backward (attention_backward/cuda-mma-bwd.ts) to it, `v3` the FA2-style
  * forward (cuda-mma-fwd2.ts) to v2, `v4` is v3 with the single pass in halves (cuda-mma-bwd-halves.ts).
- * All need head dims of two 16-wide k steps a load (32, 64); others keep the current kernels.
+ * `v5` pairs the FA2-style forward with v0's two-kernel backward: on an H100 (2026-12-05) v3's forward
+ * was the fastest (0.47 vs 0.66 ms at B=64, T=1024) and v0's backward the fastest (2.44 vs 2.79 ms);
+ * every version stores lse in base e, so any forward feeds any backward. All need head dims of two 16-wide k steps a load (32, 64); others keep the current kernels.
  */
-export type MmaVersion = 'v0' | 'v1' | 'v2' | 'v3' | 'v4';
+export type MmaVersion = 'v0' | 'v1' | 'v2' | 'v3' | 'v4' | 'v5';
+const MMA_VERSIONS: readonly MmaVersion[] = ['v0', 'v1', 'v2', 'v3', 'v4', 'v5'];
 
 /** The version TANDEM_ATTN_MMA asks for (unset or empty: v0); any other value fails the launch by name. */
 export function mmaVersionRequested(env: NodeJS.ProcessEnv = process.env): MmaVersion {
   const v = env['TANDEM_ATTN_MMA'];
   if (v === undefined || v === '') return 'v0';
-  if (v === 'v0' || v === 'v1' || v === 'v2' || v === 'v3' || v === 'v4') return v;
+  const known = MMA_VERSIONS.find((m) => m === v);
+  if (known) return known;
   throw new TandemError(
     'TANDEM_ERR_INVALID_ARGUMENT',
-    `TANDEM_ATTN_MMA must be v0, v1, v2, v3 or v4, got ${JSON.stringify(v)}`,
+    `TANDEM_ATTN_MMA must be one of ${MMA_VERSIONS.join(', ')}, got ${JSON.stringify(v)}`,
   );
 }
 

@@ -74,7 +74,8 @@ export type AttentionPath =
   | 'tensor-core-v1'
   | 'tensor-core-v2'
   | 'tensor-core-v3'
-  | 'tensor-core-v4';
+  | 'tensor-core-v4'
+  | 'tensor-core-v5';
 
 const FORCED: Readonly<Record<AttentionPath, MmaVersion | null>> = {
   auto: null,
@@ -84,6 +85,7 @@ const FORCED: Readonly<Record<AttentionPath, MmaVersion | null>> = {
   'tensor-core-v2': 'v2',
   'tensor-core-v3': 'v3',
   'tensor-core-v4': 'v4',
+  'tensor-core-v5': 'v5',
 };
 
 function plan(args: readonly CudaArg[], scalars: Scalars): AttentionLaunch | null {
@@ -101,7 +103,7 @@ function run(path: AttentionPath, ctx: CudaKernelContext, args: readonly CudaArg
   );
   const version = mmaPathVersion(path, eligible, launch, 'attention');
   const mma =
-    version === 'v3' || version === 'v4'
+    version === 'v3' || version === 'v4' || version === 'v5'
       ? ATTENTION_FORWARD_MMA_FA2
       : version === 'v0'
         ? ATTENTION_FORWARD_MMA
@@ -112,7 +114,8 @@ function run(path: AttentionPath, ctx: CudaKernelContext, args: readonly CudaArg
 
 /**
  * Which tensor-core kernels a launch gets (v2: v1's forward, the single-pass backward; v3: the FA2-style
- * forward, the single-pass backward; v4: v3 with the single pass in halves); throws when
+ * forward, the single-pass backward; v4: v3 with the single pass in halves; v5: the FA2-style forward,
+ * v0's backward); throws when
  * a forced tensor-core path does not fit the call (the GPU tests force each kernel and must not silently
  * test another).
  */

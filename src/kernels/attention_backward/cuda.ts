@@ -168,7 +168,8 @@ function run(path: AttentionPath, ctx: CudaKernelContext, args: readonly CudaArg
   }
   const launch = asScalars({ ...base, delta });
   ctx.launch(ATTENTION_DELTA, args, launch);
-  const v1 = version !== 'v0';
+  // v5 keeps v0's backward (with the FA2-style forward); v1 brings its own ldmatrix/ex2 variants.
+  const v1 = version !== 'v0' && version !== 'v5';
   const dkdv = v1 ? ATTENTION_DKDV_MMA_V1 : ATTENTION_DKDV_MMA;
   const dq = v1 ? ATTENTION_DQ_MMA_V1 : ATTENTION_DQ_MMA;
   ctx.launch(mma ? dkdv : ATTENTION_DKDV_GENERIC, args, launch);
