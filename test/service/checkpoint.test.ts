@@ -41,9 +41,10 @@ const walBytes = (dir: string): number => statSync(join(dir, 'tandem.sqlite-wal'
 /**
  * What the WAL stays under with the thread: ~1 MiB (restartFrames 200) when it runs freely, a few MiB
  * when a loaded machine holds it back (13.3 MiB once, with two other test suites and a clean-clone CI
- * sharing the 2 cores); without checkpoints the same jobs leave ~57 MiB.
+ * sharing the 2 cores; 20.5 MiB once in a clean-clone CI alone, its other test files beside it);
+ * without checkpoints the same jobs leave ~57 MiB, every time (the same writes, nothing reclaimed).
  */
-const BOUND = 16 * 2 ** 20;
+const BOUND = 26 * 2 ** 20;
 
 void test('checkpointer: the server connection never checkpoints, the thread keeps the WAL bounded', async () => {
   const dir = tempDir();
