@@ -53,8 +53,9 @@ export interface StopMessage {
 
 const WINDOW_MS = 60_000;
 /**
- * A child that asked for a relaunch but has not exited this long after is killed (SIGKILL): after a hung
- * GPU kernel its exit may wait on the driver, and only the end of the process stops the kernel.
+ * A child that asked for a relaunch but has not exited this long after is killed (SIGKILL): a safety net
+ * for an exit that never comes. A child that says a GPU kernel hung (its exit waits on the driver, and
+ * only the end of the process stops the kernel) is killed at once instead (relaunchExitGraceMs).
  */
 export const RESTART_EXIT_GRACE_MS = 15_000;
 const MAX_BACKOFF_MS = 30_000;

@@ -81,12 +81,14 @@ export function mmaEligible(dtype: DType, l: AttentionLaunch, ptrs: readonly num
 
 /**
  * The tensor-core kernels' v1 (ATTN_V1 in cuda-mma-common.ts: ldmatrix.x4 B fragments, ex2.approx with the
- * scale in one FFMA) is opt-in until the H200 has timed it beside the current one: `TANDEM_ATTN_MMA=v1`;
+ * scale in one FFMA) is opt-in (timed on an H100 on 2026-12-05: no version beat v0 on GPT-2's B=64
+ * step): `TANDEM_ATTN_MMA=v1`;
  * `v2` adds the single-pass backward (attention_backward/cuda-mma-bwd.ts) to it, `v3` the FA2-style
  * forward (cuda-mma-fwd2.ts) to v2, `v4` is v3 with the single pass in halves (cuda-mma-bwd-halves.ts).
  * `v5` pairs the FA2-style forward with v0's two-kernel backward: on an H100 (2026-12-05) v3's forward
  * was the fastest (0.47 vs 0.66 ms at B=64, T=1024) and v0's backward the fastest (2.44 vs 2.79 ms);
- * every version stores lse in base e, so any forward feeds any backward. All need head dims of two 16-wide k steps a load (32, 64); others keep the current kernels.
+ * every version stores lse in base e, so any forward feeds any backward. All need head dims of two
+ * 16-wide k steps a load (32, 64); others keep the current kernels.
  */
 export type MmaVersion = 'v0' | 'v1' | 'v2' | 'v3' | 'v4' | 'v5';
 const MMA_VERSIONS: readonly MmaVersion[] = ['v0', 'v1', 'v2', 'v3', 'v4', 'v5'];
