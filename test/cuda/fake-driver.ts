@@ -91,7 +91,8 @@ export class FakeGpu {
     return d;
   }
 
-  device(): CudaDevice {
+  /** `registerSabs`: page-lock large host SABs (off by default: most tests stage through pinned chunks). */
+  device(registerSabs = false): CudaDevice {
     const driver = this.driver();
     const cublas = {
       create: () => 1,
@@ -115,7 +116,7 @@ export class FakeGpu {
       memoryBytes: 2 ** 31,
       smCount: 132,
       view: (_p, bytes) => new Uint8Array(bytes),
-      registerSabs: false,
+      registerSabs,
     });
     dev.info = {
       id: 'cuda0',

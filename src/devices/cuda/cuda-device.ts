@@ -79,7 +79,10 @@ export class CudaDevice implements Device {
     this.programs = parts.programs;
     const makeCurrent = (): void => this.context.makeCurrent();
     this.poller = new CompletionPoller(parts.driver, makeCurrent, (rc, call) => this.fault(rc, call));
-    this.node = new CudaMemoryNode(parts.id, parts.memoryBytes, parts.context);
+    // The closure reads this.transfers at call time (it is created below).
+    this.node = new CudaMemoryNode(parts.id, parts.memoryBytes, parts.context, () =>
+      this.transfers.reclaimDeadRanges(),
+    );
     this.launcher = new Launcher(parts.context, parts.programs, parts.smCount);
     this.batcher = new LaunchBatcher({
       context: parts.context,

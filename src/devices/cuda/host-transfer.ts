@@ -329,13 +329,28 @@ export class HostTransfers {
    * handed part of it to a new SAB: unregister such dead ranges that overlap [addr, addr + bytes).
    */
   private dropDeadOverlaps(addr: number, bytes: number): boolean {
-    let dropped = false;
+    return this.dropDead((start, size) => start < addr + bytes && start + size > addr) > 0;
+  }
+
+  /**
+   * Unregisters every range whose SAB was collected but not yet finalised. The freed pages may be
+   * mapped again by anyone, the driver included: when it grows its own address reservation over such a
+   * range, cuMemAlloc fails with CUDA_ERROR_ALREADY_MAPPED (seen on an H100 when a large SAB's
+   * allocation set off a GC just before a device allocation). Returns how many ranges it dropped.
+   */
+  reclaimDeadRanges(): number {
+    return this.dropDead(() => true);
+  }
+
+  private dropDead(matches: (start: number, bytes: number) => boolean): number {
+    let dropped = 0;
     for (const [start, r] of this.live) {
-      if (r.ref.deref() !== undefined || start >= addr + bytes || start + r.bytes <= addr) continue;
+      if (r.ref.deref() !== undefined || !matches(start, r.bytes)) continue;
+      this.makeCurrent();
       this.driver.api.cuMemHostUnregister(start);
       this.finaliser.unregister(r.token);
       this.live.delete(start);
-      dropped = true;
+      dropped++;
     }
     return dropped;
   }

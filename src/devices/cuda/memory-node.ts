@@ -7,7 +7,7 @@ import { TandemError } from '../../core/errors.js';
 import type { DeviceBuffer, MemoryNode } from '../device.js';
 import { CachingAllocator, type AllocatorStats } from './allocator.js';
 import type { CudaContext } from './context.js';
-import { CUDA_ERROR_OUT_OF_MEMORY } from './ffi/driver.js';
+import { CUDA_ERROR_ALREADY_MAPPED, CUDA_ERROR_OUT_OF_MEMORY } from './ffi/driver.js';
 
 export class CudaBuffer implements DeviceBuffer {
   constructor(
@@ -31,6 +31,11 @@ export class CudaMemoryNode implements MemoryNode {
     readonly name: string,
     readonly capacityBytes: number,
     private readonly context: CudaContext,
+    /**
+     * Unregisters host ranges whose SABs were collected but not finalised; returns how many. Their
+     * pages can become the driver's next address reservation, which cuMemAlloc then finds mapped.
+     */
+    reclaimDeadHostRanges: () => number = () => 0,
   ) {
     const d = context.driver;
     this.allocator = new CachingAllocator(
@@ -38,7 +43,11 @@ export class CudaMemoryNode implements MemoryNode {
         alloc: (bytes) => {
           context.makeCurrent();
           const out: [number] = [0];
-          const rc = d.api.cuMemAlloc_v2(out, bytes);
+          let rc = d.api.cuMemAlloc_v2(out, bytes);
+          if (rc === CUDA_ERROR_ALREADY_MAPPED && reclaimDeadHostRanges() > 0) {
+            context.makeCurrent();
+            rc = d.api.cuMemAlloc_v2(out, bytes);
+          }
           if (rc === CUDA_ERROR_OUT_OF_MEMORY) return null;
           d.check(rc, 'cuMemAlloc_v2');
           return Number(out[0]);

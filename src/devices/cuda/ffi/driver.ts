@@ -15,6 +15,7 @@ export const CUDA_SUCCESS = 0;
 export const CUDA_ERROR_NOT_READY = 600;
 export const CUDA_ERROR_OUT_OF_MEMORY = 2;
 export const CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712;
+export const CUDA_ERROR_ALREADY_MAPPED = 208;
 export const CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704;
 
 export const ATTR = {
