@@ -168,7 +168,11 @@ void describe('attention CUDA kernels on the host emulator', { skip: unavailable
       if (v2) assert.deepEqual(bwd.entries, ['tdm_attn_bwd_prep', 'tdm_attn_bwd_mma', 'tdm_attn_dq_convert']);
       if (v2) assert.equal(bwd.programs[1] === ATTENTION_BWD_MMA_V4, v4, 'the halves kernel only for v4');
       else {
-        assert.deepEqual(bwd.entries, ['tdm_attn_delta', `tdm_attn_dkdv${suffix}`, `tdm_attn_dq${suffix}`]);
+        assert.deepEqual(bwd.entries, [
+          `tdm_attn_delta${suffix}`,
+          `tdm_attn_dkdv${suffix}`,
+          `tdm_attn_dq${suffix}`,
+        ]);
         assert.deepEqual(
           bwd.programs.slice(1).map((p) => p === ATTENTION_DKDV_MMA_V1 || p === ATTENTION_DQ_MMA_V1),
           [v1, v1],

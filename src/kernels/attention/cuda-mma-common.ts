@@ -234,13 +234,25 @@ static __device__ __forceinline__ void store_rows(u16* base, long long ld, float
 `;
 
 /**
- * A kernel's block and lane indices (block x = batch · head), its head's row stride in qkv (ld) and base
- * (qb): `first` declares the block's first row from blockIdx.y, each warp owns `warpRows` rows from w0.
+ * Which (batch · head, tile) a block works on, and how many tiles of `rows` rows a head has: `bh`,
+ * `tile`, `ntile`. Launched as a line of blocks (gridDim.y == 1; cuda-plan.ts's grid) a head's tiles are
+ * neighbours, so the blocks resident at once cover a few dozen heads and re-read their K, V (Q, dY) from
+ * L2: with x = batch · head the resident blocks spanned 260-400 heads (64-100 MB of K and V against 50 MB
+ * of L2; on an H100 the L2 hit rate was 36-40 % and the dq kernel moved 2.4 TB/s from DRAM). A 2-D grid
+ * (x = batch · head, y = tile), as the attention lab launches, still works.
  */
-export const blockSetup = (
-  first: string,
-  warpRows: number,
-): string => `  const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
+export const tileIndex = (rows: string): string => `  const bool lined = gridDim.y == 1;
+  const int ntile = lined ? (T + ${rows} - 1) / ${rows} : (int)gridDim.y;
+  const int bh = lined ? (int)blockIdx.x / ntile : (int)blockIdx.x;
+  const int tile = lined ? (int)blockIdx.x - bh * ntile : (int)blockIdx.y;`;
+
+/**
+ * A kernel's block and lane indices (tileIndex over `rows`-row tiles), its head's row stride in qkv (ld)
+ * and base (qb): `first` declares the block's first row from tile and ntile, each warp owns `warpRows`
+ * rows from w0.
+ */
+export const blockSetup = (first: string, warpRows: number, rows: string): string => `${tileIndex(rows)}
+  const int b = bh / H, h = bh - b * H;
   ${first}
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c = lane & 3;
   const int C = H * HD, w0 = warp * ${warpRows};

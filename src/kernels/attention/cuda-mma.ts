@@ -10,7 +10,7 @@ export const FWD_ENTRY = `extern "C" __global__ void __launch_bounds__(128) tdm_
     float* __restrict__ lse, int T, int H, float scale_log2) {`;
 
 /** The forward's indices: FQ query rows per block, heaviest (last) first, 32 rows a warp. */
-export const FWD_SETUP = blockSetup('const int q0 = (gridDim.y - 1 - blockIdx.y) * FQ;', 32);
+export const FWD_SETUP = blockSetup('const int q0 = (ntile - 1 - tile) * FQ;', 32, 'FQ');
 
 /** The warp's output accumulators o and running row maxima m (base 2) and partial row sums l, per m tile. */
 export const FWD_STATE = `  float o[MT][NT_D][4];
@@ -73,7 +73,7 @@ export const FWD_STORE = `  u16* yb = y + (long long)b * T * C + (long long)h * 
   }`;
 
 /**
- * Forward: 128 query rows per block (grid (B·H, ceil(T / 128)), heaviest first), 32 per warp as two
+ * Forward: 128 query rows per block (B·H·ceil(T / 128) blocks, a head's heaviest first), 32 per warp as two
  * 16-row m tiles, so every K and V fragment read from shared memory feeds two mma instead of one.
  * V stays row-major in shared memory and its B fragments come from ldmatrix.trans. Key tiles that lie
  * wholly above a warp's rows (the causal triangle) are skipped by that warp.

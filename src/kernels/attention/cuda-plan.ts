@@ -135,6 +135,7 @@ export function mmaProgram(
     entry,
     defines: (args, s) => ({ HD: L(s).headDim, IS_BF16: args[qkvArg]!.desc.dtype === 'bf16' ? 1 : 0 }),
     block: () => BLOCK_128,
-    grid: (_a, s) => [L(s).batch * L(s).heads, Math.ceil(L(s).seq / rows), 1],
+    // A line of blocks, each head's tiles together (tileIndex in cuda-mma-common.ts says why).
+    grid: (_a, s) => [L(s).batch * L(s).heads * Math.ceil(L(s).seq / rows), 1, 1],
   };
 }

@@ -13,7 +13,7 @@
  * d = 64: dynamic, over the default 48 KiB), plus 1 KiB of lse and delta. (The lab's bwd2 gave dSᵀ the
  * head dim's stride: right at d = 64 only.)
  */
-import { MMA_COMMON } from '../attention/cuda-mma-common.js';
+import { MMA_COMMON, tileIndex } from '../attention/cuda-mma-common.js';
 import {
   KEY_BLOCK_SETUP,
   KEY_LOOP_HEAD,
@@ -33,8 +33,9 @@ export const MMA_SINGLE_PASS_AUX = `// dqkv's q columns = 16-bit(scale · dq_acc
 extern "C" __global__ void __launch_bounds__(128) tdm_attn_dq_convert(const u16* __restrict__ dy, const u16* __restrict__ qkv,
     const float* __restrict__ lse, const float* __restrict__ delta, u16* __restrict__ dqkv, int T, int H, float scale,
     float scale_log2, const float* __restrict__ dq_acc) {
-  const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
-  const int C = H * HD, t0 = blockIdx.y * TILE;
+${tileIndex('TILE')}
+  const int b = bh / H, h = bh - b * H;
+  const int C = H * HD, t0 = tile * TILE;
   const long long ld = 3LL * C;
   for (int e = threadIdx.x; e < TILE * (HD / 8); e += blockDim.x) {
     const int r = e / (HD / 8), col = (e - r * (HD / 8)) * 8, t = t0 + r;
@@ -54,8 +55,9 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_dq_convert(const u16*
 // and head zeroed: 64 rows per block, HD / 8 lanes a row (16-byte loads), the row sum by shuffles.
 extern "C" __global__ void __launch_bounds__(128) tdm_attn_bwd_prep(const u16* __restrict__ dy, const u16* __restrict__ y,
     float* __restrict__ delta, float* __restrict__ dq_acc, int T, int H) {
-  const int bh = blockIdx.x, b = bh / H, h = bh - b * H;
-  const int C = H * HD, t0 = blockIdx.y * TILE;
+${tileIndex('TILE')}
+  const int b = bh / H, h = bh - b * H;
+  const int C = H * HD, t0 = tile * TILE;
   constexpr int LPR = HD / 8;  // lanes per row
   for (int e = threadIdx.x; e < TILE * LPR; e += blockDim.x) {
     const int r = e / LPR, col = (e - r * LPR) * 8, t = t0 + r;

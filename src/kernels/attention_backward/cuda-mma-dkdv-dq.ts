@@ -3,7 +3,7 @@
  * key tile, dq per query tile, each element of dqkv written once (no atomics). The scheme and fragment
  * layouts are in attention/cuda-mma-common.ts.
  */
-import { blockSetup, MMA_COMMON } from '../attention/cuda-mma-common.js';
+import { blockSetup, MMA_COMMON, tileIndex } from '../attention/cuda-mma-common.js';
 import {
   KEY_BLOCK_SETUP,
   KEY_LOOP_HEAD,
@@ -45,6 +45,30 @@ ${KEY_TILE_PRODUCTS}
     mma_pv(dk, ds, sQ, lane);
 ${KEY_LOOP_TAIL}
 }
+
+// delta[bh, t] = Σ dY ⊙ Y over the head's columns for the 64 rows of one head per block: HD / 8 lanes a
+// row (16-byte loads), the row sum by shuffles. (A warp per row with 2-byte loads ran at 1.3 TB/s.)
+extern "C" __global__ void __launch_bounds__(128) tdm_attn_delta_mma(const u16* __restrict__ dy, const u16* __restrict__ y,
+    float* __restrict__ delta, int T, int H) {
+${tileIndex('TILE')}
+  const int b = bh / H, h = bh - b * H;
+  const int C = H * HD, t0 = tile * TILE;
+  constexpr int LPR = HD / 8;  // lanes per row
+  for (int e = threadIdx.x; e < TILE * LPR; e += blockDim.x) {
+    const int r = e / LPR, col = (e - r * LPR) * 8, t = t0 + r;
+    float sum = 0.f;
+    if (t < T) {
+      const long long off = ((long long)b * T + t) * C + h * HD + col;
+      const tdm_v4 a = *(const tdm_v4*)(dy + off), o = *(const tdm_v4*)(y + off);
+      const unsigned av[4] = {a.x, a.y, a.z, a.w}, ov[4] = {o.x, o.y, o.z, o.w};
+#pragma unroll
+      for (int i = 0; i < 4; i++) sum += h2f_lo(av[i]) * h2f_lo(ov[i]) + h2f_hi(av[i]) * h2f_hi(ov[i]);
+    }
+#pragma unroll
+    for (int o = 1; o < LPR; o <<= 1) sum += __shfl_xor_sync(FULL, sum, o);
+    if (t < T && col == 0) delta[(long long)bh * T + t] = sum;
+  }
+}
 `;
 
 /**
@@ -56,7 +80,7 @@ extern "C" __global__ void __launch_bounds__(128) tdm_attn_dq_mma(const u16* __r
     const float* __restrict__ lse, const float* __restrict__ delta, u16* __restrict__ dqkv, int T, int H, float scale, float scale_log2) {
   // Two stages of (K, V) tiles filled by cp.async; the block's Q and dY rows are staged through stage 1.
   alignas(16) __shared__ u16 smem[4 * TILE * RS];
-${blockSetup('const int q0 = (gridDim.y - 1 - blockIdx.y) * TILE;', 16)}
+${blockSetup('const int q0 = (ntile - 1 - tile) * TILE;', 16, 'TILE')}
   load_tile_async(smem, qb + C, ld, 0, T);
   load_tile_async(smem + TILE * RS, qb + 2 * C, ld, 0, T);
   cp_async_commit();

@@ -96,6 +96,18 @@ export const ATTENTION_DQ_MMA: CudaProgram = {
   params: mmaParams,
 };
 
+/** delta for the tensor-core paths (v0, v1, v5): 16-byte loads, the dkdv/dq grid. args: dy 0, y 2. */
+export const ATTENTION_DELTA_MMA: CudaProgram = {
+  ...mmaProgram(MMA_DKDV, 'tdm_attn_delta_mma', 1),
+  params: (_a, s) => [
+    { kind: 'ptr', arg: 0 },
+    { kind: 'ptr', arg: 2 },
+    { kind: 'addr', value: L(s).delta },
+    { kind: 'i32', value: L(s).seq },
+    { kind: 'i32', value: L(s).heads },
+  ],
+};
+
 export const ATTENTION_DKDV_MMA_V1: CudaProgram = withMmaV1(ATTENTION_DKDV_MMA);
 export const ATTENTION_DQ_MMA_V1: CudaProgram = withMmaV1(ATTENTION_DQ_MMA);
 
@@ -167,7 +179,7 @@ function run(path: AttentionPath, ctx: CudaKernelContext, args: readonly CudaArg
     return;
   }
   const launch = asScalars({ ...base, delta });
-  ctx.launch(ATTENTION_DELTA, args, launch);
+  ctx.launch(mma ? ATTENTION_DELTA_MMA : ATTENTION_DELTA, args, launch);
   // v5 keeps v0's backward (with the FA2-style forward); v1 brings its own ldmatrix/ex2 variants.
   const v1 = version !== 'v0' && version !== 'v5';
   const dkdv = v1 ? ATTENTION_DKDV_MMA_V1 : ATTENTION_DKDV_MMA;
