@@ -39,7 +39,7 @@ export const ATTENTION_FORWARD_GENERIC: CudaProgram = {
 };
 
 export const ATTENTION_FORWARD_MMA: CudaProgram = {
-  ...mmaProgram(MMA_FORWARD, 'tdm_attn_fwd_mma', 0, 2 * MMA_TILE),
+  ...mmaProgram(MMA_FORWARD, 'tdm_attn_fwd_mma', 0, 2 * MMA_TILE, false),
   params: (_a, s) => [
     { kind: 'ptr', arg: 0 },
     { kind: 'ptr', arg: 1 },
@@ -57,7 +57,7 @@ const fa2Shared = (d: number): number => (FA2_ROWS + 4 * FA2_KEYS) * (d + 8) * 2
 
 /** The FA2-style forward (v3): the same parameters and grid as the current tensor-core forward. */
 export const ATTENTION_FORWARD_MMA_FA2: CudaProgram = {
-  ...withMmaV1(mmaProgram(MMA_FORWARD_FA2, 'tdm_attn_fwd_mma', 0, FA2_ROWS)),
+  ...withMmaV1(mmaProgram(MMA_FORWARD_FA2, 'tdm_attn_fwd_mma', 0, FA2_ROWS, false)),
   params: ATTENTION_FORWARD_MMA.params,
   sharedBytes: (_a, s) => fa2Shared(L(s).headDim),
   maxDynamicSharedBytes: fa2Shared(64),

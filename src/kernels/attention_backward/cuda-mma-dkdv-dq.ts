@@ -20,7 +20,11 @@ import {
  * Sᵀ = K·Qᵀ, Pᵀ = exp(scale·Sᵀ − lse), dPᵀ = V·dYᵀ, dSᵀ = Pᵀ ⊙ (dPᵀ − delta); dV += Pᵀ·dY, dK += dSᵀ·Q.
  */
 export const MMA_DKDV = `${MMA_COMMON}
-extern "C" __global__ void __launch_bounds__(128) tdm_attn_dkdv_mma(const u16* __restrict__ dy, const u16* __restrict__ qkv,
+// Blocks an SM must hold (launch bounds: registers capped to fit), TANDEM_ATTN_DKDV_BLOCKS / _DQ_BLOCKS.
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
+extern "C" __global__ void __launch_bounds__(128, MIN_BLOCKS) tdm_attn_dkdv_mma(const u16* __restrict__ dy, const u16* __restrict__ qkv,
     const float* __restrict__ lse, const float* __restrict__ delta, u16* __restrict__ dqkv, int T, int H, float scale, float scale_log2) {
   // Two stages of (Q, dY) tiles filled by cp.async (the next under the current one's products), with
   // their lse (base 2) and delta; the block's own K, V rows are staged through stage 1 first.
@@ -76,7 +80,10 @@ ${tileIndex('TILE')}
  * heaviest first. S = Q·Kᵀ, P = exp(scale·S − lse), dP = dY·Vᵀ, dS = P ⊙ (dP − delta), dQ = scale·dS·K.
  */
 export const MMA_DQ = `${MMA_COMMON}
-extern "C" __global__ void __launch_bounds__(128) tdm_attn_dq_mma(const u16* __restrict__ dy, const u16* __restrict__ qkv,
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
+extern "C" __global__ void __launch_bounds__(128, MIN_BLOCKS) tdm_attn_dq_mma(const u16* __restrict__ dy, const u16* __restrict__ qkv,
     const float* __restrict__ lse, const float* __restrict__ delta, u16* __restrict__ dqkv, int T, int H, float scale, float scale_log2) {
   // Two stages of (K, V) tiles filled by cp.async; the block's Q and dY rows are staged through stage 1.
   alignas(16) __shared__ u16 smem[4 * TILE * RS];

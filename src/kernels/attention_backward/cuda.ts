@@ -87,12 +87,29 @@ const mmaParams: CudaProgram['params'] = (_a, s) => [
   { kind: 'f32', value: L(s).scale * Math.LOG2E },
 ];
 
+/**
+ * Blocks an SM must hold (launch bounds: registers capped to fit): dq 4 by default — on an H100 the cap
+ * (128 registers, ~140 bytes spilled) took 0.14 ms off fwd+bwd at B=64 in the same call, where dkdv at 3
+ * (168, 88 bytes spilled) added 0.08. TANDEM_ATTN_DKDV_BLOCKS / _DQ_BLOCKS override (1: no cap).
+ */
+function withMinBlocks(
+  p: ReturnType<typeof mmaProgram>,
+  env: string,
+  fallback: number,
+): ReturnType<typeof mmaProgram> {
+  const asked = Number(process.env[env] ?? fallback);
+  const blocks = Number.isInteger(asked) && asked >= 1 && asked <= 8 ? asked : fallback;
+  if (blocks === 1) return p;
+  const defines = p.defines;
+  return { ...p, defines: (a, s) => ({ ...defines?.(a, s), MIN_BLOCKS: blocks }) };
+}
+
 export const ATTENTION_DKDV_MMA: CudaProgram = {
-  ...mmaProgram(MMA_DKDV, 'tdm_attn_dkdv_mma', 1),
+  ...withMinBlocks(mmaProgram(MMA_DKDV, 'tdm_attn_dkdv_mma', 1), 'TANDEM_ATTN_DKDV_BLOCKS', 1),
   params: mmaParams,
 };
 export const ATTENTION_DQ_MMA: CudaProgram = {
-  ...mmaProgram(MMA_DQ, 'tdm_attn_dq_mma', 1),
+  ...withMinBlocks(mmaProgram(MMA_DQ, 'tdm_attn_dq_mma', 1), 'TANDEM_ATTN_DQ_BLOCKS', 4),
   params: mmaParams,
 };
 
