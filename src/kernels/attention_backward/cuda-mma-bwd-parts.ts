@@ -5,7 +5,7 @@
  * (stage st at smem + st · 2 · TILE · RS, dY's tile after Q's) and their lse (base 2) and delta in
  * sL[2][TILE], sD[2][TILE]; the pieces below run in this order.
  */
-import { blockSetup } from '../attention/cuda-mma-common.js';
+import { blockSetup, tileIndex } from '../attention/cuda-mma-common.js';
 
 /**
  * The stages' statistics sL, sD, the block's indices (key tile s0 = tile · TILE), qb and dY's base dyb for its
@@ -102,3 +102,29 @@ export const KEY_LOOP_TAIL = `    if (it + 1 < tiles && threadIdx.x < TILE) {
   u16* out = dqkv + (long long)b * T * ld + (long long)h * HD;
   store_rows(out + C, ld, dk, keyA, T, scale, scale, c);
   store_rows(out + 2 * C, ld, dv, keyA, T, 1.f, 1.f, c);`;
+
+/**
+ * delta[bh, t] = Σ dY ⊙ Y over the head's columns for one head's 64 rows a block (tileIndex): HD / 8
+ * lanes a row (16-byte loads; a warp a row with 2-byte loads ran at 1.3 TB/s), the row sum by shuffles.
+ * `alsoInRow` runs for each row segment in range, with its element offset `off` (the single pass zeroes
+ * its dQ accumulator there). Needs dy, y, delta, T, H.
+ */
+export const deltaRows = (alsoInRow: string): string => `${tileIndex('TILE')}
+  const int b = bh / H, h = bh - b * H;
+  const int C = H * HD, t0 = tile * TILE;
+  constexpr int LPR = HD / 8;  // lanes per row
+  for (int e = threadIdx.x; e < TILE * LPR; e += blockDim.x) {
+    const int r = e / LPR, col = (e - r * LPR) * 8, t = t0 + r;
+    float sum = 0.f;
+    if (t < T) {
+      const long long off = ((long long)b * T + t) * C + h * HD + col;
+      const tdm_v4 a = *(const tdm_v4*)(dy + off), o = *(const tdm_v4*)(y + off);
+      const unsigned av[4] = {a.x, a.y, a.z, a.w}, ov[4] = {o.x, o.y, o.z, o.w};
+#pragma unroll
+      for (int i = 0; i < 4; i++) sum += h2f_lo(av[i]) * h2f_lo(ov[i]) + h2f_hi(av[i]) * h2f_hi(ov[i]);
+${alsoInRow}
+    }
+#pragma unroll
+    for (int o = 1; o < LPR; o <<= 1) sum += __shfl_xor_sync(FULL, sum, o);
+    if (t < T && col == 0) delta[(long long)bh * T + t] = sum;
+  }`;

@@ -19,6 +19,7 @@ import {
   KEY_LOOP_HEAD,
   KEY_LOOP_TAIL,
   KEY_TILE_PRODUCTS,
+  deltaRows,
   keyBlockPipeline,
   keyFragments,
 } from './cuda-mma-bwd-parts.js';
@@ -51,31 +52,12 @@ ${tileIndex('TILE')}
   }
 }
 
-// delta[bh, t] = Σ dY ⊙ Y over the head's columns, and the accumulator's 64 x HD block of the same rows
-// and head zeroed: 64 rows per block, HD / 8 lanes a row (16-byte loads), the row sum by shuffles.
+// delta (deltaRows), and the accumulator's 64 x HD block of the same rows and head zeroed.
 extern "C" __global__ void __launch_bounds__(128) tdm_attn_bwd_prep(const u16* __restrict__ dy, const u16* __restrict__ y,
     float* __restrict__ delta, float* __restrict__ dq_acc, int T, int H) {
-${tileIndex('TILE')}
-  const int b = bh / H, h = bh - b * H;
-  const int C = H * HD, t0 = tile * TILE;
-  constexpr int LPR = HD / 8;  // lanes per row
-  for (int e = threadIdx.x; e < TILE * LPR; e += blockDim.x) {
-    const int r = e / LPR, col = (e - r * LPR) * 8, t = t0 + r;
-    float sum = 0.f;
-    if (t < T) {
-      const long long off = ((long long)b * T + t) * C + h * HD + col;
-      const tdm_v4 a = *(const tdm_v4*)(dy + off), o = *(const tdm_v4*)(y + off);
-      const unsigned av[4] = {a.x, a.y, a.z, a.w}, ov[4] = {o.x, o.y, o.z, o.w};
-#pragma unroll
-      for (int i = 0; i < 4; i++) sum += h2f_lo(av[i]) * h2f_lo(ov[i]) + h2f_hi(av[i]) * h2f_hi(ov[i]);
-      tdm_v4 z; z.x = 0u; z.y = 0u; z.z = 0u; z.w = 0u;
+${deltaRows(`      tdm_v4 z; z.x = 0u; z.y = 0u; z.z = 0u; z.w = 0u;
       *(tdm_v4*)(dq_acc + off) = z;
-      *(tdm_v4*)(dq_acc + off + 4) = z;
-    }
-#pragma unroll
-    for (int o = 1; o < LPR; o <<= 1) sum += __shfl_xor_sync(FULL, sum, o);
-    if (t < T && col == 0) delta[(long long)bh * T + t] = sum;
-  }
+      *(tdm_v4*)(dq_acc + off + 4) = z;`)}
 }
 `;
 

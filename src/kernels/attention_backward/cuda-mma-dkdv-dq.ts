@@ -3,12 +3,13 @@
  * key tile, dq per query tile, each element of dqkv written once (no atomics). The scheme and fragment
  * layouts are in attention/cuda-mma-common.ts.
  */
-import { blockSetup, MMA_COMMON, tileIndex } from '../attention/cuda-mma-common.js';
+import { blockSetup, MMA_COMMON } from '../attention/cuda-mma-common.js';
 import {
   KEY_BLOCK_SETUP,
   KEY_LOOP_HEAD,
   KEY_LOOP_TAIL,
   KEY_TILE_PRODUCTS,
+  deltaRows,
   keyBlockPipeline,
   keyFragments,
   scorePair,
@@ -50,28 +51,10 @@ ${KEY_TILE_PRODUCTS}
 ${KEY_LOOP_TAIL}
 }
 
-// delta[bh, t] = Σ dY ⊙ Y over the head's columns for the 64 rows of one head per block: HD / 8 lanes a
-// row (16-byte loads), the row sum by shuffles. (A warp per row with 2-byte loads ran at 1.3 TB/s.)
+// delta[bh, t] = Σ dY ⊙ Y over the head's columns (deltaRows), for the two-kernel backward.
 extern "C" __global__ void __launch_bounds__(128) tdm_attn_delta_mma(const u16* __restrict__ dy, const u16* __restrict__ y,
     float* __restrict__ delta, int T, int H) {
-${tileIndex('TILE')}
-  const int b = bh / H, h = bh - b * H;
-  const int C = H * HD, t0 = tile * TILE;
-  constexpr int LPR = HD / 8;  // lanes per row
-  for (int e = threadIdx.x; e < TILE * LPR; e += blockDim.x) {
-    const int r = e / LPR, col = (e - r * LPR) * 8, t = t0 + r;
-    float sum = 0.f;
-    if (t < T) {
-      const long long off = ((long long)b * T + t) * C + h * HD + col;
-      const tdm_v4 a = *(const tdm_v4*)(dy + off), o = *(const tdm_v4*)(y + off);
-      const unsigned av[4] = {a.x, a.y, a.z, a.w}, ov[4] = {o.x, o.y, o.z, o.w};
-#pragma unroll
-      for (int i = 0; i < 4; i++) sum += h2f_lo(av[i]) * h2f_lo(ov[i]) + h2f_hi(av[i]) * h2f_hi(ov[i]);
-    }
-#pragma unroll
-    for (int o = 1; o < LPR; o <<= 1) sum += __shfl_xor_sync(FULL, sum, o);
-    if (t < T && col == 0) delta[(long long)bh * T + t] = sum;
-  }
+${deltaRows('')}
 }
 `;
 
