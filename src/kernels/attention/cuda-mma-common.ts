@@ -38,8 +38,12 @@ export const MMA_COMMON = `
 #ifndef ATTN_V1
 #define ATTN_V1 0
 #endif
+#ifndef ATTN_FAST
+#define ATTN_FAST 0
+#endif
 typedef unsigned short u16;
 struct alignas(16) tdm_v4 { unsigned x, y, z, w; };
+struct alignas(8) tdm_f2 { float x, y; };
 #if IS_BF16
 #define MMA_OP "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
 #define CVT_X2 "cvt.rn.bf16x2.f32"
@@ -119,7 +123,7 @@ static __device__ __forceinline__ unsigned lds32(const u16* p) { return *(const 
 // 2^(s · scale_log2 − l2), the backward's P from a raw score and its row's lse (base 2): under ATTN_V1
 // ex2.approx with the scale folded into one FFMA, else exp2f.
 static __device__ __forceinline__ float prob2(float s, float scale_log2, float l2) {
-#if ATTN_V1
+#if ATTN_V1 || ATTN_FAST
   return ex2(fmaf(s, scale_log2, -l2));
 #else
   return exp2f(s * scale_log2 - l2);

@@ -11,8 +11,8 @@ import { blockSetup, tileIndex } from '../attention/cuda-mma-common.js';
  * The stages' statistics sL, sD, the block's indices (key tile s0 = tile · TILE), qb and dY's base dyb for its
  * batch and head.
  */
-export const KEY_BLOCK_SETUP = `  __shared__ float sL[2][TILE];
-  __shared__ float sD[2][TILE];
+export const KEY_BLOCK_SETUP = `  alignas(16) __shared__ float sL[2][TILE];
+  alignas(16) __shared__ float sD[2][TILE];
 ${blockSetup('const int s0 = tile * TILE;', 16, 'TILE')}
   const u16* dyb = dy + (long long)b * T * C + (long long)h * HD;`;
 

@@ -36,6 +36,27 @@ ${keyFragments('smem + 2 * TILE * RS', 'smem + 3 * TILE * RS')}
   __syncthreads();
 ${KEY_LOOP_HEAD}
 ${KEY_TILE_PRODUCTS}
+#if ATTN_FAST
+    // ATTN_FAST (the default; TANDEM_ATTN_FAST=0 for the old text): a lane's two query columns' lse and
+    // delta as one 8-byte load each, ex2.approx with the scale in one FFMA (prob2), and the mask only on
+    // the diagonal or last tile.
+    const bool edge = diag || t0 + TILE > T;
+#pragma unroll
+    for (int j = 0; j < NT_T; j++) {
+      const int col = j * 8 + 2 * c;
+      const tdm_f2 l2 = *(const tdm_f2*)(sLt + col), dl = *(const tdm_f2*)(sDt + col);
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        float pv = prob2(p[j][e], scale_log2, (e & 1) ? l2.y : l2.x);
+        if (edge) {
+          const int t = t0 + col + (e & 1);
+          if (t >= T || (diag && t < (e < 2 ? keyA : keyB))) pv = 0.f;
+        }
+        p[j][e] = pv;
+        ds[j][e] = pv * (ds[j][e] - ((e & 1) ? dl.y : dl.x));
+      }
+    }
+#else
 #pragma unroll
     for (int j = 0; j < NT_T; j++)
 #pragma unroll
@@ -46,6 +67,7 @@ ${KEY_TILE_PRODUCTS}
         p[j][e] = pv;
         ds[j][e] = pv * (ds[j][e] - sDt[col]);
       }
+#endif
     mma_pv(dv, p, sdY, lane);
     mma_pv(dk, ds, sQ, lane);
 ${KEY_LOOP_TAIL}
