@@ -88,11 +88,12 @@ const mmaParams: CudaProgram['params'] = (_a, s) => [
 ];
 
 /**
- * Blocks an SM must hold (launch bounds: registers capped to fit): dq 4 by default — on an H100 the cap
+ * dkdv's and dq's compile-time tuning: ATTN_FAST (below) and the blocks an SM must hold (launch bounds:
+ * registers capped to fit): dq 4 by default — on an H100 the cap
  * (128 registers, ~140 bytes spilled) took 0.14 ms off fwd+bwd at B=64 in the same call, where dkdv at 3
  * (168, 88 bytes spilled) added 0.08. TANDEM_ATTN_DKDV_BLOCKS / _DQ_BLOCKS override (1: no cap).
  */
-function withMinBlocks(
+function withBackwardTuning(
   p: ReturnType<typeof mmaProgram>,
   env: string,
   fallback: number,
@@ -110,11 +111,11 @@ function withMinBlocks(
 }
 
 export const ATTENTION_DKDV_MMA: CudaProgram = {
-  ...withMinBlocks(mmaProgram(MMA_DKDV, 'tdm_attn_dkdv_mma', 1), 'TANDEM_ATTN_DKDV_BLOCKS', 1),
+  ...withBackwardTuning(mmaProgram(MMA_DKDV, 'tdm_attn_dkdv_mma', 1), 'TANDEM_ATTN_DKDV_BLOCKS', 1),
   params: mmaParams,
 };
 export const ATTENTION_DQ_MMA: CudaProgram = {
-  ...withMinBlocks(mmaProgram(MMA_DQ, 'tdm_attn_dq_mma', 1), 'TANDEM_ATTN_DQ_BLOCKS', 4),
+  ...withBackwardTuning(mmaProgram(MMA_DQ, 'tdm_attn_dq_mma', 1), 'TANDEM_ATTN_DQ_BLOCKS', 4),
   params: mmaParams,
 };
 
