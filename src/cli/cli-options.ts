@@ -163,6 +163,10 @@ export const RUNTIME_ENV: ReadonlyArray<readonly [string, string]> = [
   ['TANDEM_CUDA_SPIN_US', 'CUDA completion spin budget in µs (default 30, 0 off)'],
   ['TANDEM_MALLOC_TUNING', '0 leaves glibc malloc as it is (large host buffers)'],
   ['TANDEM_ATTN_MMA', 'v1..v5: opt-in CUDA attention kernels (default v0, the fastest timed at B=64)'],
+  [
+    'TANDEM_ATTN_FAST',
+    '0: the CUDA attention backward without its fast exp/mask path (A/B runs; also TANDEM_ATTN_GRID=2d, TANDEM_ATTN_DQ_BLOCKS, TANDEM_ATTN_DKDV_BLOCKS)',
+  ],
 ];
 
 /** Variables every client of a running service reads. */

@@ -73,7 +73,7 @@ export const FWD_STORE = `  u16* yb = y + (long long)b * T * C + (long long)h * 
   }`;
 
 /**
- * Forward: 128 query rows per block (B·H·ceil(T / 128) blocks, a head's heaviest first), 32 per warp as two
+ * Forward: 128 query rows per block (grid (B·H, ceil(T / 128)), heaviest first), 32 per warp as two
  * 16-row m tiles, so every K and V fragment read from shared memory feeds two mma instead of one.
  * V stays row-major in shared memory and its B fragments come from ldmatrix.trans. Key tiles that lie
  * wholly above a warp's rows (the causal triangle) are skipped by that warp.
