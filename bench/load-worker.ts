@@ -6,6 +6,7 @@
  */
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import {
+  mergeLoadReports,
   runLoad,
   type LoadOptions,
   type LoadReport,
@@ -19,8 +20,50 @@ interface Job {
   readonly requests: readonly LoadRequest[];
 }
 
-/** Runs `runLoad` in a worker thread over `requests` (request i is `requests[i % length]`). */
-export function runLoadIsolated(
+/**
+ * The generator's threads: LOAD_THREADS (default 1). One Node thread of HTTP clients tops out near
+ * 10^4 requests a second, so at high concurrency one generator thread can be what is measured
+ * (perf_analyzer's client is multi-threaded C++); with n > 1 the clients are spread over n threads
+ * and their samples pooled.
+ */
+export function loadThreads(env: NodeJS.ProcessEnv = process.env): number {
+  const n = Number(env['LOAD_THREADS'] ?? 1);
+  return Number.isInteger(n) && n >= 1 ? n : 1;
+}
+
+/**
+ * Runs `runLoad` in worker threads over `requests` (request i is `requests[i % length]`): `threads`
+ * (default loadThreads()) workers, never more than the concurrency, each with its share of the clients
+ * and of the request count.
+ */
+export async function runLoadIsolated(
+  target: LoadTarget,
+  options: Omit<LoadOptions, 'request'>,
+  requests: readonly LoadRequest[],
+  threads = loadThreads(),
+): Promise<LoadReport> {
+  const n = Math.max(1, Math.min(threads, options.concurrency));
+  if (n === 1) return runOneWorker(target, options, requests);
+  const share = (total: number, i: number): number => Math.floor(total / n) + (i < total % n ? 1 : 0);
+  const parts = await Promise.all(
+    Array.from({ length: n }, (_, i) =>
+      runOneWorker(
+        target,
+        {
+          ...options,
+          concurrency: share(options.concurrency, i),
+          ...(options.requests === undefined ? {} : { requests: share(options.requests, i) }),
+          raw: true,
+        },
+        requests,
+      ),
+    ),
+  );
+  // The pooled report carries no raw samples (windows of several threads are not one sequence).
+  return mergeLoadReports(parts);
+}
+
+function runOneWorker(
   target: LoadTarget,
   options: Omit<LoadOptions, 'request'>,
   requests: readonly LoadRequest[],

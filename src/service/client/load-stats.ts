@@ -79,6 +79,16 @@ export class Samples {
     this.data[this.length++] = v;
   }
 
+  /** The samples pushed so far, in order (a copy). */
+  values(): Float64Array {
+    return this.data.slice(0, this.length);
+  }
+
+  /** Appends every sample of `xs`. */
+  pushAll(xs: ArrayLike<number>): void {
+    for (let i = 0; i < xs.length; i++) this.push(xs[i]!);
+  }
+
   summary(): LatencySummary {
     const n = this.length;
     if (n === 0) return { count: 0, mean: NaN, p50: NaN, p95: NaN, p99: NaN, max: NaN };

@@ -42,6 +42,24 @@ export interface LoadOptions {
   readonly seconds?: number;
   /** Stop after this many measured requests (sent after the warm-up), if that comes before `seconds`. */
   readonly requests?: number;
+  /**
+   * Keep the samples themselves in `report.raw` (to merge the reports of several generators, or to line
+   * requests up with a profile: each successful request's send and answer times).
+   */
+  readonly raw?: boolean;
+}
+
+/** The samples behind a report (ms), and each successful request's [sent, answered] in µs of CLOCK_MONOTONIC. */
+export interface LoadRaw {
+  client: Float64Array;
+  queue: Float64Array;
+  compute: Float64Array;
+  serialize: Float64Array;
+  request: Float64Array;
+  labels: Record<string, Float64Array>;
+  labelQueues: Record<string, Float64Array>;
+  /** Flat [sentUs, answeredUs, ...] (process.hrtime's clock, the one V8's CPU profiles use on Linux). */
+  windowsUs: Float64Array;
 }
 
 export interface SplitSummary {
@@ -53,6 +71,8 @@ export interface LoadReport {
   concurrency: number;
   /** Requests sent in the measured window and answered (any status) or aborted. */
   requests: number;
+  /** Requests sent during the warm-up (not measured). */
+  warmupRequests: number;
   seconds: number;
   /** Successful (2xx) answers per second over the window. */
   inferPerSec: number;
@@ -68,6 +88,8 @@ export interface LoadReport {
   labels: Record<string, LatencySummary>;
   /** The server's queue time (Server-Timing) of successful requests per label: the batcher's share. */
   labelQueues: Record<string, LatencySummary>;
+  /** With `raw`: the samples themselves. */
+  raw?: LoadRaw;
 }
 
 interface Answer {
@@ -86,10 +108,11 @@ class Recorder {
   readonly labelQueues = new Map<string, Samples>();
   readonly batchSizes: Record<string, number> = {};
   readonly errors: Record<string, number> = {};
+  readonly windows = new Samples();
   requests = 0;
   private readonly split: ServerSplit = { queue: NaN, compute: NaN, serialize: NaN, request: NaN };
 
-  record(a: Answer, ms: number, label: string | undefined): void {
+  record(a: Answer, ms: number, label: string | undefined, window?: readonly [number, number]): void {
     this.requests++;
     if (typeof a.status !== 'number' || a.status < 200 || a.status >= 300) {
       const k = String(a.status);
@@ -97,6 +120,10 @@ class Recorder {
       return;
     }
     this.client.push(ms);
+    if (window) {
+      this.windows.push(window[0]);
+      this.windows.push(window[1]);
+    }
     if (label !== undefined) {
       let s = this.labels.get(label);
       if (!s) this.labels.set(label, (s = new Samples()));
@@ -214,10 +241,11 @@ export async function runLoad(target: LoadTarget, opts: LoadOptions): Promise<Lo
       if (measured && started >= limit) return;
       if (measured) started++;
       const r = opts.request(next++);
+      const sentUs = opts.raw ? monotonicUs() : 0;
       const a = await send(mod, agent, url, path, target.key, r);
       const end = performance.now();
       if (measured) {
-        rec.record(a, end - now, r.label);
+        rec.record(a, end - now, r.label, opts.raw ? [sentUs, monotonicUs()] : undefined);
         if (end > lastEnd) lastEnd = end;
       }
     }
@@ -233,9 +261,10 @@ export async function runLoad(target: LoadTarget, opts: LoadOptions): Promise<Lo
   for (const [k, s] of rec.labels) labels[k] = s.summary();
   const labelQueues: Record<string, LatencySummary> = {};
   for (const [k, s] of rec.labelQueues) labelQueues[k] = s.summary();
-  return {
+  const report: LoadReport = {
     concurrency: opts.concurrency,
     requests: rec.requests,
+    warmupRequests: next - started,
     seconds,
     inferPerSec: rec.client.length / seconds,
     client: rec.client.summary(),
@@ -247,6 +276,72 @@ export async function runLoad(target: LoadTarget, opts: LoadOptions): Promise<Lo
     },
     batchSizes: rec.batchSizes,
     errors: rec.errors,
+    labels,
+    labelQueues,
+  };
+  if (opts.raw) report.raw = rawOf(rec);
+  return report;
+}
+
+const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
+
+function rawOf(rec: Recorder): LoadRaw {
+  const each = (m: Map<string, Samples>): Record<string, Float64Array> =>
+    Object.fromEntries([...m].map(([k, s]) => [k, s.values()]));
+  return {
+    client: rec.client.values(),
+    queue: rec.queue.values(),
+    compute: rec.compute.values(),
+    serialize: rec.serialize.values(),
+    request: rec.request.values(),
+    labels: each(rec.labels),
+    labelQueues: each(rec.labelQueues),
+    windowsUs: rec.windows.values(),
+  };
+}
+
+/**
+ * One report from the reports of generators that ran side by side (each with `raw`), e.g. one per
+ * thread: concurrency, requests and throughput add up, percentiles come from the pooled samples.
+ */
+export function mergeLoadReports(parts: readonly LoadReport[]): LoadReport {
+  const pool = (pick: (r: LoadRaw) => Float64Array | undefined): Samples => {
+    const s = new Samples();
+    for (const p of parts) {
+      const xs = p.raw ? pick(p.raw) : undefined;
+      if (xs) s.pushAll(xs);
+    }
+    return s;
+  };
+  if (parts.some((p) => !p.raw)) throw new Error('mergeLoadReports: every report needs raw samples');
+  const labelNames = new Set(parts.flatMap((p) => Object.keys(p.raw!.labels)));
+  const labels: Record<string, LatencySummary> = {};
+  const labelQueues: Record<string, LatencySummary> = {};
+  for (const k of labelNames) {
+    labels[k] = pool((r) => r.labels[k]).summary();
+    labelQueues[k] = pool((r) => r.labelQueues[k]).summary();
+  }
+  const add = (pick: (r: LoadReport) => Record<string, number>): Record<string, number> => {
+    const out: Record<string, number> = {};
+    for (const p of parts) for (const [k, v] of Object.entries(pick(p))) out[k] = (out[k] ?? 0) + v;
+    return out;
+  };
+  const client = pool((r) => r.client);
+  return {
+    concurrency: parts.reduce((n, p) => n + p.concurrency, 0),
+    requests: parts.reduce((n, p) => n + p.requests, 0),
+    warmupRequests: parts.reduce((n, p) => n + p.warmupRequests, 0),
+    seconds: Math.max(...parts.map((p) => p.seconds)),
+    inferPerSec: parts.reduce((n, p) => n + p.inferPerSec, 0),
+    client: client.summary(),
+    server: {
+      queue: split(pool((r) => r.queue)),
+      compute: split(pool((r) => r.compute)),
+      serialize: split(pool((r) => r.serialize)),
+      request: split(pool((r) => r.request)),
+    },
+    batchSizes: add((r) => r.batchSizes),
+    errors: add((r) => r.errors),
     labels,
     labelQueues,
   };

@@ -10,6 +10,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { isTandemError } from '../../../src/core/errors.js';
 import {
   bodiesFromJson,
+  mergeLoadReports,
   parseConcurrency,
   parseServerTiming,
   runLoad,
@@ -145,6 +146,44 @@ void describe('load generator against a real HTTP server', () => {
       assert.deepEqual(r.errors, {});
     }
     // Throughput is not compared: this shared box's timing is not the generator's to assert.
+  });
+
+  void it('keeps raw samples and request windows, counts the warm-up, and pools side-by-side reports', async () => {
+    const run = (delayMs: number) =>
+      runLoad(target, {
+        concurrency: 2,
+        warmupSeconds: 0.05,
+        seconds: 60,
+        requests: 20,
+        raw: true,
+        request: (i) => ({
+          body: JSON.stringify({ inputs: { delayMs, fail: i % 5 === 4 } }),
+          label: 'x',
+        }),
+      });
+    const [a, b] = await Promise.all([run(2), run(30)]);
+    for (const r of [a, b]) {
+      assert.ok(r.warmupRequests >= 1, `warm-up requests ${r.warmupRequests}`);
+      assert.equal(r.raw!.client.length, r.client.count);
+      assert.equal(r.raw!.windowsUs.length, 2 * r.client.count, 'a [sent, answered] pair per success');
+      for (let i = 0; i < r.raw!.windowsUs.length; i += 2) {
+        const ms = (r.raw!.windowsUs[i + 1]! - r.raw!.windowsUs[i]!) / 1000;
+        assert.ok(ms > 0 && ms < 10_000, `window ${ms} ms`);
+      }
+    }
+    assert.ok(b.client.p50 >= 30, 'the slow server answers in 30 ms or more');
+    const m = mergeLoadReports([a, b]);
+    assert.equal(m.concurrency, 4);
+    assert.equal(m.requests, a.requests + b.requests);
+    assert.equal(m.warmupRequests, a.warmupRequests + b.warmupRequests);
+    assert.equal(m.client.count, a.client.count + b.client.count);
+    assert.equal(m.client.max, Math.max(a.client.max, b.client.max));
+    assert.ok(m.client.p50 >= a.client.p50 && m.client.p50 <= b.client.p50, 'pooled, not averaged');
+    assert.equal(m.errors['429'], (a.errors['429'] ?? 0) + (b.errors['429'] ?? 0));
+    assert.equal(m.labels['x']!.count, m.client.count);
+    assert.equal(m.server.compute.mean, 0.5);
+    assert.ok(Math.abs(m.inferPerSec - (a.inferPerSec + b.inferPerSec)) < 1e-9);
+    assert.throws(() => mergeLoadReports([a, { ...b, raw: undefined }]), /raw samples/);
   });
 
   void it('reports a server that is not there as network errors', async () => {
