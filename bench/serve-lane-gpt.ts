@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { LoadReport } from '../src/service/client/load.js';
-import { runSweepIsolated } from './load-worker.js';
+import { runSweepIsolated } from '../src/service/client/load-threads.js';
 import { fmt, levelLine, type Lane } from './serve-common.js';
 
 interface TorchInfer {

@@ -14,7 +14,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LoadReport, LoadRequest } from '../src/service/client/load.js';
-import { runSweepIsolated } from './load-worker.js';
+import { runSweepIsolated } from '../src/service/client/load-threads.js';
 import { OnnxExecutor } from '../src/onnx/executor.js';
 import { loadOnnxFile } from '../src/onnx/model.js';
 import { OCR_DET_MODEL } from '../src/onnx/ocr.js';
@@ -149,7 +149,7 @@ export async function runOcrLaneBench(
       placement: { kinds: [o.device] },
       batching: v.batching,
     });
-    // The clients in a worker thread (load-worker.ts), off the server's event loop.
+    // The clients in a worker thread (src/service/client/load-threads.ts), off the server's event loop.
     rows[v.name] = await runSweepIsolated(
       lane.target(v.name),
       LEVELS,

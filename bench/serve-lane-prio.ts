@@ -18,7 +18,7 @@
  * without).
  */
 import type { LoadReport } from '../src/service/client/load.js';
-import { runLoadIsolated } from './load-worker.js';
+import { runLoadIsolated } from '../src/service/client/load-threads.js';
 import { fmt, inferOnce, levelLine, type Lane } from './serve-common.js';
 
 const QUEUE = 32;

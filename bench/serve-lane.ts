@@ -25,7 +25,7 @@ import { europeanSpec, priceEuropeanBatch } from '../src/workloads/risk/batch.js
 import { priceOption } from '../src/workloads/risk/run.js';
 import { gcLine, watchGc } from './gc-watch.js';
 import { quantile } from './quantile.js';
-import { runLoadIsolated } from './load-worker.js';
+import { runLoadIsolated } from '../src/service/client/load-threads.js';
 import { pairTrace, summarizeTail, watchServer } from './lane-tail.js';
 import { fmt, inferOnce, levelLine, startLane, type Lane } from './serve-common.js';
 import { runGptBench } from './serve-lane-gpt.js';

@@ -2,6 +2,7 @@
 import { readFile } from 'node:fs/promises';
 import { TandemError } from '../core/errors.js';
 import { bodiesFromJson, parseConcurrency, runSweep, type LoadReport } from '../service/client/load.js';
+import { runSweepIsolated } from '../service/client/load-threads.js';
 import { reportError } from './output.js';
 import { clientConfig } from './service-client.js';
 
@@ -11,6 +12,8 @@ export interface PerfOptions {
   readonly input?: string;
   readonly seconds: number;
   readonly warmup: number;
+  /** Client threads (default 1: the clients on this process's event loop). */
+  readonly threads?: number;
   readonly modelVersion?: number;
   readonly url?: string;
   readonly key?: string;
@@ -71,18 +74,27 @@ export async function perfCommand(model: string, opts: PerfOptions): Promise<num
       model,
       ...(opts.modelVersion !== undefined ? { version: opts.modelVersion } : {}),
     };
-    const reports = await runSweep(
-      target,
-      levels,
-      {
-        seconds: opts.seconds,
-        warmupSeconds: opts.warmup,
-        request: (i) => ({ body: bodies[i % bodies.length]! }),
-      },
-      (r) => {
-        if (!json) process.stdout.write(`${formatLevel(r)}\n`);
-      },
-    );
+    const onLevel = (r: LoadReport): void => {
+      if (!json) process.stdout.write(`${formatLevel(r)}\n`);
+    };
+    const window = { seconds: opts.seconds, warmupSeconds: opts.warmup };
+    const threads = opts.threads ?? 1;
+    const reports =
+      threads > 1
+        ? await runSweepIsolated(
+            target,
+            levels,
+            window,
+            bodies.map((body) => ({ body })),
+            onLevel,
+            threads,
+          )
+        : await runSweep(
+            target,
+            levels,
+            { ...window, request: (i) => ({ body: bodies[i % bodies.length]! }) },
+            onLevel,
+          );
     if (json) process.stdout.write(`${JSON.stringify({ model, levels: reports })}\n`);
     return reports.some((r) => r.client.count === 0) ? 1 : 0;
   } catch (e) {

@@ -23,6 +23,14 @@ export function addServingClients(program: Command, setCode: SetExitCode): void 
       new Option('--warmup <s>', 'warm-up per level, not measured').default(1).argParser(numberParser),
     )
     .addOption(
+      new Option(
+        '--threads <n>',
+        'client threads the connections are spread over (one thread tops out near 10^4 requests/s)',
+      )
+        .default(1)
+        .argParser(intParser(1, 256)),
+    )
+    .addOption(
       new Option('--model-version <v>', 'a version (default: the latest)').argParser(intParser(1, 1e9)),
     )
     .addOption(new Option('--url <url>', 'service URL (default: http://127.0.0.1:8080)').env('TANDEM_URL'))

@@ -15,7 +15,12 @@ import { runCli } from './cli-process.js';
 void describe('tandem perf', () => {
   let app: FastifyInstance;
   let url = '';
-  const seen = { keys: new Set<string>(), spots: new Set<number>(), versions: new Set<string>() };
+  const seen = {
+    keys: new Set<string>(),
+    spots: new Set<number>(),
+    versions: new Set<string>(),
+    sockets: new Set<unknown>(),
+  };
   const dir = mkdtempSync(join(tmpdir(), 'tandem-perf-'));
   const input = join(dir, 'in.json');
   writeFileSync(input, JSON.stringify([{ spot: 100 }, { spot: 101 }]));
@@ -23,12 +28,18 @@ void describe('tandem perf', () => {
   before(async () => {
     app = Fastify();
     const handler = async (
-      req: { headers: Record<string, unknown>; body: { inputs: { spot: number } }; url: string },
+      req: {
+        headers: Record<string, unknown>;
+        body: { inputs: { spot: number } };
+        url: string;
+        raw: { socket: unknown };
+      },
       reply: { header(k: string, v: string): unknown },
     ): Promise<unknown> => {
       seen.keys.add(String(req.headers['authorization']));
       seen.spots.add(req.body.inputs.spot);
       seen.versions.add(req.url);
+      seen.sockets.add(req.raw.socket);
       await new Promise((r) => setTimeout(r, 1));
       reply.header('server-timing', 'queue;dur=0.5, compute;dur=1, serialize;dur=0.1');
       reply.header('x-tandem-batch-size', '2');
@@ -108,6 +119,20 @@ void describe('tandem perf', () => {
       /^concurrency 3: [0-9.]+ infer\/s, latency p50 [0-9.]+ p95 [0-9.]+ p99 [0-9.]+ ms; server queue 0\.50 compute 1\.00 serialize 0\.10 ms \(means\); batch sizes 2:\d+\n$/,
     );
     assert.ok([...seen.versions].some((u) => u === '/v1/models/pricer/versions/4/infer'));
+  });
+
+  void it('spreads the clients over --threads worker threads and pools their samples', async () => {
+    seen.sockets.clear();
+    const r = await runCli(
+      ['perf', 'pricer', '--concurrency', '4', '--threads', '2', '--seconds', '0.3', '--warmup', '0.1'],
+      { env: { TANDEM_URL: url, TANDEM_KEY: 'secret' } },
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^concurrency 4: [0-9.]+ infer\/s, .* batch sizes 2:\d+\n$/);
+    const n = seen.sockets.size;
+    assert.ok(n >= 2 && n <= 4, `${n} connections for 4 clients`);
+    const bad = await runCli(['perf', 'pricer', '--threads', '0', '--url', url]);
+    assert.equal(bad.code, 2);
   });
 
   void it('refuses a bad sweep and a missing input file with exit 2', async () => {

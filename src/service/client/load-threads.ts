@@ -1,8 +1,9 @@
 /**
- * The load generator in a worker thread, so that its clients do not share the server's event loop (the
- * lane benches start the service in their own process): a request's client latency is then the
- * server's, not the server's plus the time the generator's own callbacks waited behind it. The bodies
- * are made by the bench beforehand and cycled (a function cannot cross to a worker).
+ * The load generator in worker threads. For the lane benches, which start the service in their own
+ * process, so that the clients do not share the server's event loop (a request's client latency is then
+ * the server's, not the server's plus the time the generator's own callbacks waited behind it); for
+ * `tandem perf --threads n`, so that one client thread is not the limit at high request rates. The
+ * bodies are made beforehand and cycled (a function cannot cross to a worker).
  */
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import {
@@ -12,16 +13,18 @@ import {
   type LoadReport,
   type LoadRequest,
   type LoadTarget,
-} from '../src/service/client/load.js';
+} from './load.js';
 
 interface Job {
+  /** Marks the worker data as ours (other workers importing this module run nothing). */
+  readonly tandemLoadJob: true;
   readonly target: LoadTarget;
   readonly options: Omit<LoadOptions, 'request'>;
   readonly requests: readonly LoadRequest[];
 }
 
 /**
- * The generator's threads: LOAD_THREADS (default 1). One Node thread of HTTP clients tops out near
+ * The benches' generator threads: LOAD_THREADS (default 1). One Node thread of HTTP clients tops out near
  * 10^4 requests a second, so at high concurrency one generator thread can be what is measured
  * (perf_analyzer's client is multi-threaded C++); with n > 1 the clients are spread over n threads
  * and their samples pooled.
@@ -69,7 +72,7 @@ function runOneWorker(
   requests: readonly LoadRequest[],
 ): Promise<LoadReport> {
   if (requests.length === 0) return Promise.reject(new Error('runLoadIsolated: no requests'));
-  const job: Job = { target, options, requests };
+  const job: Job = { tandemLoadJob: true, target, options, requests };
   return new Promise((resolve, reject) => {
     const w = new Worker(new URL(import.meta.url), { workerData: job });
     let report: LoadReport | null = null;
@@ -89,21 +92,23 @@ export async function runSweepIsolated(
   options: Omit<LoadOptions, 'request' | 'concurrency'>,
   requests: readonly LoadRequest[],
   onLevel?: (r: LoadReport) => void,
+  threads = loadThreads(),
 ): Promise<LoadReport[]> {
   const out: LoadReport[] = [];
   for (const concurrency of levels) {
-    const r = await runLoadIsolated(target, { ...options, concurrency }, requests);
+    const r = await runLoadIsolated(target, { ...options, concurrency }, requests, threads);
     onLevel?.(r);
     out.push(r);
   }
   return out;
 }
 
-if (!isMainThread && parentPort !== null) {
-  const job = workerData as Job;
+const job = isMainThread ? null : (workerData as Partial<Job> | null);
+if (job?.tandemLoadJob === true && parentPort !== null) {
   const port = parentPort;
-  const n = job.requests.length;
-  runLoad(job.target, { ...job.options, request: (i) => job.requests[i % n]! }).then(
+  const { target, options, requests } = job as Job;
+  const n = requests.length;
+  runLoad(target, { ...options, request: (i) => requests[i % n]! }).then(
     (r) => port.postMessage(r),
     (e: unknown) => {
       throw e instanceof Error ? e : new Error(String(e));
