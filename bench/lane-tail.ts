@@ -15,8 +15,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-
-const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
+import { monotonicUs } from '../src/service/client/load.js';
 
 /** Flat [requestUs, finishUs, ...] of the server's requests while watched. */
 export function watchServer(server: Server): { stop(): Float64Array } {

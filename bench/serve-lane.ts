@@ -101,55 +101,48 @@ async function priceBench(lane: Lane): Promise<void> {
     request: (i) => ({ body: option(i) }),
   });
   // Without and with the lane's hot loop (TANDEM_LANE_SPIN_US: the server's event loop kept polling
-  // between requests instead of sleeping and being woken), the same requests, alternated twice.
+  // between requests instead of sleeping and being woken), the same requests, alternated twice. With
+  // --trace prefix each pass also keeps every request's client window and server span
+  // (prefix-<pass>-<hot loop us>.json; bench/lane-tail.ts reads them beside CPU profiles).
   const spinUs = Number(values['lane-spin-us']);
+  const trace = values.trace;
   const sequential: Record<string, unknown>[] = [];
-  for (const window of spinUs > 0 ? [0, spinUs, 0, spinUs] : [0]) {
+  for (const [pass, window] of (spinUs > 0 ? [0, spinUs, 0, spinUs] : [0]).entries()) {
     lane.svc.models.hotLoop.windowUs = window;
     const gc = watchGc();
+    const watch = trace ? watchServer(lane.svc.app.server) : null;
     // The client in a worker thread (its own event loop and heap), as a client in another process would
     // be: its callbacks and garbage are not the server's. Its own warm-up first (half a second, some
     // thousand requests): a fresh worker's first requests open the connection and run the client's HTTP
     // code unoptimized (the traces showed its first ~20 requests at 1-9 ms).
     const seq = await runLoadIsolated(
       target,
-      { concurrency: 1, warmupSeconds: 0.5, seconds: 600, requests: runs },
+      { concurrency: 1, warmupSeconds: 0.5, seconds: 600, requests: runs, raw: trace !== undefined },
       Array.from({ length: runs }, (_, i) => ({ body: option(1000 + i) })),
     );
     const g = gc.stop();
+    const serverUs = watch?.stop();
     console.log(
       `${paths}-path European price through the API (${device}, ${runs} requests one after another, hot loop ${window ? `${window} us` : 'off'}): client p50 ${fmt(seq.client.p50)} ms, p99 ${fmt(seq.client.p99)} ms (target <= 1 ms: ${seq.client.p99 <= 1 ? 'met' : 'NOT met'}), max ${fmt(seq.client.max)} ms; server queue ${fmt(seq.server.queue.mean)} compute ${fmt(seq.server.compute.mean)} (p99 ${fmt(seq.server.compute.p99)}) serialize ${fmt(seq.server.serialize.mean)} request ${fmt(seq.server.request.mean)} (p99 ${fmt(seq.server.request.p99)}) ms; errors ${JSON.stringify(seq.errors)}`,
     );
     console.log(
       `  gc on the server's thread during the pass (${seq.warmupRequests} warm-up requests and the ${runs}): ${gcLine(g, runs + seq.warmupRequests)}`,
     );
-    sequential.push({ hotLoopUs: window, report: seq, gc: { ...g, pauses: undefined } });
+    if (trace && serverUs && seq.raw) {
+      const file = `${trace}-${pass}-${window}.json`;
+      const windowsUs = seq.raw.windowsUs;
+      writeFileSync(file, JSON.stringify({ windowsUs: [...windowsUs], serverUs: [...serverUs] }));
+      console.log(`  trace (${file}):`);
+      for (const l of summarizeTail(pairTrace(windowsUs, serverUs))) console.log(`    ${l}`);
+    }
+    sequential.push({
+      hotLoopUs: window,
+      report: { ...seq, raw: undefined },
+      gc: { ...g, pauses: undefined },
+    });
   }
   lane.svc.models.hotLoop.windowUs = 0;
   out['sequential'] = sequential;
-
-  // --trace prefix: the same sequence once more per hot-loop setting, each request's client window and
-  // server span kept (prefix-<window>.json; bench/lane-tail.ts reads them beside CPU profiles).
-  if (values.trace) {
-    for (const window of spinUs > 0 ? [0, spinUs] : [0]) {
-      lane.svc.models.hotLoop.windowUs = window;
-      const watch = watchServer(lane.svc.app.server);
-      const seq = await runLoadIsolated(
-        target,
-        { concurrency: 1, warmupSeconds: 0.5, seconds: 600, requests: runs, raw: true },
-        Array.from({ length: runs }, (_, i) => ({ body: option(5000 + i) })),
-      );
-      const serverUs = watch.stop();
-      const windowsUs = seq.raw?.windowsUs ?? new Float64Array();
-      const file = `${values.trace}-${window}.json`;
-      writeFileSync(file, JSON.stringify({ windowsUs: [...windowsUs], serverUs: [...serverUs] }));
-      console.log(
-        `trace, hot loop ${window} us (${file}): client p50 ${fmt(seq.client.p50)} p99 ${fmt(seq.client.p99)} ms`,
-      );
-      for (const l of summarizeTail(pairTrace(windowsUs, serverUs))) console.log(`  ${l}`);
-    }
-    lane.svc.models.hotLoop.windowUs = 0;
-  }
 
   // 16 concurrent requests: one batch of 16, so one mc_european_batch launch.
   let oneLaunch = 0;

@@ -19,7 +19,7 @@ if [[ $steps == *" price "* ]]; then
   echo "torch risk rc=$?: $(tail -1 "$OUT/risk-torch.json" | cut -c1-300)"
   timeout 200 $NODE dist/bench/serve-lane.js price --device cuda --trace "$OUT/trace-plain" \
     --torch-risk "$OUT/risk-torch.json" > "$OUT/price-plain.txt" 2>&1
-  echo "price plain rc=$?"; grep -E 'through the API|gc on|in-process|trace|slowest|middle|all:|^    [0-9]' "$OUT/price-plain.txt" | cut -c1-400
+  echo "price plain rc=$?"; grep -E 'through the API|gc on|in-process|trace|slowest|middle|all:|^      [0-9]' "$OUT/price-plain.txt" | cut -c1-400
   # PRICE_FLAGS_B: the same plain run with other Node flags, e.g. "--single-threaded-gc" (an A/B beside it).
   if [ -n "${PRICE_FLAGS_B:-}" ]; then
     timeout 200 $NODE $PRICE_FLAGS_B dist/bench/serve-lane.js price --device cuda > "$OUT/price-b.txt" 2>&1
@@ -29,10 +29,10 @@ if [[ $steps == *" price "* ]]; then
   timeout 200 $NODE --cpu-prof --cpu-prof-interval 100 --cpu-prof-dir "$OUT/prof" dist/bench/serve-lane.js price \
     --device cuda --trace "$OUT/trace-prof" > "$OUT/price-prof.txt" 2>&1
   echo "price profiled rc=$?"; grep -E 'trace|slowest|middle' "$OUT/price-prof.txt" | cut -c1-300
-  for w in 0 2000; do
-    echo "== profiles, hot loop $w"
-    node dist/bench/lane-tail.js --trace "$OUT/trace-prof-$w.json" --profiles "$OUT/prof" --top 7 2>&1 |
-      grep -v ': $' | cut -c1-700
+  for t in "$OUT"/trace-prof-*.json; do
+    echo "== profiles, $(basename "$t" .json) (pass-hot loop us)"
+    node dist/bench/lane-tail.js --trace "$t" --profiles "$OUT/prof" --top 7 2>&1 |
+      grep -v ': $' | grep -v '100% (idle)$' | cut -c1-700
   done
   # Few files come back: the profiles and traces as one archive.
   tar -czf "$OUT/prof.tgz" -C "$OUT" prof $(cd "$OUT" && ls trace-*.json) && rm -rf "$OUT/prof" "$OUT"/trace-*.json

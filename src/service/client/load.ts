@@ -283,7 +283,8 @@ export async function runLoad(target: LoadTarget, opts: LoadOptions): Promise<Lo
   return report;
 }
 
-const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
+/** µs of CLOCK_MONOTONIC (process.hrtime's clock: the one V8's CPU profiles and other threads share). */
+export const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
 
 function rawOf(rec: Recorder): LoadRaw {
   const each = (m: Map<string, Samples>): Record<string, Float64Array> =>
