@@ -89,9 +89,9 @@ const mmaParams: CudaProgram['params'] = (_a, s) => [
 
 /**
  * dkdv's and dq's compile-time tuning: ATTN_FAST (below) and the blocks an SM must hold (launch bounds:
- * registers capped to fit): dq 4 by default — on an H100 the cap
- * (128 registers, ~140 bytes spilled) took 0.14 ms off fwd+bwd at B=64 in the same call, where dkdv at 3
- * (168, 88 bytes spilled) added 0.08. TANDEM_ATTN_DKDV_BLOCKS / _DQ_BLOCKS override (1: no cap).
+ * registers capped to fit): dq 4 by default — on an H100 the cap (128 registers, ~140 bytes spilled)
+ * took 0.14 ms off fwd+bwd at B=64 in the same call, where dkdv at 3 (168, 88 bytes spilled) added
+ * 0.08. TANDEM_ATTN_DKDV_BLOCKS / _DQ_BLOCKS override (1: no cap).
  */
 function withBackwardTuning(
   p: ReturnType<typeof mmaProgram>,
