@@ -3,7 +3,8 @@
  * [--torch torch.jsonl]`: causal attention (GPT-2 layout, bf16) forward and forward+backward on CUDA
  * through rt.submit with the data resident on the GPU, wall clock to completion over back-to-back runs.
  * Prints one JSON line per batch size: ms, TFLOP/s (causal: 4·B·H·T²·d/2 forward, 2.5x that backward),
- * and, given bench/torch/nn_attention.py's output, the ratio to F.scaled_dot_product_attention.
+ * and, given bench/torch/nn_attention.py's output, the ratio to F.scaled_dot_product_attention as
+ * dispatched (cuDNN's kernels on Hopper) and to each backend it timed forced (flash = FlashAttention-2).
  */
 import { readFileSync } from 'node:fs';
 import { bf16ToF32 } from '../src/core/dtype.js';
@@ -12,10 +13,31 @@ import { randomData } from '../src/cli/gemm-check.js';
 import { intOption, parse, reportError } from '../src/cli/output.js';
 import { Runtime } from '../src/runtime/runtime.js';
 
-interface TorchLine {
-  readonly B: number;
+interface TorchTimes {
   readonly fwd_ms: number;
   readonly fwdbwd_ms: number;
+}
+
+interface TorchLine extends TorchTimes {
+  readonly B: number;
+  /** Each SDPA backend forced (flash, cudnn, efficient): its times, or why it could not run. */
+  readonly backends?: Readonly<Record<string, TorchTimes | { readonly error: string }>>;
+}
+
+/** Tandem's speed against each forced backend that ran: `{flash: {fwd, fwdbwd}, …}` (ratios > 1: faster). */
+function backendRatios(t: TorchLine, fwdMs: number, fwdBwdMs: number): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, b] of Object.entries(t.backends ?? {}))
+    out[name] =
+      'error' in b
+        ? { error: b.error }
+        : {
+            torch_fwd_ms: b.fwd_ms,
+            torch_fwdbwd_ms: b.fwdbwd_ms,
+            fwd: b.fwd_ms / fwdMs,
+            fwdbwd: b.fwdbwd_ms / fwdBwdMs,
+          };
+  return out;
 }
 
 function torchLines(file: string | undefined): TorchLine[] {
@@ -126,6 +148,7 @@ export async function main(argv: string[]): Promise<void> {
               torch_fwdbwd_ms: t.fwdbwd_ms,
               fwd_speed_vs_torch: t.fwd_ms / fwdMs,
               fwdbwd_speed_vs_torch: t.fwdbwd_ms / fwdBwdMs,
+              speed_vs_backend: backendRatios(t, fwdMs, fwdBwdMs),
             }
           : {}),
       };

@@ -1,8 +1,11 @@
 """PyTorch side of bench/nn-attention.ts: causal SDPA on GPT-2's packed qkv [B, T, 3C] in bf16, forward
-and forward+backward (gradient into qkv), CUDA-event timed over back-to-back runs. One JSON line per batch.
+and forward+backward (gradient into qkv), CUDA-event timed over back-to-back runs. One JSON line per batch:
+fwd_ms / fwdbwd_ms are SDPA as dispatched (on Hopper with PyTorch 2.11 that is cuDNN's wgmma kernels), and
+"backends" times each backend forced with sdpa_kernel: flash (FlashAttention-2), cudnn, efficient.
 Usage: python bench/torch/nn_attention.py [--batch 64,8] [--heads 12] [--seq 1024] [--dim 64] [--reps 20]"""
 import argparse, json, torch
 import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--batch", default="64,8")
@@ -47,12 +50,21 @@ for B in [int(b) for b in a.batch.split(",")]:
 
     fwd_ms = timed(fwd, a.reps)
     fwdbwd_ms = timed(fwd_bwd, a.reps)
+    backends = {}
+    for name, backend in [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
+                          ("efficient", SDPBackend.EFFICIENT_ATTENTION)]:
+        try:
+            with sdpa_kernel(backend):
+                backends[name] = {"fwd_ms": timed(fwd, a.reps), "fwdbwd_ms": timed(fwd_bwd, a.reps)}
+        except RuntimeError as e:  # a backend that cannot take this shape or GPU
+            backends[name] = {"error": str(e).splitlines()[0][:200]}
     flops = 4 * B * H * (T * T / 2) * d
     print(json.dumps({
         "bench": "nn-attention", "side": "torch", "torch": torch.__version__,
         "device": torch.cuda.get_device_name(), "B": B, "H": H, "T": T, "d": d, "dtype": "bf16",
         "reps": a.reps, "fwd_ms": fwd_ms, "fwdbwd_ms": fwdbwd_ms,
         "fwd_tflops": flops / (fwd_ms * 1e-3) / 1e12, "fwdbwd_tflops": 3.5 * flops / (fwdbwd_ms * 1e-3) / 1e12,
+        "backends": backends,
     }), flush=True)
     del qkv, dy
     torch.cuda.empty_cache()
