@@ -2,10 +2,10 @@
  * B.8: continuous batching for generation. 256 concurrent requests (prompt 32 tokens, max_new uniform in
  * [16, 256], seeded) arrive at once; the engine admits them at iteration level and each leaves when done.
  * Output tokens/s and time-to-first-token p50/p99, in-process through the engine and (with --http) over
- * /v1/completions; with --torch, bench/torch/static_generate.py's figures for the same requests and the
+ * /v1/completions (streamed, the clients on --client-threads worker threads); with --torch, bench/torch/static_generate.py's figures for the same requests and the
  * ratios. --write-requests FILE writes the request set (for the PyTorch side) and exits.
  *   node dist/bench/serve-generate.js [--weights W] [--requests FILE] [--torch FILE] [--http]
- *       [--preset gpt2] [--precision bf16] [--device cuda0] [--count 256] [--prompt 32] [--min-new 16] [--max-new 256]
+ *       [--client-threads 4] [--preset gpt2] [--precision bf16] [--device cuda0] [--count 256] [--prompt 32] [--min-new 16] [--max-new 256]
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parse, intOption } from '../src/cli/output.js';
@@ -25,6 +25,7 @@ const { values } = parse(process.argv.slice(2), {
   'write-requests': { type: 'string' },
   torch: { type: 'string' },
   http: { type: 'boolean' },
+  'client-threads': { type: 'string' },
   preset: { type: 'string', default: 'gpt2' },
   precision: { type: 'string', default: 'bf16' },
   device: { type: 'string', default: 'cuda0' },
@@ -139,7 +140,8 @@ try {
       rt,
     );
     try {
-      report('tandem-http', await runOverHttp(rt, served, reqs));
+      const threads = intOption(values['client-threads'], 'client-threads', 4);
+      report('tandem-http', await runOverHttp(rt, served, reqs, threads), { clientThreads: threads });
     } finally {
       await served.unload();
     }

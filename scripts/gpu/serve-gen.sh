@@ -48,7 +48,7 @@ if [[ $steps == *" b8 "* ]]; then
   (cd bench/torch && timeout 240 $PY static_generate.py $W $R bf16 64 $CFG) > "$OUT/b8-torch.jsonl" 2>&1
   log "B.8 pytorch static rc=$?: $(tail -1 "$OUT/b8-torch.jsonl" | cut -c1-300)"
   timeout 420 node dist/bench/serve-generate.js --weights $W --requests $R --precision bf16 --device cuda0 \
-    --torch "$OUT/b8-torch.jsonl" --http > "$OUT/b8-tandem.jsonl" 2>&1
+    --torch "$OUT/b8-torch.jsonl" --http --client-threads "${B8_CLIENT_THREADS:-4}" > "$OUT/b8-tandem.jsonl" 2>&1
   log "B.8 tandem rc=$?:"
   cat "$OUT/b8-tandem.jsonl" | cut -c1-400
 fi
