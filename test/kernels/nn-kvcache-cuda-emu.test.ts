@@ -1,8 +1,8 @@
 /**
  * The kvcache group's CUDA kernels on the host emulator (cuda-emu/: g++, one thread per CUDA thread,
  * barriers and shuffles emulated): the real kernel text, launch geometry and parameters against the
- * float64 references, for every op, both output paths of kv_attention (d ≤ 128 and d > 128) and the
- * 16-bit dtypes. The GPU run (scripts/gpu/serve-gen.sh) checks the hardware itself.
+ * float64 references, for every op, both output paths of kv_attention's scalar text (d ≤ 128 and
+ * d > 128), its vector text (16-bit, d = 8·2^k) and the 16-bit dtypes. The GPU run (scripts/gpu/serve-gen.sh) checks the hardware itself.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -22,6 +22,11 @@ const CASES = [
   'kv_attention bf16 M7 S4 P33 H3 d16',
   'kv_attention f64 M9 S3 P17 H2 d12',
   'kv_attention f16 M3 S2 P5 H1 d160',
+  // The vector text (16-bit, d = 8·2^k): 1, 2, 4, 8 and 32 lanes a key, prefixes over several loop trips.
+  'kv_attention f16 M5 S3 P9 H2 d8',
+  'kv_attention f16 M6 S3 P70 H2 d32',
+  'kv_attention bf16 M12 S2 P300 H2 d64',
+  'kv_attention bf16 M5 S2 P40 H1 d256',
   'kv_append bf16 M11 S3 P7 C20',
   'kv_append f64 M11 S3 P7 C20',
   'embedding_at f16 M9 V11 P13 C33',
@@ -49,7 +54,12 @@ void describe('kvcache group CUDA kernels on the host emulator', { skip: unavail
         const a = prepared.initial[s.name]!;
         return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
       });
-      const { outputs } = runNativeOnHost(asNative(impl), descs, initial, c.scalars);
+      const { outputs, entries } = runNativeOnHost(asNative(impl), descs, initial, c.scalars);
+      if (c.op === 'kv_attention') {
+        const d = Number(/ d(\d+)$/.exec(name)![1]);
+        const vector = /^kv_attention (f16|bf16) /.test(name) && [8, 16, 32, 64, 128, 256].includes(d);
+        assert.deepEqual(entries, [vector ? 'tdm_kv_attention_v8' : 'tdm_kv_attention']);
+      }
       const results = Object.fromEntries(
         def.args.map((s, i) => {
           const d = descs[i]!;

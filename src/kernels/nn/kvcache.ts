@@ -19,13 +19,19 @@ import type { OpGroup } from './op-group.js';
 
 const DTYPES: readonly DType[] = ['f32', 'f64', 'f16', 'bf16'];
 
-/** [rows M, slots S, positions P, heads H, head dim d]: odd sizes, d above the block size once. */
+/**
+ * [rows M, slots S, positions P, heads H, head dim d]: odd sizes, d above the block size once; for
+ * CUDA's vector text (16-bit, d = 8·2^k) d 8 to 256 and prefixes over several of its loop trips (P 300).
+ */
 const ATTENTION_SHAPES: readonly (readonly [number, number, number, number, number])[] = [
   [5, 3, 9, 2, 8],
   [7, 4, 33, 3, 16],
   [2, 2, 65, 1, 64],
   [9, 3, 17, 2, 12],
   [3, 2, 5, 1, 160],
+  [6, 3, 70, 2, 32],
+  [12, 2, 300, 2, 64],
+  [5, 2, 40, 1, 256],
 ];
 
 /** As the attention op's forward: sums of P (and d) terms in f32 (f64), one rounding on store. */
