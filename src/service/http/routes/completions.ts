@@ -107,14 +107,11 @@ export function completionsRoutes(opts: CompletionsRouteOptions) {
           const id = `cmpl-${randomUUID()}`;
           const created = Math.floor(Date.now() / 1000);
           const text = new CompletionText(gen.codec, body.stop);
+          // One SSE event per token: the fixed part of the chunk is serialized once per request (the same
+          // bytes JSON.stringify gives the whole object), only the piece and the finish reason per chunk.
+          const head = `data: {"id":${JSON.stringify(id)},"object":"text_completion","created":${created},"model":${JSON.stringify(name)},"choices":[{"text":`;
           const chunk = (piece: string, finish: string | null): string =>
-            `data: ${JSON.stringify({
-              id,
-              object: 'text_completion',
-              created,
-              model: name,
-              choices: [{ text: piece, index: 0, logprobs: null, finish_reason: finish }],
-            })}\n\n`;
+            `${head}${JSON.stringify(piece)},"index":0,"logprobs":null,"finish_reason":${JSON.stringify(finish)}}]}\n\n`;
           const startStream = (): void => {
             if (streaming) return;
             streaming = true;
