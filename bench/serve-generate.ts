@@ -101,7 +101,7 @@ try {
     wallS: (performance.now() - cold) / 1000,
     ttftMs: coldResults.map((r) => r.firstTokenMs),
   });
-  const stepsBefore = engine.stats().steps;
+  const before = engine.stats();
   const t0 = performance.now();
   const results = await Promise.all(
     reqs.prompts.map((prompt, i) => engine.generate({ prompt, maxTokens: reqs.maxNew[i]! })),
@@ -116,7 +116,14 @@ try {
     },
     {
       requests: results.length,
-      steps: engine.stats().steps - stepsBefore,
+      steps: engine.stats().steps - before.steps,
+      // Per step: wall time to its tokens, and the synchronous part (building and enqueueing its kernels).
+      stepMs: Number(
+        ((engine.stats().stepMs - before.stepMs) / (engine.stats().steps - before.steps)).toFixed(3),
+      ),
+      submitMs: Number(
+        ((engine.stats().submitMs - before.submitMs) / (engine.stats().steps - before.steps)).toFixed(3),
+      ),
       precision,
       cacheMiB: engine.stats().cacheBytes / 2 ** 20,
     },

@@ -61,6 +61,12 @@ export interface EngineStats {
   readonly steps: number;
   readonly generatedTokens: number;
   readonly cacheBytes: number;
+  /**
+   * Milliseconds spent in steps: `stepMs` from each step's start to its tokens (forward, head, read),
+   * `submitMs` the synchronous part of that (the host building and enqueueing the step's kernels).
+   */
+  readonly stepMs: number;
+  readonly submitMs: number;
 }
 
 interface Sequence {
@@ -93,6 +99,8 @@ export class GenerationEngine {
   private closed = false;
   private steps = 0;
   private generated = 0;
+  private stepMs = 0;
+  private submitMs = 0;
 
   constructor(
     readonly model: GptInference,
@@ -135,6 +143,8 @@ export class GenerationEngine {
       steps: this.steps,
       generatedTokens: this.generated,
       cacheBytes: this.cache.bytes,
+      stepMs: this.stepMs,
+      submitMs: this.submitMs,
     };
   }
 
@@ -278,14 +288,18 @@ export class GenerationEngine {
   private async step(seqs: readonly Sequence[], runs: readonly CachedRun[]): Promise<void> {
     const place = this.options.place?.() ?? {};
     let next: number[];
+    const t0 = performance.now();
     try {
       if (seqs.every((s) => s.sampler.greedy)) {
-        const top = await this.model.stepHead(this.cache, runs, { kind: 'topk', k: 1 }, place);
-        next = top.map((t) => t.indices[0]!);
+        const pending = this.model.stepHead(this.cache, runs, { kind: 'topk', k: 1 }, place);
+        this.submitMs += performance.now() - t0;
+        next = (await pending).map((t) => t.indices[0]!);
       } else {
-        const logits = await this.model.step(this.cache, runs, place);
-        next = logits.map((row, i) => seqs[i]!.sampler.next(row));
+        const pending = this.model.step(this.cache, runs, place);
+        this.submitMs += performance.now() - t0;
+        next = (await pending).map((row, i) => seqs[i]!.sampler.next(row));
       }
+      this.stepMs += performance.now() - t0;
     } catch (e) {
       for (const s of seqs) {
         this.live.splice(this.live.indexOf(s), 1);
