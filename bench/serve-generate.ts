@@ -5,7 +5,7 @@
  * /v1/completions (streamed, the clients on --client-threads worker threads); with --torch, bench/torch/static_generate.py's figures for the same requests and the
  * ratios. --write-requests FILE writes the request set (for the PyTorch side) and exits.
  *   node dist/bench/serve-generate.js [--weights W] [--requests FILE] [--torch FILE] [--http]
- *       [--client-threads 4] [--preset gpt2] [--precision bf16] [--device cuda0] [--count 256] [--prompt 32] [--min-new 16] [--max-new 256]
+ *       [--client-threads 4] [--no-plans] [--preset gpt2] [--precision bf16] [--device cuda0] [--count 256] [--prompt 32] [--min-new 16] [--max-new 256]
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parse, intOption } from '../src/cli/output.js';
@@ -26,6 +26,8 @@ const { values } = parse(process.argv.slice(2), {
   torch: { type: 'string' },
   http: { type: 'boolean' },
   'client-threads': { type: 'string' },
+  // No kept plans (each decode step built and submitted anew): the A/B for the decode plans.
+  'no-plans': { type: 'boolean' },
   preset: { type: 'string', default: 'gpt2' },
   precision: { type: 'string', default: 'bf16' },
   device: { type: 'string', default: 'cuda0' },
@@ -84,7 +86,8 @@ const rt = await Runtime.create({ backends: [device.replace(/\d+$/, '')], log: (
 try {
   const model = new Gpt(new Nn(rt, { precision, device, seed: 1 }), config);
   if (values['weights'] !== undefined) await loadParameters(model, String(values['weights']));
-  const engine = new GenerationEngine(new GptInference(model), {
+  const plans = values['no-plans'] === true ? { plans: { maxRows: 0 } } : {};
+  const engine = new GenerationEngine(new GptInference(model, undefined, plans), {
     maxSequences: reqs.prompts.length,
     maxLength,
     prefillTokensPerStep: 1 << 16,
@@ -125,6 +128,7 @@ try {
         ((engine.stats().submitMs - before.submitMs) / (engine.stats().steps - before.steps)).toFixed(3),
       ),
       precision,
+      plans: values['no-plans'] !== true,
       cacheMiB: engine.stats().cacheBytes / 2 ** 20,
     },
   );

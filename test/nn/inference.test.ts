@@ -217,6 +217,44 @@ void describe('GPT inference with a KV cache (f32, CPU)', () => {
     await rt.idle();
   });
 
+  void it('decode plans: bucketed steps give the per-kernel logits; one plan a bucket; released with the cache', async () => {
+    const perKernel = new GptInference(model, undefined, { sequences: false });
+    const planned = new GptInference(model);
+    const rnd = seededRandom(31);
+    const live = (): number => [...rt.liveTensors()].length;
+    const before = live();
+    const caches = [perKernel, planned].map(
+      () => new KvCache(rt, config, 'f32', { slots: 12, positions: 20 }),
+    );
+    // 11 prompts in slots 0…10, then four decode steps, one sequence leaving before each and the rows in a
+    // new order each time: 10, 9, 8 and 7 rows, run at bucketUp's 10, 10, 8 and 7.
+    let seqs = Array.from({ length: 11 }, (_, i) => ({ slot: i, tokens: randomTokens(2 + (i % 5), rnd) }));
+    for (const [i, inf2] of [perKernel, planned].entries())
+      await inf2.step(
+        caches[i]!,
+        seqs.map((q) => ({ slot: q.slot, start: 0, tokens: q.tokens })),
+      );
+    for (let step = 0; step < 4; step++) {
+      // The highest slot leaves (slot 0, where a padding row would land if it were not slot −1, stays).
+      const top = Math.max(...seqs.map((q) => q.slot));
+      seqs = seqs.filter((q) => q.slot !== top).reverse();
+      const next = seqs.map(() => Math.floor(rnd() * config.vocab));
+      const runs = seqs.map((q, i) => ({ slot: q.slot, start: q.tokens.length, tokens: [next[i]!] }));
+      const want = await perKernel.step(caches[0]!, runs);
+      const got = await planned.step(caches[1]!, runs);
+      assert.equal(got.length, runs.length, 'padding rows are not returned');
+      for (const [i, row] of got.entries()) assertNear(row, want[i]!, `step ${step} row ${i}`);
+      seqs.forEach((q, i) => q.tokens.push(next[i]!));
+    }
+    assert.equal(planned.keptDecodePlans.count, 3, 'steps of 10 and 9 rows share the bucket-10 plan');
+    assert.equal(planned.keptPlans.count, 0, 'no scoring plan');
+    planned.releaseCache(caches[1]!);
+    assert.equal(planned.keptDecodePlans.count, 0, 'released with the cache');
+    for (const c of caches) c.dispose();
+    await rt.idle();
+    assert.equal(live(), before, 'every plan and cache tensor freed');
+  });
+
   void it('greedy decoding on the device (top-1) picks the argmax of the cached logits', async () => {
     const cache = new KvCache(rt, config, 'f32', { slots: 2, positions: 12 });
     const runs = [

@@ -18,7 +18,7 @@ function plan(rt: Runtime, bytes: number): ScorePlan {
   const prepared = rt.prepareSequence({
     steps: [{ kernel: 'fill', args: { y: out }, scalars: { value: 1 } }],
   });
-  return { ids, index, outputs: [out], prepared, tensors: [ids, index, out] };
+  return { inputs: [ids, index], outputs: [out], prepared, tensors: [ids, index, out] };
 }
 
 test('plans: the least recently used goes first, by count and by bytes; its tensors are freed', async () => {

@@ -8,30 +8,28 @@
  *   scoring model. Right padding cannot change a real token's row under the causal mask.
  * - `step`: the KV-cache path. Rows of many sequences at once, each with its slot and position
  *   (prefill: a sequence's whole prompt; decode: one token per sequence; any mix in one launch);
- *   kv_append writes each layer's keys and values into the slots, kv_attention reads them.
- * Logits come back as f32 rows of the real vocabulary (the padded columns are dropped).
+ *   kv_append writes each layer's keys and values into the slots, kv_attention reads them. A decode
+ *   step (one token per sequence) runs from a kept plan per bucketed row count, as scoring shapes do.
+ * The blocks themselves are in blocks.ts. Logits come back as f32 rows of the real vocabulary (the padded columns are dropped).
  */
-import type { DType, HostArray } from '../../core/dtype.js';
+import type { DType } from '../../core/dtype.js';
 import { TandemError } from '../../core/errors.js';
 import type { Tensor } from '../../memory/tensor.js';
 import type { GptConfig, Gpt } from '../models/gpt.js';
+import { type ModelWeights, forwardBlocks } from './blocks.js';
 import { type Head, type HeadOutput, formatHead, headTensors } from './heads.js';
 import { KvCache, type KvCacheOptions } from './kv-cache.js';
-import { DEFAULT_PLAN_LIMITS, type ScorePlanLimits, ScorePlans, planShape } from './score-plans.js';
+import {
+  DEFAULT_PLAN_LIMITS,
+  type ScorePlanLimits,
+  ScorePlans,
+  bucketUp,
+  planShape,
+  runKeptPlan,
+} from './score-plans.js';
 import { type InferenceRuntime, type RunPlace, Scope } from './scope.js';
 
 export type { Head, HeadOutput, TopK } from './heads.js';
-
-const LN_EPS = 1e-5;
-
-interface BlockWeights {
-  readonly ln1: readonly [Tensor, Tensor];
-  readonly attn: readonly [Tensor, Tensor];
-  readonly proj: readonly [Tensor, Tensor];
-  readonly ln2: readonly [Tensor, Tensor];
-  readonly fc: readonly [Tensor, Tensor];
-  readonly out: readonly [Tensor, Tensor];
-}
 
 /** How a GptInference submits its passes. */
 export interface GptInferenceOptions {
@@ -52,16 +50,22 @@ export interface CachedRun {
   readonly tokens: readonly number[];
 }
 
+/** A head's part of a plan's name. */
+function headName(head: Head): string {
+  return head.kind === 'topk' ? `top${head.k}` : 'logits';
+}
+
 export class GptInference {
   readonly config: GptConfig;
   readonly dtype: DType;
   private readonly rt: InferenceRuntime;
   private readonly wte: Tensor;
   private readonly wpe: Tensor;
-  private readonly blocks: readonly BlockWeights[];
-  private readonly lnF: readonly [Tensor, Tensor];
+  private readonly weights: ModelWeights;
   /** Kept scoring passes for repeated shapes (sequence mode). */
   private readonly plans: ScorePlans;
+  /** Kept decode steps per bucketed row count and KV cache (sequence mode). */
+  private readonly decodePlans: ScorePlans;
   private readonly sequences: boolean;
 
   /** `dispose()` frees the kept plans; the model's weights stay the caller's. */
@@ -71,6 +75,7 @@ export class GptInference {
     this.rt = rt ?? model.nn.rt;
     this.sequences = options.sequences ?? true;
     this.plans = new ScorePlans((t) => this.rt.free(t), { ...DEFAULT_PLAN_LIMITS, ...options.plans });
+    this.decodePlans = new ScorePlans((t) => this.rt.free(t), { ...DEFAULT_PLAN_LIMITS, ...options.plans });
     this.wte = model.wte.data;
     this.wpe = model.wpe.data;
     const pair = (w: { data: Tensor }, b: { data: Tensor } | null): readonly [Tensor, Tensor] => {
@@ -78,15 +83,20 @@ export class GptInference {
         throw new TandemError('TANDEM_ERR_INTERNAL', 'gpt inference: a linear layer without bias');
       return [w.data, b.data];
     };
-    this.blocks = model.blocks.map((b) => ({
-      ln1: pair(b.ln1.weight, b.ln1.bias),
-      attn: pair(b.cAttn.weight, b.cAttn.bias),
-      proj: pair(b.attnProj.weight, b.attnProj.bias),
-      ln2: pair(b.ln2.weight, b.ln2.bias),
-      fc: pair(b.cFc.weight, b.cFc.bias),
-      out: pair(b.mlpProj.weight, b.mlpProj.bias),
-    }));
-    this.lnF = pair(model.lnF.weight, model.lnF.bias);
+    this.weights = {
+      config: this.config,
+      dtype: this.dtype,
+      wte: this.wte,
+      blocks: model.blocks.map((b) => ({
+        ln1: pair(b.ln1.weight, b.ln1.bias),
+        attn: pair(b.cAttn.weight, b.cAttn.bias),
+        proj: pair(b.attnProj.weight, b.attnProj.bias),
+        ln2: pair(b.ln2.weight, b.ln2.bias),
+        fc: pair(b.cFc.weight, b.cFc.bias),
+        out: pair(b.mlpProj.weight, b.mlpProj.bias),
+      })),
+      lnF: pair(model.lnF.weight, model.lnF.bias),
+    };
   }
 
   /** A KV cache for this model (its dtype and layers) on the model's runtime. */
@@ -152,14 +162,20 @@ export class GptInference {
     }
   }
 
-  /** Plans kept now, and the bytes their tensors hold (the limits: `plans` in the options). */
+  /** Scoring plans kept now, and the bytes their tensors hold (the limits: `plans` in the options). */
   get keptPlans(): { readonly count: number; readonly bytes: number } {
     return { count: this.plans.size, bytes: this.plans.heldBytes };
+  }
+
+  /** Decode-step plans kept now (per bucketed row count, head, device and cache), and their bytes. */
+  get keptDecodePlans(): { readonly count: number; readonly bytes: number } {
+    return { count: this.decodePlans.size, bytes: this.decodePlans.heldBytes };
   }
 
   /** Frees the kept forward passes (see score-plans.ts); the model's own weights are the caller's. */
   dispose(): void {
     this.plans.dispose();
+    this.decodePlans.dispose();
   }
 
   /** The scoring pass in `scope`: its input tensors and the tensors to read for `head`. */
@@ -177,7 +193,7 @@ export class GptInference {
     scope.run('embedding', { ids: idT, wte: this.wte, wpe: this.wpe, y: x });
     const lse = scope.tensor([b, c.heads, t], this.dtype === 'f64' ? 'f64' : 'f32');
     const index = scope.ints(lastRows);
-    const logits = this.finish(scope, x, b * t, index, (qkv, y) =>
+    const logits = forwardBlocks(scope, this.weights, x, b * t, index, (qkv, y) =>
       scope.run('attention', { qkv, y, lse }, { heads: c.heads, seq: t }),
     );
     return { ids: idT, index, outputs: headTensors(scope, logits, head, this.config.vocab) };
@@ -185,9 +201,7 @@ export class GptInference {
 
   /**
    * A scoring pass of b sequences through a kept plan for `shape` (made on first use; its padding rows
-   * are computed and not returned): the token ids and row indices written into the plan's inputs, its
-   * prepared sequence run again, its outputs read. A failed run drops the plan (its tensors are left
-   * failed, as any task's outputs are).
+   * are computed and not returned).
    */
   private async lastPlanned<H extends Head>(
     b: number,
@@ -197,35 +211,18 @@ export class GptInference {
     head: H,
     place: RunPlace,
   ): Promise<HeadOutput<H>[]> {
-    const name = `${shape.b}x${shape.t}|${head.kind === 'topk' ? `top${head.k}` : 'logits'}|${place.device ?? ''}`;
-    const picked = this.plans.pick(name);
-    const key = picked.key;
-    let plan = picked.plan;
-    const writes: Promise<void>[] = [];
-    if (plan === undefined) {
+    const name = `${shape.b}x${shape.t}|${headName(head)}|${place.device ?? ''}`;
+    const read = await runKeptPlan(this.rt, this.plans, name, place, [ids, lastRows], (key) => {
       const scope = new Scope(this.rt, place, true);
       try {
         const pass = this.scoreForward(scope, shape.b, shape.t, ids, lastRows, head);
         const prepared = scope.prepare(`score ${key}`);
-        plan = { ...pass, prepared, tensors: scope.adopt() };
+        return { inputs: [pass.ids, pass.index], outputs: pass.outputs, prepared, tensors: scope.adopt() };
       } finally {
         scope.release();
       }
-      this.plans.add(key, plan);
-    } else writes.push(this.rt.write(plan.ids, ids), this.rt.write(plan.index, lastRows));
-    const end = this.plans.begin(key);
-    try {
-      // Submitted in one turn, in this order: the runtime orders runs of one plan by its tensors.
-      const run = this.rt.submitPrepared(plan.prepared, place.tags);
-      const reads = plan.outputs.map((o) => this.rt.read(o));
-      const done = await Promise.all([...writes, run.done, ...reads]);
-      return formatHead(this.config, this.dtype, head, b, done.slice(writes.length + 1) as HostArray[]);
-    } catch (e) {
-      this.plans.drop(key);
-      throw e;
-    } finally {
-      end();
-    }
+    });
+    return formatHead(this.config, this.dtype, head, b, read);
   }
 
   /**
@@ -280,106 +277,90 @@ export class GptInference {
       });
       last.push(ids.length - 1);
     }
-    const m = ids.length;
+    // A decode step (one token per sequence) through a kept plan: the host's cost of a pass of ~100
+    // kernels is paid once per bucketed row count, not once per token.
+    if (this.sequences && ids.length === runs.length && this.decodePlans.limits.maxRows > 0)
+      return this.stepPlanned(cache, ids, pos, slot, head, place);
     const scope = new Scope(this.rt, place, this.sequences);
     try {
-      const posT = scope.ints(pos);
-      const slotT = scope.ints(slot);
-      const x = scope.tensor([m, c.width], this.dtype);
-      scope.run('embedding_at', { ids: scope.ints(ids), pos: posT, wte: this.wte, wpe: this.wpe, y: x });
-      let layer = 0;
-      const logits = this.finish(scope, x, m, scope.ints(last), (qkv, y) => {
-        const kv = { qkv, slot: slotT, pos: posT, kcache: cache.keys[layer]!, vcache: cache.values[layer]! };
-        scope.run('kv_append', kv);
-        scope.run('kv_attention', { ...kv, y }, { heads: c.heads });
-        layer++;
-      });
-      const outputs = headTensors(scope, logits, head, this.config.vocab);
+      const pass = this.cachedForward(scope, cache, ids, pos, slot, last, head);
       return formatHead(
         this.config,
         this.dtype,
         head,
         runs.length,
-        await Promise.all(outputs.map((o) => scope.read(o))),
+        await Promise.all(pass.outputs.map((o) => scope.read(o))),
       );
     } finally {
       scope.release();
     }
   }
 
-  /**
-   * The transformer blocks over rows x [m, C] (attention given by `attend(qkv, y)`), then the final
-   * LayerNorm and the LM head on the rows `last` only: the logits [R, paddedVocab], in the scope.
-   */
-  private finish(
+  /** Forgets the kept decode plans over `cache` (call before disposing it). */
+  releaseCache(cache: KvCache): void {
+    this.decodePlans.dropWhere((key) => key.includes(`|cache${cache.id}#`));
+  }
+
+  /** The cached pass in `scope`: its inputs (ids, positions, slots) and the tensors to read for `head`. */
+  private cachedForward(
     scope: Scope,
-    x0: Tensor,
-    m: number,
-    index: Tensor,
-    attend: (qkv: Tensor, y: Tensor) => void,
-  ): Tensor {
+    cache: KvCache,
+    ids: readonly number[] | Int32Array,
+    pos: readonly number[] | Int32Array,
+    slot: readonly number[] | Int32Array,
+    last: readonly number[] | Int32Array,
+    head: Head,
+  ): { inputs: Tensor[]; outputs: Tensor[] } {
     const c = this.config;
-    const dt = this.dtype;
-    const stat = dt === 'f64' ? 'f64' : 'f32';
-    // One buffer per role for all blocks (a block's temporaries are dead once the next one starts; the
-    // runtime orders the reuse by the data): a forward's working set is two blocks', not twelve.
-    const roles = new Map<string, Tensor>();
-    const buffer = (role: string, shape: readonly number[], dtype = dt): Tensor => {
-      let t = roles.get(role);
-      if (t === undefined) roles.set(role, (t = scope.tensor(shape, dtype)));
-      return t;
+    const m = ids.length;
+    const idsT = scope.ints(ids);
+    const posT = scope.ints(pos);
+    const slotT = scope.ints(slot);
+    const x = scope.tensor([m, c.width], this.dtype);
+    scope.run('embedding_at', { ids: idsT, pos: posT, wte: this.wte, wpe: this.wpe, y: x });
+    let layer = 0;
+    const logits = forwardBlocks(scope, this.weights, x, m, scope.ints(last), (qkv, y) => {
+      const kv = { qkv, slot: slotT, pos: posT, kcache: cache.keys[layer]!, vcache: cache.values[layer]! };
+      scope.run('kv_append', kv);
+      scope.run('kv_attention', { ...kv, y }, { heads: c.heads });
+      layer++;
+    });
+    return { inputs: [idsT, posT, slotT], outputs: headTensors(scope, logits, head, this.config.vocab) };
+  }
+
+  /**
+   * A decode step through the kept plan for its bucketed row count (bucketUp: at most a fifth padding).
+   * Padding rows hold token 0 at position 0 of slot −1: kv_append skips them and kv_attention gives them
+   * NaN rows, which stay in their own rows (every later kernel is row-wise) and are not returned.
+   */
+  private async stepPlanned<H extends Head>(
+    cache: KvCache,
+    ids: readonly number[],
+    pos: readonly number[],
+    slot: readonly number[],
+    head: H,
+    place: RunPlace,
+  ): Promise<HeadOutput<H>[]> {
+    const m = ids.length;
+    const rows = this.decodePlans.limits.bucketed ? bucketUp(m) : m;
+    const padded = (xs: readonly number[], fill: number): Int32Array => {
+      const a = new Int32Array(rows).fill(fill);
+      a.set(xs);
+      return a;
     };
-    let residual = 0; // the residual stream alternates between two buffers (s is never r)
-    let x = x0;
-    let pending: Tensor | null = null; // a sublayer's output not yet added to the residual stream x
-    const norm = (
-      rows: number,
-      [w, b]: readonly [Tensor, Tensor],
-      xIn: Tensor,
-      add: Tensor | null,
-    ): { x: Tensor; y: Tensor } => {
-      const y = buffer(`y${rows}`, [rows, c.width]);
-      const mean = buffer(`mean${rows}`, [rows], stat);
-      const rstd = buffer(`rstd${rows}`, [rows], stat);
-      if (add === null) {
-        scope.run('layernorm', { x: xIn, w, b, y, mean, rstd }, { eps: LN_EPS });
-        return { x: xIn, y };
+    const inputs = [padded(ids, 0), padded(pos, 0), padded(slot, -1)] as const;
+    const name = `decode ${rows}|${headName(head)}|${place.device ?? ''}|cache${cache.id}`;
+    const read = await runKeptPlan(this.rt, this.decodePlans, name, place, inputs, (key) => {
+      const scope = new Scope(this.rt, place, true);
+      try {
+        const last = Int32Array.from({ length: rows }, (_, i) => i);
+        const pass = this.cachedForward(scope, cache, inputs[0], inputs[1], inputs[2], last, head);
+        const prepared = scope.prepare(`decode ${key}`);
+        return { inputs: pass.inputs, outputs: pass.outputs, prepared, tensors: scope.adopt() };
+      } finally {
+        scope.release();
       }
-      const s = buffer(`s${rows}.${residual++ % 2}`, [rows, c.width]);
-      scope.run('residual_layernorm', { a: add, r: xIn, s, w, b, y, mean, rstd }, { eps: LN_EPS });
-      return { x: s, y };
-    };
-    const linear = (input: Tensor, [w, b]: readonly [Tensor, Tensor], role: string, cols: number): Tensor => {
-      const y = buffer(role, [m, cols]);
-      scope.run('linear', { x: input, w, b, y });
-      return y;
-    };
-    for (const blk of this.blocks) {
-      let r = norm(m, blk.ln1, x, pending);
-      x = r.x;
-      const qkv = linear(r.y, blk.attn, 'qkv', 3 * c.width);
-      const att = buffer('att', [m, c.width]);
-      attend(qkv, att);
-      pending = linear(att, blk.proj, 'pending', c.width);
-      r = norm(m, blk.ln2, x, pending);
-      x = r.x;
-      const pre = buffer('pre', [m, 4 * c.width]);
-      const hidden = buffer('hidden', [m, 4 * c.width]);
-      scope.run('linear_act', { x: r.y, w: blk.fc[0], b: blk.fc[1], pre, y: hidden }, { act: 'gelu' });
-      pending = linear(hidden, blk.out, 'pending', c.width);
-    }
-    // Only the wanted rows go on: the residual stream and the last sublayer's output, gathered.
-    const rows = index.shape[0]!;
-    const gx = scope.tensor([rows, c.width], dt);
-    scope.run('gather_rows', { x, index, y: gx });
-    let gp: Tensor | null = null;
-    if (pending !== null) {
-      gp = scope.tensor([rows, c.width], dt);
-      scope.run('gather_rows', { x: pending, index, y: gp });
-    }
-    const h = norm(rows, this.lnF, gx, gp).y;
-    const logits = scope.tensor([rows, c.paddedVocab], dt);
-    scope.run('gemm', { a: h, b: this.wte, c: logits }, { transB: true });
-    return logits;
+    });
+    return formatHead(this.config, this.dtype, head, m, read);
   }
 }

@@ -18,7 +18,11 @@ export interface KvCacheOptions {
   readonly positions: number;
 }
 
+let nextCacheId = 1;
+
 export class KvCache {
+  /** Names the cache in the kept decode plans over it (GptInference). */
+  readonly id = nextCacheId++;
   readonly keys: readonly Tensor[];
   readonly values: readonly Tensor[];
   readonly slots: number;

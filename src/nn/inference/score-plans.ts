@@ -15,12 +15,14 @@
  * running may get a second copy, so two batches of one shape (a lane with two instances) need not wait
  * for each other.
  */
+import type { HostArray } from '../../core/dtype.js';
 import type { Tensor } from '../../memory/tensor.js';
 import type { PreparedSequence } from '../../runtime/sequence.js';
+import type { InferenceRuntime, RunPlace } from './scope.js';
 
 export interface ScorePlan {
-  readonly ids: Tensor;
-  readonly index: Tensor;
+  /** The tensors a run writes first: token ids and row indices (scoring); ids, positions, slots (decode). */
+  readonly inputs: readonly Tensor[];
   readonly outputs: readonly Tensor[];
   readonly prepared: PreparedSequence;
   /** Everything the plan made (freed when it is dropped). */
@@ -158,8 +160,13 @@ export class ScorePlans {
     for (const t of p.tensors) if (!t.freed) this.free(t);
   }
 
+  /** Drops every plan whose key `matches` (e.g. the plans over a KV cache that is going away). */
+  dropWhere(matches: (key: string) => boolean): void {
+    for (const key of [...this.plans.keys()]) if (matches(key)) this.drop(key);
+  }
+
   dispose(): void {
-    for (const key of [...this.plans.keys()]) this.drop(key);
+    this.dropWhere(() => true);
   }
 }
 
@@ -167,4 +174,41 @@ function planBytes(p: ScorePlan): number {
   let n = 0;
   for (const t of p.tensors) n += t.bytes;
   return n;
+}
+
+/**
+ * One pass through the kept plan for `shape` in `plans`: made by `build(key)` on first use (its input
+ * tensors then already hold `inputs`), else `inputs` written into the plan's input tensors; its prepared
+ * sequence run and its outputs read. A failed run drops the plan (its tensors are left failed, as any
+ * task's outputs are).
+ */
+export async function runKeptPlan(
+  rt: InferenceRuntime,
+  plans: ScorePlans,
+  shape: string,
+  place: RunPlace,
+  inputs: readonly Int32Array[],
+  build: (key: string) => ScorePlan,
+): Promise<HostArray[]> {
+  const picked = plans.pick(shape);
+  const key = picked.key;
+  let plan = picked.plan;
+  const writes: Promise<void>[] = [];
+  if (plan === undefined) {
+    plan = build(key);
+    plans.add(key, plan);
+  } else for (const [i, t] of plan.inputs.entries()) writes.push(rt.write(t, inputs[i]!));
+  const end = plans.begin(key);
+  try {
+    // Submitted in one turn, in this order: the runtime orders runs of one plan by its tensors.
+    const run = rt.submitPrepared(plan.prepared, place.tags);
+    const reads = plan.outputs.map((o) => rt.read(o));
+    const done = await Promise.all([...writes, run.done, ...reads]);
+    return done.slice(writes.length + 1) as HostArray[];
+  } catch (e) {
+    plans.drop(key);
+    throw e;
+  } finally {
+    end();
+  }
 }

@@ -188,6 +188,7 @@ export class GenerationEngine {
     for (const s of this.waiting.splice(0)) this.settle(s, err);
     await this.loop;
     for (const s of this.live.splice(0)) this.settle(s, err);
+    this.model.releaseCache(this.cache);
     this.cache.dispose();
   }
 
