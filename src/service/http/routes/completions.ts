@@ -18,6 +18,7 @@ import { parseCompletionRequest, requestedModel } from '../../serving/generation
 import type { GenerateResult } from '../../serving/generation/engine.js';
 import { isGenerative } from '../../serving/generation/generative.js';
 import { CompletionText } from '../../serving/generation/stop-text.js';
+import { DeferredSse } from '../deferred-sse.js';
 
 export interface CompletionsRouteOptions {
   /** The served model (its newest ready version) of a name; undefined when there is none. */
@@ -87,6 +88,7 @@ export function completionsRoutes(opts: CompletionsRouteOptions) {
           if (!reply.raw.writableFinished) ac.abort();
         });
         let streaming = false;
+        const sse = new DeferredSse(reply.raw);
         try {
           const name = requestedModel(req.body);
           const model = await opts.lookup(name);
@@ -133,7 +135,7 @@ export function completionsRoutes(opts: CompletionsRouteOptions) {
               // A model without a tokenizer streams one (empty) chunk per token: progress and time to first token.
               if (body.stream && (piece.length > 0 || gen.codec === null)) {
                 startStream();
-                reply.raw.write(chunk(piece, null));
+                sse.write(chunk(piece, null));
               }
               return text.stopped;
             },
@@ -149,18 +151,18 @@ export function completionsRoutes(opts: CompletionsRouteOptions) {
               usage: usage(result),
             });
           startStream();
-          reply.raw.write(chunk(rest, result.finishReason));
+          sse.write(chunk(rest, result.finishReason));
           if (body.includeUsage)
-            reply.raw.write(
+            sse.write(
               `data: ${JSON.stringify({ id, object: 'text_completion', created, model: name, choices: [], usage: usage(result) })}\n\n`,
             );
-          reply.raw.end('data: [DONE]\n\n');
+          sse.end('data: [DONE]\n\n');
           return reply;
         } catch (e) {
           const err = failedStep(toTandemError(e), 'generation');
           if (!streaming) return sendOpenAiError(reply, err);
           // Mid-stream: an error event (if anyone is still listening), then the end.
-          if (!reply.raw.writableEnded) reply.raw.end(`data: ${JSON.stringify(openAiError(err))}\n\n`);
+          if (!sse.closing) sse.end(`data: ${JSON.stringify(openAiError(err))}\n\n`);
           return reply;
         }
       },
