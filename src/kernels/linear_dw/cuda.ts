@@ -7,6 +7,14 @@ import type { CudaArg, CudaNative } from '../../devices/cuda/kernel-api.js';
 import { columnChunks, columnFinalProgram, columnPartialProgram } from '../linear/cuda-programs.js';
 import { accumulateOf } from './def.js';
 
+/**
+ * dW and db as a GEMM and a column sum (PyTorch's `dy.t() @ x` and `dy.sum(0)`), not one cuBLASLt matmul
+ * with the BGRADB epilogue: at GPT-2's shapes on an H100 the pair was faster (qkv 0.467 vs 0.501 ms, fc
+ * 0.562 vs 0.588, proj 0.444 vs 0.453; bench/RESULTS.md, the twenty-second session). TANDEM_LINEAR_DW_FUSED=1
+ * takes the epilogue again (the A/B knob).
+ */
+const FUSED = process.env['TANDEM_LINEAR_DW_FUSED'] === '1';
+
 export const linearDwCuda: CudaNative = {
   kind: 'native',
   run(ctx, args, scalars) {
@@ -29,7 +37,7 @@ export const linearDwCuda: CudaNative = {
       b: x.ptr,
       c: dw.ptr,
     };
-    if (!accumulate && ctx.matmul({ ...product, epilogue: 'bgrad', bias: db.ptr })) return;
+    if (!accumulate && FUSED && ctx.matmul({ ...product, epilogue: 'bgrad', bias: db.ptr })) return;
     ctx.gemm({ ...product, precision: 'default' });
     // db from two deterministic passes through f32 (f64) scratch: partial sums per row chunk, then their sum.
     const { chunks, rowsPerChunk } = columnChunks(m, n, ctx.smCount);
