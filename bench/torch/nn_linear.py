@@ -3,7 +3,9 @@
     python3 bench/torch/nn_linear.py [--m 65536] [--reps 20] [--check-m 256] [--check-rows 16]
 
 forward: torch._addmm_activation(b, x, w.t(), use_gelu=True) for the GELU layer (cuBLASLt's fused
-GELU epilogue in PyTorch), F.linear elsewhere (F.linear without bias for the head). backward dX:
+GELU epilogue in PyTorch: it does not keep the pre-activation, so it cannot train), F.linear elsewhere
+(F.linear without bias for the head); forward_training for the GELU layer: F.linear then F.gelu, what
+autograd runs in training (the pre-activation kept for the backward), beside Tandem's training forward. backward dX:
 dy @ w, times gelu'(pre) via aten.gelu_backward(approximate='tanh') after the GELU layer; dW: dy.t() @ x
 and db = dy.sum(0). Times from CUDA events over --reps calls after a warm-up. Error: normwise
 max|got - ref| / max|ref| over the first --check-rows rows at --check-m rows against an fp32 reference
@@ -39,7 +41,10 @@ def passes(k, n, gelu, bias, dx_gelu, m):
     else:
         bdx = lambda: dy @ w
     bdw = (lambda: (dy.t() @ x, dy.sum(0))) if bias else (lambda: dy.t() @ x)
-    return {"forward": fwd, "backward_dx": bdx, "backward_dw": bdw}, (x, w, b, dy, pre)
+    fns = {"forward": fwd, "backward_dx": bdx, "backward_dw": bdw}
+    if gelu:
+        fns["forward_training"] = lambda: F.gelu(F.linear(x, w, b), approximate="tanh")
+    return fns, (x, w, b, dy, pre)
 
 def timed(fn, reps):
     fn(); torch.cuda.synchronize()
@@ -59,6 +64,7 @@ def errors(k, n, gelu, bias, dx_gelu):
     ref_y = X[:r] @ W.t() + (B if bias else 0)
     if gelu: ref_y = F.gelu(ref_y, approximate="tanh")
     out = {"forward": normwise(fns["forward"]()[:r], ref_y)}
+    if gelu: out["forward_training"] = normwise(fns["forward_training"]()[:r], ref_y)
     ref_dx = DY[:r] @ W
     if dx_gelu: ref_dx = torch.ops.aten.gelu_backward(ref_dx, PRE[:r], approximate="tanh")
     out["backward_dx"] = normwise(fns["backward_dx"]()[:r], ref_dx)
@@ -71,7 +77,7 @@ def errors(k, n, gelu, bias, dx_gelu):
 for name, k, n, gelu, bias, dx_gelu in SHAPES:
     err = errors(k, n, gelu, bias, dx_gelu)
     fns, _ = passes(k, n, gelu, bias, dx_gelu, a.m)
-    for pass_ in ("forward", "backward_dx", "backward_dw"):
+    for pass_ in fns:
         s = timed(fns[pass_], a.reps)
         print(json.dumps({"bench": "B.1", "side": "torch", "torch": torch.__version__,
                           "device": torch.cuda.get_device_name(), "shape": name, "m": a.m, "k": k, "n": n,
