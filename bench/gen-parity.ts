@@ -61,6 +61,8 @@ try {
   const greedy = JSON.parse(readFileSync(join(dir, `greedy-${precision}.json`), 'utf8')) as {
     prompts: number[][];
     tokens: number[][];
+    /** PyTorch's top-1 minus top-2 logit at each step (absent in files of older scripts). */
+    margins?: number[][];
   };
   const engine = new GenerationEngine(inf, {
     maxSequences: greedy.prompts.length,
@@ -86,6 +88,9 @@ try {
       top1Agree: `${top1}/${batch}`,
       greedyAgree: `${divergence.filter((d) => d < 0).length}/${gen.length}`,
       firstDivergence: divergence,
+      // PyTorch's own top-1 − top-2 logit where a continuation first differs: a gap within the precision's
+      // rounding of the logits (bf16: ~0.03 here) is a tie broken the other way, not a wrong cache.
+      marginAtDivergence: divergence.map((d, i) => (d < 0 ? null : (greedy.margins?.[i]?.[d] ?? null))),
     }),
   );
 } finally {

@@ -4,8 +4,9 @@ Loads the weights gpt_parity.py `init` wrote (nanoGPT names), in f32 (TF32 off) 
 into DIR:
   score-tokens.i32        B x T random token ids (seeded), the scoring batch
   score-PREC.f32          the logits after each sequence's last token, B x V
-  greedy-PREC.json        {"prompts": [[...]], "tokens": [[...]]}: greedy continuations of N tokens,
-                          by full forwards (no cache: the plainest reference)
+  greedy-PREC.json        {"prompts": [[...]], "tokens": [[...]], "margins": [[...]]}: greedy
+                          continuations of N tokens by full forwards (no cache: the plainest
+                          reference), and each step's top-1 minus top-2 logit
 usage: gen_parity.py W.safetensors DIR PREC L H C CTX V VP [B T PROMPTS PROMPT_LEN NEW SEED]
 """
 import json
@@ -47,12 +48,17 @@ def main():
         last = logits_of(m, idx)[:, -1, :V].float().cpu().numpy()
         last.tofile(os.path.join(out, f"score-{prec}.f32"))
         seqs = torch.from_numpy(prompts.astype(np.int64)).cuda()
+        margins = []  # per step, per prompt: top-1 minus top-2 logit (a near tie may flip in bf16)
         for _ in range(NEW):
-            nxt = logits_of(m, seqs)[:, -1, :V].float().argmax(dim=-1, keepdim=True)
+            lg = logits_of(m, seqs)[:, -1, :V].float()
+            top2 = lg.topk(2, dim=-1).values
+            margins.append((top2[:, 0] - top2[:, 1]).cpu().tolist())
+            nxt = lg.argmax(dim=-1, keepdim=True)
             seqs = torch.cat([seqs, nxt], dim=1)
     gen = seqs[:, PL:].cpu().tolist()
     with open(os.path.join(out, f"greedy-{prec}.json"), "w") as f:
-        json.dump({"prompts": prompts.tolist(), "tokens": gen}, f)
+        json.dump({"prompts": prompts.tolist(), "tokens": gen,
+                   "margins": [[row[i] for row in margins] for i in range(P)]}, f)
     print(json.dumps({"prec": prec, "batch": B, "seq": T, "prompts": P, "new": NEW, "maxAbsLogit": float(np.abs(last).max())}))
 
 
