@@ -14,7 +14,7 @@
  * decode step waited on.
  */
 import { TandemError } from '../../core/errors.js';
-import type { CudaArg, CudaNative, CudaProgram } from '../../devices/cuda/kernel-api.js';
+import type { CudaArg, CudaNative, CudaParam, CudaProgram } from '../../devices/cuda/kernel-api.js';
 import type { Scalars } from '../../devices/device.js';
 import { MATH_OVERLOADS } from '../common/cuda.js';
 import { kvHeads } from './params.js';
@@ -96,6 +96,9 @@ extern "C" __global__ void tdm_kv_attention(const X_t* __restrict__ qkv, const i
   }
 }`;
 
+/** Both texts' first six parameters: qkv, slot, pos, kcache, vcache, y. */
+const POINTERS: readonly CudaParam[] = [0, 1, 2, 3, 4, 5].map((arg) => ({ kind: 'ptr', arg }));
+
 /** Shared memory of one block: q (d), the prefix's scores (P) and the reduction row (128), in X_c. */
 function attentionShared(headDim: number, positions: number, f64: boolean): number {
   return (headDim + positions + THREADS) * (f64 ? 8 : 4);
@@ -131,12 +134,7 @@ const scalarProgram: CudaProgram = {
     const [S, P, C] = args[3]!.desc.shape as [number, number, number];
     const { heads, headDim, scale } = kvHeads('kv_attention', C, scalars);
     return [
-      { kind: 'ptr', arg: 0 },
-      { kind: 'ptr', arg: 1 },
-      { kind: 'ptr', arg: 2 },
-      { kind: 'ptr', arg: 3 },
-      { kind: 'ptr', arg: 4 },
-      { kind: 'ptr', arg: 5 },
+      ...POINTERS,
       { kind: 'i32', value: C },
       { kind: 'i32', value: heads },
       { kind: 'i32', value: headDim },
@@ -285,7 +283,7 @@ const vectorProgram: CudaProgram = {
     const [S, P, C] = args[3]!.desc.shape as [number, number, number];
     const { heads, scale } = kvHeads('kv_attention', C, scalars);
     return [
-      ...[0, 1, 2, 3, 4, 5].map((arg) => ({ kind: 'ptr' as const, arg })),
+      ...POINTERS,
       { kind: 'i32', value: C },
       { kind: 'i32', value: heads },
       { kind: 'i32', value: S },
