@@ -220,16 +220,17 @@ void describe('GPT inference with a KV cache (f32, CPU)', () => {
   void it('decode plans: bucketed steps give the per-kernel logits; one plan a bucket; released with the cache', async () => {
     const perKernel = new GptInference(model, undefined, { sequences: false });
     const planned = new GptInference(model);
+    // Plans only up to 8 rows: the steps of 10 and 9 rows (bucket 10) are built anew, 8 and 7 planned.
+    const capped = new GptInference(model, undefined, { plans: { maxRows: 8 } });
     const rnd = seededRandom(31);
     const live = (): number => [...rt.liveTensors()].length;
     const before = live();
-    const caches = [perKernel, planned].map(
-      () => new KvCache(rt, config, 'f32', { slots: 12, positions: 20 }),
-    );
+    const all = [perKernel, planned, capped];
+    const caches = all.map(() => new KvCache(rt, config, 'f32', { slots: 12, positions: 20 }));
     // 11 prompts in slots 0…10, then four decode steps, one sequence leaving before each and the rows in a
     // new order each time: 10, 9, 8 and 7 rows, run at bucketUp's 10, 10, 8 and 7.
     let seqs = Array.from({ length: 11 }, (_, i) => ({ slot: i, tokens: randomTokens(2 + (i % 5), rnd) }));
-    for (const [i, inf2] of [perKernel, planned].entries())
+    for (const [i, inf2] of all.entries())
       await inf2.step(
         caches[i]!,
         seqs.map((q) => ({ slot: q.slot, start: 0, tokens: q.tokens })),
@@ -241,14 +242,18 @@ void describe('GPT inference with a KV cache (f32, CPU)', () => {
       const next = seqs.map(() => Math.floor(rnd() * config.vocab));
       const runs = seqs.map((q, i) => ({ slot: q.slot, start: q.tokens.length, tokens: [next[i]!] }));
       const want = await perKernel.step(caches[0]!, runs);
-      const got = await planned.step(caches[1]!, runs);
-      assert.equal(got.length, runs.length, 'padding rows are not returned');
-      for (const [i, row] of got.entries()) assertNear(row, want[i]!, `step ${step} row ${i}`);
+      for (const [j, inf2] of [planned, capped].entries()) {
+        const got = await inf2.step(caches[j + 1]!, runs);
+        assert.equal(got.length, runs.length, 'padding rows are not returned');
+        for (const [i, row] of got.entries()) assertNear(row, want[i]!, `step ${step} row ${i}`);
+      }
       seqs.forEach((q, i) => q.tokens.push(next[i]!));
     }
     assert.equal(planned.keptDecodePlans.count, 3, 'steps of 10 and 9 rows share the bucket-10 plan');
     assert.equal(planned.keptPlans.count, 0, 'no scoring plan');
+    assert.equal(capped.keptDecodePlans.count, 2, 'over maxRows no plan: only 8 and 7 rows');
     planned.releaseCache(caches[1]!);
+    capped.dispose();
     assert.equal(planned.keptDecodePlans.count, 0, 'released with the cache');
     for (const c of caches) c.dispose();
     await rt.idle();

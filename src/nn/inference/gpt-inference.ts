@@ -10,7 +10,8 @@
  *   (prefill: a sequence's whole prompt; decode: one token per sequence; any mix in one launch);
  *   kv_append writes each layer's keys and values into the slots, kv_attention reads them. A decode
  *   step (one token per sequence) runs from a kept plan per bucketed row count, as scoring shapes do.
- * The blocks themselves are in blocks.ts. Logits come back as f32 rows of the real vocabulary (the padded columns are dropped).
+ * The blocks themselves are in blocks.ts. Logits come back as f32 rows of the real vocabulary (the
+ * padded columns are dropped).
  */
 import type { DType } from '../../core/dtype.js';
 import { TandemError } from '../../core/errors.js';
@@ -279,7 +280,9 @@ export class GptInference {
     }
     // A decode step (one token per sequence) through a kept plan: the host's cost of a pass of ~100
     // kernels is paid once per bucketed row count, not once per token.
-    if (this.sequences && ids.length === runs.length && this.decodePlans.limits.maxRows > 0)
+    const limits = this.decodePlans.limits;
+    const planRows = limits.bucketed ? bucketUp(runs.length) : runs.length;
+    if (this.sequences && ids.length === runs.length && planRows <= limits.maxRows)
       return this.stepPlanned(cache, ids, pos, slot, head, place);
     const scope = new Scope(this.rt, place, this.sequences);
     try {
@@ -342,7 +345,7 @@ export class GptInference {
     place: RunPlace,
   ): Promise<HeadOutput<H>[]> {
     const m = ids.length;
-    const rows = this.decodePlans.limits.bucketed ? bucketUp(m) : m;
+    const rows = this.decodePlans.limits.bucketed ? bucketUp(m) : m; // ≤ maxRows (stepHead checks)
     const padded = (xs: readonly number[], fill: number): Int32Array => {
       const a = new Int32Array(rows).fill(fill);
       a.set(xs);
