@@ -1,7 +1,8 @@
 /**
  * DeferredSse over a real HTTP server and client: a stream's chunks and its end arrive in order, none is
  * written before the turn's microtasks have run (the point: a generation engine launches its next step
- * there), two streams' chunks interleave without mixing, and a stream whose client has gone is skipped.
+ * there), two streams' chunks interleave without mixing (multi-byte text included), and a stream whose
+ * client has gone is skipped.
  */
 import assert from 'node:assert/strict';
 import { createServer, request, type ServerResponse } from 'node:http';
@@ -46,7 +47,7 @@ test('DeferredSse: in order, after the microtasks, per stream; a gone client is 
     const [a, b] = responses.map((r) => new DeferredSse(r)) as [DeferredSse, DeferredSse];
     for (let i = 0; i < 5; i++) {
       a.write(`data: a${i}\n\n`);
-      b.write(`data: b${i}\n\n`);
+      b.write(`data: b${i}é…\n\n`);
     }
     a.end('data: [DONE]\n\n');
     b.end('data: [DONE]\n\n');
@@ -57,10 +58,10 @@ test('DeferredSse: in order, after the microtasks, per stream; a gone client is 
     await Promise.resolve();
     assert.deepEqual(seen, ['a 0 false']);
     const [bodyA, bodyB] = await Promise.all(bodies);
-    const expect = (s: string): string =>
-      [0, 1, 2, 3, 4].map((i) => `data: ${s}${i}\n\n`).join('') + 'data: [DONE]\n\n';
+    const expect = (s: string, tail = ''): string =>
+      [0, 1, 2, 3, 4].map((i) => `data: ${s}${i}${tail}\n\n`).join('') + 'data: [DONE]\n\n';
     assert.equal(bodyA, expect('a'));
-    assert.equal(bodyB, expect('b'));
+    assert.equal(bodyB, expect('b', 'é…'));
 
     // A client that went away: its stream's writes are dropped, the others still written.
     responses.length = 0;
