@@ -272,6 +272,8 @@ async function main(argv: string[]): Promise<void> {
             // gemm + program fallback ran) during the timed calls; null without cuBLASLt.
             lt_fused: counts ? counts.fused - before.fused : null,
             lt_declined: counts ? counts.declined - before.declined : null,
+            // Shapes cuBLASLt autotuning has timed so far, and those moved off the heuristic's choice.
+            lt_tuned: (dev as Partial<CudaDevice>).context?.cublasLt?.tuning ?? null,
             reps,
             dy_constant: pass !== 'forward' && m * s.n * 2 > BIG,
           }),

@@ -2,7 +2,7 @@
 # GPU call: bf16 Linear at GPT-2's shapes (issue 15, B.1) beside PyTorch in the same call (before and
 # after Tandem's passes, the faster of the two taken), under A/B
 # settings given as "NAME=value ..." words in LINEAR_AB (default: the build's defaults, then
-# TANDEM_LT_ALIGN_MAX=16, then TANDEM_LINEAR_DW_FUSED=0), each pass's time and its ratio to PyTorch's,
+# TANDEM_LT_AUTOTUNE=0, then TANDEM_LINEAR_DW_FUSED=1), each pass's time and its ratio to PyTorch's,
 # and the forward+backward sum per shape; with TRAIN=1 also GPT-2 124M bf16 B=64 recorded steps under each
 # setting beside torch.compile (bench/torch/gpt2_train.py). After `bash scripts/gpu/pack.sh` (carry: .gpu).
 set -uo pipefail
@@ -20,8 +20,8 @@ while IFS= read -r setting; do
   files+=("$OUT/linear-$i.jsonl:$setting")
   i=$((i + 1))
 done <<< "${LINEAR_AB:-X=default
-TANDEM_LT_ALIGN_MAX=16
-TANDEM_LINEAR_DW_FUSED=0}"
+TANDEM_LT_AUTOTUNE=0
+TANDEM_LINEAR_DW_FUSED=1}"
 # PyTorch again after Tandem's passes: a GPU's clocks drift over a call (fresh H100s differed by 7 %), so
 # each PyTorch time is the faster of its two runs, the one before and the one after.
 timeout 100 $PY bench/torch/nn_linear.py --reps 20 > "$OUT/linear-torch-after.jsonl" 2>&1
@@ -62,6 +62,6 @@ if [ "${TRAIN:-0}" = 1 ]; then
     echo "gpt2 B=64 static [$setting] rc=$?: $(grep -o '"tokensPerSecond":[0-9.]*' "$OUT/train-$i.jsonl" | tail -1)"
     i=$((i + 1))
   done <<< "${LINEAR_AB:-X=default
-TANDEM_LT_ALIGN_MAX=16
-TANDEM_LINEAR_DW_FUSED=0}"
+TANDEM_LT_AUTOTUNE=0
+TANDEM_LINEAR_DW_FUSED=1}"
 fi

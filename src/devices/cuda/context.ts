@@ -38,6 +38,8 @@ export class CudaContext {
   /** cuSOLVER (optional library, set by the backend after loading it); its handle is made on first use. */
   cusolver: Cusolver | null = null;
   solverHandle = 0;
+  /** True while a stream of this context is being captured into a CUDA graph (nothing may wait on it). */
+  capturing = false;
   private retains = 0;
 
   constructor(

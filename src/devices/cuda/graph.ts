@@ -54,6 +54,7 @@ export class CudaGraph {
     const stream = ctx.streams.compute;
     let launches = 0;
     d.check(d.api.cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_RELAXED), 'cuStreamBeginCapture_v2');
+    ctx.capturing = true;
     try {
       body((impl, args, scalars) => {
         const check = device.launcher.run(
@@ -82,6 +83,8 @@ export class CudaGraph {
       const out: [number] = [0];
       if (d.api.cuStreamEndCapture(stream, out) === 0 && out[0] !== 0) d.api.cuGraphDestroy(out[0]);
       throw e;
+    } finally {
+      ctx.capturing = false;
     }
     const graph = d.out1('cuStreamEndCapture', (o) => d.api.cuStreamEndCapture(stream, o));
     let exec: number;

@@ -8,7 +8,7 @@ import { TandemError } from '../../core/errors.js';
 import type { Scalars } from '../device.js';
 import { CUBLAS_WORKSPACE_BYTES, type CudaContext } from './context.js';
 import { CUBLAS_COMPUTE, CUBLAS_OP, CUDA_R } from './ffi/cublas.js';
-import { ltMatmul } from './matmul.js';
+import { ltMatmul, ltTunerFor } from './matmul.js';
 import { runTile, type TileCheck } from './tile-ops.js';
 import type {
   CudaArg,
@@ -241,6 +241,7 @@ export class Launcher {
         this.context.workspace,
         CUBLAS_WORKSPACE_BYTES,
         stream,
+        ltTunerFor(this.context, stream, req),
       );
       return;
     }

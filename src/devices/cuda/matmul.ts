@@ -5,10 +5,12 @@
  * C's layout (leading dimension n), and cuBLASLt's BGRADB (a reduction of its B, i.e. of the row-major
  * A) gives the row sums of op(A).
  */
+import { bytesPerElement, type DType } from '../../core/dtype.js';
 import { CUBLAS_WORKSPACE_BYTES, type CudaContext } from './context.js';
 import { CUBLAS_COMPUTE, CUBLAS_OP, CUDA_R } from './ffi/cublas.js';
-import { LT_EPILOGUE } from './ffi/cublaslt.js';
+import { LT_EPILOGUE, type Tuner } from './ffi/cublaslt.js';
 import type { CudaMatmulEpilogue, CudaMatmulRequest } from './kernel-api.js';
+import { autotuneEnabled, fastestAlgo, TUNE_MIN_FLOP, tunable, type Span } from './lt-autotune.js';
 
 const EPILOGUE: Record<CudaMatmulEpilogue, number> = {
   none: LT_EPILOGUE.default,
@@ -30,6 +32,53 @@ function alignment(ptr: number): number {
 const alpha = new Float32Array(1);
 const beta = new Float32Array(1);
 
+const AUTOTUNE = autotuneEnabled();
+/** One tuner per context and stream, made once (a closure per call would be garbage on the hot path). */
+const tuners = new WeakMap<CudaContext, Map<number, Tuner>>();
+
+function tunerFor(context: CudaContext, stream: number): Tuner {
+  let byStream = tuners.get(context);
+  if (!byStream) tuners.set(context, (byStream = new Map()));
+  let t = byStream.get(stream);
+  if (!t) {
+    t = (candidates, run) => fastestAlgo(context.driver, stream, candidates, run).chosen;
+    byStream.set(stream, t);
+  }
+  return t;
+}
+
+/** Row-major operands of one (unbatched) matmul: A m×k, B k×n, C m×n, a bias vector and an aux m×n. */
+export interface MatmulOperands {
+  readonly dtype: DType;
+  readonly m: number;
+  readonly n: number;
+  readonly k: number;
+  readonly beta: number;
+  readonly a: number;
+  readonly b: number;
+  readonly c: number;
+  readonly bias?: number;
+  readonly aux?: number;
+}
+
+/**
+ * The tuner for a cuBLASLt call, or null where it must keep the heuristic's choice for now: autotuning
+ * off, a small product, a stream being captured, or a call that timing runs would change (lt-autotune.ts).
+ */
+export function ltTunerFor(context: CudaContext, stream: number, op: MatmulOperands): Tuner | null {
+  if (!AUTOTUNE || context.capturing || 2 * op.m * op.n * op.k < TUNE_MIN_FLOP) return null;
+  const e = bytesPerElement(op.dtype);
+  const inputs: Span[] = [
+    { ptr: op.a, bytes: op.m * op.k * e },
+    { ptr: op.b, bytes: op.k * op.n * e },
+    // The bias is n long ('bias') or m long ('bgrad', written): the longer bounds both.
+    { ptr: op.bias ?? 0, bytes: Math.max(op.m, op.n) * e },
+    { ptr: op.aux ?? 0, bytes: op.m * op.n * e },
+  ];
+  if (!tunable(op.beta, { ptr: op.c, bytes: op.m * op.n * e }, inputs)) return null;
+  return tunerFor(context, stream);
+}
+
 export function ltMatmul(context: CudaContext, req: CudaMatmulRequest, stream: number): boolean {
   const lt = context.cublasLt;
   const dataType = DATA_TYPE[req.dtype];
@@ -50,6 +99,7 @@ export function ltMatmul(context: CudaContext, req: CudaMatmulRequest, stream: n
   alpha[0] = req.alpha;
   beta[0] = req.beta;
   context.makeCurrent();
+  const tuner = batch === undefined ? ltTunerFor(context, stream, req) : null;
   return lt.matmulEpilogue(
     {
       dataType,
@@ -82,5 +132,6 @@ export function ltMatmul(context: CudaContext, req: CudaMatmulRequest, stream: n
     context.workspace,
     CUBLAS_WORKSPACE_BYTES,
     stream,
+    tuner,
   );
 }

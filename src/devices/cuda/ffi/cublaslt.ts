@@ -1,7 +1,8 @@
 /**
  * Typed koffi bindings of cuBLASLt, used for GEMM when calibration shows it beats cublasGemmEx on this
- * GPU (it can pick different kernels). Descriptors and the heuristic's first algorithm are cached per
- * GEMM shape, so a call is one cublasLtMatmul.
+ * GPU (it can pick different kernels). Descriptors and the heuristic's algorithms are cached per GEMM
+ * shape, so a call is one cublasLtMatmul; a caller may pass a `Tuner` that picks among the heuristic's
+ * candidates by timing them once per shape (lt-autotune.ts), else the heuristic's first is used.
  */
 import { TandemError } from '../../../core/errors.js';
 import type { KoffiLib } from './loader.js';
@@ -33,6 +34,8 @@ export const LT_EPILOGUE = {
 } as const;
 /** sizeof(cublasLtMatmulHeuristicResult_t): algo (8 x u64) + workspaceSize + state + wavesCount + int[4]. */
 const HEURISTIC_BYTES = 96;
+/** Candidates asked of the heuristic for a shape (only a Tuner looks past the first). */
+const CANDIDATES = 8;
 
 type AttrBuffer = Int32Array | Uint32Array | BigInt64Array | BigUint64Array;
 
@@ -139,7 +142,23 @@ interface Plan {
   readonly a: number;
   readonly b: number;
   readonly c: number;
-  readonly algo: Uint8Array;
+  /** The algorithm every call uses: the heuristic's first until a Tuner has chosen. */
+  algo: Uint8Array;
+  /** The heuristic's candidates while the shape is untuned and has more than one; then null. */
+  pending: Uint8Array[] | null;
+}
+
+/**
+ * Picks one of a shape's candidate algorithms (index into `candidates`), given a function that
+ * enqueues the shape's matmul with an algorithm; null: not now (the shape stays untuned).
+ */
+export type Tuner = (candidates: readonly Uint8Array[], run: (algo: Uint8Array) => number) => number | null;
+
+/** The candidates of a heuristic query's results (each result's first 64 bytes are its algorithm). */
+function candidatesOf(results: Uint8Array, returned: number): Uint8Array[] {
+  return Array.from({ length: returned }, (_, i) =>
+    results.subarray(i * HEURISTIC_BYTES, i * HEURISTIC_BYTES + 64),
+  );
 }
 
 export class CublasLt {
@@ -149,6 +168,8 @@ export class CublasLt {
   private readonly epiloguePlans = new Map<string, Plan | null>();
   /** Calls that ran with an epilogue and calls declined by cuBLASLt (benchmarks report them). */
   readonly epilogueCalls = { fused: 0, declined: 0 };
+  /** Shapes a Tuner timed, and how many of them it moved off the heuristic's first choice. */
+  readonly tuning = { shapes: 0, changed: 0 };
 
   constructor(
     lib: KoffiLib,
@@ -209,15 +230,34 @@ export class CublasLt {
         ),
         'cublasLtMatmulPreferenceSetAttribute',
       );
-      const results = new Uint8Array(HEURISTIC_BYTES);
+      const results = new Uint8Array(HEURISTIC_BYTES * CANDIDATES);
       const returned: Out<number> = [0];
       this.check(
-        api.cublasLtMatmulAlgoGetHeuristic(this.handle, desc, a, b, c, c, pref, 1, results, returned),
+        api.cublasLtMatmulAlgoGetHeuristic(
+          this.handle,
+          desc,
+          a,
+          b,
+          c,
+          c,
+          pref,
+          CANDIDATES,
+          results,
+          returned,
+        ),
         'cublasLtMatmulAlgoGetHeuristic',
       );
       if (returned[0] < 1)
         throw new TandemError('TANDEM_ERR_DRIVER', 'cublasLtMatmulAlgoGetHeuristic found no algorithm');
-      const plan = { desc, a, b, c, algo: results.subarray(0, 64) };
+      const candidates = candidatesOf(results, returned[0]);
+      const plan = {
+        desc,
+        a,
+        b,
+        c,
+        algo: candidates[0]!,
+        pending: candidates.length > 1 ? candidates : null,
+      };
       this.plans.set(key, plan);
       return plan;
     } finally {
@@ -228,6 +268,7 @@ export class CublasLt {
   /** One cublasLtMatmul with a plan (C is also D: in place); returns cuBLAS's status. */
   private enqueue(
     p: Plan,
+    algo: Uint8Array,
     alpha: Float32Array | Float64Array,
     a: number,
     b: number,
@@ -250,7 +291,7 @@ export class CublasLt {
       p.c,
       c,
       p.c,
-      p.algo,
+      algo,
       workspace,
       workspaceBytes,
       stream,
@@ -267,10 +308,26 @@ export class CublasLt {
     workspace: number,
     workspaceBytes: number,
     stream: number,
+    tuner: Tuner | null = null,
   ): void {
     const p = this.plan(s, workspaceBytes);
-    const rc = this.enqueue(p, alpha, a, b, beta, c, workspace, workspaceBytes, stream);
+    if (p.pending !== null && tuner !== null)
+      this.tune(p, tuner, (algo) =>
+        this.enqueue(p, algo, alpha, a, b, beta, c, workspace, workspaceBytes, stream),
+      );
+    const rc = this.enqueue(p, p.algo, alpha, a, b, beta, c, workspace, workspaceBytes, stream);
     if (rc !== 0) this.check(rc, 'cublasLtMatmul');
+  }
+
+  /** Lets the tuner choose among the plan's candidates (once: a plan it declines stays pending). */
+  private tune(p: Plan, tuner: Tuner, run: (algo: Uint8Array) => number): void {
+    const candidates = p.pending!;
+    const chosen = tuner(candidates, run);
+    if (chosen === null) return;
+    p.pending = null;
+    p.algo = candidates[chosen]!;
+    this.tuning.shapes++;
+    if (chosen !== 0) this.tuning.changed++;
   }
 
   private setDesc(desc: number, attr: number, buf: AttrBuffer): void {
@@ -344,7 +401,7 @@ export class CublasLt {
       setPref(PREF_MIN_ALIGNMENT_A_BYTES + 1, Uint32Array.of(alignB));
       setPref(PREF_MIN_ALIGNMENT_A_BYTES + 2, Uint32Array.of(alignC));
       setPref(PREF_MIN_ALIGNMENT_A_BYTES + 3, Uint32Array.of(alignC));
-      const results = new Uint8Array(HEURISTIC_BYTES);
+      const results = new Uint8Array(HEURISTIC_BYTES * CANDIDATES);
       const returned: Out<number> = [0];
       const rc = api.cublasLtMatmulAlgoGetHeuristic(
         this.handle,
@@ -354,14 +411,17 @@ export class CublasLt {
         c,
         c,
         pref,
-        1,
+        CANDIDATES,
         results,
         returned,
       );
       // NOT_SUPPORTED and INVALID_VALUE both mean "not this combination" here: the caller falls back.
       if (rc !== STATUS_NOT_SUPPORTED && rc !== STATUS_INVALID_VALUE)
         this.check(rc, 'cublasLtMatmulAlgoGetHeuristic');
-      if (rc === 0 && returned[0] >= 1) plan = { desc, a, b, c, algo: results.subarray(0, 64) };
+      if (rc === 0 && returned[0] >= 1) {
+        const candidates = candidatesOf(results, returned[0]);
+        plan = { desc, a, b, c, algo: candidates[0]!, pending: candidates.length > 1 ? candidates : null };
+      }
     } finally {
       api.cublasLtMatmulPreferenceDestroy(pref);
       if (plan === null) {
@@ -389,6 +449,7 @@ export class CublasLt {
     workspace: number,
     workspaceBytes: number,
     stream: number,
+    tuner: Tuner | null = null,
   ): boolean {
     const p = this.epiloguePlan(s, workspaceBytes, bias, aux);
     if (p === null) {
@@ -397,7 +458,11 @@ export class CublasLt {
     }
     if (s.hasBias) this.pointer(p.desc, DESC_BIAS_POINTER, bias);
     if (s.auxLd > 0) this.pointer(p.desc, DESC_EPILOGUE_AUX_POINTER, aux);
-    const rc = this.enqueue(p, alpha, a, b, beta, c, workspace, workspaceBytes, stream);
+    if (p.pending !== null && tuner !== null)
+      this.tune(p, tuner, (algo) =>
+        this.enqueue(p, algo, alpha, a, b, beta, c, workspace, workspaceBytes, stream),
+      );
+    const rc = this.enqueue(p, p.algo, alpha, a, b, beta, c, workspace, workspaceBytes, stream);
     if (rc === STATUS_NOT_SUPPORTED) {
       this.epilogueCalls.declined++; // nothing was enqueued
       return false;
