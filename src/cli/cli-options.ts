@@ -162,7 +162,10 @@ export const RUNTIME_ENV: ReadonlyArray<readonly [string, string]> = [
   ['TANDEM_LOG', 'log level (debug shows backend and driver messages)'],
   ['TANDEM_CUDA_SPIN_US', 'CUDA completion spin budget in µs (default 30, 0 off)'],
   ['TANDEM_MALLOC_TUNING', '0 leaves glibc malloc as it is (large host buffers)'],
-  ['TANDEM_LT_AUTOTUNE', '0: large cuBLASLt matmuls keep the heuristic algorithm instead of the fastest timed'],
+  [
+    'TANDEM_LT_AUTOTUNE',
+    '0: large cuBLASLt matmuls keep the heuristic algorithm instead of the fastest timed',
+  ],
   ['TANDEM_ATTN_MMA', 'v1..v5: opt-in CUDA attention kernels (default v0, the fastest timed at B=64)'],
   [
     'TANDEM_ATTN_FAST',
