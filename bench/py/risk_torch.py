@@ -1,9 +1,11 @@
 """PyTorch baseline for bench/risk.ts, written the straightforward way: torch.randn, exp, clamp, mean.
 
-python3 bench/py/risk_torch.py [--paths 67108864] [--runs 1000] [--p99-paths 1000000]
+python3 bench/py/risk_torch.py [--paths 67108864] [--runs 1000] [--p99-paths 1000000] [--steady-warmup 0]
 Prints one JSON line: paths/s for a European call at --paths (median of 5 after warm-up; the normals
 are materialised in GPU memory, as a plain PyTorch user would write it) and p50/p99 latency of a
---p99-paths price end to end (.item() brings the mean back to the host) over --runs runs.
+--p99-paths price end to end (.item() brings the mean back to the host) over --runs runs after 20
+warm-up prices; with --steady-warmup W > 0, measured again after W more (p50SteadyMs, p99SteadyMs), as
+bench/risk.ts measures Tandem at steady state.
 """
 import argparse
 import json
@@ -18,6 +20,7 @@ def main() -> None:
     ap.add_argument("--paths", type=int, default=1 << 26)
     ap.add_argument("--runs", type=int, default=1000)
     ap.add_argument("--p99-paths", type=int, default=1_000_000)
+    ap.add_argument("--steady-warmup", type=int, default=0)
     a = ap.parse_args()
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     s0, k, r, vol, t = 100.0, 100.0, 0.05, 0.2, 1.0
@@ -55,7 +58,18 @@ def main() -> None:
         price(a.p99_paths)
         lat.append((time.perf_counter() - t0) * 1e3)
     lat.sort()
-    q = lambda x: lat[min(len(lat) - 1, math.ceil(x * len(lat)) - 1)]
+    q = lambda x, l=lat: l[min(len(l) - 1, math.ceil(x * len(l)) - 1)]
+    steady = {}
+    if a.steady_warmup > 0:
+        for _ in range(a.steady_warmup):
+            price(a.p99_paths)
+        lat2 = []
+        for _ in range(a.runs):
+            t0 = time.perf_counter()
+            price(a.p99_paths)
+            lat2.append((time.perf_counter() - t0) * 1e3)
+        lat2.sort()
+        steady = {"p50SteadyMs": q(0.5, lat2), "p99SteadyMs": q(0.99, lat2), "steadyWarmup": a.steady_warmup}
     print(json.dumps({
         "device": torch.cuda.get_device_name() if dev == "cuda" else "cpu",
         "torch": torch.__version__,
@@ -66,6 +80,7 @@ def main() -> None:
         "p50Ms": q(0.5),
         "p99Ms": q(0.99),
         "runs": a.runs,
+        **steady,
     }))
 
 

@@ -25,7 +25,7 @@ if [[ $steps == *" tests "* ]]; then
   grep -E '✖|# ' "$OUT/tests.log" | head -20
 fi
 if [[ $steps == *" price "* ]]; then
-  PYTHONUNBUFFERED=1 timeout 120 $PY bench/py/risk_torch.py --paths 1048576 --runs 1000 > "$OUT/risk-torch.json" 2> "$OUT/risk-torch.err"
+  PYTHONUNBUFFERED=1 timeout 120 $PY bench/py/risk_torch.py --paths 1048576 --runs 1000 --steady-warmup 3000 > "$OUT/risk-torch.json" 2> "$OUT/risk-torch.err"
   log "torch risk rc=$?: $(cat "$OUT/risk-torch.json")"
   timeout 300 $NODE dist/bench/serve-lane.js price --device cuda --torch-risk "$OUT/risk-torch.json" \
     --json "$OUT/serve-price.json" > "$OUT/serve-price.txt" 2>&1
