@@ -34,8 +34,11 @@ export const LT_EPILOGUE = {
 } as const;
 /** sizeof(cublasLtMatmulHeuristicResult_t): algo (8 x u64) + workspaceSize + state + wavesCount + int[4]. */
 const HEURISTIC_BYTES = 96;
-/** Candidates asked of the heuristic for a shape (only a Tuner looks past the first). */
-const CANDIDATES = 8;
+/**
+ * Candidates asked of the heuristic for a shape (only a Tuner looks past the first): 8, or
+ * TANDEM_LT_CANDIDATES (1-64) for experiments with a wider search.
+ */
+const CANDIDATES = Math.min(64, Math.max(1, Number(process.env['TANDEM_LT_CANDIDATES']) || 8));
 
 type AttrBuffer = Int32Array | Uint32Array | BigInt64Array | BigUint64Array;
 
