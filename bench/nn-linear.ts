@@ -8,6 +8,7 @@
  * computed from the same bf16 inputs. One JSON line per (shape, pass).
  *
  *   npm run build && node dist/bench/nn-linear.js [--m 65536] [--reps 20] [--check-m 256] [--check-rows 16]
+ *       [--shapes qkv,fc]
  *   python3 bench/torch/nn_linear.py [--m 65536] [--reps 20]      (the PyTorch side, same lines)
  *
  * Inputs are random bf16 words made directly (no float64 detour, so 400 MB tensors take a fraction of
@@ -216,6 +217,7 @@ async function main(argv: string[]): Promise<void> {
     reps: { type: 'string' },
     'check-m': { type: 'string' },
     'check-rows': { type: 'string' },
+    shapes: { type: 'string' },
     device: { type: 'string' },
   });
   if (values['device'] === 'cpu') deviceKind = 'cpu';
@@ -231,7 +233,9 @@ async function main(argv: string[]): Promise<void> {
       const why = rt.backends.find((b) => b.kind === deviceKind)?.reason ?? 'no CUDA device';
       throw new TandemError('TANDEM_ERR_DEVICE_UNAVAILABLE', `CUDA is not available: ${why}`);
     }
-    for (const s of SHAPES) {
+    // --shapes qkv,fc: only the shapes whose names contain one of the words (profiler runs).
+    const only = (values['shapes'] as string | undefined)?.split(',').filter((w) => w !== '');
+    for (const s of SHAPES.filter((x) => !only || only.some((w) => x.name.includes(w)))) {
       const errors = await accuracy(rt, s, checkM, checkRows, 7);
       const c = calls(rt, s, m, 11);
       await Promise.all(c.fills);
