@@ -53,6 +53,10 @@ export function addModelCommands(program: Command, setCode: SetExitCode): void {
       '--batching <json>',
       'batcher knobs as JSON: maxBatchSize, maxQueueDelayUs, preferredBatchSizes, ...',
     )
+    .option(
+      '--warmup <json>',
+      'requests run before the model is ready, as JSON: {"inputs": <one request\'s inputs>, "requests": 200}',
+    )
     .action(
       async (
         name: string,

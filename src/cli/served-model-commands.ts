@@ -26,6 +26,7 @@ export interface RegisterOptions extends ClientOptions {
   readonly placement?: string;
   readonly preferIdle?: boolean;
   readonly batching?: string;
+  readonly warmup?: string;
 }
 
 export interface UnloadOptions extends ClientOptions {
@@ -130,6 +131,7 @@ export async function modelsRegisterCommand(name: string, opts: RegisterOptions)
       ? {}
       : { placement: { kinds: opts.placement.split(','), preferIdle: opts.preferIdle === true } }),
     ...(opts.batching === undefined ? {} : { batching: jsonObject(opts.batching, '--batching') }),
+    ...(opts.warmup === undefined ? {} : { warmup: jsonObject(opts.warmup, '--warmup') }),
   };
   const v = await c.request<VersionView>('POST', '/v1/models', body);
   print(

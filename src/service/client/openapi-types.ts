@@ -3322,6 +3322,7 @@ export interface operations {
                   instances?: number;
                 };
                 weightBytes?: number | null;
+                warmupRequests?: number | null;
                 source?: {
                   /** @enum {string} */
                   type?: 'builtin' | 'job' | 'upload';
@@ -3484,6 +3485,12 @@ export interface operations {
             /** @description batches running at once */
             instances?: number;
           };
+          /** @description requests run through the model before it is ready (Triton's model_warmup): `inputs` as an infer request's, `requests` of them one after another (default 200), then one full batch */
+          warmup?: {
+            /** @description one request's inputs, as POST .../infer takes them */
+            inputs: unknown;
+            requests?: number;
+          };
           /** @description weights from this finished train job's last checkpoint */
           fromJob?: string;
           /** @description weights from this upload (POST /v1/models/uploads) */
@@ -3592,6 +3599,7 @@ export interface operations {
               instances?: number;
             };
             weightBytes?: number | null;
+            warmupRequests?: number | null;
             source?: {
               /** @enum {string} */
               type?: 'builtin' | 'job' | 'upload';
@@ -3996,6 +4004,7 @@ export interface operations {
                 instances?: number;
               };
               weightBytes?: number | null;
+              warmupRequests?: number | null;
               source?: {
                 /** @enum {string} */
                 type?: 'builtin' | 'job' | 'upload';

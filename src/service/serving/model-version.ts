@@ -23,6 +23,8 @@ export interface VersionView {
   readonly placement: ModelPlacement;
   readonly batching: BatchingConfig;
   readonly weightBytes: number | null;
+  /** Warm-up requests run before the version was ready (null: no warm-up registered). */
+  readonly warmupRequests: number | null;
   readonly source: Registration['source'];
   readonly createdAt: string;
   readonly inputSchema: Readonly<Record<string, unknown>> | null;
@@ -81,6 +83,7 @@ export function versionView(v: ModelVersion): VersionView {
     placement: r.placement,
     batching: v.batcher?.config ?? r.batching,
     weightBytes: v.model?.weightBytes ?? null,
+    warmupRequests: r.warmup?.requests ?? null,
     source: r.source,
     createdAt: new Date(r.createdAt).toISOString(),
     inputSchema: v.model?.inputSchema ?? null,

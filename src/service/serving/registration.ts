@@ -23,6 +23,7 @@ export interface RegisterRequest {
   readonly config?: Readonly<Record<string, unknown>>;
   readonly placement?: ModelPlacement;
   readonly batching?: Partial<BatchingConfig>;
+  readonly warmup?: { readonly inputs: unknown; readonly requests?: number };
   readonly fromJob?: string;
   readonly upload?: string;
 }
@@ -33,6 +34,9 @@ export interface JobCheckpoints {
   /** A job by id (for registration from a train job's checkpoint). */
   readonly findJob: (id: string) => JobRecord | null;
 }
+
+/** Warm-up requests when a registration's warmup names inputs but no count. */
+export const DEFAULT_WARMUP_REQUESTS = 200;
 
 const DEFAULT_PLACEMENT: ModelPlacement = {
   kinds: ['cuda', 'webgpu', 'cpu'] as HardwareKind[],
@@ -102,6 +106,9 @@ export function newRegistration(
     placement: r.placement ?? defaultPlacement(factory),
     batching: cappedBatching({ ...DEFAULT_BATCHING, ...r.batching }, factory, r.config ?? {}),
     weights,
+    ...(r.warmup
+      ? { warmup: { inputs: r.warmup.inputs, requests: r.warmup.requests ?? DEFAULT_WARMUP_REQUESTS } }
+      : {}),
     source:
       r.fromJob !== undefined ? { type: 'job', job: r.fromJob } : { type: r.upload ? 'upload' : 'builtin' },
     owner: caller.id,

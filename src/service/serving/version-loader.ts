@@ -9,9 +9,9 @@ import { TandemError, withPathHidden } from '../../core/errors.js';
 import type { ServiceRuntime } from '../jobs/job-type.js';
 import { DynamicBatcher } from './batcher.js';
 import type { ServingMetrics } from './metrics.js';
-import type { ModelFiles } from './model-files.js';
+import type { ModelFiles, ModelWarmup } from './model-files.js';
 import type { ModelVersion } from './model-version.js';
-import type { ModelFactory } from './model.js';
+import type { ModelFactory, ServedModel } from './model.js';
 import { requirePlacement, type JobDeviceUse } from './placement.js';
 
 /** What every load shares: the weights on disk, the devices jobs use, the metrics and the log. */
@@ -53,6 +53,14 @@ export async function loadVersion(
         tags: { ...tags, batch: String(id) },
       }),
     );
+    try {
+      if (reg.warmup) await warmUp(model, batcher, reg.warmup, cfg.maxBatchSize);
+    } catch (e) {
+      await batcher.close(new TandemError('TANDEM_ERR_CANCELLED', 'warm-up failed'));
+      await model.unload();
+      throw e;
+    }
+    // Registered after the warm-up: its batches are not the clients' and stay out of stats and metrics.
     batcher.onBatch((size, computeUs) => {
       v.stats.batch(size);
       ctx.metrics?.batch(reg.name, reg.version, size, computeUs);
@@ -75,4 +83,34 @@ export async function loadVersion(
         ? err
         : withPathHidden(err, ctx.files.path(reg.weights), `the weights of ${reg.name} v${reg.version}`);
   }
+}
+
+/**
+ * Runs a registration's warm-up through the version's own batcher (its queue, batching and the model's
+ * runBatch, the path a client's request takes): `requests` single requests one after another, then one
+ * batch of the largest size. Inputs the model refuses, or an item that fails, fail the load with a
+ * TandemError naming the warm-up (same code as the cause).
+ */
+async function warmUp(
+  model: ServedModel,
+  batcher: DynamicBatcher<unknown, unknown>,
+  w: ModelWarmup,
+  maxBatchSize: number,
+): Promise<void> {
+  const fail = (e: unknown): TandemError =>
+    e instanceof TandemError
+      ? new TandemError(e.code, `warmup: ${e.message}`, e.details)
+      : new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `warmup: ${String(e)}`);
+  let item: unknown;
+  try {
+    item = model.parse(w.inputs);
+  } catch (e) {
+    throw fail(e);
+  }
+  const one = async (): Promise<void> => {
+    const out = await batcher.submit(item).promise;
+    if (out.error !== undefined) throw fail(out.error);
+  };
+  for (let i = 0; i < w.requests; i++) await one();
+  await Promise.all(Array.from({ length: maxBatchSize }, one));
 }

@@ -104,6 +104,18 @@ export const REGISTER_BODY = {
     config: { type: 'object', description: "the kind's configuration (its configSchema)" },
     placement: PLACEMENT,
     batching: BATCHING,
+    warmup: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['inputs'],
+      description:
+        "requests run through the model before it is ready (Triton's model_warmup): `inputs` as an infer request's, " +
+        '`requests` of them one after another (default 200), then one full batch',
+      properties: {
+        inputs: { description: "one request's inputs, as POST .../infer takes them" },
+        requests: { type: 'integer', minimum: 1, maximum: 100_000 },
+      },
+    },
     fromJob: {
       type: 'string',
       maxLength: 64,
@@ -189,6 +201,7 @@ export const VERSION_SCHEMA = {
       },
     },
     weightBytes: { type: ['integer', 'null'] },
+    warmupRequests: { type: ['integer', 'null'] },
     source: {
       type: 'object',
       properties: { type: { type: 'string', enum: ['builtin', 'job', 'upload'] }, job: { type: 'string' } },

@@ -43,6 +43,7 @@ interface RegisterBody {
   config?: Record<string, unknown>;
   placement?: ModelPlacement;
   batching?: Partial<BatchingConfig>;
+  warmup?: { inputs: unknown; requests?: number };
   fromJob?: string;
   upload?: string;
 }
