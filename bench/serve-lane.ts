@@ -90,6 +90,9 @@ async function priceBench(lane: Lane): Promise<void> {
     config: { maxPaths },
     placement: { kinds: [device] },
     batching: { maxBatchSize: 64, maxQueueDelayUs: 0 },
+    // The lane's model warm-up (Triton's model_warmup): the batcher and pricer path run 3,000 times
+    // before the registration answers, past V8's tier-up (the first pass was the slowest without it).
+    warmup: { inputs: (JSON.parse(option(0)) as { inputs: unknown }).inputs, requests: 3000 },
   });
   // Launches as soon as 16 requests wait (Triton's preferred batch size), or after 100 ms: the 16
   // requests' connections may take tens of ms to open on a loaded machine.
