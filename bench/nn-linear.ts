@@ -121,7 +121,6 @@ let deviceKind: 'cuda' | 'cpu' = 'cuda';
 const submit = (rt: Runtime, c: Call): Promise<void> =>
   rt.submit({ kernel: c.kernel, args: c.args, scalars: c.scalars, device: deviceKind }).done;
 
-/** Seconds per call over `reps` back-to-back submits after one warm-up (data already resident). */
 let pool: Uint16Array = new Uint16Array(0);
 
 /**
@@ -135,8 +134,14 @@ function randomWords(count: number, salt: number): Uint16Array {
   return pool.subarray(offset, offset + count);
 }
 
+/**
+ * Seconds per call over `reps` back-to-back submits (data already resident), after `reps` untimed ones:
+ * an idle GPU clocks down (an H200 idles at 345 MHz) while the host fills the next shape's inputs, and a
+ * single warm-up call left the first timed pass of a process 15-40 % slow (GPT-2's qkv forward timed
+ * 0.39-0.46 ms whose kernel alone takes 0.326 ms). nn_linear.py warms PyTorch the same way.
+ */
 async function time(rt: Runtime, c: Call, reps: number): Promise<number> {
-  await submit(rt, c);
+  await Promise.all(Array.from({ length: reps }, () => submit(rt, c)));
   const t0 = performance.now();
   const runs: Promise<void>[] = [];
   for (let r = 0; r < reps; r++) runs.push(submit(rt, c));

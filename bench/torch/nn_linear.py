@@ -7,7 +7,7 @@ GELU epilogue in PyTorch: it does not keep the pre-activation, so it cannot trai
 (F.linear without bias for the head); forward_training for the GELU layer: F.linear then F.gelu, what
 autograd runs in training (the pre-activation kept for the backward), beside Tandem's training forward. backward dX:
 dy @ w, times gelu'(pre) via aten.gelu_backward(approximate='tanh') after the GELU layer; dW: dy.t() @ x
-and db = dy.sum(0). Times from CUDA events over --reps calls after a warm-up. Error: normwise
+and db = dy.sum(0). Times from CUDA events over --reps calls after --reps untimed ones. Error: normwise
 max|got - ref| / max|ref| over the first --check-rows rows at --check-m rows against an fp32 reference
 from the same bf16 inputs (the Tandem side uses float64).
 """
@@ -47,7 +47,9 @@ def passes(k, n, gelu, bias, dx_gelu, m):
     return fns, (x, w, b, dy, pre)
 
 def timed(fn, reps):
-    fn(); torch.cuda.synchronize()
+    # reps untimed calls first, as bench/nn-linear.ts does (a GPU's clocks rise with work).
+    for _ in range(reps): fn()
+    torch.cuda.synchronize()
     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     s.record()
     for _ in range(reps): fn()
