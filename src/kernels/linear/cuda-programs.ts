@@ -16,6 +16,8 @@ function num(scalars: Scalars, name: string): number {
 const SUM_ROWS = 8;
 /** Columns per block (blockDim.x = one warp, so each row's loads are coalesced). */
 const SUM_COLS = 32;
+/** 16-bit values per thread and row in the vector column sum (one 16-byte load). */
+const VEC = 8;
 
 /** args: [b [n], y [m,n]]: y[i,j] = b[j] (copied exactly, so gemm's beta = 1 adds x·wᵀ to it). */
 export const biasRowsProgram: CudaProgram = {
@@ -75,6 +77,63 @@ export const columnPartialProgram: CudaProgram = {
   ],
 };
 
+/**
+ * `columnPartialProgram` for 16-bit dy whose rows are whole 16-byte vectors (n a multiple of 8, dy
+ * 16-byte aligned): each thread loads 8 columns at once, so a warp reads 512 contiguous bytes of a row
+ * instead of 64 and a block covers 256 columns; four loads are kept in flight per thread. The partial
+ * sums (same layout, f32) are added in the same order as the scalar program's for each column: rows
+ * r0 + y, r0 + y + 8, … per thread y, then the 8 threads in order. GPT-2's dy [65536, 2304] took 91 µs
+ * through the scalar program on an H200 (3.3 TB/s).
+ */
+export const columnPartialVecProgram: CudaProgram = {
+  kind: 'program',
+  entry: 'tdm_column_partial_v8',
+  source: `extern "C" __global__ void tdm_column_partial_v8(const uint4* __restrict__ dy, float* __restrict__ part, long long m, long long n, long long rows) {
+  __shared__ float sh[${SUM_ROWS}][${SUM_COLS * VEC} + 1];
+  const long long groups = n / ${VEC};
+  const long long g = (long long)blockIdx.x * ${SUM_COLS} + threadIdx.x;
+  const long long r0 = (long long)blockIdx.y * rows;
+  const long long r1 = r0 + rows < m ? r0 + rows : m;
+  float s[${VEC}];
+#pragma unroll
+  for (int k = 0; k < ${VEC}; k++) s[k] = 0.f;
+  if (g < groups) {
+#pragma unroll 4
+    for (long long i = r0 + threadIdx.y; i < r1; i += ${SUM_ROWS}) {
+      const uint4 v = dy[i * groups + g];
+      const X_t* h = reinterpret_cast<const X_t*>(&v);
+#pragma unroll
+      for (int k = 0; k < ${VEC}; k++) s[k] += ldX(h, k);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < ${VEC}; k++) sh[threadIdx.y][threadIdx.x * ${VEC} + k] = s[k];
+  __syncthreads();
+  const int t = threadIdx.y * ${SUM_COLS} + threadIdx.x;
+  const long long j = (long long)blockIdx.x * ${SUM_COLS * VEC} + t;
+  if (j < n) {
+    float tot = 0.f;
+    for (int r = 0; r < ${SUM_ROWS}; r++) tot += sh[r][t];
+    part[(long long)blockIdx.y * n + j] = tot;
+  }
+}`,
+  dtypes: (args) => ({ X: args[0]!.desc.dtype }),
+  grid: (args, scalars) => [Math.ceil(args[0]!.desc.shape[1]! / (SUM_COLS * VEC)), num(scalars, 'chunks'), 1],
+  block: () => [SUM_COLS, SUM_ROWS, 1],
+  params: (args, scalars) => [
+    { kind: 'ptr', arg: 0 },
+    { kind: 'addr', value: num(scalars, 'part') },
+    { kind: 'i64', value: args[0]!.desc.shape[0]! },
+    { kind: 'i64', value: args[0]!.desc.shape[1]! },
+    { kind: 'i64', value: num(scalars, 'rows') },
+  ],
+};
+
+/** Whether dy [m, n] can take the 16-byte vector column sum: 16-bit, n % 8 = 0, 16-byte aligned. */
+export function vectorColumnSum(dtype: string, n: number, ptr: number): boolean {
+  return (dtype === 'bf16' || dtype === 'f16') && n % VEC === 0 && ptr % 16 === 0;
+}
+
 /** args: [db [n]]; scalars part, chunks, accumulate: db[j] = Σ_c part[c, j] (+ db[j] with ACC). */
 export const columnFinalProgram: CudaProgram = {
   kind: 'program',
@@ -106,8 +165,9 @@ export function columnChunks(
   m: number,
   n: number,
   smCount: number,
+  vector = false,
 ): { chunks: number; rowsPerChunk: number } {
-  const columnBlocks = Math.max(1, Math.ceil(n / SUM_COLS));
+  const columnBlocks = Math.max(1, Math.ceil(n / (vector ? SUM_COLS * VEC : SUM_COLS)));
   const chunks = Math.max(
     1,
     Math.min(Math.ceil((4 * smCount) / columnBlocks), Math.ceil(m / SUM_ROWS), 65535),

@@ -3,8 +3,14 @@
  * cuBLASLt takes it; otherwise (accumulate, f64, declined shapes) a gemm with beta = 0 or 1 and a
  * two-pass column sum, which adds to db when accumulating.
  */
-import type { CudaArg, CudaNative } from '../../devices/cuda/kernel-api.js';
-import { columnChunks, columnFinalProgram, columnPartialProgram } from '../linear/cuda-programs.js';
+import type { CudaArg, CudaKernelContext, CudaNative } from '../../devices/cuda/kernel-api.js';
+import {
+  columnChunks,
+  columnFinalProgram,
+  columnPartialProgram,
+  columnPartialVecProgram,
+  vectorColumnSum,
+} from '../linear/cuda-programs.js';
 import { accumulateOf } from './def.js';
 
 /**
@@ -14,6 +20,8 @@ import { accumulateOf } from './def.js';
  * takes the epilogue again (the A/B knob).
  */
 const FUSED = process.env['TANDEM_LINEAR_DW_FUSED'] === '1';
+/** TANDEM_COLUMN_SUM=scalar: the one-value-a-thread column sum for every dtype (A/B runs). */
+const VECTOR_SUM = process.env['TANDEM_COLUMN_SUM'] !== 'scalar';
 
 export const linearDwCuda: CudaNative = {
   kind: 'native',
@@ -39,10 +47,23 @@ export const linearDwCuda: CudaNative = {
     };
     if (!accumulate && FUSED && ctx.matmul({ ...product, epilogue: 'bgrad', bias: db.ptr })) return;
     ctx.gemm({ ...product, precision: 'default' });
-    // db from two deterministic passes through f32 (f64) scratch: partial sums per row chunk, then their sum.
-    const { chunks, rowsPerChunk } = columnChunks(m, n, ctx.smCount);
-    const part = ctx.scratch(chunks * n * (dy.desc.dtype === 'f64' ? 8 : 4));
-    ctx.launch(columnPartialProgram, [dy], { part, chunks, rows: rowsPerChunk });
-    ctx.launch(columnFinalProgram, [db], { part, chunks, accumulate });
+    columnSum(ctx, dy, db, accumulate);
   },
 };
+
+/**
+ * db (+)= Σ_rows dy from two deterministic passes through f32 (f64) scratch: partial sums per row
+ * chunk (16-byte vector loads where dy allows them), then their sum.
+ */
+export function columnSum(ctx: CudaKernelContext, dy: CudaArg, db: CudaArg, accumulate: boolean): void {
+  const [m, n] = dy.desc.shape as [number, number];
+  const vector = VECTOR_SUM && vectorColumnSum(dy.desc.dtype, n, dy.ptr);
+  const { chunks, rowsPerChunk } = columnChunks(m, n, ctx.smCount, vector);
+  const part = ctx.scratch(chunks * n * (dy.desc.dtype === 'f64' ? 8 : 4));
+  ctx.launch(vector ? columnPartialVecProgram : columnPartialProgram, [dy], {
+    part,
+    chunks,
+    rows: rowsPerChunk,
+  });
+  ctx.launch(columnFinalProgram, [db], { part, chunks, accumulate });
+}

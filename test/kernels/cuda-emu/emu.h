@@ -34,15 +34,17 @@ static inline double __longlong_as_double(long long i) { double d; memcpy(&d, &i
 static inline double __dmul_rn(double a, double b) { volatile double r = a * b; return r; }
 static inline double __dsub_rn(double a, double b) { volatile double r = a - b; return r; }
 static double g_shfl[32][32];
-static inline void warp_bar() { g_warp_bar[threadIdx.x >> 5]->arrive_and_wait(); }
+// The thread's linear index in its block (warps are runs of 32 of it, as on the GPU; blocks may be 2-D).
+static inline unsigned emu_tid() { return threadIdx.y * blockDim.x + threadIdx.x; }
+static inline void warp_bar() { g_warp_bar[emu_tid() >> 5]->arrive_and_wait(); }
 template <class T> T __shfl_xor_sync(unsigned, T v, int o) {
-  int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  int lane = emu_tid() & 31, w = emu_tid() >> 5;
   g_shfl[w][lane] = (double)v; warp_bar();
   T r = (T)g_shfl[w][lane ^ o]; warp_bar();
   return r;
 }
 template <class T> T __shfl_down_sync(unsigned, T v, int o) {
-  int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  int lane = emu_tid() & 31, w = emu_tid() >> 5;
   g_shfl[w][lane] = (double)v; warp_bar();
   T r = (T)g_shfl[w][lane + o < 32 ? lane + o : lane]; warp_bar();
   return r;
@@ -54,7 +56,7 @@ struct alignas(16) uint4 { unsigned x, y, z, w; };
 static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
 static inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
 template <class T> T __shfl_sync(unsigned, T v, int src) {
-  int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  int lane = emu_tid() & 31, w = emu_tid() >> 5;
   g_shfl[w][lane] = (double)v; warp_bar();
   T r = (T)g_shfl[w][src]; warp_bar();
   return r;
@@ -79,7 +81,7 @@ static inline unsigned short emu_round(float f) { return IS_BF16_EMU ? emu_f2bf(
 static unsigned g_fa[32][32][4], g_fb[32][32][2];
 // mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}: fragment layouts from the PTX ISA.
 static inline void mma(float* c, const unsigned* a, unsigned b0, unsigned b1) {
-  int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  int lane = emu_tid() & 31, w = emu_tid() >> 5;
   for (int i = 0; i < 4; i++) g_fa[w][lane][i] = a[i];
   g_fb[w][lane][0] = b0; g_fb[w][lane][1] = b1;
   warp_bar();
@@ -110,7 +112,7 @@ static const unsigned short* g_ldsm[32][32];
 // ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16: lane l names row l%8 of matrix l/8; r[i] = matrix i
 // transposed: low half M_i[2c][g], high half M_i[2c+1][g] (g = lane/4, c = lane%4).
 static inline void ldsm_x4_trans(unsigned* r, const unsigned short* p) {
-  int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  int lane = emu_tid() & 31, w = emu_tid() >> 5;
   if (((uintptr_t)p) & 15) { fprintf(stderr, "ldmatrix row address not 16-byte aligned\n"); exit(3); }
   g_ldsm[w][lane] = p; warp_bar();
   int g = lane >> 2, c = lane & 3;
@@ -123,7 +125,7 @@ static inline void ldsm_x4_trans(unsigned* r, const unsigned short* p) {
 // ldmatrix.sync.aligned.m8n8.x4.shared.b16: lane l names row l%8 of matrix l/8; r[i] = matrix i in
 // the fragment order: low half M_i[g][2c], high half M_i[g][2c+1].
 static inline void ldsm_x4(unsigned* r, const unsigned short* p) {
-  int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  int lane = emu_tid() & 31, w = emu_tid() >> 5;
   if (((uintptr_t)p) & 15) { fprintf(stderr, "ldmatrix row address not 16-byte aligned\n"); exit(3); }
   g_ldsm[w][lane] = p; warp_bar();
   int g = lane >> 2, c = lane & 3;
@@ -145,15 +147,16 @@ static inline float h2f_lo(unsigned v) { return emu_half((unsigned short)(v & 0x
 static inline float h2f_hi(unsigned v) { return emu_half((unsigned short)(v >> 16)); }
 static inline unsigned pack2(float lo, float hi) { return (unsigned)emu_round(lo) | ((unsigned)emu_round(hi) << 16); }
 #endif
-template <class F> void emu_launch(emu_dim3 grid, int threads, F kernel) {
-  gridDim = grid; blockDim = {(unsigned)threads, 1, 1};
+template <class F> void emu_launch(emu_dim3 grid, emu_dim3 block, F kernel) {
+  const int threads = (int)(block.x * block.y);
+  gridDim = grid; blockDim = {block.x, block.y, 1};
   std::barrier<> bb(threads); g_block_bar = &bb;
   for (int w = 0; w < threads / 32; w++) { g_warp_bar[w] = new std::barrier<>(32); }
   for (unsigned by = 0; by < grid.y; by++)
     for (unsigned bx = 0; bx < grid.x; bx++) {
       std::vector<std::thread> ts;
       for (int t = 0; t < threads; t++)
-        ts.emplace_back([=] { threadIdx = {(unsigned)t, 0, 0}; blockIdx = {bx, by, 0}; kernel(); });
+        ts.emplace_back([=] { threadIdx = {t % block.x, t / block.x, 0}; blockIdx = {bx, by, 0}; kernel(); });
       for (auto& th : ts) th.join();
     }
   for (int w = 0; w < threads / 32; w++) delete g_warp_bar[w];

@@ -85,7 +85,7 @@ struct AnyPtr { void* p; template <class T> operator T*() const { return (T*)p; 
 int main() {
   std::vector<std::vector<unsigned char>> buf;
 ${ptrs.map((p, i) => `  buf.push_back(emu_read<unsigned char>("${file(i)}", ${buffers.get(p)!.length}));`).join('\n')}
-  emu_launch({${grid[0]}, ${grid[1]}, 1}, ${block[0]}, [&] { ${program.entry}(${call.join(', ')}); });
+  emu_launch({${grid[0]}, ${grid[1]}, 1}, {${block[0]}, ${block[1] ?? 1}, 1}, [&] { ${program.entry}(${call.join(', ')}); });
 ${ptrs.map((_p, i) => `  emu_write("${file(i)}", buf[${i}]);`).join('\n')}
   return 0;
 }`;
