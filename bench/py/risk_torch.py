@@ -50,25 +50,22 @@ def main() -> None:
         sync()
         times.append(time.perf_counter() - t0)
     times.sort()
-    for _ in range(20):
-        price(a.p99_paths)
-    lat = []
-    for _ in range(a.runs):
-        t0 = time.perf_counter()
-        price(a.p99_paths)
-        lat.append((time.perf_counter() - t0) * 1e3)
-    lat.sort()
-    q = lambda x, l=lat: l[min(len(l) - 1, math.ceil(x * len(l)) - 1)]
-    steady = {}
-    if a.steady_warmup > 0:
-        for _ in range(a.steady_warmup):
+    def latencies(warmups: int) -> list:
+        """Sorted ms of --runs prices after `warmups` untimed ones."""
+        for _ in range(warmups):
             price(a.p99_paths)
-        lat2 = []
+        lat = []
         for _ in range(a.runs):
             t0 = time.perf_counter()
             price(a.p99_paths)
-            lat2.append((time.perf_counter() - t0) * 1e3)
-        lat2.sort()
+            lat.append((time.perf_counter() - t0) * 1e3)
+        return sorted(lat)
+
+    lat = latencies(20)
+    q = lambda x, l=lat: l[min(len(l) - 1, math.ceil(x * len(l)) - 1)]
+    steady = {}
+    if a.steady_warmup > 0:
+        lat2 = latencies(a.steady_warmup)
         steady = {"p50SteadyMs": q(0.5, lat2), "p99SteadyMs": q(0.99, lat2), "steadyWarmup": a.steady_warmup}
     print(json.dumps({
         "device": torch.cuda.get_device_name() if dev == "cuda" else "cpu",

@@ -197,6 +197,31 @@ export class CublasLt {
     return Number(o[0]);
   }
 
+  /** Up to CANDIDATES algorithms from cuBLASLt's heuristic for D = C in place, best first. */
+  private heuristic(
+    desc: number,
+    a: number,
+    b: number,
+    c: number,
+    pref: number,
+  ): { rc: number; candidates: Uint8Array[] } {
+    const results = new Uint8Array(HEURISTIC_BYTES * CANDIDATES);
+    const returned: Out<number> = [0];
+    const rc = this.api.cublasLtMatmulAlgoGetHeuristic(
+      this.handle,
+      desc,
+      a,
+      b,
+      c,
+      c,
+      pref,
+      CANDIDATES,
+      results,
+      returned,
+    );
+    return { rc, candidates: rc === 0 ? candidatesOf(results, returned[0]) : [] };
+  }
+
   /** Descriptors and the heuristic's best algorithm for a shape, made once. */
   private plan(s: LtShape, workspaceBytes: number): Plan {
     const key = `${s.dataType},${s.compute},${s.ta},${s.tb},${s.m},${s.n},${s.k},${s.lda},${s.ldb},${s.ldc}`;
@@ -233,26 +258,10 @@ export class CublasLt {
         ),
         'cublasLtMatmulPreferenceSetAttribute',
       );
-      const results = new Uint8Array(HEURISTIC_BYTES * CANDIDATES);
-      const returned: Out<number> = [0];
-      this.check(
-        api.cublasLtMatmulAlgoGetHeuristic(
-          this.handle,
-          desc,
-          a,
-          b,
-          c,
-          c,
-          pref,
-          CANDIDATES,
-          results,
-          returned,
-        ),
-        'cublasLtMatmulAlgoGetHeuristic',
-      );
-      if (returned[0] < 1)
+      const { rc, candidates } = this.heuristic(desc, a, b, c, pref);
+      this.check(rc, 'cublasLtMatmulAlgoGetHeuristic');
+      if (candidates.length < 1)
         throw new TandemError('TANDEM_ERR_DRIVER', 'cublasLtMatmulAlgoGetHeuristic found no algorithm');
-      const candidates = candidatesOf(results, returned[0]);
       const plan = {
         desc,
         a,
@@ -404,25 +413,11 @@ export class CublasLt {
       setPref(PREF_MIN_ALIGNMENT_A_BYTES + 1, Uint32Array.of(alignB));
       setPref(PREF_MIN_ALIGNMENT_A_BYTES + 2, Uint32Array.of(alignC));
       setPref(PREF_MIN_ALIGNMENT_A_BYTES + 3, Uint32Array.of(alignC));
-      const results = new Uint8Array(HEURISTIC_BYTES * CANDIDATES);
-      const returned: Out<number> = [0];
-      const rc = api.cublasLtMatmulAlgoGetHeuristic(
-        this.handle,
-        desc,
-        a,
-        b,
-        c,
-        c,
-        pref,
-        CANDIDATES,
-        results,
-        returned,
-      );
+      const { rc, candidates } = this.heuristic(desc, a, b, c, pref);
       // NOT_SUPPORTED and INVALID_VALUE both mean "not this combination" here: the caller falls back.
       if (rc !== STATUS_NOT_SUPPORTED && rc !== STATUS_INVALID_VALUE)
         this.check(rc, 'cublasLtMatmulAlgoGetHeuristic');
-      if (rc === 0 && returned[0] >= 1) {
-        const candidates = candidatesOf(results, returned[0]);
+      if (rc === 0 && candidates.length >= 1) {
         plan = { desc, a, b, c, algo: candidates[0]!, pending: candidates.length > 1 ? candidates : null };
       }
     } finally {
