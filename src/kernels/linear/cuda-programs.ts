@@ -4,7 +4,7 @@
  * and the column sums of dy for the bias gradient.
  */
 import type { Scalars } from '../../devices/device.js';
-import type { CudaProgram } from '../../devices/cuda/kernel-api.js';
+import type { CudaArgDesc, CudaParam, CudaProgram } from '../../devices/cuda/kernel-api.js';
 import { BLOCK_DIM, GRID_STRIDE, elementwiseGrid } from '../common/cuda.js';
 
 /** A numeric launch parameter the native impl passed as a scalar. */
@@ -37,6 +37,17 @@ export const biasRowsProgram: CudaProgram = {
   ],
 };
 
+/** The partial pass's parameters (both texts): dy, the scratch address, m, n, rows per chunk. */
+function columnPartialParams(args: readonly CudaArgDesc[], scalars: Scalars): CudaParam[] {
+  return [
+    { kind: 'ptr', arg: 0 },
+    { kind: 'addr', value: num(scalars, 'part') },
+    { kind: 'i64', value: args[0]!.desc.shape[0]! },
+    { kind: 'i64', value: args[0]!.desc.shape[1]! },
+    { kind: 'i64', value: num(scalars, 'rows') },
+  ];
+}
+
 /**
  * The bias gradient in two passes, so a tall dy (65536 rows) still spreads over the whole GPU:
  * `columnPartialProgram` gives each block 32 columns and one chunk of rows (blockIdx.y), its 32 x 8
@@ -68,13 +79,7 @@ export const columnPartialProgram: CudaProgram = {
   dtypes: (args) => ({ X: args[0]!.desc.dtype }),
   grid: (args, scalars) => [Math.ceil(args[0]!.desc.shape[1]! / SUM_COLS), num(scalars, 'chunks'), 1],
   block: () => [SUM_COLS, SUM_ROWS, 1],
-  params: (args, scalars) => [
-    { kind: 'ptr', arg: 0 },
-    { kind: 'addr', value: num(scalars, 'part') },
-    { kind: 'i64', value: args[0]!.desc.shape[0]! },
-    { kind: 'i64', value: args[0]!.desc.shape[1]! },
-    { kind: 'i64', value: num(scalars, 'rows') },
-  ],
+  params: columnPartialParams,
 };
 
 /**
@@ -120,13 +125,7 @@ export const columnPartialVecProgram: CudaProgram = {
   dtypes: (args) => ({ X: args[0]!.desc.dtype }),
   grid: (args, scalars) => [Math.ceil(args[0]!.desc.shape[1]! / (SUM_COLS * VEC)), num(scalars, 'chunks'), 1],
   block: () => [SUM_COLS, SUM_ROWS, 1],
-  params: (args, scalars) => [
-    { kind: 'ptr', arg: 0 },
-    { kind: 'addr', value: num(scalars, 'part') },
-    { kind: 'i64', value: args[0]!.desc.shape[0]! },
-    { kind: 'i64', value: args[0]!.desc.shape[1]! },
-    { kind: 'i64', value: num(scalars, 'rows') },
-  ],
+  params: columnPartialParams,
 };
 
 /** Whether dy [m, n] can take the 16-byte vector column sum: 16-bit, n % 8 = 0, 16-byte aligned. */
