@@ -89,7 +89,8 @@ void test(
     });
     assert.equal(refused.statusCode, 400, refused.body);
     assert.equal(errorCode(refused), 'TANDEM_ERR_INVALID_ARGUMENT');
-    assert.match(refused.body, /warmup: .*spot/);
+    // The cause's message after the prefix, its code not repeated inside it.
+    assert.match(refused.body, /"message":"warmup: inputs\.spot must be > 0/);
     // A request the model itself fails (a price that overflows): the cause's code and status.
     const failing = await registerModel(s, {
       ...common,

@@ -99,7 +99,7 @@ async function warmUp(
 ): Promise<void> {
   const fail = (e: unknown): TandemError =>
     e instanceof TandemError
-      ? new TandemError(e.code, `warmup: ${e.message}`, e.details)
+      ? new TandemError(e.code, `warmup: ${e.message.replace(`${e.code}: `, '')}`, e.details)
       : new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `warmup: ${String(e)}`);
   let item: unknown;
   try {
