@@ -108,6 +108,11 @@ export function asTandemError(e: unknown, code: ErrorCode, context: string): Tan
   return new TandemError(code, `${context}: ${msg}`, {}, { cause: e });
 }
 
+/** An error's message without the `CODE: ` prefix the constructor puts before it. */
+export function messageText(e: TandemError): string {
+  return e.message.startsWith(`${e.code}: `) ? e.message.slice(e.code.length + 2) : e.message;
+}
+
 /**
  * `e` with a server-side file path replaced by `label` in its message and dropped from details.file:
  * readers name the file they failed on, which the server's log keeps, but a service client (a tenant)
@@ -116,7 +121,7 @@ export function asTandemError(e: unknown, code: ErrorCode, context: string): Tan
 export function withPathHidden(e: TandemError, path: string, label: string): TandemError {
   if (!e.message.includes(path) && e.details['file'] !== path) return e;
   const { file: _file, ...details } = e.details;
-  const message = e.message.startsWith(`${e.code}: `) ? e.message.slice(e.code.length + 2) : e.message;
+  const message = messageText(e);
   return new TandemError(e.code, message.split(path).join(label), details, { cause: e });
 }
 
@@ -133,7 +138,7 @@ export function failedStep(err: TandemError, context: string): TandemError {
     e = e.cause;
   }
   if (e === err) return err;
-  const message = e.message.startsWith(`${e.code}: `) ? e.message.slice(e.code.length + 2) : e.message;
+  const message = messageText(e);
   return new TandemError(e.code, `${context}: ${failed || 'a step'} failed: ${message}`, e.details, {
     cause: err,
   });

@@ -10,7 +10,7 @@
  * the sequence's tensors are the union of its steps', each with the mode the outside world sees: read
  * when a step reads it before any step writes it, written when any step writes it.
  */
-import { TandemError } from '../core/errors.js';
+import { TandemError, messageText } from '../core/errors.js';
 import type { Scalars, ScalarValue } from '../devices/device.js';
 import type { AccessMode, Cost, KernelDef } from '../kernels/kernel.js';
 import type { Tensor } from '../memory/tensor.js';
@@ -216,8 +216,7 @@ const REQUEST_ONLY = ['device', 'deps', 'priority', 'share', 'tags', 'name'] as 
 /** The same error (code, details) with the step named first. */
 function prefixed(e: unknown, where: string): unknown {
   if (!(e instanceof TandemError)) return e;
-  const message = e.message.startsWith(`${e.code}: `) ? e.message.slice(e.code.length + 2) : e.message;
-  return new TandemError(e.code, `${where}: ${message}`, { ...e.details, step: where }, { cause: e });
+  return new TandemError(e.code, `${where}: ${messageText(e)}`, { ...e.details, step: where }, { cause: e });
 }
 
 /**

@@ -4,7 +4,13 @@
  * to stable TANDEM_ERR_ codes here, so clients never see a framework-specific shape.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ERROR_CATALOGUE, TandemError, isTandemError, type ErrorCode } from '../../core/errors.js';
+import {
+  ERROR_CATALOGUE,
+  TandemError,
+  isTandemError,
+  messageText,
+  type ErrorCode,
+} from '../../core/errors.js';
 
 export const ERROR_BODY_SCHEMA = {
   type: 'object',
@@ -93,9 +99,7 @@ export function shownPath(url: string): string {
 
 export function sendError(reply: FastifyReply, err: TandemError): FastifyReply {
   const status = err.httpStatus;
-  const message = err.message.startsWith(`${err.code}: `)
-    ? err.message.slice(err.code.length + 2)
-    : err.message;
+  const message = messageText(err);
   if (status === 429 || err.details['retryAfterSeconds'] !== undefined)
     void reply.header('retry-after', String(err.details['retryAfterSeconds'] ?? 1));
   return reply

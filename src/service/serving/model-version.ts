@@ -4,7 +4,7 @@
  * one. Kept apart from repository.ts so the routes' view of a version does not sit inside the code
  * that registers, loads and unloads them.
  */
-import { TandemError } from '../../core/errors.js';
+import { messageText, TandemError } from '../../core/errors.js';
 import type { BatchingConfig, DynamicBatcher } from './batcher.js';
 import type { Registration } from './model-files.js';
 import { ModelStats, type ModelStatsView } from './model-stats.js';
@@ -78,7 +78,7 @@ export function versionView(v: ModelVersion): VersionView {
     version: r.version,
     kind: r.kind,
     state: v.state,
-    error: v.error ? { code: v.error.code, message: v.error.message.replace(`${v.error.code}: `, '') } : null,
+    error: v.error ? { code: v.error.code, message: messageText(v.error) } : null,
     config: r.config,
     placement: r.placement,
     batching: v.batcher?.config ?? r.batching,

@@ -5,7 +5,7 @@
  * that version failed and the others keep serving. Kept apart from repository.ts because it needs
  * only the version, its factory and the lane's shared pieces, never the table of versions.
  */
-import { TandemError, withPathHidden } from '../../core/errors.js';
+import { messageText, TandemError, withPathHidden } from '../../core/errors.js';
 import type { ServiceRuntime } from '../jobs/job-type.js';
 import { DynamicBatcher } from './batcher.js';
 import type { ServingMetrics } from './metrics.js';
@@ -99,7 +99,7 @@ async function warmUp(
 ): Promise<void> {
   const fail = (e: unknown): TandemError =>
     e instanceof TandemError
-      ? new TandemError(e.code, `warmup: ${e.message.replace(`${e.code}: `, '')}`, e.details)
+      ? new TandemError(e.code, `warmup: ${messageText(e)}`, e.details, { cause: e })
       : new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `warmup: ${String(e)}`);
   let item: unknown;
   try {

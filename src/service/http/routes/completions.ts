@@ -11,7 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { TandemError, failedStep } from '../../../core/errors.js';
+import { TandemError, failedStep, messageText } from '../../../core/errors.js';
 import { toTandemError } from '../errors.js';
 import type { ServedModel } from '../../serving/model.js';
 import { parseCompletionRequest, requestedModel } from '../../serving/generation/completion-request.js';
@@ -48,9 +48,7 @@ function errorType(status: number): string {
 }
 
 export function openAiError(err: TandemError): { error: Record<string, unknown> } {
-  const message = err.message.startsWith(`${err.code}: `)
-    ? err.message.slice(err.code.length + 2)
-    : err.message;
+  const message = messageText(err);
   const param = typeof err.details['param'] === 'string' ? err.details['param'] : null;
   return { error: { message, type: errorType(err.httpStatus), param, code: err.code } };
 }
