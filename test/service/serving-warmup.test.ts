@@ -3,10 +3,12 @@
  * warm-up requests run through the model's batcher before the registration answers (the runtime's task
  * counter shows them) and stay out of the model's figures; warm-up inputs the model refuses, or a
  * warm-up request the model fails, refuse the registration with the cause's code and leave nothing
- * registered; a malformed warmup is a 400.
+ * registered; a malformed warmup is a 400; a warm-up of more requests than fit its time bound stops at
+ * the bound (a registration does not hold the devices for longer).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { WARMUP_MAX_MS } from '../../src/service/serving/version-loader.js';
 import { cpuTestService, type TestService } from './helpers.js';
 import { errorCode, infer, registerModel } from './serving-helpers.js';
 
@@ -112,3 +114,24 @@ void test(
     assert.equal((await infer(s, 'a', { inputs: OPTION })).statusCode, 200);
   },
 );
+
+void test('lane warm-up: stops issuing requests at its time bound', { timeout: 60_000 }, async (t) => {
+  const s = await cpuTestService(t);
+  if (!s) return;
+  t.after(() => s.close());
+  const before = await pricerTasks(s);
+  const t0 = performance.now();
+  // 100,000 prices of 20,000 paths on this CPU take far longer than the bound.
+  const reg = await registerModel(s, {
+    name: 'long',
+    kind: 'option-pricer',
+    placement: { kinds: ['cpu'] },
+    batching: { maxBatchSize: 2 },
+    warmup: { inputs: { ...OPTION, paths: 20_000 }, requests: 100_000 },
+  });
+  const ms = performance.now() - t0;
+  assert.equal(reg.statusCode, 201, reg.body);
+  const ran = (await pricerTasks(s)) - before;
+  assert.ok(ran > 0 && ran < 100_000, `warm-up batches run: ${ran}`);
+  assert.ok(ms < WARMUP_MAX_MS + 5000, `registration took ${ms.toFixed(0)} ms`);
+});

@@ -3485,7 +3485,7 @@ export interface operations {
             /** @description batches running at once */
             instances?: number;
           };
-          /** @description requests run through the model before it is ready (Triton's model_warmup): `inputs` as an infer request's, `requests` of them one after another (default 200), then one full batch */
+          /** @description requests run through the model before it is ready (Triton's model_warmup): `inputs` as an infer request's, `requests` of them one after another (default 200; for at most 5 s), then one full batch */
           warmup?: {
             /** @description one request's inputs, as POST .../infer takes them */
             inputs: unknown;

@@ -85,10 +85,13 @@ export async function loadVersion(
   }
 }
 
+/** Longest a warm-up issues single requests (the full batch after them still runs). */
+export const WARMUP_MAX_MS = 5000;
+
 /**
  * Runs a registration's warm-up through the version's own batcher (its queue, batching and the model's
- * runBatch, the path a client's request takes): `requests` single requests one after another, then one
- * batch of the largest size. Inputs the model refuses, or an item that fails, fail the load with a
+ * runBatch, the path a client's request takes): `requests` single requests one after another (for at
+ * most WARMUP_MAX_MS), then one batch of the largest size. Inputs the model refuses, or an item that fails, fail the load with a
  * TandemError naming the warm-up (same code as the cause).
  */
 async function warmUp(
@@ -111,6 +114,9 @@ async function warmUp(
     const out = await batcher.submit(item).promise;
     if (out.error !== undefined) throw fail(out.error);
   };
-  for (let i = 0; i < w.requests; i++) await one();
+  // A time bound as well as a count: a registration must not hold the devices (for every tenant) for
+  // as long as 100,000 of the largest requests a model accepts would take.
+  const until = performance.now() + WARMUP_MAX_MS;
+  for (let i = 0; i < w.requests && performance.now() < until; i++) await one();
   await Promise.all(Array.from({ length: maxBatchSize }, one));
 }

@@ -110,7 +110,7 @@ export const REGISTER_BODY = {
       required: ['inputs'],
       description:
         "requests run through the model before it is ready (Triton's model_warmup): `inputs` as an infer request's, " +
-        '`requests` of them one after another (default 200), then one full batch',
+        '`requests` of them one after another (default 200; for at most 5 s), then one full batch',
       properties: {
         inputs: { description: "one request's inputs, as POST .../infer takes them" },
         requests: { type: 'integer', minimum: 1, maximum: 100_000 },
