@@ -55,8 +55,11 @@ before(async () => {
     generation: { maxSequences: 2 },
   });
   await register('micro-long', { preset: 'gpt-micro', context: 512, precision: 'f32', seed: 3 });
+  // A long context, so the queue test's first completion is still running when its third request
+  // arrives (30 tokens of a 32-position model could finish first on a loaded CI machine).
   await register('tiny-queue', {
     preset: 'gpt-micro',
+    context: 512,
     precision: 'f32',
     seed: 3,
     generation: { maxSequences: 1, maxWaiting: 1 },
@@ -255,7 +258,7 @@ void describe('/v1/completions with the openai client', () => {
       (e: unknown) => e instanceof OpenAI.AuthenticationError,
     );
     // Queue full: one live, one waiting, the third is refused with 429 and Retry-After.
-    const long = { model: 'tiny-queue', prompt: 'q', max_tokens: 30, temperature: 0 };
+    const long = { model: 'tiny-queue', prompt: 'q', max_tokens: 400, temperature: 0 };
     const first = client.completions.create(long);
     const second = client.completions.create(long);
     await until(
