@@ -166,6 +166,10 @@ export const RUNTIME_ENV: ReadonlyArray<readonly [string, string]> = [
     'TANDEM_LT_AUTOTUNE',
     '0: large cuBLASLt matmuls keep the heuristic algorithm instead of the fastest timed',
   ],
+  [
+    'TANDEM_GEMM_VIA_LT',
+    '0: large f16/bf16 gemms stay on cublasGemmEx instead of being tuned against cuBLASLt (A/B runs; also TANDEM_LT_CONFIRM=0)',
+  ],
   ['TANDEM_ATTN_MMA', 'v1..v5: opt-in CUDA attention kernels (default v0, the fastest timed at B=64)'],
   [
     'TANDEM_ATTN_FAST',

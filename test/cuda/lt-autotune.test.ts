@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { autotuneEnabled, pickFastest, tunable } from '../../src/devices/cuda/lt-autotune.js';
+import { ltTakesGemm } from '../../src/devices/cuda/matmul.js';
 
 void describe('lt autotune rules', () => {
   const out = { ptr: 0x10000, bytes: 0x1000 };
@@ -32,4 +33,33 @@ void describe('lt autotune rules', () => {
     assert.equal(autotuneEnabled({ TANDEM_LT_AUTOTUNE: '0' }), false);
     assert.equal(autotuneEnabled({ TANDEM_LT_AUTOTUNE: '1' }), true);
   });
+  void it(
+    'sends large, non-accumulating 16-bit gemms to cuBLASLt (and its tuner), nothing else',
+    {
+      skip:
+        process.env['TANDEM_LT_AUTOTUNE'] === '0' || process.env['TANDEM_GEMM_VIA_LT'] === '0'
+          ? 'routing turned off by the environment'
+          : false,
+    },
+    () => {
+      // GPT-2's qkv dX: dx [65536,768] = dy [65536,2304]·w [2304,768].
+      const MB = 1 << 20;
+      const op = {
+        dtype: 'bf16' as const,
+        m: 65536,
+        n: 768,
+        k: 2304,
+        beta: 0,
+        a: 1000 * MB,
+        b: 2000 * MB,
+        c: 3000 * MB,
+      };
+      assert.equal(ltTakesGemm(op), true);
+      assert.equal(ltTakesGemm({ ...op, dtype: 'f16' }), true);
+      assert.equal(ltTakesGemm({ ...op, dtype: 'f32' }), false, 'f32 keeps its calibrated engine');
+      assert.equal(ltTakesGemm({ ...op, beta: 1 }), false, 'accumulation cannot be timed');
+      assert.equal(ltTakesGemm({ ...op, m: 64 }), false, 'a small product is not worth timing');
+      assert.equal(ltTakesGemm({ ...op, c: op.a + MB }), false, 'an output overlapping an input');
+    },
+  );
 });

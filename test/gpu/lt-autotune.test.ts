@@ -2,7 +2,8 @@
  * cuBLASLt autotuning on a real GPU (src/devices/cuda/lt-autotune.ts): a large bf16 linear (bias and
  * GELU epilogues) is timed over the heuristic's candidates once per shape and the result stays right
  * (sampled rows against a float64 reference, outputs poisoned first); an accumulating GEMM through
- * cuBLASLt is never tuned (timing runs would add into its output more than once) and accumulates once.
+ * cuBLASLt is never tuned (timing runs would add into its output more than once) and accumulates once;
+ * a plain large bf16 gemm is tuned (cublasGemmEx against cuBLASLt's candidates) whatever calibration chose.
  * Skips without a GPU or cuBLASLt, or with TANDEM_LT_AUTOTUNE=0.
  */
 import assert from 'node:assert/strict';
@@ -102,16 +103,18 @@ void describe('cuBLASLt autotuning (bf16, large shapes)', { skip }, () => {
     return s;
   };
   const poison = new Uint16Array(M * N).fill(0x7fc1); // bf16 NaN
+  const linearInputs = (dev: CudaDevice): Promise<Buf[]> =>
+    Promise.all([
+      deviceBuffer(dev, [M, K], x.words),
+      deviceBuffer(dev, [N, K], w.words),
+      deviceBuffer(dev, [N], b.words),
+    ]);
 
   void it('the shape is at the tuning threshold', () => assert.ok(2 * M * N * K >= TUNE_MIN_FLOP));
 
   void it('linear (bias epilogue): tuned once per shape, right before and after', async () => {
     const dev = device!;
-    const [bx, bw, bb] = await Promise.all([
-      deviceBuffer(dev, [M, K], x.words),
-      deviceBuffer(dev, [N, K], w.words),
-      deviceBuffer(dev, [N], b.words),
-    ]);
+    const [bx, bw, bb] = (await linearInputs(dev)) as [Buf, Buf, Buf];
     const y = await deviceBuffer(dev, [M, N], poison);
     const before = { ...lt!.tuning };
     await launch(dev, 'linear', [bx.arg, bw.arg, bb.arg, y.arg], {});
@@ -130,11 +133,7 @@ void describe('cuBLASLt autotuning (bf16, large shapes)', { skip }, () => {
 
   void it('linear_act gelu (GELU_AUX_BIAS): tuned, output and pre-activation right', async () => {
     const dev = device!;
-    const [bx, bw, bb] = await Promise.all([
-      deviceBuffer(dev, [M, K], x.words),
-      deviceBuffer(dev, [N, K], w.words),
-      deviceBuffer(dev, [N], b.words),
-    ]);
+    const [bx, bw, bb] = (await linearInputs(dev)) as [Buf, Buf, Buf];
     const pre = await deviceBuffer(dev, [M, N], poison);
     const y = await deviceBuffer(dev, [M, N], poison);
     const before = { ...lt!.tuning };
@@ -145,6 +144,50 @@ void describe('cuBLASLt autotuning (bf16, large shapes)', { skip }, () => {
     assert.ok(sampledError(await read(dev, y), N, ROWS, (r, c) => gelu(refPre(r, c))) < 1e-2);
     for (const t of [bx, bw, bb, pre, y]) dev.node.free(t.arg.buffer as CudaBuffer);
   });
+
+  void it(
+    'a plain bf16 gemm (linear_dw) is tuned against cublasGemmEx, though calibration chose cuBLAS',
+    { skip: process.env['TANDEM_GEMM_VIA_LT'] === '0' ? 'TANDEM_GEMM_VIA_LT=0' : false },
+    async () => {
+      const dev = device!;
+      const engines = dev.launcher.gemmEngines;
+      const saved = engines['bf16'];
+      engines['bf16'] = 'cublas';
+      try {
+        const dy = randomBf16(M * N, 16);
+        const [bdy, bx] = await Promise.all([
+          deviceBuffer(dev, [M, N], dy.words),
+          deviceBuffer(dev, [M, K], x.words),
+        ]);
+        const dw = await deviceBuffer(dev, [N, K], poison.subarray(0, N * K));
+        const db = await deviceBuffer(dev, [N], poison.subarray(0, N));
+        const before = { ...lt!.tuning };
+        await launch(dev, 'linear_dw', [bdy.arg, bx.arg, dw.arg, db.arg], { accumulate: false });
+        assert.equal(lt!.tuning.shapes - before.shapes, 1, 'dW = dyᵀ·x is tuned through cuBLASLt');
+        const tuned = lt!.tuned.at(-1)!;
+        assert.equal(tuned.alternativeFirst, true, 'cublasGemmEx is the candidate to beat');
+        assert.ok(tuned.ms.length >= 2 && Number.isFinite(tuned.ms[0]), 'cublasGemmEx was timed');
+        const ref = (r: number, c: number): number => {
+          let s = 0;
+          for (let q = 0; q < M; q++) s += dy.values[q * N + r]! * x.values[q * K + c]!;
+          return s;
+        };
+        const got = await read(dev, dw);
+        assert.ok(got.every(Number.isFinite), 'every element of dW written');
+        assert.ok(sampledError(got, K, [0, 5, 511, 1023], ref) < 2e-2);
+        const colSum = (_: number, c: number): number => {
+          let s = 0;
+          for (let q = 0; q < M; q++) s += dy.values[q * N + c]!;
+          return s;
+        };
+        assert.ok(sampledError(await read(dev, db), N, [0], colSum) < 2e-2);
+        for (const t of [bdy, bx, dw, db]) dev.node.free(t.arg.buffer as CudaBuffer);
+      } finally {
+        if (saved === undefined) delete engines['bf16'];
+        else engines['bf16'] = saved;
+      }
+    },
+  );
 
   void it('an accumulating GEMM through cuBLASLt is not tuned and adds its product once', async () => {
     const dev = device!;

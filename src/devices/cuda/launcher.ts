@@ -8,7 +8,7 @@ import { TandemError } from '../../core/errors.js';
 import type { Scalars } from '../device.js';
 import { CUBLAS_WORKSPACE_BYTES, type CudaContext } from './context.js';
 import { CUBLAS_COMPUTE, CUBLAS_OP, CUDA_R } from './ffi/cublas.js';
-import { ltMatmul, ltTunerFor } from './matmul.js';
+import { ltMatmul, ltTakesGemm, ltTunerFor } from './matmul.js';
 import { runTile, type TileCheck } from './tile-ops.js';
 import type {
   CudaArg,
@@ -217,9 +217,20 @@ export class Launcher {
     const lda = transA ? m : k;
     const ldb = transB ? k : n;
     const lt = this.context.cublasLt;
-    if (lt && k > 0 && this.gemmEngines[gemmKey(req)] === 'cublaslt') {
-      // Same operand swap as below; cuBLASLt takes the shape once and caches its plan.
-      lt.matmul(
+    const calibrated = this.gemmEngines[gemmKey(req)] === 'cublaslt';
+    if (lt && k > 0 && (calibrated || ltTakesGemm(req))) {
+      // Same operand swap as below; cuBLASLt takes the shape once and caches its plan. A shape routed
+      // here for its tuner (not by calibration) has cublasGemmEx as the first candidate to beat, so
+      // tuning never leaves it slower than before (the cuBLAS handle runs on the compute stream only).
+      const tuner = ltTunerFor(this.context, stream, req);
+      const alternative =
+        tuner === null || calibrated || stream !== this.context.streams.compute
+          ? null
+          : () => {
+              this.gemmEx(req, dataType, compute, alpha, beta);
+              return 0;
+            };
+      const ran = lt.matmul(
         {
           dataType,
           compute,
@@ -241,10 +252,23 @@ export class Launcher {
         this.context.workspace,
         CUBLAS_WORKSPACE_BYTES,
         stream,
-        ltTunerFor(this.context, stream, req),
+        tuner,
+        alternative,
       );
-      return;
+      if (ran) return;
     }
+    this.gemmEx(req, dataType, compute, alpha, beta);
+  }
+
+  /** The row-major product through cublasGemmEx on the compute stream (alpha, beta already set). */
+  private gemmEx(
+    req: CudaGemmRequest,
+    dataType: number,
+    compute: number,
+    alpha: Float32Array | Float64Array,
+    beta: Float32Array | Float64Array,
+  ): void {
+    const { m, n, k, transA, transB } = req;
     this.context.cublas.gemmEx(
       this.context.blas(),
       transB ? CUBLAS_OP.T : CUBLAS_OP.N,
@@ -254,9 +278,9 @@ export class Launcher {
       k,
       alpha,
       req.b,
-      Math.max(ldb, 1),
+      Math.max(transB ? k : n, 1),
       req.a,
-      Math.max(lda, 1),
+      Math.max(transA ? m : k, 1),
       beta,
       req.c,
       Math.max(n, 1),

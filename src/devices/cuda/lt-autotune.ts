@@ -12,7 +12,8 @@
  * next eager call).
  *
  * TANDEM_LT_AUTOTUNE: 1 on, 0 off (default on); shapes under TUNE_MIN_FLOP are never tuned (their
- * timing would cost more than it could ever save).
+ * timing would cost more than it could ever save). With autotuning on, large plain f16/bf16 gemms go
+ * through cuBLASLt too (matmul.ts, ltTakesGemm), so they are tuned as the epilogue matmuls are.
  */
 import type { CudaDriver } from './ffi/driver.js';
 
@@ -32,6 +33,18 @@ const ROUNDS = 2;
  */
 const WARM_MS = 20;
 const WARM_RUNS = 64;
+
+/**
+ * A candidate that beat the heuristic's first is timed against it again, head to head, before it
+ * replaces it: CONFIRM_ROUNDS alternating rounds of at least CONFIRM_MS of runs each. With eight
+ * candidates each timed for ~1 ms, one of them can look 2 % faster by chance (a winner's curse); on an
+ * H100 the tuner moved GPT-2's fc dX to a kernel that ran 0.470 ms in the Linear bench against 0.431
+ * for cublasGemmEx's choice (bench/RESULTS.md, the twenty-fourth session). TANDEM_LT_CONFIRM=0: no
+ * confirmation (A/B runs).
+ */
+const CONFIRM_MS = 5;
+const CONFIRM_ROUNDS = 3;
+const CONFIRM = process.env['TANDEM_LT_CONFIRM'] !== '0';
 
 export function autotuneEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
   return env['TANDEM_LT_AUTOTUNE'] !== '0';
@@ -61,6 +74,11 @@ export interface TuneResult {
   readonly chosen: number;
   /** Milliseconds per run of each candidate (NaN: cuBLASLt refused to run it). */
   readonly ms: readonly number[];
+  /**
+   * The head-to-head rerun of the heuristic's first and the fastest other candidate (ms per run, in
+   * that order), where one was run; `chosen` is the other only if it stayed faster by the margin.
+   */
+  readonly confirm?: readonly [number, number];
 }
 
 /**
@@ -80,7 +98,8 @@ export function pickFastest(ms: readonly number[]): number {
  * Times every candidate on `stream` and returns the fastest: the heuristic's choice runs first until the
  * GPU has had WARM_MS of work, then ROUNDS rounds time each candidate (one untimed run, then RUNS runs
  * between two events); a candidate's time is its best round, and the first candidate (the heuristic's)
- * wins ties within MARGIN. Blocks until the GPU is done.
+ * wins ties within MARGIN; another candidate that wins must win again head to head (CONFIRM_MS).
+ * Blocks until the GPU is done.
  */
 export function fastestAlgo(
   driver: CudaDriver,
@@ -114,7 +133,17 @@ export function fastestAlgo(
         const t = run(algo) === 0 ? timeRuns(algo, RUNS) : Number.NaN;
         if (Number.isNaN(t) || round === 0 || t < ms[i]!) ms[i] = t;
       });
-    return { chosen: pickFastest(ms), ms };
+    const best = pickFastest(ms);
+    if (best === 0 || !CONFIRM || !Number.isFinite(ms[0]!)) return { chosen: best, ms };
+    const runs = Math.min(WARM_RUNS, Math.max(RUNS, Math.ceil(CONFIRM_MS / ms[0]!)));
+    let heuristic = Infinity;
+    let other = Infinity;
+    for (let round = 0; round < CONFIRM_ROUNDS; round++) {
+      heuristic = Math.min(heuristic, timeRuns(candidates[0]!, runs));
+      other = Math.min(other, timeRuns(candidates[best]!, runs));
+    }
+    const chosen = other < heuristic * MARGIN ? best : 0;
+    return { chosen, ms, confirm: [heuristic, other] };
   } finally {
     api.cuEventDestroy_v2(start);
     if (end !== 0) api.cuEventDestroy_v2(end);

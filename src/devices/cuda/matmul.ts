@@ -41,7 +41,7 @@ function tunerFor(context: CudaContext, stream: number): Tuner {
   if (!byStream) tuners.set(context, (byStream = new Map()));
   let t = byStream.get(stream);
   if (!t) {
-    t = (candidates, run) => fastestAlgo(context.driver, stream, candidates, run).chosen;
+    t = (candidates, run) => fastestAlgo(context.driver, stream, candidates, run);
     byStream.set(stream, t);
   }
   return t;
@@ -62,11 +62,26 @@ export interface MatmulOperands {
 }
 
 /**
- * The tuner for a cuBLASLt call, or null where it must keep the heuristic's choice for now: autotuning
- * off, a small product, a stream being captured, or a call that timing runs would change (lt-autotune.ts).
+ * TANDEM_GEMM_VIA_LT=0: plain 16-bit gemms stay on cublasGemmEx unless calibration chose cuBLASLt (the
+ * A/B knob of `ltTakesGemm`).
  */
-export function ltTunerFor(context: CudaContext, stream: number, op: MatmulOperands): Tuner | null {
-  if (!AUTOTUNE || context.capturing || 2 * op.m * op.n * op.k < TUNE_MIN_FLOP) return null;
+const GEMM_VIA_LT = process.env['TANDEM_GEMM_VIA_LT'] !== '0';
+
+/**
+ * Whether a plain (epilogue-free) f16/bf16 gemm runs through cuBLASLt with autotuning rather than
+ * cublasGemmEx: where its shape is one the tuner takes. cublasGemmEx runs its heuristic's first algorithm;
+ * GPT-2's qkv dX (65,536 × 768 × 2,304) took 0.345 ms that way on an H100 against PyTorch's 0.322
+ * (bench/RESULTS.md, the twenty-third session). cublasGemmEx stays the candidate to beat (launcher.ts
+ * passes it to the tuner), so a shape moves only where a cuBLASLt algorithm measured faster. Decided
+ * without regard to graph capture, so a captured step records what its eager run tuned.
+ */
+export function ltTakesGemm(op: MatmulOperands): boolean {
+  return GEMM_VIA_LT && (op.dtype === 'bf16' || op.dtype === 'f16') && ltTunes(op);
+}
+
+/** Whether autotuning applies to a matmul's shape and operands (a large product that timing leaves as is). */
+function ltTunes(op: MatmulOperands): boolean {
+  if (!AUTOTUNE || 2 * op.m * op.n * op.k < TUNE_MIN_FLOP) return false;
   const e = bytesPerElement(op.dtype);
   const inputs: Span[] = [
     { ptr: op.a, bytes: op.m * op.k * e },
@@ -75,8 +90,15 @@ export function ltTunerFor(context: CudaContext, stream: number, op: MatmulOpera
     { ptr: op.bias ?? 0, bytes: Math.max(op.m, op.n) * e },
     { ptr: op.aux ?? 0, bytes: op.m * op.n * e },
   ];
-  if (!tunable(op.beta, { ptr: op.c, bytes: op.m * op.n * e }, inputs)) return null;
-  return tunerFor(context, stream);
+  return tunable(op.beta, { ptr: op.c, bytes: op.m * op.n * e }, inputs);
+}
+
+/**
+ * The tuner for a cuBLASLt call, or null where it must keep the heuristic's choice for now: autotuning
+ * off, a small product, a stream being captured, or a call that timing runs would change (lt-autotune.ts).
+ */
+export function ltTunerFor(context: CudaContext, stream: number, op: MatmulOperands): Tuner | null {
+  return !context.capturing && ltTunes(op) ? tunerFor(context, stream) : null;
 }
 
 export function ltMatmul(context: CudaContext, req: CudaMatmulRequest, stream: number): boolean {

@@ -7,6 +7,7 @@
 import { TandemError } from '../../../core/errors.js';
 import type { KoffiLib } from './loader.js';
 import type { Out } from './driver.js';
+import type { TuneResult } from '../lt-autotune.js';
 
 const DESC_TRANSA = 3;
 const DESC_TRANSB = 4;
@@ -149,13 +150,40 @@ interface Plan {
   algo: Uint8Array;
   /** The heuristic's candidates while the shape is untuned and has more than one; then null. */
   pending: Uint8Array[] | null;
+  /** A tuner chose the caller's alternative (matmul's `alternative`) over every cuBLASLt algorithm. */
+  alternative?: boolean;
 }
 
+/** Stands for the caller's alternative among the candidates a Tuner times (never passed to cuBLASLt). */
+const ALTERNATIVE = new Uint8Array(0);
+
 /**
- * Picks one of a shape's candidate algorithms (index into `candidates`), given a function that
- * enqueues the shape's matmul with an algorithm; null: not now (the shape stays untuned).
+ * Picks one of a shape's candidate algorithms (`chosen`, an index into `candidates`, with the ms per
+ * run it measured for each), given a function that enqueues the shape's matmul with an algorithm;
+ * null: not now (the shape stays untuned).
  */
-export type Tuner = (candidates: readonly Uint8Array[], run: (algo: Uint8Array) => number) => number | null;
+export type Tuner = (
+  candidates: readonly Uint8Array[],
+  run: (algo: Uint8Array) => number,
+) => TuneResult | null;
+
+/** A shape a Tuner timed: cuBLASLt's (column-major) m, n, k, the epilogue, and what was measured. */
+export interface TunedShape {
+  readonly m: number;
+  readonly n: number;
+  readonly k: number;
+  /** cuBLASLt's epilogue number (1: none). */
+  readonly epilogue: number;
+  /** Candidate 0 was the caller's alternative (cublasGemmEx), the cuBLASLt algorithms after it. */
+  readonly alternativeFirst: boolean;
+  readonly chosen: number;
+  readonly ms: readonly number[];
+  /** The first candidate and the fastest other timed again head to head, where they were. */
+  readonly confirm?: readonly [number, number];
+}
+
+/** How many tuned shapes `CublasLt.tuned` keeps (the most recent), for benchmarks and diagnosis. */
+const TUNED_KEPT = 64;
 
 /** The candidates of a heuristic query's results (each result's first 64 bytes are its algorithm). */
 function candidatesOf(results: Uint8Array, returned: number): Uint8Array[] {
@@ -173,6 +201,8 @@ export class CublasLt {
   readonly epilogueCalls = { fused: 0, declined: 0 };
   /** Shapes a Tuner timed, and how many of them it moved off the heuristic's first choice. */
   readonly tuning = { shapes: 0, changed: 0 };
+  /** The last TUNED_KEPT shapes a Tuner timed, with every candidate's time (benchmarks print them). */
+  readonly tuned: TunedShape[] = [];
 
   constructor(
     lib: KoffiLib,
@@ -310,6 +340,11 @@ export class CublasLt {
     );
   }
 
+  /**
+   * Enqueues the matmul, or returns false without enqueuing anything where a tuner chose `alternative`
+   * for this shape: the same product by other means (cublasGemmEx), which enqueues it on `stream` and
+   * returns 0. Given one, the tuner times it as its first candidate, the one to beat.
+   */
   matmul(
     s: LtShape,
     alpha: Float32Array | Float64Array,
@@ -321,25 +356,54 @@ export class CublasLt {
     workspaceBytes: number,
     stream: number,
     tuner: Tuner | null = null,
-  ): void {
+    alternative: (() => number) | null = null,
+  ): boolean {
     const p = this.plan(s, workspaceBytes);
     if (p.pending !== null && tuner !== null)
-      this.tune(p, tuner, (algo) =>
-        this.enqueue(p, algo, alpha, a, b, beta, c, workspace, workspaceBytes, stream),
+      this.tune(
+        p,
+        s,
+        LT_EPILOGUE.default,
+        tuner,
+        (algo) => this.enqueue(p, algo, alpha, a, b, beta, c, workspace, workspaceBytes, stream),
+        alternative,
       );
+    if (p.alternative === true) return false;
     const rc = this.enqueue(p, p.algo, alpha, a, b, beta, c, workspace, workspaceBytes, stream);
     if (rc !== 0) this.check(rc, 'cublasLtMatmul');
+    return true;
   }
 
   /** Lets the tuner choose among the plan's candidates (once: a plan it declines stays pending). */
-  private tune(p: Plan, tuner: Tuner, run: (algo: Uint8Array) => number): void {
-    const candidates = p.pending!;
-    const chosen = tuner(candidates, run);
-    if (chosen === null) return;
+  private tune(
+    p: Plan,
+    s: LtShape,
+    epilogue: number,
+    tuner: Tuner,
+    run: (algo: Uint8Array) => number,
+    alternative: (() => number) | null = null,
+  ): void {
+    const algos = p.pending!;
+    const candidates = alternative ? [ALTERNATIVE, ...algos] : algos;
+    const result = tuner(candidates, alternative ? (x) => (x === ALTERNATIVE ? alternative() : run(x)) : run);
+    if (result === null) return;
+    const { chosen, ms, confirm } = result;
     p.pending = null;
-    p.algo = candidates[chosen]!;
+    p.alternative = candidates[chosen] === ALTERNATIVE;
+    p.algo = p.alternative ? algos[0]! : candidates[chosen]!;
     this.tuning.shapes++;
     if (chosen !== 0) this.tuning.changed++;
+    if (this.tuned.length === TUNED_KEPT) this.tuned.shift();
+    this.tuned.push({
+      m: s.m,
+      n: s.n,
+      k: s.k,
+      epilogue,
+      alternativeFirst: alternative !== null,
+      chosen,
+      ms,
+      ...(confirm ? { confirm } : {}),
+    });
   }
 
   private setDesc(desc: number, attr: number, buf: AttrBuffer): void {
@@ -457,7 +521,7 @@ export class CublasLt {
     if (s.hasBias) this.pointer(p.desc, DESC_BIAS_POINTER, bias);
     if (s.auxLd > 0) this.pointer(p.desc, DESC_EPILOGUE_AUX_POINTER, aux);
     if (p.pending !== null && tuner !== null)
-      this.tune(p, tuner, (algo) =>
+      this.tune(p, s, s.epilogue, tuner, (algo) =>
         this.enqueue(p, algo, alpha, a, b, beta, c, workspace, workspaceBytes, stream),
       );
     const rc = this.enqueue(p, p.algo, alpha, a, b, beta, c, workspace, workspaceBytes, stream);
