@@ -1,13 +1,13 @@
 """B.1, the PyTorch side of bench/nn-linear.ts: the same bf16 shapes and passes, one JSON line each.
 
-    python3 bench/torch/nn_linear.py [--m 65536] [--reps 20] [--check-m 256] [--check-rows 16]
+    python3 bench/torch/nn_linear.py [--m 65536] [--reps 20] [--check-m 256] [--check-rows 16] [--shapes qkv,fc]
 
 forward: torch._addmm_activation(b, x, w.t(), use_gelu=True) for the GELU layer (cuBLASLt's fused
 GELU epilogue in PyTorch: it does not keep the pre-activation, so it cannot train), F.linear elsewhere
 (F.linear without bias for the head); forward_training for the GELU layer: F.linear then F.gelu, what
 autograd runs in training (the pre-activation kept for the backward), beside Tandem's training forward. backward dX:
 dy @ w, times gelu'(pre) via aten.gelu_backward(approximate='tanh') after the GELU layer; dW: dy.t() @ x
-and db = dy.sum(0). Times from CUDA events over --reps calls after --reps untimed ones. Error: normwise
+and db = dy.sum(0). Times: the median of 3 windows of --reps calls between CUDA events, after --reps untimed calls and a lead-in of --reps. Error: normwise
 max|got - ref| / max|ref| over the first --check-rows rows at --check-m rows against an fp32 reference
 from the same bf16 inputs (the Tandem side uses float64).
 """
@@ -19,6 +19,7 @@ p.add_argument("--m", type=int, default=65536)
 p.add_argument("--reps", type=int, default=20)
 p.add_argument("--check-m", type=int, default=256)
 p.add_argument("--check-rows", type=int, default=16)
+p.add_argument("--shapes", default="", help="only the shapes whose names contain one of these words")
 a = p.parse_args()
 dev = torch.device("cuda")
 torch.backends.cuda.matmul.allow_tf32 = False
@@ -46,15 +47,22 @@ def passes(k, n, gelu, bias, dx_gelu, m):
         fns["forward_training"] = lambda: F.gelu(F.linear(x, w, b), approximate="tanh")
     return fns, (x, w, b, dy, pre)
 
+WINDOWS = 3
+
 def timed(fn, reps):
-    # reps untimed calls first, as bench/nn-linear.ts does (a GPU's clocks rise with work).
+    # reps untimed calls first, as bench/nn-linear.ts does (a GPU's clocks rise with work); then a lead-in
+    # block of reps calls and WINDOWS windows of reps calls between CUDA events, back to back: the median
+    # window per call (nn-linear.ts times the same windows from its calls' completions).
     for _ in range(reps): fn()
     torch.cuda.synchronize()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
     for _ in range(reps): fn()
-    e.record(); torch.cuda.synchronize()
-    return s.elapsed_time(e) / 1000 / reps
+    ev = [torch.cuda.Event(enable_timing=True) for _ in range(WINDOWS + 1)]
+    ev[0].record()
+    for w in range(WINDOWS):
+        for _ in range(reps): fn()
+        ev[w + 1].record()
+    torch.cuda.synchronize()
+    return sorted(ev[w].elapsed_time(ev[w + 1]) for w in range(WINDOWS))[WINDOWS // 2] / 1000 / reps
 
 def normwise(got, ref):
     return ((got.float() - ref).abs().max() / ref.abs().max()).item()
@@ -76,7 +84,9 @@ def errors(k, n, gelu, bias, dx_gelu):
     if bias: out["backward_dw"] = max(out["backward_dw"], normwise(got[1], DY.sum(0)))
     return out
 
+only = [w for w in a.shapes.split(",") if w]
 for name, k, n, gelu, bias, dx_gelu in SHAPES:
+    if only and not any(w in name for w in only): continue
     err = errors(k, n, gelu, bias, dx_gelu)
     fns, _ = passes(k, n, gelu, bias, dx_gelu, a.m)
     for pass_ in fns:
