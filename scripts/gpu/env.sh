@@ -5,8 +5,14 @@ OUT=${OUT:-/tmp/tandem-out}
 mkdir -p "$OUT"
 if [ ! -x /tmp/node ]; then xz -dc .gpu/node.xz > /tmp/node && chmod +x /tmp/node; fi
 export PATH=/tmp:$PATH
-# dist/ travels xz'd in .gpu when it is not carried itself (pack.sh).
-[ -d dist ] || { [ -f .gpu/dist.tar.xz ] && xz -dc .gpu/dist.tar.xz | tar -xf -; }
+# dist/ travels xz'd in .gpu when it is not carried itself (pack.sh). A warm machine keeps the dist/ an
+# earlier call unpacked: it is replaced when the tar differs (a carried dist/ has no .from-tar and stays).
+if [ -f .gpu/dist.tar.xz ]; then
+  sum=$(cksum < .gpu/dist.tar.xz)
+  if [ ! -d dist ] || { [ -f dist/.from-tar ] && [ "$(cat dist/.from-tar)" != "$sum" ]; }; then
+    rm -rf dist && xz -dc .gpu/dist.tar.xz | tar -xf - && echo "$sum" > dist/.from-tar
+  fi
+fi
 [ -e node_modules ] || ln -s .gpu/node_modules node_modules
 # The service's production dependencies (Fastify, onnx-proto, ...; pack.sh): the package root imports
 # them, so every script needs them; unpacked once per carried copy.
