@@ -161,6 +161,10 @@ export function envHelp(vars: ReadonlyArray<readonly [name: string, what: string
 export const RUNTIME_ENV: ReadonlyArray<readonly [string, string]> = [
   ['TANDEM_LOG', 'log level (debug shows backend and driver messages)'],
   ['TANDEM_CUDA_SPIN_US', 'CUDA completion spin budget in µs (default 30, 0 off)'],
+  [
+    'TANDEM_CUDA_OWN_EVENTS',
+    'CUDA operations get their own completion event below this many outstanding (default 32; 0: one per JS turn)',
+  ],
   ['TANDEM_MALLOC_TUNING', '0 leaves glibc malloc as it is (large host buffers)'],
   [
     'TANDEM_LT_AUTOTUNE',

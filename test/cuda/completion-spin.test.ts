@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { CompletionPoller, spinBudgetUs } from '../../src/devices/cuda/completion.js';
+import { CompletionPoller, ownEventsBelow, spinBudgetUs } from '../../src/devices/cuda/completion.js';
 import { FakeGpu } from './fake-driver.js';
 
 const STREAM = 7;
@@ -110,5 +110,14 @@ void describe('completion poller spin', () => {
     assert.equal(spinBudgetUs({ TANDEM_CUDA_SPIN_US: '50' }), 50);
     assert.equal(spinBudgetUs({ TANDEM_CUDA_SPIN_US: 'fast' }), 30);
     assert.equal(spinBudgetUs({ TANDEM_CUDA_SPIN_US: '-1' }), 30);
+  });
+
+  void it('records own events below TANDEM_CUDA_OWN_EVENTS outstanding (default 32; 0: shared only)', () => {
+    assert.equal(ownEventsBelow({}), 32);
+    assert.equal(ownEventsBelow({ TANDEM_CUDA_OWN_EVENTS: '0' }), 0);
+    assert.equal(ownEventsBelow({ TANDEM_CUDA_OWN_EVENTS: '4' }), 4);
+    assert.equal(ownEventsBelow({ TANDEM_CUDA_OWN_EVENTS: '5000' }), 1024);
+    assert.equal(ownEventsBelow({ TANDEM_CUDA_OWN_EVENTS: '2.5' }), 32);
+    assert.equal(ownEventsBelow({ TANDEM_CUDA_OWN_EVENTS: 'many' }), 32);
   });
 });

@@ -35,8 +35,20 @@ interface StreamState {
 
 /** How long (ms) to spin on setImmediate after the last new work or progress before backing off to a timer. */
 const SPIN_MS = 5;
-/** Below this many outstanding events on a stream, every operation records its own. */
-const OWN_EVENT_BELOW = 32;
+/**
+ * Below this many outstanding events on a stream, every operation records its own: 32, or
+ * TANDEM_CUDA_OWN_EVENTS (0-1024; 0: operations enqueued in one JS turn always share one event). The
+ * knob is for A/B runs: a GEMM timed through the runtime runs ~0.02-0.03 ms longer a call than the same
+ * kernel back to back (bench/RESULTS.md, the twenty-fourth session), and an event between every two
+ * kernels is one of the two differences left.
+ */
+export function ownEventsBelow(env: NodeJS.ProcessEnv = process.env): number {
+  const v = env['TANDEM_CUDA_OWN_EVENTS'];
+  if (v === undefined || v === '') return 32;
+  const n = Number(v);
+  return Number.isInteger(n) && n >= 0 ? Math.min(n, 1024) : 32;
+}
+const OWN_EVENT_BELOW = ownEventsBelow();
 const CU_EVENT_DISABLE_TIMING = 2;
 
 /** The spin budget in µs from TANDEM_CUDA_SPIN_US (a non-negative number; default 30, 0: never spin). */
