@@ -38,10 +38,11 @@ if command -v ncu > /dev/null; then
   python3 - "$OUT/gap-ncu.csv" <<'PY'
 import csv, sys, collections
 rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
-head = rows[0]; ki, vi = head.index("Kernel Name"), head.index("Metric Value")
+head = rows[0]; ki, vi, ui = head.index("Kernel Name"), head.index("Metric Value"), head.index("Metric Unit")
+to_ms = {"nsecond": 1e-6, "ns": 1e-6, "usecond": 1e-3, "us": 1e-3, "msecond": 1.0, "ms": 1.0}
 d = collections.defaultdict(list)
 for r in rows[1:]:
-    d[r[ki][:60]].append(float(r[vi].replace(",", "")) / 1e6)
+    d[r[ki][:60]].append(float(r[vi].replace(",", "")) * to_ms.get(r[ui], float("nan")))
 for k, v in d.items():
     print(f"{len(v):4}x median {sorted(v)[len(v) // 2]:.4f} ms  {k}")
 PY
