@@ -35,8 +35,8 @@ const WARM_MS = 20;
 const WARM_RUNS = 64;
 
 /**
- * A candidate that beat the heuristic's first is timed against it again, head to head, before it
- * replaces it: CONFIRM_ROUNDS alternating rounds of at least CONFIRM_MS of runs each. With eight
+ * A candidate that beat the first (the heuristic's choice, or the caller's alternative: cublasGemmEx for
+ * a plain gemm) is timed against it again, head to head, before it replaces it: CONFIRM_ROUNDS alternating rounds of at least CONFIRM_MS of runs each. With eight
  * candidates each timed for ~1 ms, one of them can look 2 % faster by chance (a winner's curse); on an
  * H100 the tuner moved GPT-2's fc dX to a kernel that ran 0.470 ms in the Linear bench against 0.431
  * for cublasGemmEx's choice (bench/RESULTS.md, the twenty-fourth session). TANDEM_LT_CONFIRM=0: no
@@ -75,7 +75,7 @@ export interface TuneResult {
   /** Milliseconds per run of each candidate (NaN: cuBLASLt refused to run it). */
   readonly ms: readonly number[];
   /**
-   * The head-to-head rerun of the heuristic's first and the fastest other candidate (ms per run, in
+   * The head-to-head rerun of the first and the fastest other candidate (ms per run, in
    * that order), where one was run; `chosen` is the other only if it stayed faster by the margin.
    */
   readonly confirm?: readonly [number, number];
@@ -97,8 +97,8 @@ export function pickFastest(ms: readonly number[]): number {
 /**
  * Times every candidate on `stream` and returns the fastest: the heuristic's choice runs first until the
  * GPU has had WARM_MS of work, then ROUNDS rounds time each candidate (one untimed run, then RUNS runs
- * between two events); a candidate's time is its best round, and the first candidate (the heuristic's)
- * wins ties within MARGIN; another candidate that wins must win again head to head (CONFIRM_MS).
+ * between two events); a candidate's time is its best round, and the first candidate (the heuristic's,
+ * or the caller's alternative) wins ties within MARGIN; another candidate that wins must win again head to head (CONFIRM_MS).
  * Blocks until the GPU is done.
  */
 export function fastestAlgo(
