@@ -8,7 +8,7 @@
  * computed from the same bf16 inputs. One JSON line per (shape, pass).
  *
  *   npm run build && node dist/bench/nn-linear.js [--m 65536] [--reps 20] [--check-m 256] [--check-rows 16]
- *       [--shapes qkv,fc]
+ *       [--shapes qkv,fc] [--mode task|sequence]
  *   python3 bench/torch/nn_linear.py [--m 65536] [--reps 20]      (the PyTorch side, same lines)
  *
  * Inputs are random bf16 words made directly (no float64 detour, so 400 MB tensors take a fraction of
@@ -183,6 +183,33 @@ async function time(rt: Runtime, c: readonly [Call, Call], reps: number): Promis
   return perCall.sort((x, y) => x - y)[Math.floor(WINDOWS / 2)]!;
 }
 
+/**
+ * Seconds per call with the calls as the steps of one prepared sequence (`reps` steps alternating the
+ * two output sets), the way a recorded training step runs its kernels: one task, one completion event,
+ * replayed from a CUDA graph once its steps come again at the same addresses. Per call: the wall time of
+ * two runs of the sequence less that of one, over reps; the median of WINDOWS, after three warm-up runs.
+ */
+async function timeSequence(rt: Runtime, c: readonly [Call, Call], reps: number): Promise<number> {
+  const steps = Array.from({ length: reps }, (_, i) => {
+    const call = c[i % 2]!;
+    return { kernel: call.kernel, args: call.args, scalars: call.scalars };
+  });
+  const prepared = rt.prepareSequence({ steps, device: deviceKind, name: 'nn-linear' });
+  const wall = async (runs: number): Promise<number> => {
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: runs }, () => rt.submitPrepared(prepared).done));
+    return performance.now() - t0;
+  };
+  for (let i = 0; i < 3; i++) await wall(1);
+  const perCall: number[] = [];
+  for (let w = 0; w < WINDOWS; w++) {
+    const one = await wall(1);
+    const two = await wall(2);
+    perCall.push((two - one) / 1e3 / reps);
+  }
+  return perCall.sort((x, y) => x - y)[Math.floor(WINDOWS / 2)]!;
+}
+
 /** max |got − ref| / max |ref| over the entries `ref` gives (index → value). */
 function normwise(got: Float64Array, ref: Map<number, number>): number {
   let err = 0;
@@ -258,7 +285,12 @@ async function main(argv: string[]): Promise<void> {
     'check-rows': { type: 'string' },
     shapes: { type: 'string' },
     device: { type: 'string' },
+    mode: { type: 'string' },
   });
+  // --mode sequence: each pass's calls as one prepared sequence (replayed as a CUDA graph), not tasks.
+  const mode = values['mode'] ?? 'task';
+  if (mode !== 'task' && mode !== 'sequence')
+    throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `--mode must be task or sequence, got ${mode}`);
   if (values['device'] === 'cpu') deviceKind = 'cpu';
   const m = intOption(values['m'], 'm', 65536, 1, 1 << 20);
   const reps = intOption(values['reps'], 'reps', 20, 1, 10000);
@@ -283,7 +315,8 @@ async function main(argv: string[]): Promise<void> {
         const counts = lt?.epilogueCalls;
         const before = { ...(counts ?? { fused: 0, declined: 0 }) };
         const tunedBefore = lt?.tuned.length ?? 0;
-        const seconds = await time(rt, [c[pass], c.into2[pass]], reps);
+        const pair = [c[pass], c.into2[pass]] as const;
+        const seconds = await (mode === 'sequence' ? timeSequence(rt, pair, reps) : time(rt, pair, reps));
         console.log(
           JSON.stringify({
             bench: 'B.1',
@@ -322,6 +355,7 @@ async function main(argv: string[]): Promise<void> {
             // The shapes this pass tuned (cuBLASLt's column-major m, n, k): every candidate's ms per run.
             lt_candidates: lt?.tuned.slice(tunedBefore) ?? null,
             reps,
+            mode,
             dy_constant: pass !== 'forward' && m * s.n * 2 > BIG,
           }),
         );

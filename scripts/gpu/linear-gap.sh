@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # GPU call (issue 15): where the ~0.02-0.03 ms a Linear pass takes through the runtime beyond its kernel
 # goes (bench/RESULTS.md, the twenty-fourth session). Fresh processes, uncalibrated (.tandem removed):
-# PyTorch, then Tandem with an event per CUDA operation (the default) and with a turn's operations
-# sharing one (TANDEM_CUDA_OWN_EVENTS=0), ROUNDS times alternating; medians per pass. Then ncu's kernel
+# PyTorch, then Tandem with an event per CUDA operation (the default), with a turn's operations
+# sharing one (TANDEM_CUDA_OWN_EVENTS=0) and with each pass's calls as one prepared sequence (--mode
+# sequence: one task, replayed as a CUDA graph, as a recorded training step runs), ROUNDS times
+# alternating; medians per pass. Then ncu's kernel
 # durations of Tandem's qkv passes (no gaps in them): per-call time minus kernel time is the time between
 # kernels. After `bash scripts/gpu/pack.sh` (carry: .gpu).
 set -uo pipefail
@@ -16,6 +18,7 @@ for i in $(seq 1 "${ROUNDS:-3}"); do
   timeout 60 python3 bench/torch/nn_linear.py --shapes "$SHAPES" > "$OUT/gap-torch-$i.jsonl" 2>&1
   timeout 60 node dist/bench/nn-linear.js --shapes "$SHAPES" > "$OUT/gap-own-$i.jsonl" 2>&1
   TANDEM_CUDA_OWN_EVENTS=0 timeout 60 node dist/bench/nn-linear.js --shapes "$SHAPES" > "$OUT/gap-shared-$i.jsonl" 2>&1
+  timeout 60 node dist/bench/nn-linear.js --shapes "$SHAPES" --mode sequence > "$OUT/gap-seq-$i.jsonl" 2>&1
 done
 python3 - "$OUT" <<'PY'
 import glob, json, statistics as st, sys
@@ -26,10 +29,10 @@ def load(side):
             if l.startswith("{"):
                 j = json.loads(l); r.setdefault((j["shape"], j["pass"]), []).append(j["ms"])
     return r
-t, own, shared = load("torch"), load("own"), load("shared")
+t, own, shared, seq = load("torch"), load("own"), load("shared"), load("seq")
 for k in own:
-    if k in t and k in shared:
-        print(f"{k[0]:12} {k[1]:12} torch {st.median(t[k]):.4f}  own events {st.median(own[k]):.4f}  shared {st.median(shared[k]):.4f}")
+    if k in t and k in shared and k in seq:
+        print(f"{k[0]:12} {k[1]:12} torch {st.median(t[k]):.4f}  own events {st.median(own[k]):.4f}  shared {st.median(shared[k]):.4f}  sequence {st.median(seq[k]):.4f}")
 PY
 if command -v ncu > /dev/null; then
   timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum --csv \
