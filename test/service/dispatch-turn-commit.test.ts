@@ -16,7 +16,7 @@ import { overloaded } from '../../src/service/http/load-shedding.js';
 import { openDatabase } from '../../src/service/store/db.js';
 import { JobStore, type JobRecord } from '../../src/service/store/job-store.js';
 import { tempDir, testService, type TestService } from './helpers.js';
-import { apiClient, startServe, type ServeProcess } from './serve-process.js';
+import { apiClient, serverGone, startServe, type ServeProcess } from './serve-process.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -317,8 +317,11 @@ void test(
     const serve = (): ServeProcess =>
       startServe(dir, ['--backends', 'none', '--max-running', '8'], { TANDEM_SHED: '0' });
     let server = serve();
+    // The supervised server of the latest start: it outlives a killed supervisor for a moment.
+    let serverPid = 0;
     try {
-      const { url } = await server.next();
+      const { url, pid } = await server.next();
+      serverPid = pid;
       const key = readFileSync(join(dir, 'admin-key.txt'), 'utf8').trim();
       const call = apiClient(url, key);
       const ids: string[] = [];
@@ -344,11 +347,12 @@ void test(
       }
       server.kill('SIGKILL');
       await server.exited;
+      await serverGone(serverPid); // it may still claim or finish a job until it notices
       const d = db();
       const atKill = d.prepare(`SELECT state, COUNT(*) AS n FROM jobs GROUP BY state`).all();
       d.close();
       server = serve();
-      await server.next();
+      serverPid = (await server.next()).pid;
       let rows: { id: string; state: string; attempt: number }[] = [];
       const deadline = Date.now() + 60_000;
       while (Date.now() < deadline) {
@@ -375,7 +379,9 @@ void test(
     } finally {
       server.kill();
       await server.exited;
-      // The supervisor's server may write a trace or two before it notices its parent is gone.
+      // The supervisor's server may write a trace or two before it notices its parent is gone (a
+      // trace written after rmSync listed traces/ failed the run: ENOTEMPTY): remove once it is gone.
+      if (serverPid !== 0) await serverGone(serverPid);
       rmSync(dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 });
     }
   },

@@ -9,7 +9,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { tempDir } from './helpers.js';
-import { apiClient, startServe, type ServeProcess } from './serve-process.js';
+import { apiClient, serverGone, startServe, type ServeProcess } from './serve-process.js';
 
 /** A server with no devices that runs two jobs at once, so that a kill interrupts more than one. */
 function serve(dir: string): ServeProcess {
@@ -20,18 +20,6 @@ interface Job {
   id: string;
   state: string;
   attempt: number;
-}
-
-/** Resolves once process `pid` no longer exists (10 s at most). */
-async function serverGone(pid: number): Promise<void> {
-  for (let i = 0; i < 1000; i++) {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return; // ESRCH: gone
-    }
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 void test(

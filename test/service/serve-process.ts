@@ -35,6 +35,22 @@ export interface ServeProcess {
 }
 
 /**
+ * Resolves once process `pid` no longer exists (10 s at most): the server a killed supervisor ran
+ * notices within milliseconds (longer on a loaded box) and may still claim or finish a job, or write a
+ * trace into the data directory, meanwhile.
+ */
+export async function serverGone(pid: number): Promise<void> {
+  for (let i = 0; i < 1000; i++) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return; // ESRCH: gone
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/**
  * Spawns `serve --port 0 --data-dir <dataDir> <args> --json`. The log is silent unless `env` sets
  * TANDEM_LOG: stderr then holds only what the supervisor and the CLI print, which tests match on.
  */
