@@ -2,8 +2,9 @@
  * B.1 (research/anchors-dl.md): fused linear epilogues on CUDA in bf16, through rt.submit with the data
  * resident on the GPU. GPT-2 shapes with M = B·T rows: (K, N) = (768, 2304) bias, (768, 3072) bias +
  * GELU, (3072, 768) bias (its dX takes the DGELU of the GELU before it), (768, 50304) no bias.
- * Per shape: forward, backward dX and backward dW (+ db), each timed over --reps back-to-back submits
- * (wall clock to completion) as TFLOP/s of the 2·M·N·K product; then accuracy at --check-m rows: the
+ * Per shape: forward, backward dX and backward dW (+ db), each timed per call (the wall clock of 2·reps
+ * back-to-back submits less that of reps, median of 3; --mode sequence: as one prepared sequence) as
+ * TFLOP/s of the 2·M·N·K product; then accuracy at --check-m rows: the
  * normwise max error max|got − ref| / max|ref| over --check-rows rows against a float64 reference
  * computed from the same bf16 inputs. One JSON line per (shape, pass).
  *
@@ -159,55 +160,68 @@ function randomWords(count: number, salt: number): Uint16Array {
 const WINDOWS = 3;
 
 /**
- * Seconds per call over `reps` back-to-back submits (data already resident), after `reps` untimed ones:
+ * Seconds per call, given `wall(units)`: the ms `units` back-to-back units of `callsPerUnit` calls take
+ * to complete. The wall of two units less that of one, over callsPerUnit: the host's fixed latencies
+ * (the first launch, the notice that the last call completed: ~1 % of a 20-call wall time) are in both
+ * and cancel, as they are outside nn_linear.py's CUDA events. The median of WINDOWS, after `warm` units.
+ */
+async function perCall(
+  wall: (units: number) => Promise<number>,
+  callsPerUnit: number,
+  warm: number,
+): Promise<number> {
+  for (let i = 0; i < warm; i++) await wall(1);
+  const seconds: number[] = [];
+  for (let w = 0; w < WINDOWS; w++) {
+    const one = await wall(1);
+    const two = await wall(2);
+    seconds.push((two - one) / 1e3 / callsPerUnit);
+  }
+  return seconds.sort((x, y) => x - y)[Math.floor(WINDOWS / 2)]!;
+}
+
+/** ms from `t0` until every promise of `runs` has settled. */
+async function since(runs: Promise<void>[], t0: number): Promise<number> {
+  await Promise.all(runs);
+  return performance.now() - t0;
+}
+
+/**
+ * Seconds per call of `reps` back-to-back submits (data already resident), after `reps` untimed ones:
  * an idle GPU clocks down (an H200 idles at 345 MHz) while the host fills the next shape's inputs, and a
  * single warm-up call left the first timed pass of a process 15-40 % slow (GPT-2's qkv forward timed
  * 0.39-0.46 ms whose kernel alone takes 0.326 ms). nn_linear.py warms PyTorch the same way.
  */
-async function time(rt: Runtime, c: readonly [Call, Call], reps: number): Promise<number> {
-  const wall = async (count: number): Promise<number> => {
+function time(rt: Runtime, c: readonly [Call, Call], reps: number): Promise<number> {
+  const wall = (units: number): Promise<number> => {
     const t0 = performance.now();
-    await Promise.all(Array.from({ length: count }, (_, i) => submit(rt, c[i % 2]!)));
-    return performance.now() - t0;
+    return since(
+      Array.from({ length: units * reps }, (_, i) => submit(rt, c[i % 2]!)),
+      t0,
+    );
   };
-  await wall(reps);
-  // Per call: the wall time of 2·reps back-to-back calls less that of reps calls, over reps. The host's
-  // fixed latencies (the first launch, the notice that the last call completed: ~1 % of a 20-call wall
-  // time) are in both and cancel, as they are outside nn_linear.py's CUDA events. The median of WINDOWS.
-  const perCall: number[] = [];
-  for (let w = 0; w < WINDOWS; w++) {
-    const one = await wall(reps);
-    const two = await wall(2 * reps);
-    perCall.push((two - one) / 1e3 / reps);
-  }
-  return perCall.sort((x, y) => x - y)[Math.floor(WINDOWS / 2)]!;
+  return perCall(wall, reps, 1);
 }
 
 /**
  * Seconds per call with the calls as the steps of one prepared sequence (`reps` steps alternating the
  * two output sets), the way a recorded training step runs its kernels: one task, one completion event,
- * replayed from a CUDA graph once its steps come again at the same addresses. Per call: the wall time of
- * two runs of the sequence less that of one, over reps; the median of WINDOWS, after three warm-up runs.
+ * replayed from a CUDA graph once its steps come again at the same addresses. Three warm-up runs.
  */
-async function timeSequence(rt: Runtime, c: readonly [Call, Call], reps: number): Promise<number> {
+function timeSequence(rt: Runtime, c: readonly [Call, Call], reps: number): Promise<number> {
   const steps = Array.from({ length: reps }, (_, i) => {
     const call = c[i % 2]!;
     return { kernel: call.kernel, args: call.args, scalars: call.scalars };
   });
   const prepared = rt.prepareSequence({ steps, device: deviceKind, name: 'nn-linear' });
-  const wall = async (runs: number): Promise<number> => {
+  const wall = (units: number): Promise<number> => {
     const t0 = performance.now();
-    await Promise.all(Array.from({ length: runs }, () => rt.submitPrepared(prepared).done));
-    return performance.now() - t0;
+    return since(
+      Array.from({ length: units }, () => rt.submitPrepared(prepared).done),
+      t0,
+    );
   };
-  for (let i = 0; i < 3; i++) await wall(1);
-  const perCall: number[] = [];
-  for (let w = 0; w < WINDOWS; w++) {
-    const one = await wall(1);
-    const two = await wall(2);
-    perCall.push((two - one) / 1e3 / reps);
-  }
-  return perCall.sort((x, y) => x - y)[Math.floor(WINDOWS / 2)]!;
+  return perCall(wall, reps, 3);
 }
 
 /** max |got − ref| / max |ref| over the entries `ref` gives (index → value). */
