@@ -8,9 +8,9 @@
  * normwise max error max|got − ref| / max|ref| over --check-rows rows against a float64 reference
  * computed from the same bf16 inputs. One JSON line per (shape, pass).
  *
- *   npm run build && node dist/bench/nn-linear.js [--m 65536] [--reps 20] [--check-m 256] [--check-rows 16]
+ *   npm run build && node dist/bench/nn-linear.js [--m 65536] [--reps 200] [--check-m 256] [--check-rows 16]
  *       [--shapes qkv,fc] [--mode task|sequence]
- *   python3 bench/torch/nn_linear.py [--m 65536] [--reps 20]      (the PyTorch side, same lines)
+ *   python3 bench/torch/nn_linear.py [--m 65536] [--reps 200]      (the PyTorch side, same lines)
  *
  * Inputs are random bf16 words made directly (no float64 detour, so 400 MB tensors take a fraction of
  * a second); inputs over 1 GiB (only dy of the 50304-wide head at M = 65536) are filled on the device
@@ -162,8 +162,11 @@ const WINDOWS = 3;
 /**
  * Seconds per call, given `wall(units)`: the ms `units` back-to-back units of `callsPerUnit` calls take
  * to complete. The wall of two units less that of one, over callsPerUnit: the host's fixed latencies
- * (the first launch, the notice that the last call completed: ~1 % of a 20-call wall time) are in both
- * and cancel, as they are outside nn_linear.py's CUDA events. The median of WINDOWS, after `warm` units.
+ * (the first launch, the notice that the last call completed) are in both and cancel, as they are
+ * outside nn_linear.py's CUDA events. The median of WINDOWS, after `warm` units. What does not cancel is
+ * the notice's jitter: once the GPU has run a few ms without news the completion poller polls from a
+ * 1 ms timer, so a wall is up to ~1 ms long — 0.05 ms a call over 20 calls, which moved GPT-2's qkv
+ * passes by ±10 % from one process to the next (the twenty-fifth session); hence 200 calls a unit.
  */
 async function perCall(
   wall: (units: number) => Promise<number>,
@@ -307,7 +310,7 @@ async function main(argv: string[]): Promise<void> {
     throw new TandemError('TANDEM_ERR_INVALID_ARGUMENT', `--mode must be task or sequence, got ${mode}`);
   if (values['device'] === 'cpu') deviceKind = 'cpu';
   const m = intOption(values['m'], 'm', 65536, 1, 1 << 20);
-  const reps = intOption(values['reps'], 'reps', 20, 1, 10000);
+  const reps = intOption(values['reps'], 'reps', 200, 1, 10000);
   const checkM = intOption(values['check-m'], 'check-m', 256, 1, 1 << 16);
   const checkRows = Math.min(checkM, intOption(values['check-rows'], 'check-rows', 16, 1, 1 << 16));
   // No calibration: plain gemm passes use cublasGemmEx, the fused ones cuBLASLt (ctx.matmul).

@@ -1,6 +1,6 @@
 """B.1, the PyTorch side of bench/nn-linear.ts: the same bf16 shapes and passes, one JSON line each.
 
-    python3 bench/torch/nn_linear.py [--m 65536] [--reps 20] [--check-m 256] [--check-rows 16] [--shapes qkv,fc]
+    python3 bench/torch/nn_linear.py [--m 65536] [--reps 200] [--check-m 256] [--check-rows 16] [--shapes qkv,fc]
 
 forward: torch._addmm_activation(b, x, w.t(), use_gelu=True) for the GELU layer (cuBLASLt's fused
 GELU epilogue in PyTorch: it does not keep the pre-activation, so it cannot train), F.linear elsewhere
@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 p = argparse.ArgumentParser()
 p.add_argument("--m", type=int, default=65536)
-p.add_argument("--reps", type=int, default=20)
+p.add_argument("--reps", type=int, default=200)
 p.add_argument("--check-m", type=int, default=256)
 p.add_argument("--check-rows", type=int, default=16)
 p.add_argument("--shapes", default="", help="only the shapes whose names contain one of these words")

@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
-# GPU call (issue 15): where the ~0.02-0.03 ms a Linear pass takes through the runtime beyond its kernel
-# goes (bench/RESULTS.md, the twenty-fourth session). Fresh processes, uncalibrated (.tandem removed):
-# PyTorch, then Tandem with an event per CUDA operation (the default), with a turn's operations
-# sharing one (TANDEM_CUDA_OWN_EVENTS=0) and with each pass's calls as one prepared sequence (--mode
-# sequence: one task, replayed as a CUDA graph, as a recorded training step runs), ROUNDS times
-# alternating; medians per pass. Then ncu's kernel
-# durations of Tandem's qkv passes (no gaps in them): per-call time minus kernel time is the time between
-# kernels. After `bash scripts/gpu/pack.sh` (carry: .gpu).
+# GPU call (issue 15): GPT-2's Linear passes through the runtime against PyTorch, by how kernels learn
+# their completion (devices/cuda/completion.ts): an event after each kernel while few are outstanding
+# (the default, "own") and one after a turn's kernels (TANDEM_CUDA_OWN_EVENTS=0, "turn").
+# Fresh processes, uncalibrated (.tandem removed), ROUNDS times alternating; medians per pass. SEQ=1 adds
+# `--mode sequence` (a pass's calls as one prepared sequence replayed as a CUDA graph), NCU=1 ncu's kernel
+# durations of Tandem's passes (per-call time minus kernel time is the time between kernels).
+# After `bash scripts/gpu/pack.sh` (carry: .gpu). The JSON lines come back as $OUT/linear-gap.tar.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 rm -f node_modules
@@ -14,13 +13,17 @@ rm -rf .tandem
 source scripts/gpu/env.sh
 SHAPES=${SHAPES:-qkv}
 nvidia-smi --query-gpu=name --format=csv,noheader
+work=$(mktemp -d)
 for i in $(seq 1 "${ROUNDS:-3}"); do
-  timeout 60 python3 bench/torch/nn_linear.py --shapes "$SHAPES" > "$OUT/gap-torch-$i.jsonl" 2>&1
-  timeout 60 node dist/bench/nn-linear.js --shapes "$SHAPES" > "$OUT/gap-own-$i.jsonl" 2>&1
-  TANDEM_CUDA_OWN_EVENTS=0 timeout 60 node dist/bench/nn-linear.js --shapes "$SHAPES" > "$OUT/gap-shared-$i.jsonl" 2>&1
-  timeout 60 node dist/bench/nn-linear.js --shapes "$SHAPES" --mode sequence > "$OUT/gap-seq-$i.jsonl" 2>&1
+  timeout 60 python3 bench/torch/nn_linear.py --shapes "$SHAPES" > "$work/gap-torch-$i.jsonl" 2>&1
+  timeout 60 node dist/bench/nn-linear.js --shapes "$SHAPES" > "$work/gap-own-$i.jsonl" 2>&1
+  TANDEM_CUDA_OWN_EVENTS=0 timeout 60 node dist/bench/nn-linear.js --shapes "$SHAPES" > "$work/gap-turn-$i.jsonl" 2>&1
+  if [ "${SEQ:-0}" = 1 ]; then
+    timeout 60 node dist/bench/nn-linear.js --shapes "$SHAPES" --mode sequence > "$work/gap-seq-$i.jsonl" 2>&1
+  fi
 done
-python3 - "$OUT" <<'PY'
+tar -cf "$OUT/linear-gap.tar" -C "$work" .
+python3 - "$work" <<'PY'
 import glob, json, statistics as st, sys
 def load(side):
     r = {}
@@ -29,24 +32,25 @@ def load(side):
             if l.startswith("{"):
                 j = json.loads(l); r.setdefault((j["shape"], j["pass"]), []).append(j["ms"])
     return r
-t, own, shared, seq = load("torch"), load("own"), load("shared"), load("seq")
-for k in own:
-    if k in t and k in shared and k in seq:
-        print(f"{k[0]:12} {k[1]:12} torch {st.median(t[k]):.4f}  own events {st.median(own[k]):.4f}  shared {st.median(shared[k]):.4f}  sequence {st.median(seq[k]):.4f}")
+sides = {s: load(s) for s in ("torch", "own", "turn", "seq")}
+tot = {s: {} for s in sides}
+for k in sides["turn"]:
+    row = f"{k[0]:12} {k[1]:17}"
+    for s, r in sides.items():
+        if k in r:
+            m = st.median(r[k]); row += f" {s} {m:.4f}"
+            tot[s][k[0]] = tot[s].get(k[0], 0) + m
+    print(row)
+# PyTorch's training path: forward_training (linear, then GELU) where the shape has one, else forward.
+t = sides["torch"]
+for shape in tot["turn"]:
+    fwd = (shape, "forward_training") if (shape, "forward_training") in t else (shape, "forward")
+    ref = sum(st.median(t[k]) for k in (fwd, (shape, "backward_dx"), (shape, "backward_dw")) if k in t)
+    print(f"{shape:12} fwd+bwd torch {ref:.4f} " + " ".join(
+        f"{s} {tot[s][shape]:.4f} ({ref / tot[s][shape]:.3f}x)" for s in ("own", "turn", "seq") if shape in tot[s]))
 PY
-if command -v ncu > /dev/null; then
+if [ "${NCU:-0}" = 1 ] && command -v ncu > /dev/null; then
   timeout 200 ncu --clock-control none --metrics gpu__time_duration.sum --csv \
-    node dist/bench/nn-linear.js --shapes "$SHAPES" --reps 3 > "$OUT/gap-ncu.csv" 2> "$OUT/gap-ncu.err"
+    node dist/bench/nn-linear.js --shapes "${NCU_SHAPES:-qkv}" --reps 3 > "$OUT/gap-ncu.csv" 2> "$OUT/gap-ncu.err"
   echo "ncu rc=$?"
-  python3 - "$OUT/gap-ncu.csv" <<'PY'
-import csv, sys, collections
-rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
-head = rows[0]; ki, vi, ui = head.index("Kernel Name"), head.index("Metric Value"), head.index("Metric Unit")
-to_ms = {"nsecond": 1e-6, "ns": 1e-6, "usecond": 1e-3, "us": 1e-3, "msecond": 1.0, "ms": 1.0}
-d = collections.defaultdict(list)
-for r in rows[1:]:
-    d[r[ki][:60]].append(float(r[vi].replace(",", "")) * to_ms.get(r[ui], float("nan")))
-for k, v in d.items():
-    print(f"{len(v):4}x median {sorted(v)[len(v) // 2]:.4f} ms  {k}")
-PY
 fi

@@ -37,10 +37,9 @@ interface StreamState {
 const SPIN_MS = 5;
 /**
  * Below this many outstanding events on a stream, every operation records its own: 32, or
- * TANDEM_CUDA_OWN_EVENTS (0-1024; 0: operations enqueued in one JS turn always share one event). The
- * knob is for A/B runs: a GEMM timed through the runtime runs ~0.02-0.03 ms longer a call than the same
- * kernel back to back (bench/RESULTS.md, the twenty-fourth session), and an event between every two
- * kernels is one of the two differences left.
+ * TANDEM_CUDA_OWN_EVENTS (0-1024; 0: operations enqueued in one JS turn always share one event), for
+ * A/B runs. An event between two cuBLASLt kernels costs nothing measurable: GPT-2's Linear passes ran
+ * within 1-2 % either way over 200-call windows (bench/RESULTS.md, the twenty-fifth session).
  */
 export function ownEventsBelow(env: NodeJS.ProcessEnv = process.env): number {
   const v = env['TANDEM_CUDA_OWN_EVENTS'];
