@@ -190,7 +190,7 @@ try {
         precision: values['precision'],
         sequences: nn.sequences,
         static: staticStep,
-        attentionKernels: process.env['TANDEM_ATTN_MMA'] || 'v0',
+        attentionKernels: process.env['TANDEM_ATTN_MMA'] || 'default',
         ...(values['precision'] === 'f16' ? { lossScaling } : {}),
         ...(replay === null ? {} : { staticKernels: replay.kernels, graphs: graphStats(rt) }),
         batch,

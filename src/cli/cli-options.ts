@@ -174,7 +174,7 @@ export const RUNTIME_ENV: ReadonlyArray<readonly [string, string]> = [
     'TANDEM_GEMM_VIA_LT',
     '0: large f16/bf16 gemms stay on cublasGemmEx instead of being tuned against cuBLASLt (A/B runs; also TANDEM_LT_CONFIRM=0)',
   ],
-  ['TANDEM_ATTN_MMA', 'v1..v5: opt-in CUDA attention kernels (default v0, the fastest timed at B=64)'],
+  ['TANDEM_ATTN_MMA', 'v0..v5: CUDA attention kernels (default v5 from sm_80 on, v0 before)'],
   [
     'TANDEM_ATTN_FAST',
     '0: the CUDA attention backward without its fast exp/mask path (A/B runs; also TANDEM_ATTN_GRID=2d, TANDEM_ATTN_DQ_BLOCKS, TANDEM_ATTN_DKDV_BLOCKS)',

@@ -22,12 +22,18 @@ import { attentionCudaPath } from '../../src/kernels/attention/cuda.js';
 import { attentionBackwardCudaPath } from '../../src/kernels/attention_backward/cuda.js';
 
 /**
- * Kernel variants the registered implementations reach only by opt-in (TANDEM_ATTN_MMA): compiled from
- * the same cases too, so an opt-in kernel that does not build fails here and not on the first GPU run.
+ * Kernel variants the registered implementations reach only by opt-in (TANDEM_ATTN_MMA) or on GPUs
+ * older than these cases' sm_90 (v0's, forced by 'tensor-core'): compiled from the same cases too, so
+ * an opt-in kernel that does not build fails here and not on the first GPU run.
  */
 const OPT_IN: Readonly<Record<string, readonly CudaNative[]>> = {
-  attention: [attentionCudaPath('tensor-core-v1'), attentionCudaPath('tensor-core-v3')],
+  attention: [
+    attentionCudaPath('tensor-core'),
+    attentionCudaPath('tensor-core-v1'),
+    attentionCudaPath('tensor-core-v3'),
+  ],
   attention_backward: [
+    attentionBackwardCudaPath('tensor-core'),
     attentionBackwardCudaPath('tensor-core-v1'),
     attentionBackwardCudaPath('tensor-core-v2'),
     attentionBackwardCudaPath('tensor-core-v4'),

@@ -81,6 +81,7 @@ interface Config {
 }
 
 const CONFIGS: readonly Config[] = [
+  // The default path: v5 on sm_90.
   { shape: [1, 70, 2, 32], dtype: 'bf16', path: 'auto', mma: true },
   // The opt-in v1 (ldmatrix.x4, ex2.approx): both head dims it takes, both 16-bit types, ragged T.
   { shape: [1, 70, 2, 32], dtype: 'f16', path: 'tensor-core-v1', mma: true },
@@ -136,7 +137,8 @@ void describe('attention CUDA kernels on the host emulator', { skip: unavailable
       assert.deepEqual(fwd.entries, [`tdm_attn_fwd${suffix}`]);
       const v1 = path === 'tensor-core-v1';
       const v4 = path === 'tensor-core-v4';
-      const v5 = path === 'tensor-core-v5';
+      // 'auto' on the emulator's sm_90 is v5 (defaultMmaVersion), where the tensor cores take the call.
+      const v5 = path === 'tensor-core-v5' || (path === 'auto' && mma);
       const v3 = path === 'tensor-core-v3' || v4;
       const v2 = path === 'tensor-core-v2' || v3;
       assert.equal(fwd.programs[0] === ATTENTION_FORWARD_MMA_V1, v1 || (v2 && !v3), 'v1 only when asked for');

@@ -80,33 +80,44 @@ export function mmaEligible(dtype: DType, l: AttentionLaunch, ptrs: readonly num
 }
 
 /**
- * The tensor-core kernels' v1 (ATTN_V1 in cuda-mma-common.ts: ldmatrix.x4 B fragments, ex2.approx with the
- * scale in one FFMA) is opt-in (timed on an H100 on 2026-12-05: no version beat v0 on GPT-2's B=64
- * step): `TANDEM_ATTN_MMA=v1`;
+ * The tensor-core kernels' versions. v0 is the first set; v1 (ATTN_V1 in cuda-mma-common.ts: ldmatrix.x4 B
+ * fragments, ex2.approx with the scale in one FFMA): `TANDEM_ATTN_MMA=v1`;
  * `v2` adds the single-pass backward (attention_backward/cuda-mma-bwd.ts) to it, `v3` the FA2-style
  * forward (cuda-mma-fwd2.ts) to v2, `v4` is v3 with the single pass in halves (cuda-mma-bwd-halves.ts).
  * `v5` pairs the FA2-style forward with v0's two-kernel backward: on an H100 (2026-12-05) v3's forward
  * was the fastest (0.47 vs 0.66 ms at B=64, T=1024) and v0's backward the fastest (2.44 vs 2.79 ms);
  * every version stores lse in base e, so any forward feeds any backward. All need head dims of two
- * 16-wide k steps a load (32, 64); others keep the current kernels.
+ * 16-wide k steps a load (32, 64); others keep v0's kernels.
+ * v5 is the default from sm_80 on (its forward takes 90 KiB of shared memory a block, which Turing's
+ * 64 KiB cannot give): on an H100 (2026-12-06, three alternating pairs) it ran GPT-2's attention at
+ * B=64 in 2.62 ms fwd+bwd against v0's 2.73-2.75 and the B=64 training step at 489 k tokens/s against
+ * 477-479 k (bench/RESULTS.md, the twenty-fifth session).
  */
 export type MmaVersion = 'v0' | 'v1' | 'v2' | 'v3' | 'v4' | 'v5';
 const MMA_VERSIONS: readonly MmaVersion[] = ['v0', 'v1', 'v2', 'v3', 'v4', 'v5'];
 
-/** The version TANDEM_ATTN_MMA asks for (unset or empty: v0); any other value fails the launch by name. */
-export function mmaVersionRequested(env: NodeJS.ProcessEnv = process.env): MmaVersion {
+/** The version a GPU of `arch` ("sm_90") gets unless TANDEM_ATTN_MMA says otherwise. */
+export function defaultMmaVersion(arch: string): MmaVersion {
+  const sm = Number(/^sm_(\d+)/.exec(arch)?.[1] ?? 0);
+  return sm >= 80 ? 'v5' : 'v0';
+}
+
+/**
+ * The version TANDEM_ATTN_MMA asks for (unset or empty: `fallback`, the GPU's default); any other value
+ * fails the launch by name.
+ */
+export function mmaVersionRequested(
+  env: NodeJS.ProcessEnv = process.env,
+  fallback: MmaVersion = 'v0',
+): MmaVersion {
   const v = env['TANDEM_ATTN_MMA'];
-  if (v === undefined || v === '') return 'v0';
+  if (v === undefined || v === '') return fallback;
   const known = MMA_VERSIONS.find((m) => m === v);
   if (known) return known;
   throw new TandemError(
     'TANDEM_ERR_INVALID_ARGUMENT',
     `TANDEM_ATTN_MMA must be one of ${MMA_VERSIONS.join(', ')}, got ${JSON.stringify(v)}`,
   );
-}
-
-export function mmaV1Requested(env: NodeJS.ProcessEnv = process.env): boolean {
-  return mmaVersionRequested(env) !== 'v0';
 }
 
 export function mmaV1Eligible(l: AttentionLaunch): boolean {

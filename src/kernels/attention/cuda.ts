@@ -13,6 +13,7 @@ import {
   asScalars,
   genericProgram,
   genericRows,
+  defaultMmaVersion,
   launchOf,
   MMA_TILE,
   mmaEligible,
@@ -101,7 +102,7 @@ function run(path: AttentionPath, ctx: CudaKernelContext, args: readonly CudaArg
     launch,
     args.map((a) => a.ptr),
   );
-  const version = mmaPathVersion(path, eligible, launch, 'attention');
+  const version = mmaPathVersion(path, eligible, launch, 'attention', ctx.arch);
   const mma =
     version === 'v3' || version === 'v4' || version === 'v5'
       ? ATTENTION_FORWARD_MMA_FA2
@@ -115,7 +116,7 @@ function run(path: AttentionPath, ctx: CudaKernelContext, args: readonly CudaArg
 /**
  * Which tensor-core kernels a launch gets (v2: v1's forward, the single-pass backward; v3: the FA2-style
  * forward, the single-pass backward; v4: v3 with the single pass in halves; v5: the FA2-style forward,
- * v0's backward); throws when
+ * v0's backward; 'auto' without TANDEM_ATTN_MMA: `defaultMmaVersion` of the GPU's `arch`); throws when
  * a forced tensor-core path does not fit the call (the GPU tests force each kernel and must not silently
  * test another).
  */
@@ -124,6 +125,7 @@ export function mmaPathVersion(
   eligible: boolean,
   launch: AttentionLaunch,
   op: string,
+  arch: string,
 ): MmaVersion {
   const forced = FORCED[path];
   if ((path === 'tensor-core' || forced !== null) && !eligible)
@@ -131,7 +133,9 @@ export function mmaPathVersion(
   if (forced !== null && !mmaV1Eligible(launch))
     throw new Error(`${op}: the tensor-core kernels' ${forced} needs a head dim of 32 or 64`);
   if (forced !== null) return forced;
-  return path === 'auto' && mmaV1Eligible(launch) ? mmaVersionRequested() : 'v0';
+  return path === 'auto' && mmaV1Eligible(launch)
+    ? mmaVersionRequested(process.env, defaultMmaVersion(arch))
+    : 'v0';
 }
 
 /** One path forced (GPU tests compare each against the reference); `attentionCuda` picks. */

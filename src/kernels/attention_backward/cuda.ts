@@ -188,7 +188,7 @@ function run(path: AttentionPath, ctx: CudaKernelContext, args: readonly CudaArg
     base,
     args.map((a) => a.ptr),
   );
-  const version = mmaPathVersion(path, eligible, base, 'attention_backward');
+  const version = mmaPathVersion(path, eligible, base, 'attention_backward', ctx.arch);
   const rows = base.batch * base.heads * base.seq;
   const delta = ctx.scratch(rows * (base.f64 ? 8 : 4));
   const mma = path !== 'generic' && eligible;
