@@ -12,6 +12,7 @@ import { TandemError } from '../src/core/errors.js';
 import { randomData } from '../src/cli/gemm-check.js';
 import { intOption, parse, reportError } from '../src/cli/output.js';
 import { Runtime } from '../src/runtime/runtime.js';
+import { perCall } from './per-call.js';
 
 interface TorchTimes {
   readonly fwd_ms: number;
@@ -71,12 +72,7 @@ function checkRows(qkv: Uint16Array, y: Uint16Array, T: number, C: number, d: nu
   return worst;
 }
 
-/**
- * ms per step: the wall of 2·reps back-to-back steps less that of reps, median of 3 after reps untimed.
- * The host's fixed latencies (first launch, the notice of the last completion, up to ~1 ms once the
- * completion poller has backed off to its timer) are in both walls and cancel, as they are outside
- * nn_attention.py's CUDA events; a single wall counted them into every step.
- */
+/** ms per step of `reps` back-to-back steps, after reps untimed (`perCall`: 2·reps less reps, median). */
 async function time(reps: number, step: () => Promise<void>[]): Promise<number> {
   const wall = async (units: number): Promise<number> => {
     const t0 = performance.now();
@@ -85,13 +81,7 @@ async function time(reps: number, step: () => Promise<void>[]): Promise<number> 
     await Promise.all(runs);
     return performance.now() - t0;
   };
-  await wall(1);
-  const ms: number[] = [];
-  for (let w = 0; w < 3; w++) {
-    const one = await wall(1);
-    ms.push(((await wall(2)) - one) / reps);
-  }
-  return ms.sort((a, b) => a - b)[1]!;
+  return (await perCall(wall, reps, 1)) * 1e3;
 }
 
 export async function main(argv: string[]): Promise<void> {

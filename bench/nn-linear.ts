@@ -24,6 +24,7 @@ import type { Scalars } from '../src/devices/device.js';
 import { gelu, geluGrad } from '../src/kernels/activation/ops.js';
 import type { CudaDevice } from '../src/devices/cuda/cuda-device.js';
 import { Runtime } from '../src/runtime/runtime.js';
+import { perCall } from './per-call.js';
 
 type Tensor = ReturnType<Runtime['tensor']>;
 type Pass = 'forward' | 'backward_dx' | 'backward_dw';
@@ -154,33 +155,6 @@ function randomWords(count: number, salt: number): Uint16Array {
   if (pool.length < count + slack) pool = randomBf16(count + slack, 99);
   const offset = (salt * 7919) % slack;
   return pool.subarray(offset, offset + count);
-}
-
-/** Timed windows of `reps` calls per pass (the median is reported); nn_linear.py times the same. */
-const WINDOWS = 3;
-
-/**
- * Seconds per call, given `wall(units)`: the ms `units` back-to-back units of `callsPerUnit` calls take
- * to complete. The wall of two units less that of one, over callsPerUnit: the host's fixed latencies
- * (the first launch, the notice that the last call completed) are in both and cancel, as they are
- * outside nn_linear.py's CUDA events. The median of WINDOWS, after `warm` units. What does not cancel is
- * the notice's jitter: once the GPU has run a few ms without news the completion poller polls from a
- * 1 ms timer, so a wall is up to ~1 ms long — 0.05 ms a call over 20 calls, which moved GPT-2's qkv
- * passes by ±10 % from one process to the next (the twenty-fifth session); hence 200 calls a unit.
- */
-async function perCall(
-  wall: (units: number) => Promise<number>,
-  callsPerUnit: number,
-  warm: number,
-): Promise<number> {
-  for (let i = 0; i < warm; i++) await wall(1);
-  const seconds: number[] = [];
-  for (let w = 0; w < WINDOWS; w++) {
-    const one = await wall(1);
-    const two = await wall(2);
-    seconds.push((two - one) / 1e3 / callsPerUnit);
-  }
-  return seconds.sort((x, y) => x - y)[Math.floor(WINDOWS / 2)]!;
 }
 
 /** ms from `t0` until every promise of `runs` has settled. */

@@ -89,8 +89,8 @@ export function mmaEligible(dtype: DType, l: AttentionLaunch, ptrs: readonly num
  * every version stores lse in base e, so any forward feeds any backward. All need head dims of two
  * 16-wide k steps a load (32, 64); others keep v0's kernels.
  * v5 is the default from sm_80 on (its forward takes 90 KiB of shared memory a block, which Turing's
- * 64 KiB cannot give): on an H100 (2026-12-06, three alternating pairs) it ran GPT-2's attention at
- * B=64 in 2.62 ms fwd+bwd against v0's 2.73-2.75 and the B=64 training step at 489 k tokens/s against
+ * 64 KiB cannot give): on an H100 (2026-12-06, five alternating pairs) it ran GPT-2's attention at
+ * B=64 in 2.61-2.68 ms fwd+bwd against v0's 2.73-2.79 and the B=64 training step at 489 k tokens/s against
  * 477-479 k (bench/RESULTS.md, the twenty-fifth session).
  */
 export type MmaVersion = 'v0' | 'v1' | 'v2' | 'v3' | 'v4' | 'v5';
